@@ -1,0 +1,94 @@
+"""One settings object. Precedence: flags, then environment, then `.env` in the working directory."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from dotenv import dotenv_values
+
+PROVIDERS = ("openai", "offline")
+STRATEGIES = ("agent", "naive", "synth")
+DEFAULT_MODEL = "gpt-4o-mini"
+
+
+class Secret(str):
+    """A string that never shows itself in repr/str formatting of containers or logs."""
+
+    def __repr__(self) -> str:
+        return "Secret('***')" if self else "Secret('')"
+
+
+@dataclass(frozen=True)
+class Settings:
+    db: Path = Path("database")
+    results: Path = Path("results")
+    provider: str = "offline"
+    provider_reason: str = ""  # why this provider was chosen, shown to the user
+    model: str = DEFAULT_MODEL
+    judge_model: str = DEFAULT_MODEL
+    api_key: Secret = field(default=Secret(""), repr=False)
+    api_base: str | None = None
+    workers: int = 5
+    cache: bool = True
+    cache_dir: Path = Path(".ragkit/cache")
+
+    def with_(self, **changes) -> Settings:
+        return replace(self, **changes)
+
+
+def _env(env_file: Path | None = None) -> dict[str, str]:
+    """Environment over `.env` (the process environment wins)."""
+    merged: dict[str, str] = {}
+    path = env_file if env_file is not None else Path(".env")
+    if path.is_file():
+        merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+    merged.update(os.environ)
+    return merged
+
+
+def load_settings(
+    *,
+    db: Path | str | None = None,
+    results: Path | str | None = None,
+    provider: str | None = None,
+    model: str | None = None,
+    judge_model: str | None = None,
+    workers: int | None = None,
+    cache: bool | None = None,
+    env_file: Path | None = None,
+) -> Settings:
+    """Build Settings from flags (arguments), then env, then `.env`.
+
+    With no key and no explicit provider the provider is ``offline`` and ``provider_reason`` says why.
+    """
+    from ragkit.errors import UsageError
+
+    env = _env(env_file)
+    key = Secret(env.get("OPENAI_API_KEY", "").strip())
+    chosen = provider or env.get("RAG_PROVIDER") or None
+    if chosen is None:
+        chosen = "openai" if key else "offline"
+        reason = "OPENAI_API_KEY is set" if key else "no OPENAI_API_KEY set; running offline"
+    else:
+        reason = "--provider" if provider else "RAG_PROVIDER"
+    chosen = chosen.strip().lower()
+    if chosen not in PROVIDERS:
+        raise UsageError(f"unknown provider {chosen!r}: choose one of {', '.join(PROVIDERS)}")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
+    default_model = env.get("RAG_MODEL") or DEFAULT_MODEL
+    return Settings(
+        db=Path(db or env.get("RAG_DB") or "database"),
+        results=Path(results or env.get("RAG_RESULTS") or "results"),
+        provider=chosen,
+        provider_reason=reason,
+        model=model or default_model,
+        judge_model=judge_model or env.get("RAG_JUDGE_MODEL") or default_model,
+        api_key=key,
+        api_base=(env.get("OPENAI_API_BASE") or env.get("OPENAI_BASE_URL") or None),
+        workers=workers or int(env.get("RAG_WORKERS") or 5),
+        cache=True if cache is None else cache,
+        cache_dir=Path(env.get("RAG_CACHE_DIR") or ".ragkit/cache"),
+    )

@@ -1,0 +1,101 @@
+"""Plain data passed between stages. Every stage reads and writes these; nothing else is shared."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+
+
+@dataclass
+class SearchHit:
+    """One ranked page from the index. `path` is relative to the database root (posix)."""
+
+    path: str
+    page: int
+    title: str
+    score: float
+    snippet: str = ""
+
+
+@dataclass
+class Usage:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cost_usd: float | None = 0.0  # None = unknown (a model missing from the price table)
+    calls: int = 0
+
+    def add(self, other: Usage) -> None:
+        self.input_tokens += other.input_tokens
+        self.output_tokens += other.output_tokens
+        self.calls += other.calls
+        if self.cost_usd is None or other.cost_usd is None:
+            self.cost_usd = None
+        else:
+            self.cost_usd += other.cost_usd
+
+
+@dataclass
+class ToolCall:
+    id: str
+    name: str
+    arguments: str  # raw JSON text as the model sent it (may be malformed)
+
+
+@dataclass
+class Completion:
+    content: str | None
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    cached: bool = False
+
+
+@dataclass
+class Source:
+    """A page an answer relies on. `path` is the Reference Document form (relative to the project root)."""
+
+    path: str
+    page: int
+    title: str = ""
+    excerpt: str = ""
+    score: float = 0.0
+
+
+@dataclass
+class Answer:
+    """What every strategy returns (DESIGN §2, §8)."""
+
+    question: str
+    answer: str
+    refused: bool
+    sources: list[Source] = field(default_factory=list)
+    confidence: float = 0.0
+    provider: str = ""
+    model: str = ""
+    strategy: str = ""
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    latency_ms: float = 0.0
+    pages_read: list[str] = field(default_factory=list)  # Reference Document paths, in reading order
+    error: str | None = None
+    timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+
+    def to_json(self) -> dict:
+        """The exact `rag ask --format json` shape of DESIGN §8."""
+        return {
+            "answer": self.answer,
+            "refused": self.refused,
+            "sources": [asdict(s) for s in self.sources],
+            "confidence": round(self.confidence, 3),
+            "metadata": {
+                "provider": self.provider,
+                "model": self.model,
+                "strategy": self.strategy,
+                "timestamp": self.timestamp,
+                "steps": self.steps,
+                "input_tokens": self.usage.input_tokens,
+                "output_tokens": self.usage.output_tokens,
+                "cost_usd": self.usage.cost_usd,
+                "latency_ms": round(self.latency_ms, 1),
+            },
+        }

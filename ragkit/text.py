@@ -1,0 +1,124 @@
+"""Language-aware text helpers shared by ingest, index, the offline engine and the metrics.
+
+Character bigrams for CJK runs and plain words for Latin scripts: they cost nothing, cover ja/ko/zh,
+and find a two-character Japanese word or a Korean stem followed by a particle (NOTES-dependencies.md).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+# Han, Hiragana, Katakana (incl. half-width after NFKC), Hangul syllables/jamo, CJK punctuation excluded.
+_CJK_CLASS = (
+    "\u3040-\u309f"  # hiragana
+    "\u30a0-\u30ff"  # katakana
+    "\u31f0-\u31ff"
+    "\u3400-\u4dbf"  # CJK ext A
+    "\u4e00-\u9fff"  # CJK unified
+    "\uf900-\ufaff"
+    "\uac00-\ud7af"  # hangul syllables
+    "\u1100-\u11ff"
+    "\u3130-\u318f"
+)
+CJK_RE = re.compile(f"[{_CJK_CLASS}]")
+_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+# Whitespace (including a line break) between two CJK characters is an artefact of line wrapping.
+_CJK_GAP = re.compile(f"(?<=[{_CJK_CLASS}])[ \t\u3000]*\n?[ \t\u3000]*(?=[{_CJK_CLASS}])")
+_TOKEN = re.compile(f"[{_CJK_CLASS}]+|[^\\W_]+", re.UNICODE)
+_HANGUL = re.compile("[\uac00-\ud7af]")
+_KANA = re.compile("[\u3040-\u30ff]")
+
+# Function words that only add noise to a keyword query (English); CJK bigrams need no list.
+STOPWORDS = frozenset(
+    """a an and are as at be by for from has have how in is it its of on or that the this to was were
+    what when where which who why with does do did can could would should will which whose whom
+    into than then there their them they these those been being not no yes about according""".split()
+)
+
+
+def is_cjk(ch: str) -> bool:
+    return bool(CJK_RE.match(ch))
+
+
+def join_cjk_breaks(text: str) -> str:
+    """Remove whitespace (and a single line break) between two CJK characters: "してく\\nださい" -> "してください"."""
+    return _CJK_GAP.sub("", text)
+
+
+def normalize(text: str) -> str:
+    """NFKC, case-folded, CJK line-break joins: the form every comparison and index sees."""
+    return join_cjk_breaks(unicodedata.normalize("NFKC", text)).casefold()
+
+
+def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
+    """Search tokens: Latin/digit words as they are, CJK runs as overlapping character bigrams.
+
+    A single CJK character on its own stays a unigram so one-character queries still match something.
+    """
+    out: list[str] = []
+    for m in _TOKEN.finditer(normalize(text)):
+        tok = m.group(0)
+        if CJK_RE.match(tok):
+            if len(tok) == 1:
+                out.append(tok)
+            else:
+                out.extend(tok[i : i + 2] for i in range(len(tok) - 1))
+        elif not (drop_stopwords and tok in STOPWORDS):
+            out.append(tok)
+    return out
+
+
+def detect_lang(text: str) -> str:
+    """"ja", "ko", "zh" or "en" (anything else Latin), by script counts."""
+    hangul = len(_HANGUL.findall(text))
+    kana = len(_KANA.findall(text))
+    cjk = len(CJK_RE.findall(text))
+    if hangul and hangul >= kana and hangul * 2 >= cjk - hangul:
+        return "ko"
+    if kana:
+        return "ja"
+    if cjk:
+        return "zh"
+    return "en"
+
+
+REFUSALS = {
+    "en": "I cannot answer this from the documents.",
+    "ja": "この質問には資料から回答できません。",
+    "ko": "이 질문에는 문서에서 답할 수 없습니다.",
+    "zh": "无法根据文档回答这个问题。",
+}
+
+
+def refusal_text(lang: str) -> str:
+    """The plain refusal sentence in the question's language (DESIGN §2)."""
+    return REFUSALS.get(lang, REFUSALS["en"])
+
+
+_REFUSAL_MARKERS = tuple(
+    normalize(s)
+    for s in (
+        *REFUSALS.values(),
+        "cannot answer",
+        "can't answer",
+        "unable to answer",
+        "not in the documents",
+        "回答できません",
+        "答えられません",
+        "답할 수 없습니다",
+        "답변할 수 없습니다",
+    )
+)
+
+
+def is_refusal(answer: str) -> bool:
+    """True when an answer is a plain refusal (used when a model does not set the flag itself)."""
+    norm = normalize(answer)
+    return not norm.strip() or any(m in norm for m in _REFUSAL_MARKERS)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Sentences for extractive answers: splits on . ! ? 。！？ and line breaks, keeps them non-empty."""
+    parts = re.split(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+", text)
+    return [p.strip() for p in parts if p and p.strip()]

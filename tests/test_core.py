@@ -1,0 +1,100 @@
+"""Shared helpers: text normalisation, safe paths, CSV encodings and formula escaping, settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from ragkit import csvio, paths, text
+from ragkit.config import load_settings
+from ragkit.errors import PathEscapeError, RagError, UsageError
+
+
+def test_cjk_line_break_join_and_tokens():
+    assert text.join_cjk_breaks("設定を削除してく\nださい") == "設定を削除してください"
+    assert text.join_cjk_breaks("hello\nworld") == "hello\nworld"
+    toks = text.tokenize("接続を削除する")
+    assert "削除" in toks and "接続" in toks
+    assert "파일" in text.tokenize("파일을 삭제합니다")
+    assert text.tokenize("The Quick fox", drop_stopwords=True) == ["quick", "fox"]
+    assert text.tokenize("ＡＢＣ１２３") == ["abc123"]  # NFKC full-width -> ASCII
+
+
+def test_detect_lang_and_refusal():
+    assert text.detect_lang("冷蔵庫の温度を設定するには？") == "ja"
+    assert text.detect_lang("휴학은 어떻게 신청합니까?") == "ko"
+    assert text.detect_lang("How do I reset it?") == "en"
+    assert text.is_refusal(text.refusal_text("ja"))
+    assert not text.is_refusal("The temperature is 3 degrees.")
+
+
+@pytest.mark.parametrize(
+    "raw,expected",
+    [("a/b", "a b"), ("x" * 300, "x" * 80), ("CON", "_CON"), ("..", "untitled"), ("冷蔵庫\x00", "冷蔵庫"),
+     ('ta<b>le:"q"|?*', "ta b le q")],
+)
+def test_sanitize_name(raw, expected):
+    assert paths.sanitize_name(raw) == expected
+
+
+def test_resolve_in_db_refuses_escapes(tmp_path):
+    db = tmp_path / "db"
+    (db / "a").mkdir(parents=True)
+    (db / "a" / "page_001.md").write_text("x")
+    outside = tmp_path / "secret.txt"
+    outside.write_text("s")
+    (db / "link").symlink_to(outside)
+    assert paths.resolve_in_db(db, "a/page_001.md") == (db / "a" / "page_001.md").resolve()
+    for bad in ["../secret.txt", "/etc/passwd", "a/../../secret.txt", "link", "a\\page_001.md", "a\x00b",
+                "C:/x"]:
+        with pytest.raises(PathEscapeError):
+            paths.resolve_in_db(db, bad)
+
+
+def test_page_filename_widths():
+    assert paths.page_filename(8, 20) == "page_008.md"
+    assert paths.page_filename(8, 1200) == "page_0008.md"
+    assert paths.page_number("x/page_0123.md") == 123
+
+
+def test_csv_encodings_and_formula_escape(tmp_path):
+    df = pd.DataFrame({"Question": ["=1+1", "冷蔵庫の温度は？", "-5 is fine", "-x"], "Page": ["1", "2", "3", "4"]})
+    out = csvio.write_csv(df, tmp_path / "o.csv")
+    raw = out.read_bytes()
+    assert raw.startswith(b"\xef\xbb\xbf")
+    assert "'=1+1" in raw.decode("utf-8-sig") and "'-x" in raw.decode("utf-8-sig")
+    back = csvio.read_csv(out)
+    assert list(back["Question"]) == list(df["Question"])
+    with pytest.raises(RagError, match="refusing to overwrite"):
+        csvio.write_csv(df, out)
+    sj = tmp_path / "sj.csv"
+    sj.write_bytes("Question,Page\n冷蔵庫の温度は？,1\n".encode("cp932"))
+    assert csvio.read_csv(sj)["Question"][0] == "冷蔵庫の温度は？"
+    with pytest.raises(RagError, match="missing column 'Question'; columns found: 'Frage'"):
+        bad = tmp_path / "bad.csv"
+        bad.write_text("Frage\nx\n")
+        csvio.read_csv(bad, required=("Question",))
+
+
+def test_timestamped_paths_never_collide(tmp_path):
+    a = csvio.timestamped_path(tmp_path, "qs")
+    a.write_text("x")
+    b = csvio.timestamped_path(tmp_path, "qs", now=None)
+    assert a != b and a.name.startswith("qs_results_")
+    assert csvio.summary_path_for(a).name.endswith("_summary.csv")
+
+
+def test_settings_precedence(monkeypatch, tmp_path):
+    s = load_settings()
+    assert s.provider == "offline" and "no OPENAI_API_KEY" in s.provider_reason
+    Path(".env").write_text("OPENAI_API_KEY=sk-from-dotenv\nRAG_MODEL=from-dotenv\n")
+    s = load_settings()
+    assert s.provider == "openai" and s.model == "from-dotenv"
+    assert "sk-from-dotenv" not in repr(s)
+    monkeypatch.setenv("RAG_MODEL", "from-env")
+    assert load_settings().model == "from-env"
+    assert load_settings(model="from-flag").model == "from-flag"
+    with pytest.raises(UsageError):
+        load_settings(provider="bogus")
