@@ -33,6 +33,9 @@ class Settings:
     workers: int = 5
     cache: bool = True
     cache_dir: Path = Path(".ragkit/cache")
+    timeout: float = 60.0  # seconds per LLM HTTP request [env RAG_TIMEOUT]
+    retry_base_delay: float = 1.0  # first backoff wait (s); doubles per attempt, plus jitter
+    retry_max_delay: float = 20.0  # cap on any single wait, including a server's Retry-After
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -91,4 +94,19 @@ def load_settings(
         workers=workers or int(env.get("RAG_WORKERS") or 5),
         cache=True if cache is None else cache,
         cache_dir=Path(env.get("RAG_CACHE_DIR") or ".ragkit/cache"),
+        timeout=_positive_float(env.get("RAG_TIMEOUT"), "RAG_TIMEOUT", 60.0),
     )
+
+
+def _positive_float(raw: str | None, name: str, default: float) -> float:
+    from ragkit.errors import UsageError
+
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be a number of seconds, got {raw!r}") from None
+    if value <= 0:
+        raise UsageError(f"{name} must be positive, got {raw!r}")
+    return value

@@ -16,7 +16,8 @@ from ragkit.errors import PathEscapeError
 MAX_NAME = 80  # characters of one folder name; keeps paths readable and under OS limits
 _BAD_CHARS = re.compile(r'[<>:"|?*\\/\x00-\x1f\x7f]')
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
-PAGE_RE = re.compile(r"^page_(\d{3,})\.md$")
+# `page_008_2.md` is the optimizer's second copy of page 8 in one folder: still page 8.
+PAGE_RE = re.compile(r"^page_(\d{3,})(?:_\d+)?\.md$")
 
 
 def sanitize_name(name: str, *, fallback: str = "untitled", max_len: int = MAX_NAME) -> str:

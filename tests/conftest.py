@@ -12,7 +12,7 @@ EXAMPLES = REPO / "examples"
 
 _ENV_VARS = (
     "OPENAI_API_KEY", "OPENAI_API_BASE", "OPENAI_BASE_URL", "RAG_DB", "RAG_RESULTS", "RAG_PROVIDER",
-    "RAG_MODEL", "RAG_JUDGE_MODEL", "RAG_WORKERS", "RAG_CACHE_DIR",
+    "RAG_MODEL", "RAG_JUDGE_MODEL", "RAG_WORKERS", "RAG_CACHE_DIR", "RAG_TIMEOUT",
 )
 
 
@@ -34,3 +34,22 @@ def repo_root() -> Path:
 
 def pytest_report_header(config):
     return f"ragkit tests; cwd isolated per test; pid {os.getpid()}"
+
+
+@pytest.fixture
+def scripted_server():
+    """A real OpenAI-compatible server on 127.0.0.1 answering from a script (tests/fakeserver.py).
+
+    Use with `from fakeserver import openai_settings`; `openai_settings(scripted_server)` gives Settings for
+    the real openai provider pointed at it (key "sk-test-SECRET-KEY", cache off, tiny backoff).
+    """
+    from fakeserver import ScriptedServer
+
+    from ragkit.llm import forget_rejections
+
+    server = ScriptedServer()
+    try:
+        yield server
+    finally:
+        server.close()
+        forget_rejections()  # a later server may get the same port
