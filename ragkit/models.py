@@ -79,6 +79,7 @@ class Answer:
     pages_read: list[str] = field(default_factory=list)  # Reference Document paths, in reading order
     error: str | None = None
     timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
+    general_knowledge: bool = False  # synth found nothing relevant and answered from general knowledge
 
     def to_json(self) -> dict:
         """The exact `rag ask --format json` shape of DESIGN §8."""

@@ -1,31 +1,40 @@
 """Folder optimization, the "RL" loop (DESIGN §6): copy pages the agent missed into folders where it
 would have looked, and keep only the copies that help.
 
-For every answerable row whose Ref Recall < 1 (aliases counted), a proposer (the LLM, or a deterministic
-rule offline) picks a folder inside the page's category; the page is copied there under its own name
-(never over a file), the index learns of it at once, and the input CSV's `Optimized Reference Document`
-becomes `original|copy`. With `enable_rl` each row gets up to 5 attempts (propose, copy, re-ask, score);
-an attempt that does not reach Ref Recall >= 1 has its copy and index entry removed before the next one.
+For every answerable row whose Ref Recall < 1 (aliases counted), a proposer (the LLM through
+`llm.chat_json`, or a deterministic rule offline) picks a folder inside the page's scope (its category,
+the top-level folder); the page is copied there under its own name (never over a file), the index learns
+of it at once, and the input CSV's `Optimized Reference Document` becomes `original|copy`. With
+`enable_rl` each row gets up to 5 attempts (propose, copy, re-ask, score); an attempt that does not reach
+Ref Recall >= 1 has its copy and index entry removed, and the next proposal is told what failed.
 
-Every copy is written to a journal (DB/.ragkit/optimize-journal.jsonl, fsync'ed) before it appears:
-`created` -> `kept` | `rolled_back`. A copy left `created` by a process that no longer runs was never
-confirmed, and `recover_journal` removes it (optimize calls it at start; batch/index may too).
+Crash safety: every run journals its copies in its own file under DB/.ragkit/optimize-journal/ (fsync'ed,
+written BEFORE the copy appears): a header naming the process, then `created` -> `kept` | `rolled_back`
+per copy. `recover_journal` (called at the start of every run) removes the copies of a dead process that
+were never confirmed, then the journal file. A finished run deletes its own journal.
+
+INTERFACE (batch relies on it):
+
+    optimize_missed(rows, *, input_csv, settings, strategy, enable_rl, index=None, progress=True)
+        -> OptimizeReport: rows, summary(), usage, errors, notes, copies, recovered
+    recover_journal(db, index=None) -> list[str]      # db-relative copies removed
+    print_optimize_report(report, console)
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
-import shutil
 import socket
 import sys
 import tempfile
 import threading
 import unicodedata
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -33,24 +42,25 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.config import Settings
-from ragkit.csvio import join_multi, read_csv, split_multi, write_csv
+from ragkit.csvio import join_multi, read_csv, write_csv
 from ragkit.errors import PathEscapeError, RagError
 from ragkit.models import Usage
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import normalize_ref, reference_path, resolve_in_db, sanitize_name, strip_db_prefix
 from ragkit.text import STOPWORDS, detect_lang, normalize
 
+log = logging.getLogger("ragkit.optimize")
+
 MAX_ATTEMPTS = 5
-MAX_DEPTH = 4  # folder levels below the category a proposal may use
-MAX_FOLDER_CHARS = 200  # whole db-relative folder path
-MAX_COMPONENT = 60  # one proposed folder name
+MAX_DEPTH = 4  # folder levels below the scope a proposal may use
+MAX_FOLDER_CHARS = 200  # the whole db-relative folder path
+MAX_COMPONENT = 60  # one folder name
 PAGE_EXCERPT = 1500  # characters of the missed page shown to the model
 TREE_MAX_ENTRIES = 60
 TREE_MAX_DEPTH = 3
-JOURNAL_NAME = "optimize-journal.jsonl"
+JOURNAL_DIR = "optimize-journal"
 OPT_COL = "Optimized Reference Document"
 REF_COL = "Reference Document"
-METRIC_KEYS = ("TP", "TN", "FP", "FN", "Recall", "Precision", "Specificity", "F1", "Accuracy")
 
 PROPOSAL_SCHEMA = {
     "type": "object",
@@ -59,19 +69,19 @@ PROPOSAL_SCHEMA = {
         "reason": {"type": "string"},
         "new_folder": {"type": "boolean"},
     },
-    "required": ["folder", "reason", "new_folder"],
+    "required": ["folder"],
 }
 
 _SYSTEM = """You reorganise a document database so that a search agent finds the right page.
 The database is a folder tree (category/document/section/page_NNN.md). The agent browses folders by their
-names, searches page text and reads pages. For the question below it did NOT find the page shown.
-Choose the folder where a COPY of this page should also live so that someone asking this question would
-find it there. Rules:
+names, searches page text (folder names count) and reads pages. For the question below it did NOT find
+the page shown. Choose the folder where a COPY of this page should also live so that someone asking this
+question would find it there. Rules:
 - Prefer an EXISTING folder from the listing when one fits the question; propose a new folder only when
-  none does (then set new_folder to true). A new folder should be named with the words a user asking
-  this question would look for, in the question's language.
-- The folder must be inside the category folder `{category}`, given relative to the database root,
-  at most {depth} levels below the category, without a file name, without `..`, `/` at the start or `\\`.
+  none does (then set new_folder to true). Name a new folder with the words a user asking this question
+  would look for, in the question's language.
+- The folder must be inside `{scope}`, written relative to the database root, at most {depth} levels
+  below `{scope}`, without a file name, without `..`, without a leading `/` and without `\\`.
 - Do not propose the folder the page is already in.
 Reply with one JSON object: {{"folder": "...", "reason": "one sentence", "new_folder": true|false}}."""
 
@@ -79,18 +89,17 @@ Reply with one JSON object: {{"folder": "...", "reason": "one sentence", "new_fo
 # -- results -----------------------------------------------------------------------------------------
 @dataclass
 class CopyRecord:
-    """One copy this run placed (or found already in place) for one row."""
+    """One copy one row's attempt placed (or found already in place and shared)."""
 
     row: int  # index into the rows passed in
     question: str
     original: str  # db-relative page path
     copy: str  # db-relative path of the copy
-    folder: str
-    attempt: int  # 1-based; 1 without RL
+    attempt: int  # 1-based; always 1 without RL
     proposer: str  # "llm" | "offline" | "fallback"
     reason: str
-    created: bool  # False when an identical copy was already in that folder (reused, not ours)
-    status: str = "pending"  # pending | kept | rolled_back | reused
+    created: bool  # False: the same page was already in that folder (another row's copy, or an older run's)
+    outcome: str = "pending"  # kept | rolled_back | reused | unused
 
 
 @dataclass
@@ -98,18 +107,21 @@ class OptimizeReport:
     rows: list[dict]
     enable_rl: bool = False
     analysed: int = 0  # rows with a missed page that were worked on
-    fixed: int = 0  # RL rows that reached Ref Recall >= 1
+    fixed: int = 0  # RL: analysed rows that reached Ref Recall >= 1
     created: int = 0  # copy files written
-    kept: int = 0
-    rolled_back: int = 0
+    kept: int = 0  # of those, still in the database at the end
+    rolled_back: int = 0  # of those, removed again
     recall_before: float | None = None  # mean alias-aware Ref Recall over scored answerable rows
-    recall_after: float | None = None  # same after the RL loop (None without RL: nothing was re-asked)
+    recall_after: float | None = None  # the same after the RL loop (None without RL: nothing re-asked)
     rows_scored: int = 0
     csv_path: Path | None = None  # the input CSV when it was updated
     backup_path: Path | None = None
     copies: list[CopyRecord] = field(default_factory=list)
-    recovered: list[str] = field(default_factory=list)  # unconfirmed copies removed at start
+    recovered: list[str] = field(default_factory=list)  # unconfirmed copies of a crashed run, removed
+    notes: list[str] = field(default_factory=list)  # things the user should be told (not failures)
     errors: list[str] = field(default_factory=list)
+    # the optimizer's own model calls: proposals, and re-asks of attempts that were not a row's last (the
+    # last re-ask of a row, and its judging, go through batch.rescore_row, which counts them for the batch)
     usage: Usage = field(default_factory=Usage)
 
     def summary(self) -> dict[str, Any]:
@@ -120,6 +132,7 @@ class OptimizeReport:
             "Optimize Copies Created": self.created,
             "Optimize Copies Kept": self.kept,
             "Optimize Copies Rolled Back": self.rolled_back,
+            "Optimize Copies Recovered": len(self.recovered),
             "Ref Recall Before Optimize": _blank(self.recall_before),
             "Ref Recall After Optimize": _blank(self.recall_after),
             "Optimize Errors": len(self.errors),
@@ -132,24 +145,23 @@ def _blank(v: float | None) -> float | str:
 
 def print_optimize_report(report: OptimizeReport, console) -> None:
     """A few lines for the end of `rag batch`."""
-    if report.recovered:
-        console.print(f"optimize: removed {len(report.recovered)} unconfirmed copies left by an interrupted run")
+    for note in report.notes:
+        console.print(f"optimize: {note}", highlight=False)
     if not report.analysed and not report.errors:
-        console.print("optimize: no missed reference pages; nothing to do")
+        console.print("optimize: no missed reference pages; nothing to do", highlight=False)
         return
-    line = (f"optimize: {report.analysed} rows analysed; copies created {report.created}, kept {report.kept}, "
-            f"rolled back {report.rolled_back}")
-    console.print(line, highlight=False)
+    console.print(f"optimize: {report.analysed} rows analysed; copies created {report.created}, kept "
+                  f"{report.kept}, rolled back {report.rolled_back}", highlight=False)
     before = "n/a" if report.recall_before is None else f"{report.recall_before:.3f}"
     if report.enable_rl:
         after = "n/a" if report.recall_after is None else f"{report.recall_after:.3f}"
-        console.print(f"optimize: Ref Recall before {before}, after {after} ({report.fixed} rows fixed, "
-                      f"{report.rows_scored} rows scored)", highlight=False)
+        console.print(f"optimize: Ref Recall before {before}, after {after} ({report.fixed} of "
+                      f"{report.analysed} rows fixed; {report.rows_scored} rows scored)", highlight=False)
     else:
         console.print(f"optimize: Ref Recall before {before}; run with --enable-rl to re-ask and keep only "
-                      "copies that help", highlight=False)
+                      "the copies that help", highlight=False)
     if report.csv_path:
-        console.print(f"optimize: updated {report.csv_path} (`{OPT_COL}`), previous file kept as "
+        console.print(f"optimize: updated {report.csv_path} (`{OPT_COL}`); previous file kept as "
                       f"{report.backup_path}", highlight=False)
     for e in report.errors[:10]:
         console.print(f"optimize: [red]error[/red] {e}", highlight=False)
@@ -158,102 +170,146 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
 
 
 # -- journal -----------------------------------------------------------------------------------------
-_JOURNAL_LOCKS: dict[str, threading.Lock] = {}
-_JOURNAL_LOCKS_GUARD = threading.Lock()
+def journal_dir(db: Path) -> Path:
+    return Path(db).resolve() / ".ragkit" / JOURNAL_DIR
 
 
-def journal_path(db: Path) -> Path:
-    return Path(db).resolve() / ".ragkit" / JOURNAL_NAME
-
-
-class Journal:
-    """Append-only JSON lines, fsync'ed per entry, so a crash can be undone on the next run."""
-
-    def __init__(self, db: Path) -> None:
-        self.path = journal_path(db)
-        with _JOURNAL_LOCKS_GUARD:
-            self._lock = _JOURNAL_LOCKS.setdefault(str(self.path), threading.Lock())
-
-    def append(self, event: str, **fields: Any) -> None:
-        entry = {"ts": datetime.now(UTC).isoformat(timespec="seconds"), "event": event, **fields}
-        line = (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8")
-        with self._lock:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-            try:
-                os.write(fd, line)
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-
-    def entries(self) -> list[dict]:
-        """Every readable entry; a line cut short by a crash is ignored."""
-        if not self.path.is_file():
-            return []
-        out = []
-        with self._lock:
-            text = self.path.read_text(encoding="utf-8", errors="replace")
-        for line in text.splitlines():
-            try:
-                e = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(e, dict) and "id" in e:
-                out.append(e)
-        return out
+def _proc_start(pid: int) -> str | None:
+    """The process start time (Linux /proc), so a recycled pid is not mistaken for the journal's owner."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    fields = stat.rsplit(")", 1)[-1].split()
+    return fields[19] if len(fields) > 19 else None
 
 
 def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    except (OSError, OverflowError, TypeError, ValueError):
+    except (OSError, OverflowError):
         return False
     return True
 
 
-def recover_journal(db: Path, index=None) -> list[str]:
-    """Remove copies the journal shows as created but never confirmed by a process that is gone.
+class Journal:
+    """This run's journal file: JSON lines, fsync'ed per entry, created at the first entry."""
 
-    Returns the db-relative paths removed. A copy edited since (checksum differs) is left alone; copies
-    of a process still running (another `rag batch` on the same database) are not touched.
-    """
-    db = Path(db)
-    journal = Journal(db)
-    created: dict[str, dict] = {}
-    last: dict[str, str] = {}
-    for e in journal.entries():
-        if e.get("event") == "created":
-            created[e["id"]] = e
-        last[e["id"]] = e.get("event", "")
-    removed: list[str] = []
-    host = socket.gethostname()
-    for cid, e in created.items():
-        if last.get(cid) != "created":
-            continue
-        if e.get("host") == host and _pid_alive(int(e.get("pid") or 0)):
-            continue
-        rel = str(e.get("path", ""))
+    def __init__(self, db: Path) -> None:
+        self.dir = journal_dir(db)
+        self.path: Path | None = None
+        self._lock = threading.Lock()
+        self._open: set[str] = set()  # copy ids created and not yet resolved
+
+    def append(self, event: str, **fields: Any) -> None:
+        entry = {"ts": datetime.now(UTC).isoformat(timespec="seconds"), "event": event, **fields}
+        with self._lock:
+            if self.path is None:
+                self.dir.mkdir(parents=True, exist_ok=True)
+                pid = os.getpid()
+                self.path = self.dir / f"{pid}-{uuid.uuid4().hex[:12]}.jsonl"
+                self._write({"event": "run", "pid": pid, "host": socket.gethostname(),
+                             "start": _proc_start(pid), "ts": entry["ts"]})
+            self._write(entry)
+            if event == "created":
+                self._open.add(fields["id"])
+            else:
+                self._open.discard(fields.get("id", ""))
+
+    def _write(self, entry: dict) -> None:
+        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         try:
-            full = resolve_in_db(db, rel)
-        except PathEscapeError:
-            journal.append("recovered", id=cid, path=rel, note="path refused")
+            os.write(fd, (json.dumps(entry, ensure_ascii=False) + "\n").encode("utf-8"))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def close(self) -> None:
+        """Delete the journal once every copy it names is resolved (kept or rolled back)."""
+        with self._lock:
+            if self.path is not None and not self._open:
+                self.path.unlink(missing_ok=True)
+                self.path = None
+
+
+def _read_journal(path: Path) -> list[dict]:
+    """Every readable entry; a line cut short by a crash is ignored."""
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            e = json.loads(line)
+        except ValueError:
             continue
-        note = "already gone"
-        if full.is_file():
-            if _sha256(full.read_bytes()) == e.get("sha256"):
+        if isinstance(e, dict):
+            out.append(e)
+    return out
+
+
+def _owner_alive(header: dict) -> bool:
+    if header.get("host") != socket.gethostname():
+        return False  # another machine's run on a shared folder: it can no longer confirm its copies
+    try:
+        pid = int(header.get("pid") or 0)
+    except (TypeError, ValueError):
+        return False
+    if not _pid_alive(pid):
+        return False
+    start = header.get("start")
+    return start is None or _proc_start(pid) in (None, start)
+
+
+def recover_journal(db: Path, index=None) -> list[str]:
+    """Remove copies that a process which is gone created but never confirmed; returns their db-relative
+    paths. A copy edited since it was made (checksum differs) is left alone; journals of running
+    processes (another `rag batch` on the same database) are not touched."""
+    db = Path(db)
+    removed: list[str] = []
+    folder = journal_dir(db)
+    if not folder.is_dir():
+        return removed
+    for jpath in sorted(folder.glob("*.jsonl")):
+        try:
+            entries = _read_journal(jpath)
+        except OSError:
+            continue
+        header = entries[0] if entries and entries[0].get("event") == "run" else {}
+        if _owner_alive(header):
+            continue
+        created: dict[str, dict] = {}
+        for e in entries:
+            cid = str(e.get("id") or "")
+            if e.get("event") == "created" and cid:
+                created[cid] = e
+            elif cid:
+                created.pop(cid, None)  # kept or rolled back: resolved
+        for cid, e in created.items():
+            rel = str(e.get("path") or "")
+            try:
+                full = resolve_in_db(db, rel)
+                target = full.parent
+            except PathEscapeError:
+                continue  # never touch anything a tampered journal points outside the database
+            for tmp in target.glob(f".optimize-{cid}*.tmp"):  # a crash in the middle of writing
+                tmp.unlink(missing_ok=True)
+            if full.is_file() and _sha256(full.read_bytes()) != e.get("sha256"):
+                log.warning("optimize: %s was edited since an interrupted run created it; left in place", rel)
+                continue
+            if index is not None:
+                _index_remove(index, rel)  # first, so that no reader is sent there any more
+            if full.is_file():
                 full.unlink(missing_ok=True)
                 removed.append(rel)
-                note = "removed"
-            else:
-                note = "left in place: edited since it was created"
-        if index is not None:
-            _index_remove(index, rel)
-        _remove_empty_dirs(db, e.get("dirs") or [])
-        journal.append("recovered", id=cid, path=rel, note=note)
+            _remove_empty_dirs(db, e.get("dirs") or [])
+        jpath.unlink(missing_ok=True)
+    if removed:
+        log.warning("optimize: removed %d unconfirmed copies left by an interrupted run: %s", len(removed),
+                    ", ".join(removed[:5]) + (" ..." if len(removed) > 5 else ""))
     return removed
 
 
@@ -263,7 +319,7 @@ def _sha256(data: bytes) -> str:
 
 def _remove_empty_dirs(db: Path, dirs: Iterable[str]) -> None:
     """rmdir folders a copy created, deepest first, only when empty (never anything else)."""
-    for rel in sorted(dirs, key=lambda d: d.count("/"), reverse=True):
+    for rel in sorted(set(dirs), key=lambda d: d.count("/"), reverse=True):
         try:
             os.rmdir(resolve_in_db(db, rel))
         except (OSError, PathEscapeError):
@@ -277,61 +333,33 @@ def _index_remove(index, rel: str) -> None:
         pass
 
 
-# -- the folder tree shown to the model ---------------------------------------------------------------
-class FolderTree:
-    """Page counts per folder of a category, updated as copies come and go (walked once per category)."""
+# -- the folder listing shown to the model ------------------------------------------------------------
+def scope_of(original: str) -> str:
+    """The folder a copy of `original` must stay in: its category (top-level folder)."""
+    parts = original.split("/")
+    return parts[0] if len(parts) > 1 else ""
 
-    def __init__(self, db: Path) -> None:
-        self.db = Path(db)
-        self._direct: dict[str, dict[str, int]] = {}  # category -> folder -> pages directly inside
-        self._lock = threading.Lock()
 
-    def _load(self, category: str) -> dict[str, int]:
-        if category not in self._direct:
-            counts: dict[str, int] = {}
-            base = resolve_in_db(self.db, category)
-            root = self.db.resolve()
-            for dirpath, dirnames, filenames in os.walk(base):
-                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
-                rel = Path(dirpath).relative_to(root).as_posix()
-                counts[rel] = sum(1 for f in filenames if f.endswith(".md") and not f.startswith("."))
-            self._direct[category] = counts
-        return self._direct[category]
-
-    def change(self, folder: str, delta: int) -> None:
-        category = folder.split("/", 1)[0]
-        with self._lock:
-            if category not in self._direct:
-                return
-            counts = self._direct[category]
-            parts = folder.split("/")
-            for i in range(1, len(parts) + 1):  # a new folder's parents appear too
-                counts.setdefault("/".join(parts[:i]), 0)
-            counts[folder] = max(0, counts[folder] + delta)
-
-    def exists(self, folder: str) -> bool:
-        category = folder.split("/", 1)[0]
-        with self._lock:
-            return folder in self._load(category)
-
-    def listing(self, category: str, focus: str, *, max_entries: int = TREE_MAX_ENTRIES,
-                max_depth: int = TREE_MAX_DEPTH) -> str:
-        """`folder/ (N pages)` lines, the focus document's folders first, bounded in depth and count."""
-        with self._lock:
-            counts = dict(self._load(category))
-        totals: dict[str, int] = {}
-        for folder, n in counts.items():
-            parts = folder.split("/")
-            for i in range(1, len(parts) + 1):
-                key = "/".join(parts[:i])
-                totals[key] = totals.get(key, 0) + n
-        shown = [f for f in totals if f.count("/") <= max_depth]
-        shown.sort(key=lambda f: (not (f == focus or f.startswith(focus + "/")), f))
-        lines = [f"{f}/ ({totals[f]} pages)" for f in shown[:max_entries]]
-        hidden = len(totals) - min(len(shown), max_entries)
-        if hidden > 0:
-            lines.append(f"... {hidden} more folders not shown")
-        return "\n".join(lines)
+def folder_listing(pages: Iterable[str], scope: str, focus: str = "", *, max_entries: int = TREE_MAX_ENTRIES,
+                   max_depth: int = TREE_MAX_DEPTH) -> str:
+    """`folder/ (N pages)` lines for the folders under `scope` (N counts sub-folders too), the `focus`
+    folder's subtree first, at most `max_depth` levels below the scope and `max_entries` lines."""
+    base_depth = scope.count("/") + 1 if scope else 0
+    totals: dict[str, int] = {}
+    for page in pages:
+        parts = page.split("/")[:-1]
+        for i in range(base_depth, len(parts) + 1):
+            if i == 0:
+                continue
+            key = "/".join(parts[:i])
+            totals[key] = totals.get(key, 0) + 1
+    shown = sorted((f for f in totals if f.count("/") + 1 - base_depth <= max_depth),
+                   key=lambda f: (f != scope, not (focus and (f == focus or f.startswith(focus + "/"))), f))
+    lines = [f"{f}/ ({totals[f]} page{'' if totals[f] == 1 else 's'})" for f in shown[:max_entries]]
+    hidden = len(totals) - len(lines)
+    if hidden > 0:
+        lines.append(f"... {hidden} more folders not shown")
+    return "\n".join(lines) or "(no folders yet)"
 
 
 # -- proposals ---------------------------------------------------------------------------------------
@@ -339,17 +367,17 @@ class FolderTree:
 class Proposal:
     folder: str  # validated, db-relative
     reason: str
-    new_folder: bool
     proposer: str  # "llm" | "offline" | "fallback"
 
 
-def validate_folder(db: Path, raw: str, *, category: str, original: str) -> str:
-    """A proposed folder made safe, or PathEscapeError/ValueError saying why it is refused.
+def validate_folder(db: Path, raw: Any, *, original: str) -> str:
+    """A proposed folder made safe (db-relative), or PathEscapeError/ValueError saying why it is refused.
 
-    Accepts db-relative (`cat/x`), Reference-form (`database/cat/x`) or category-relative (`x`) paths.
-    Refuses `..`, absolute paths, backslashes, NUL, paths deeper than MAX_DEPTH below the category or
-    longer than MAX_FOLDER_CHARS, the page's own folder, and anything resolving outside the category
-    (a symlink). Each component is sanitised (device names, control and <>:"|?* characters, length).
+    Accepts db-relative (`cat/x`), Reference-form (`database/cat/x`) or scope-relative (`x`) paths.
+    Refuses NUL, backslashes, absolute paths, `..`, another category, paths deeper than MAX_DEPTH below
+    the scope or longer than MAX_FOLDER_CHARS, the page's own folder, and anything that resolves outside
+    the scope (a symlink) or runs into a file. Each component is sanitised (paths.sanitize_name: device
+    names, control and <>:"|?* characters, leading dots, length).
     """
     if not isinstance(raw, str) or not raw.strip():
         raise ValueError("the folder is empty")
@@ -357,62 +385,64 @@ def validate_folder(db: Path, raw: str, *, category: str, original: str) -> str:
         raise PathEscapeError("the folder contains a NUL byte")
     if "\\" in raw:
         raise PathEscapeError("backslashes are not allowed; use '/' between folder names")
-    text = raw.strip()
-    if text.startswith("/") or text.startswith("~") or re.match(r"^[A-Za-z]:", text):
+    text = unicodedata.normalize("NFC", raw.strip())
+    if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", text):
         raise PathEscapeError(f"absolute paths are not allowed: {text[:80]!r}")
-    parts_raw = [p for p in text.split("/") if p.strip() not in ("", ".")]
-    if any(p.strip() == ".." for p in parts_raw):
+    if any(p.strip() == ".." for p in text.split("/")):
         raise PathEscapeError(f"'..' is not allowed: {text[:80]!r}")
-    rel = strip_db_prefix(db, "/".join(parts_raw))
-    parts = [p for p in rel.split("/") if p.strip()]
+    rel = strip_db_prefix(db, text)
+    parts = [p for p in rel.split("/") if p.strip() not in ("", ".")]
     if parts and parts[-1].lower().endswith(".md"):
         parts = parts[:-1]  # a page path: its folder is meant
     parts = [sanitize_name(p, fallback="", max_len=MAX_COMPONENT) for p in parts]
     parts = [p for p in parts if p]
     if not parts:
         raise ValueError("no usable folder name")
-    if parts[0] != category:
-        parts = [category, *parts]  # relative to the scope
-    if len(parts) - 1 > MAX_DEPTH:
-        raise ValueError(f"too deep: at most {MAX_DEPTH} folder levels below {category!r}")
+    scope = scope_of(original)
+    if scope and parts[0] != scope:
+        if len(parts) > 1 and (Path(db) / parts[0]).is_dir():
+            raise PathEscapeError(f"{parts[0]!r} is another category; the copy must stay inside {scope!r}")
+        parts = [scope, *parts]  # written relative to the scope
+    if len(parts) - (1 if scope else 0) > MAX_DEPTH:
+        raise ValueError(f"too deep: at most {MAX_DEPTH} folder levels below {scope or 'the database'!r}")
     folder = "/".join(parts)
     if len(folder) > MAX_FOLDER_CHARS:
         raise ValueError(f"path too long ({len(folder)} characters, at most {MAX_FOLDER_CHARS})")
     if folder == original.rsplit("/", 1)[0]:
         raise ValueError("the page is already in that folder")
-    scope = resolve_in_db(db, category)
+    root = resolve_in_db(db, scope) if scope else Path(db).resolve()
     target = resolve_in_db(db, folder)
-    if target != scope and scope not in target.parents:
-        raise PathEscapeError(f"path leaves the category {category!r}")
+    if root not in target.parents:
+        raise PathEscapeError(f"{folder!r} leaves {scope or 'the database'!r}")
     probe = target
-    while probe != scope:
+    while probe != root:
         if probe.exists() and not probe.is_dir():
-            raise ValueError(f"{probe.relative_to(db.resolve()).as_posix()!r} is a file, not a folder")
+            raise ValueError(f"{folder!r} runs into a file, not a folder")
         probe = probe.parent
     return folder
 
 
 _CJK_TERM = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u30a0-\u30ffー々A-Za-z0-9]{2,}")
-_KO_PARTICLE = re.compile(r"(으로|에서|에게|까지|부터|하고|이나|으로는|에는|은|는|이|가|을|를|에|의|로|와|과|도|만)$")
+_KO_PARTICLE = re.compile(r"(으로는|으로|에서|에게|까지|부터|하고|이나|에는|은|는|이|가|을|를|에|의|로|와|과|도|만)$")
 _QUESTION_WORDS = frozenset(
     "how what why which when where who whom whose please explain describe tell list give does many much "
-    "어떻게 무엇 무엇인가요 언제 어디 왜 누구 어느 몇 있나요 합니까 인가요 "
+    "어떻게 무엇 무엇인가요 언제 어디 왜 누구 어느 몇 있나요 합니까 인가요 무엇입니까 "
     "何 どう どの いつ どこ なぜ 教えて ください".split()
 )
 
 
 def key_phrase(question: str, *, max_terms: int = 3) -> str:
-    """A short folder name from the question's key terms: content words (English), noun-like kanji/katakana
-    runs (Japanese/Chinese), particle-stripped words (Korean)."""
+    """A short folder name from the question's key terms: content words (English), kanji/katakana runs
+    (Japanese/Chinese; hiragana particles split them), particle-stripped words (Korean)."""
     lang = detect_lang(question)
     q = unicodedata.normalize("NFKC", question)
-    terms: list[str] = []
     if lang in ("ja", "zh"):
         candidates = _CJK_TERM.findall(q)
     elif lang == "ko":
         candidates = [_KO_PARTICLE.sub("", w) for w in re.findall(r"[^\W_]+", q)]
     else:
         candidates = [w for w in re.findall(r"[^\W_]+", normalize(q)) if len(w) > 2 and w not in STOPWORDS]
+    terms: list[str] = []
     for t in candidates:
         if t and t.casefold() not in _QUESTION_WORDS and t not in terms:
             terms.append(t)
@@ -423,188 +453,167 @@ def key_phrase(question: str, *, max_terms: int = 3) -> str:
 
 def offline_proposals(question: str, original: str, page_text: str) -> list[tuple[str, str]]:
     """Deterministic folders to try in order, as (folder, reason): the question's key terms inside the
-    page's document folder, then at category level, inside the section, then with the page heading."""
-    parts = original.split("/")[:-1]
-    category = parts[0]
-    document = "/".join(parts[:2]) if len(parts) >= 2 else category
-    section = "/".join(parts)
+    page's document folder, at scope level, inside the page's section, then with the page heading."""
+    folders = original.split("/")[:-1]
+    scope = scope_of(original)
+    document = "/".join(folders[:2]) if len(folders) >= 2 else (folders[0] if folders else "")
+    section = "/".join(folders)
     name = key_phrase(question)
-    _, body = parse_page(page_text)
-    heading = sanitize_name(first_heading(body), fallback="", max_len=MAX_COMPONENT)
-    out = [
-        (f"{document}/{name}", "a folder named after the question's key terms, in the page's document"),
-        (f"{category}/{name}", "the question's key terms at category level"),
-        (f"{section}/{name}", "the question's key terms inside the page's section"),
-    ]
+
+    def at(base: str, leaf: str) -> str:
+        return f"{base}/{leaf}" if base else leaf
+
+    out = [(at(document, name), "a folder named after the question's key terms, in the page's document"),
+           (at(scope, name), "the question's key terms at category level"),
+           (at(section, name), "the question's key terms inside the page's section")]
+    heading = sanitize_name(first_heading(parse_page(page_text)[1]), fallback="", max_len=MAX_COMPONENT)
     if heading:
         combo = sanitize_name(f"{name} {heading}", fallback=name, max_len=MAX_COMPONENT)
-        out.append((f"{document}/{combo}", "the key terms plus the page heading"))
-        out.append((f"{category}/{heading}", "the page heading at category level"))
-    out.append((f"{category}/{name} {len(parts)}", "a fresh folder named after the key terms"))
+        out.append((at(document, combo), "the key terms plus the page heading"))
+        out.append((at(scope, combo), "the key terms plus the page heading at category level"))
     return out
 
 
 # -- copies ------------------------------------------------------------------------------------------
 class CopyManager:
-    """Places and removes copies for one run: exclusive creation (no overwrite, unique names), shared
-    ownership when two workers want the same page in the same folder, journal before every change."""
+    """Places and removes copies for one run. Exclusive creation (never over a file: a unique name when
+    taken), the journal written before every change, and shared claims: when two workers want the same
+    page in the same folder they share one file, which goes only when the last claim is given up."""
 
-    def __init__(self, db: Path, index, journal: Journal, tree: FolderTree) -> None:
+    def __init__(self, db: Path, index, journal: Journal) -> None:
         self.db = Path(db)
         self.index = index
         self.journal = journal
-        self.tree = tree
         self._lock = threading.Lock()
-        self._owners: dict[str, set] = {}  # pending copy -> owners (row, attempt)
-        self._info: dict[str, dict] = {}  # copy -> {"id", "dirs", "folder"}
-        self._status: dict[str, str] = {}  # copy -> pending | kept | rolled_back
+        self._claims: dict[str, set] = {}  # pending copy -> owners
+        self._info: dict[str, dict] = {}  # copy -> {"id", "dirs"}
+        self.state: dict[str, str] = {}  # every copy this run created -> pending | kept | rolled_back
 
     def place(self, original: str, folder: str, owner: Any) -> tuple[str, bool]:
-        """Copy `original` into `folder` (both db-relative). Returns (copy path, created)."""
+        """Copy `original` into `folder` (both db-relative, folder validated). Returns (copy, created)."""
         src = resolve_in_db(self.db, original)
         data = src.read_bytes()
-        name = src.name
-        stem = name[:-3] if name.endswith(".md") else name
+        stem = src.name[:-3] if src.name.endswith(".md") else src.name
         with self._lock:
             target = resolve_in_db(self.db, folder)
-            if target.is_dir():  # the same page already there: share it instead of duplicating
-                for p in sorted(target.glob(f"{glob_escape(stem)}*.md")):
-                    rel = f"{folder}/{p.name}"
-                    if p.is_file() and _same_copy_name(p.name, stem) and p.read_bytes() == data:
-                        if rel in self._owners:
-                            self._owners[rel].add(owner)
-                            return rel, False
-                        return rel, False  # confirmed earlier (or by the user): not ours to remove
+            if target.is_dir():  # the same page already there: share it rather than duplicate it
+                for p in sorted(target.iterdir()):
+                    if _is_copy_name(p.name, stem) and p.is_file() and p.read_bytes() == data:
+                        rel = f"{folder}/{p.name}"
+                        if rel in self._claims:
+                            self._claims[rel].add(owner)
+                        return rel, False
             dirs = _missing_dirs(self.db, folder)
-            n = 1
-            while True:
-                cand = name if n == 1 else f"{stem}_{n}.md"
-                if not (target / cand).exists():
-                    break
-                n += 1
-            rel = f"{folder}/{cand}"
             cid = uuid.uuid4().hex
-            # journal first: a crash after this line leaves something `recover_journal` can undo
-            self.journal.append("created", id=cid, path=rel, original=original, sha256=_sha256(data),
-                                dirs=dirs, pid=os.getpid(), host=socket.gethostname())
+            name = _free_name(target, stem)
+            planned = f"{folder}/{name}"
+            # journal first: a crash after this line leaves something recover_journal can undo
+            self.journal.append("created", id=cid, path=planned, original=original, sha256=_sha256(data),
+                                dirs=dirs)
             try:
                 target.mkdir(parents=True, exist_ok=True)
                 if resolve_in_db(self.db, folder) != target:  # a symlink raced in
                     raise PathEscapeError(f"{folder!r} changed while copying")
-                rel, cand = self._link_new(target, folder, stem, cand, data)
+                name = _write_new(target, stem, name, data, cid)
             except BaseException:
                 _remove_empty_dirs(self.db, dirs)
-                self.journal.append("rolled_back", id=cid, path=rel, note="copy failed")
+                self.journal.append("rolled_back", id=cid, note="copy failed")
                 raise
-            if cand != rel.rsplit("/", 1)[1]:
-                pass
-            self._owners[rel] = {owner}
-            self._info[rel] = {"id": cid, "dirs": dirs, "folder": folder}
-            self._status[rel] = "pending"
-            if rel != f"{folder}/{cand}":
-                rel = f"{folder}/{cand}"
-            self.tree.change(folder, +1)
+            rel = f"{folder}/{name}"
+            if rel != planned:  # another process took the planned name in between: journal the real one
+                self.journal.append("created", id=cid, path=rel, original=original, sha256=_sha256(data),
+                                    dirs=dirs)
+            self._claims[rel] = {owner}
+            self._info[rel] = {"id": cid, "dirs": dirs}
+            self.state[rel] = "pending"
         try:
             self.index.add_page(rel)
         except Exception as e:  # noqa: BLE001 - the copy must not outlive a failed index update
             self.release(rel, owner, keep=False)
-            raise RagError(f"index could not add {rel}: {e}") from e
+            raise RagError(f"the index could not add {rel}: {e}") from e
         return rel, True
 
-    def _link_new(self, target: Path, folder: str, stem: str, cand: str, data: bytes) -> tuple[str, str]:
-        """Write to a hidden temp file, then hard-link it to the final name: atomic, and O_EXCL-like
-        (link fails when the name exists, e.g. another process took it)."""
-        fd, tmp = tempfile.mkstemp(prefix=".optimize-", suffix=".tmp", dir=target)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-                fh.flush()
-                os.fsync(fh.fileno())
-            n = 1 if cand == f"{stem}.md" else int(cand[len(stem) + 1 : -3])
-            while True:
-                try:
-                    os.link(tmp, target / cand)
-                    break
-                except FileExistsError:
-                    n += 1
-                    cand = f"{stem}_{n}.md"
-            return f"{folder}/{cand}", cand
-        finally:
-            Path(tmp).unlink(missing_ok=True)
-
     def release(self, rel: str, owner: Any, *, keep: bool) -> str:
-        """Keep or give up one owner's claim. The last claim given up removes the copy (index first, so
-        readers stop being sent there, then the file and the folders it created). Returns the copy's state."""
+        """Confirm (keep) or give up one owner's claim. Keeping confirms the copy for good; the last claim
+        given up removes it: index entry first (so no reader is sent there any more), then the file and
+        the folders it created. Returns the copy's state: kept | rolled_back | pending (still claimed)
+        | untracked (not this run's copy)."""
         with self._lock:
-            if rel not in self._owners:
-                return self._status.get(rel, "untracked")
+            if rel not in self._claims:
+                return self.state.get(rel, "untracked")
             info = self._info[rel]
             if keep:
-                del self._owners[rel]
-                self._status[rel] = "kept"
+                del self._claims[rel]
                 self.journal.append("kept", id=info["id"], path=rel)
+                self.state[rel] = "kept"
                 return "kept"
-            self._owners[rel].discard(owner)
-            if self._owners[rel]:
-                return "shared"
-            del self._owners[rel]
+            self._claims[rel].discard(owner)
+            if self._claims[rel]:
+                return "pending"
+            del self._claims[rel]
             _index_remove(self.index, rel)
             try:
                 resolve_in_db(self.db, rel).unlink(missing_ok=True)
             finally:
                 _remove_empty_dirs(self.db, info["dirs"])
-                self.tree.change(info["folder"], -1)
-                self._status[rel] = "rolled_back"
                 self.journal.append("rolled_back", id=info["id"], path=rel)
+                self.state[rel] = "rolled_back"
             return "rolled_back"
 
-    def pending(self) -> list[str]:
-        with self._lock:
-            return list(self._owners)
-
     def abandon_all(self) -> None:
-        """Remove every copy still pending (end of run, or interruption)."""
-        for rel in self.pending():
-            with self._lock:
-                owners = list(self._owners.get(rel, ()))
+        """Remove every copy still claimed (end of run, or an interruption)."""
+        with self._lock:
+            pending = {rel: list(owners) for rel, owners in self._claims.items()}
+        for rel, owners in pending.items():
             for o in owners:
                 self.release(rel, o, keep=False)
 
 
-def glob_escape(s: str) -> str:
-    return re.sub(r"([*?\[])", r"[\1]", s)
-
-
-def _same_copy_name(name: str, stem: str) -> bool:
+def _is_copy_name(name: str, stem: str) -> bool:
     return name == f"{stem}.md" or re.fullmatch(re.escape(stem) + r"_\d+\.md", name) is not None
+
+
+def _free_name(target: Path, stem: str) -> str:
+    """`page_008.md`, else `page_008_2.md`, `_3` ... (paths.PAGE_RE still reads page 8)."""
+    n = 1
+    while True:
+        name = f"{stem}.md" if n == 1 else f"{stem}_{n}.md"
+        if not (target / name).exists():
+            return name
+        n += 1
+
+
+def _write_new(target: Path, stem: str, name: str, data: bytes, cid: str) -> str:
+    """Write a hidden temp file, then hard-link it to the final name: the page appears complete or not at
+    all, and the link fails instead of replacing a file that took the name meanwhile (another process)."""
+    fd, tmp = tempfile.mkstemp(prefix=f".optimize-{cid}", suffix=".tmp", dir=target)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        while True:
+            try:
+                os.link(tmp, target / name)
+                return name
+            except FileExistsError:
+                name = _free_name(target, stem)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
 
 
 def _missing_dirs(db: Path, folder: str) -> list[str]:
     parts = folder.split("/")
-    out = []
-    for i in range(1, len(parts) + 1):
-        rel = "/".join(parts[:i])
-        if not resolve_in_db(db, rel).exists():
-            out.append(rel)
-    return out
+    return [rel for rel in ("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+            if not resolve_in_db(db, rel).exists()]
 
 
 # -- references --------------------------------------------------------------------------------------
 _GROUP_SPLIT = re.compile(r"([\r\n;]+)")
 
 
-def reference_groups(cell: str) -> list[list[str]]:
-    """`a|b\nc` -> [["a", "b"], ["c"]] (raw alias strings)."""
-    groups = []
-    for g in split_multi(cell or ""):
-        aliases = [a.strip() for a in g.split("|") if a.strip()]
-        if aliases:
-            groups.append(aliases)
-    return groups
-
-
 def add_alias(cell: str, original_ref: str, copy_ref: str) -> str:
-    """Append `copy_ref` to the group containing `original_ref`, keeping the cell's separators."""
+    """Append `copy_ref` to the alias group holding `original_ref`, keeping the cell's separators."""
     target = normalize_ref(original_ref)
     pieces = _GROUP_SPLIT.split(cell or "")
     found = False
@@ -614,7 +623,7 @@ def add_alias(cell: str, original_ref: str, copy_ref: str) -> str:
             found = True
             if all(normalize_ref(a) != normalize_ref(copy_ref) for a in aliases):
                 pieces[i] = "|".join([*aliases, copy_ref])
-    if not found:  # the original is not in the cell (should not happen): add a new group
+    if not found:  # the original is not in the cell (should not happen): add a group
         return f"{cell}\n{original_ref}|{copy_ref}" if (cell or "").strip() else f"{original_ref}|{copy_ref}"
     return "".join(pieces)
 
@@ -623,26 +632,27 @@ def _db_rel(db: Path, path: str) -> str:
     return normalize_ref(strip_db_prefix(db, path))
 
 
-def missed_groups(db: Path, cell: str, retrieved: Iterable[str]) -> tuple[list[list[str]], list[list[str]]]:
-    """(all groups, groups none of whose aliases was retrieved), as db-relative paths."""
-    got = {_db_rel(db, r) for r in retrieved}
-    groups = [[_db_rel(db, a) for a in g] for g in reference_groups(cell)]
-    return groups, [g for g in groups if not any(a in got for a in g)]
+def _groups(db: Path, cell: str) -> list[list[str]]:
+    """The required pages of a reference cell as alias groups of db-relative paths (metrics' parsing)."""
+    from ragkit.metrics import reference_groups
+
+    return [[_db_rel(db, a) for a in g] for g in reference_groups(cell)]
 
 
-def _float(v: Any) -> float | None:
-    if v is None or (isinstance(v, str) and not v.strip()):
-        return None
-    try:
-        f = float(v)
-    except (TypeError, ValueError):
-        return None
-    return None if f != f else f
+def _recall(groups: list[list[str]], got: set[str]) -> tuple[float | None, list[list[str]]]:
+    missed = [g for g in groups if not any(a in got for a in g)]
+    return ((len(groups) - len(missed)) / len(groups) if groups else None), missed
 
 
 def _effective_cell(row: dict) -> str:
     opt = str(row.get(OPT_COL) or "").strip()
     return opt if opt else str(row.get(REF_COL) or "")
+
+
+def _retrieved(row: dict) -> list[str]:
+    from ragkit.csvio import split_multi
+
+    return split_multi(str(row.get("Retrieved Files") or ""))
 
 
 # -- the run -----------------------------------------------------------------------------------------
@@ -654,10 +664,22 @@ class _Ctx:
     index: Any
     provider: Any
     copies: CopyManager
-    tree: FolderTree
     enable_rl: bool
+    stop: threading.Event = field(default_factory=threading.Event)
     usage: Usage = field(default_factory=Usage)
     usage_lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add_usage(self, usage: Usage) -> None:
+        with self.usage_lock:
+            self.usage.add(usage)
+
+
+@dataclass
+class _RowResult:
+    records: list[CopyRecord] = field(default_factory=list)
+    row: dict | None = None  # RL: the row as the final attempt left it
+    recall: float | None = None  # RL: the final answer's recall against the kept copies
+    error: str | None = None
 
 
 def optimize_missed(
@@ -665,16 +687,16 @@ def optimize_missed(
     *,
     input_csv: Path,
     settings: Settings,
-    strategy: str,
-    enable_rl: bool,
+    strategy: str = "agent",
+    enable_rl: bool = False,
     index=None,
     progress: bool = True,
 ) -> OptimizeReport:
-    """Copy every missed reference page where the question would find it (DESIGN §6).
+    """Copy every missed reference page where its question would find it (DESIGN §6).
 
     `rows` are batch result rows (DESIGN §4 columns). Returns the rows (RL: the final attempt's answer,
-    retrieved files and reference metrics, plus `Attempts`), what was copied, kept and rolled back, and
-    Ref Recall before/after. Per-row failures go to `.errors`; the others still run.
+    retrieved files and metrics, plus `Attempts`), what was copied, kept and rolled back, and Ref Recall
+    before/after (aliases counted). A row's failure goes to `.errors`; the other rows still run.
     """
     from ragkit.llm import get_provider
 
@@ -685,112 +707,130 @@ def optimize_missed(
         index = open_index(db)
     report = OptimizeReport(rows=[dict(r) for r in rows], enable_rl=enable_rl)
     report.recovered = recover_journal(db, index)
-    journal = Journal(db)
-    tree = FolderTree(db)
-    ctx = _Ctx(db=db, settings=settings, strategy=strategy, index=index, provider=get_provider(settings),
-               copies=CopyManager(db, index, journal, tree), tree=tree, enable_rl=enable_rl)
+    if report.recovered:
+        report.notes.append(f"removed {len(report.recovered)} unconfirmed copies left by an interrupted run")
 
     targets: list[tuple[int, list[list[str]]]] = []
     before: dict[int, float] = {}
     for i, row in enumerate(report.rows):
         if not str(row.get(REF_COL) or "").strip() or str(row.get("Error") or "").strip():
             continue  # unanswerable, or the question itself failed: nothing to learn from
-        groups, missed = missed_groups(db, _effective_cell(row), split_multi(str(row.get("Retrieved Files") or "")))
-        if not groups:
+        groups = _groups(db, _effective_cell(row))
+        recall, missed = _recall(groups, {_db_rel(db, p) for p in _retrieved(row)})
+        if recall is None:
             continue
-        before[i] = (len(groups) - len(missed)) / len(groups)
+        before[i] = recall
         if missed:
             targets.append((i, missed))
     report.recall_before = sum(before.values()) / len(before) if before else None
     report.rows_scored = len(before)
     report.analysed = len(targets)
-    after = dict(before)
 
-    results: dict[int, tuple[list[CopyRecord], dict | None, float | None]] = {}
+    journal = Journal(db)
+    ctx = _Ctx(db=db, settings=settings, strategy=strategy, index=index, provider=get_provider(settings),
+               copies=CopyManager(db, index, journal), enable_rl=enable_rl)
+    results: dict[int, _RowResult] = {}
     try:
-        with ThreadPoolExecutor(max_workers=max(1, settings.workers)) as pool:
-            futures = {pool.submit(_work_row, ctx, i, report.rows[i], missed): i for i, missed in targets}
-            bar = _progress(len(futures), progress)
-            for fut in as_completed(futures):
-                i = futures[fut]
-                try:
-                    results[i] = fut.result()
-                except Exception as e:  # noqa: BLE001 - one row's failure must not stop the others
-                    report.errors.append(f"row {i + 2}: {_one_line(e)}")
-                bar.update(1)
-            bar.close()
-    finally:
-        if enable_rl:
-            ctx.copies.abandon_all()  # an interruption leaves no half-judged copy behind
-
-    confirmed: list[CopyRecord] = []
-    for i in sorted(results):
-        records, new_row, recall = results[i]
-        report.copies.extend(records)
-        if new_row is not None:
-            report.rows[i] = new_row
-        if recall is not None:
-            after[i] = recall
-        if enable_rl:
-            confirmed.extend(r for r in records if r.status in ("kept", "reused"))
-        else:
-            confirmed.extend(r for r in records if r.status in ("pending", "reused"))
-
-    # the CSV names the copies; only then are non-RL copies confirmed (a crash before leaves them pending)
-    if confirmed:
-        try:
-            report.csv_path, report.backup_path = update_input_csv(Path(input_csv), report.rows, confirmed, db)
-        except RagError as e:
-            report.errors.append(str(e))
-        if not enable_rl:
-            if report.csv_path is not None or not report.errors:
-                for r in confirmed:
-                    if r.created:
-                        r.status = ctx.copies.release(r.copy, (r.row, r.attempt), keep=True)
-            else:  # the CSV could not record them: remove them rather than leave unknown copies
-                for r in confirmed:
-                    if r.created:
-                        r.status = ctx.copies.release(r.copy, (r.row, r.attempt), keep=False)
-        for r in confirmed:
-            row = report.rows[r.row]
-            base = _effective_cell(row)
-            row[OPT_COL] = add_alias(base, reference_path(db, r.original), reference_path(db, r.copy))
+        _run_rows(ctx, report, targets, results, progress)
+        _confirm(ctx, report, results, Path(input_csv))
+    except BaseException:
+        ctx.copies.abandon_all()  # an interruption leaves no unconfirmed copy behind
+        journal.close()
+        raise
     ctx.copies.abandon_all()
+    journal.close()
 
-    report.created = sum(1 for r in report.copies if r.created)
-    report.kept = sum(1 for r in report.copies if r.created and r.status == "kept")
-    report.rolled_back = sum(1 for r in report.copies if r.created and r.status == "rolled_back")
+    states = list(ctx.copies.state.values())
+    report.created = len(states)
+    report.kept = states.count("kept")
+    report.rolled_back = states.count("rolled_back")
     if enable_rl:
+        after = dict(before)
+        after.update({i: r.recall for i, r in results.items() if r.recall is not None})
         report.recall_after = sum(after.values()) / len(after) if after else None
-        report.fixed = sum(1 for i, _ in targets if (after.get(i) or 0) >= 1.0)
+        report.fixed = sum(1 for i, _ in targets if (after.get(i) or 0.0) >= 1.0)
         for row in report.rows:
             row.setdefault("Attempts", 0)
     report.usage = ctx.usage
     return report
 
 
+def _run_rows(ctx: _Ctx, report: OptimizeReport, targets: list, results: dict[int, _RowResult],
+              progress: bool) -> None:
+    from tqdm import tqdm
+
+    pool = ThreadPoolExecutor(max_workers=max(1, ctx.settings.workers), thread_name_prefix="optimize")
+    try:
+        futures = {pool.submit(_work_row, ctx, i, report.rows[i], missed): i for i, missed in targets}
+        with tqdm(total=len(futures), desc="optimize", unit="question", file=sys.stderr,
+                  disable=not progress or not futures) as bar:
+            for fut in as_completed(futures):
+                i = futures[fut]
+                try:
+                    results[i] = fut.result()
+                except Exception as e:  # noqa: BLE001 - one row's failure must not stop the others
+                    results[i] = _RowResult(error=_one_line(e))
+                bar.update(1)
+    except BaseException:
+        ctx.stop.set()  # workers still running stop before their next copy
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    for i in sorted(results):
+        r = results[i]
+        report.copies.extend(r.records)
+        if r.row is not None:
+            report.rows[i] = r.row
+        if r.error:
+            report.errors.append(f"row {i + 2}: {r.error}")  # +2: the header line, 1-based
+
+
+def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], input_csv: Path) -> None:
+    """Record the copies that stay in the input CSV; only then are non-RL copies confirmed (a crash
+    before leaves them unconfirmed in the journal, and the next run removes them)."""
+    good = ("kept", "reused") if ctx.enable_rl else ("pending", "reused")
+    confirmed = [r for res in results.values() for r in res.records if r.outcome in good]
+    if not confirmed:
+        return
+    recorded = True
+    try:
+        report.csv_path, report.backup_path = update_input_csv(input_csv, report.rows, confirmed, ctx.db)
+    except RagError as e:
+        recorded = False
+        report.errors.append(f"{e}" + ("" if ctx.enable_rl else "; the copies made for it were removed"))
+    for r in confirmed:
+        if not ctx.enable_rl:
+            ctx.copies.release(r.copy, (r.row, r.attempt), keep=recorded)
+            if r.created:
+                r.outcome = "kept" if recorded else "rolled_back"
+            if not recorded:
+                continue
+        row = report.rows[r.row]
+        row[OPT_COL] = add_alias(_effective_cell(row), reference_path(ctx.db, r.original),
+                                 reference_path(ctx.db, r.copy))
+
+
 def _one_line(e: BaseException) -> str:
     return " ".join(str(e).split()) or type(e).__name__
 
 
-def _progress(total: int, enabled: bool):
-    from tqdm import tqdm
-
-    return tqdm(total=total, desc="optimize", unit="question", disable=not enabled or total == 0,
-                file=sys.stderr)
-
-
-def _work_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]):
+def _work_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult:
     question = str(row.get("Question") or "")
-    if not ctx.enable_rl:
-        records = []
-        for group in missed:
-            records.append(_propose_and_copy(ctx, i, question, group, attempt=1, tried=[]))
-        return records, None, None
-    return _rl_row(ctx, i, row, missed)
+    if ctx.enable_rl:
+        return _rl_row(ctx, i, row, missed)
+    res = _RowResult()
+    errors = []
+    for group in missed:  # one copy per missed page; a page that fails does not stop the others
+        try:
+            res.records.append(_propose_and_copy(ctx, i, question, group, attempt=1, tried=[]))
+        except Exception as e:  # noqa: BLE001
+            errors.append(_one_line(e))
+    res.error = "; ".join(errors) or None
+    return res
 
 
 def _original_of(ctx: _Ctx, group: list[str]) -> str:
+    """The first alias of a required page that exists in the database (normally the original)."""
     for alias in group:
         try:
             if resolve_in_db(ctx.db, alias).is_file():
@@ -802,18 +842,19 @@ def _original_of(ctx: _Ctx, group: list[str]) -> str:
 
 def _propose_and_copy(ctx: _Ctx, i: int, question: str, group: list[str], *, attempt: int,
                       tried: list[dict]) -> CopyRecord:
+    if ctx.stop.is_set():
+        raise RagError("interrupted")
     original = _original_of(ctx, group)
     proposal = propose(ctx, question, original, tried=tried)
     rel, created = ctx.copies.place(original, proposal.folder, (i, attempt))
-    return CopyRecord(row=i, question=question, original=original, copy=rel, folder=proposal.folder,
-                      attempt=attempt, proposer=proposal.proposer, reason=proposal.reason, created=created,
-                      status="pending" if created else "reused")
+    return CopyRecord(row=i, question=question, original=original, copy=rel, attempt=attempt,
+                      proposer=proposal.proposer, reason=proposal.reason, created=created,
+                      outcome="pending" if created else "reused")
 
 
 def propose(ctx: _Ctx, question: str, original: str, *, tried: list[dict]) -> Proposal:
-    """Where a copy of `original` should go: the model's choice, validated; the deterministic rule offline,
-    or when the model's answers are refused twice."""
-    category = original.split("/", 1)[0]
+    """Where a copy of `original` should go: the model's choice, validated (two tries); the deterministic
+    rule offline, or when the model's folders are refused."""
     page_text = resolve_in_db(ctx.db, original).read_text(encoding="utf-8", errors="replace")
     tried_folders = {t["folder"] for t in tried}
     problems: list[str] = []
@@ -823,162 +864,159 @@ def propose(ctx: _Ctx, question: str, original: str, *, tried: list[dict]) -> Pr
         messages = _proposal_messages(ctx, question, original, page_text, tried)
         for _ in range(2):
             data, usage = chat_json(ctx.provider, messages, schema=PROPOSAL_SCHEMA, schema_name="folder_proposal")
-            with ctx.usage_lock:
-                ctx.usage.add(usage)
+            ctx.add_usage(usage)
             raw = data.get("folder")
             try:
-                folder = validate_folder(ctx.db, raw if isinstance(raw, str) else "", category=category,
-                                         original=original)
+                folder = validate_folder(ctx.db, raw, original=original)
                 if folder in tried_folders:
                     raise ValueError("that folder was already tried and did not help")
-                return Proposal(folder, str(data.get("reason") or "")[:300], bool(data.get("new_folder")), "llm")
+                return Proposal(folder, str(data.get("reason") or "")[:300], "llm")
             except (ValueError, PathEscapeError) as e:
                 problems.append(f"{str(raw)[:80]!r}: {e}")
                 messages = messages + [
                     {"role": "assistant", "content": json.dumps(data, ensure_ascii=False)},
                     {"role": "user", "content": f"That folder was refused: {e}. Propose another folder inside "
-                                                f"{category!r} following the rules."},
+                                                f"{scope_of(original) or 'the database'!r}, following the rules."},
                 ]
     for folder, reason in offline_proposals(question, original, page_text):
         try:
-            folder = validate_folder(ctx.db, folder, category=category, original=original)
+            folder = validate_folder(ctx.db, folder, original=original)
         except (ValueError, PathEscapeError):
             continue
         if folder not in tried_folders:
-            kind = "fallback" if problems else "offline"
             if problems:
-                reason = f"{reason} (model proposals refused: {'; '.join(problems)})"
-            return Proposal(folder, reason, not ctx.tree.exists(folder), kind)
-    raise RagError(f"no acceptable folder for {original}" + (f": {'; '.join(problems)}" if problems else ""))
+                return Proposal(folder, f"{reason} (model's folders refused: {'; '.join(problems)})", "fallback")
+            return Proposal(folder, reason, "offline")
+    raise RagError(f"no acceptable folder left for {original}" + (f": {'; '.join(problems)}" if problems else ""))
 
 
 def _proposal_messages(ctx: _Ctx, question: str, original: str, page_text: str, tried: list[dict]) -> list[dict]:
-    category = original.split("/", 1)[0]
+    scope = scope_of(original)
     parts = original.split("/")
-    focus = "/".join(parts[:2]) if len(parts) > 2 else category
-    _, body = parse_page(page_text)
-    excerpt = body.strip()
+    focus = "/".join(parts[:2]) if len(parts) > 2 else scope
+    excerpt = parse_page(page_text)[1].strip()
     if len(excerpt) > PAGE_EXCERPT:
         excerpt = excerpt[:PAGE_EXCERPT] + "\n[... trimmed]"
+    pages = ctx.index.pages(scope or None)
     user = [
         f"Question: {question}",
         f"Missed page: {original}",
         f"Page content (trimmed):\n{excerpt}",
-        f"Existing folders in the category {category!r} (page counts include sub-folders):\n"
-        f"{ctx.tree.listing(category, focus)}",
+        f"Existing folders in {scope or 'the database'!r} (page counts include sub-folders):\n"
+        f"{folder_listing(pages, scope, focus)}",
     ]
     if tried:
         lines = [f"- {t['folder']}: {t['outcome']}" for t in tried]
         user.append("Earlier attempts that did NOT help (choose a different folder):\n" + "\n".join(lines))
-    return [{"role": "system", "content": _SYSTEM.format(category=category, depth=MAX_DEPTH)},
+    return [{"role": "system", "content": _SYSTEM.format(scope=scope or "the database root", depth=MAX_DEPTH)},
             {"role": "user", "content": "\n\n".join(user)}]
 
 
-def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]):
-    """Up to MAX_ATTEMPTS of propose -> copy -> re-ask -> score; roll back what did not help."""
+def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult:
+    """Up to MAX_ATTEMPTS of propose -> copy -> re-ask -> score; roll back each attempt that did not help.
+
+    Every attempt proposes a copy for every page the batch missed (an attempt's copies are rolled back
+    together, so a page found in a failed attempt is missed again). A copy is kept when the re-ask reached
+    Ref Recall >= 1 and retrieved that copy; a copy nobody retrieved did not help, even on success."""
     from ragkit.agent import ask
-    from ragkit.metrics import reference_metrics
 
     question = str(row.get("Question") or "")
     base_cell = _effective_cell(row)
-    tried: dict[str, list[dict]] = {}
-    records: list[CopyRecord] = []
-    new_row = dict(row)
-    recall: float | None = None
+    originals = [_original_of(ctx, g) for g in missed]
+    tried: dict[str, list[dict]] = {o: [] for o in originals}
+    res = _RowResult()
+    final = None
     for attempt in range(1, MAX_ATTEMPTS + 1):
         made: list[CopyRecord] = []
         try:
-            for group in missed:
-                original = _original_of(ctx, group)
-                made.append(_propose_and_copy(ctx, i, question, group, attempt=attempt,
-                                              tried=tried.setdefault(original, [])))
-            answer = ask(question, ctx.settings, strategy=ctx.strategy, index=ctx.index)
-        except BaseException:
+            for original in originals:
+                made.append(_propose_and_copy(ctx, i, question, [original], attempt=attempt,
+                                              tried=tried[original]))
+            answer = ask(question, ctx.settings, strategy=ctx.strategy, index=ctx.index, provider=ctx.provider)
+        except BaseException as e:
             for r in made:
-                if r.created:
-                    r.status = ctx.copies.release(r.copy, (i, attempt), keep=False)
-            records.extend(made)
-            raise
+                ctx.copies.release(r.copy, (i, attempt), keep=False)
+                r.outcome = "rolled_back" if r.created else "unused"
+            res.records.extend(made)
+            if not isinstance(e, Exception):
+                raise
+            res.error = f"attempt {attempt}: {_one_line(e)}"
+            break
+        if final is not None:  # the final attempt's answer is counted by batch.rescore_row
+            ctx.add_usage(final[0].usage)
         retrieved = [s.path for s in answer.sources]
+        got = {_db_rel(ctx.db, p) for p in retrieved}
         cell = base_cell
         for r in made:
             cell = add_alias(cell, reference_path(ctx.db, r.original), reference_path(ctx.db, r.copy))
-        groups, still = missed_groups(ctx.db, cell, retrieved)
-        recall = (len(groups) - len(still)) / len(groups) if groups else None
-        got = {_db_rel(ctx.db, p) for p in retrieved}
-        success = recall is not None and recall >= 1.0
-        for r in made:
-            helped = success and r.copy in got  # a copy nobody retrieved did not help, even on success
-            if r.created:
-                r.status = ctx.copies.release(r.copy, (i, attempt), keep=helped)
-            elif helped:
-                r.status = "reused"
-            else:
-                r.status = "unused"
-            if not helped:
-                outcome = ("the agent still did not retrieve the page; it retrieved: "
-                           + (", ".join(sorted(got)[:5]) or "nothing")) if not success else "not retrieved"
-                tried.setdefault(r.original, []).append({"folder": r.folder, "outcome": outcome})
-        records.extend(made)
+        recall, _ = _recall(_groups(ctx.db, cell), got)
+        success = answer.error is None and recall is not None and recall >= 1.0
         kept_cell = base_cell
         for r in made:
-            if r.status in ("kept", "reused"):
+            helped = success and r.copy in got
+            ctx.copies.release(r.copy, (i, attempt), keep=helped)  # also a claim on another row's copy
+            r.outcome = ("kept" if r.created else "reused") if helped else ("rolled_back" if r.created else "unused")
+            if helped:
                 kept_cell = add_alias(kept_cell, reference_path(ctx.db, r.original), reference_path(ctx.db, r.copy))
-        new_row = _final_row(ctx, row, answer, retrieved, kept_cell, attempt, reference_metrics)
+            else:
+                what = ("the re-asked agent retrieved " + (", ".join(sorted(got)[:5]) or "nothing")
+                        if not success else "the copy was not retrieved")
+                tried[r.original].append({"folder": r.copy.rsplit("/", 1)[0], "outcome": what})
+        res.records.extend(made)
+        final = (answer, retrieved, kept_cell, attempt)
+        res.recall = _recall(_groups(ctx.db, kept_cell), got)[0]
+        if answer.error:
+            res.error = f"attempt {attempt}: {answer.error}"
+            break
         if success:
             break
-        missed = still if still else missed
-    return records, new_row, recall
+    if final is not None:
+        res.row = _final_row(ctx, row, *final)
+    return res
 
 
-def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str, attempt: int,
-               reference_metrics: Callable) -> dict:
-    """The row as the final attempt left it: answer, retrieved files, reference metrics recomputed."""
-    out = dict(row)
+def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str, attempt: int) -> dict:
+    """The row as the final attempt left it: answer, retrieved files, reference metrics against the
+    Reference Document and the optimized cell (copies kept), then batch.rescore_row for the rest."""
+    from ragkit.batch import rescore_row
+    from ragkit.metrics import prefixed, reference_metrics
+
+    out = {k: v for k, v in row.items() if not k.startswith(("Ref ", "Opt Ref "))}
     out["RAG Answer"] = answer.answer
     out["Retrieved Files"] = join_multi(retrieved)
     out["Attempts"] = attempt
-    universe = [reference_path(ctx.db, p) for p in ctx.index.pages()]
-    if opt_cell.strip() and opt_cell != str(row.get(REF_COL) or ""):
+    if normalize_ref(opt_cell) != normalize_ref(str(row.get(REF_COL) or "")):
         out[OPT_COL] = opt_cell
-    _set_metrics(out, "Ref", reference_metrics(str(row.get(REF_COL) or ""), retrieved, universe))
+    base = reference_path(ctx.db, "")
+    universe = [p if base in ("", ".") else f"{base}/{p}" for p in ctx.index.pages()]
+    out.update(prefixed("Ref", reference_metrics(str(row.get(REF_COL) or ""), retrieved, universe)))
     if str(out.get(OPT_COL) or "").strip():
-        _set_metrics(out, "Opt Ref", reference_metrics(out[OPT_COL], retrieved, universe))
-    try:
-        from ragkit import batch as batch_mod
-
-        refresh = getattr(batch_mod, "rescore_row", None)
-    except ImportError:
-        refresh = None
-    if refresh is not None:  # the batch owns the checklist/judge columns and the answer's extra columns
-        out = refresh(out, answer, ctx.settings)
-    return out
-
-
-def _set_metrics(row: dict, prefix: str, metrics: dict) -> None:
-    for key in METRIC_KEYS:
-        if key in metrics:
-            v = metrics[key]
-            row[f"{prefix} {key}"] = "" if v is None else v
+        out.update(prefixed("Opt Ref", reference_metrics(out[OPT_COL], retrieved, universe)))
+    return rescore_row(out, answer, ctx.settings)
 
 
 def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyRecord], db: Path
                      ) -> tuple[Path | None, Path | None]:
     """Add/extend `Optimized Reference Document` = `original|copy` in the input CSV, atomically, after
-    copying the previous file to `<name>.bak-YYYYMMDD_HHMMSS`. Returns (csv path, backup) or (None, None)
-    when nothing changed."""
+    copying the previous file to `<name>.bak-YYYYMMDD_HHMMSS`. Returns (csv, backup), or (None, None) when
+    nothing changed."""
+    import shutil
+
     df = read_csv(input_csv, required=("Question",))
     if OPT_COL not in df.columns:
         pos = list(df.columns).index(REF_COL) + 1 if REF_COL in df.columns else len(df.columns)
         df.insert(pos, OPT_COL, "")
     changed = False
-    used: set[int] = set()
+    where: dict[int, int] = {}
     for r in confirmed:
         question = str(rows[r.row].get("Question") or "")
-        pos = _locate(df, r.row, question, used)
-        if pos is None:
-            raise RagError(f"{input_csv}: no row with the question {question[:60]!r}; "
-                           f"`{OPT_COL}` not updated for it")
+        if r.row not in where:
+            pos = _locate(df, r.row, question, set(where.values()))
+            if pos is None:
+                raise RagError(f"{input_csv}: no row with the question {question[:60]!r}; "
+                               f"`{OPT_COL}` not updated")
+            where[r.row] = pos
+        pos = where[r.row]
         cur = str(df.at[pos, OPT_COL] or "").strip() or str(df.at[pos, REF_COL] if REF_COL in df.columns else "")
         new = add_alias(cur, reference_path(db, r.original), reference_path(db, r.copy))
         if new != df.at[pos, OPT_COL]:
@@ -998,10 +1036,11 @@ def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyReco
 
 
 def _locate(df, index: int, question: str, used: set[int]) -> int | None:
-    """The input row a result row came from: same position and question, else the question's first match."""
-    if index < len(df) and str(df.at[index, "Question"]) == question:
+    """The input row a result row came from: the same position and question, else the first unused row
+    with that question."""
+    if index < len(df) and index not in used and str(df.at[index, "Question"]) == question:
         return index
     for pos, q in enumerate(df["Question"]):
-        if str(q) == question:
+        if pos not in used and str(q) == question:
             return pos
     return None

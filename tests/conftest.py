@@ -53,3 +53,27 @@ def scripted_server():
     finally:
         server.close()
         forget_rejections()  # a later server may get the same port
+
+
+@pytest.fixture(scope="session")
+def sample_db(tmp_path_factory) -> Path:
+    """The bundled sample corpus (examples/corpus) ingested once per test session. Read-only: tests that
+    change pages use `sample_db_copy`. It lies outside each test's cwd, so its Reference Documents are
+    absolute paths."""
+    from ragkit.ingest import ingest_sources
+
+    db = tmp_path_factory.mktemp("sample") / "database"
+    report = ingest_sources([EXAMPLES / "corpus"], db=db, progress=False)
+    assert not report.failed, report.failed
+    return db
+
+
+@pytest.fixture
+def sample_db_copy(sample_db, isolated_env) -> Path:
+    """A private copy of the sample database at ./database in the test's cwd (Reference Documents are then
+    `database/...`, as in examples/questions.csv)."""
+    import shutil
+
+    dest = isolated_env / "database"
+    shutil.copytree(sample_db, dest)
+    return dest

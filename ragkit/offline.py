@@ -1,0 +1,518 @@
+"""The deterministic offline engine (no model): retrieve, extract the sentences that answer, cite their
+pages, refuse below a confidence threshold. A real extractive baseline, not a stub.
+
+INTERFACE (owned by the agent work):
+
+    answer_offline(question: str, index: Index, db: Path, *, k: int = 5) -> Answer
+        # provider="offline", model="offline"; the answer text says it is offline
+
+How it answers
+--------------
+1. Retrieve: ``index.search(question, k)`` plus a second query made of the question's key terms
+   (the highest-IDF content terms); the union (at most ``k + ceil(k/2)`` pages) is examined.
+2. Split each candidate page into units: sentences of its paragraphs, list items, and table rows
+   (rendered ``header: value`` so a row reads on its own). Every unit keeps its heading path (and a
+   table row its header) as context.
+3. Score each unit against the question's content terms (``text.tokenize(drop_stopwords=True)``: words
+   and CJK bigrams, light English stemming, Korean particles stripped, interrogatives dropped) weighted
+   by IDF over the whole database (cached per database, updated incrementally):
+
+       coverage(unit) = (sum of w(t) for terms in the unit + 0.5 * sum of w(t) for terms only in its
+                         context) / sum of w(t) for all question terms
+       score = coverage * (0.8 + 0.2 * page_coverage) * rank_prior + small bonuses (numbers when the
+               question asks for a quantity, phrase matches)
+
+   Hiragana-only bigrams (inflections, particles: です, ますか) weigh 0.1 of their IDF.
+4. Select the best unit, then up to two more that add question terms it lacks (from the same or another
+   page; two pages at most), and the next line when the best one only introduces a list (ends in ':').
+5. Confidence = IDF-weighted share of the question's terms covered by the selected evidence (its units
+   and their headings at half weight), in [0, 1]. Below ``REFUSE_BELOW`` the engine refuses.
+
+Why ``REFUSE_BELOW = 0.5``: an extractive answer quotes text; if the quoted sentences and their headings
+do not contain at least half of what the question asks about (by information weight), they are about
+something else, and quoting them would be a guess. Checked on the sample questions and on
+MMLongBench-Doc (benchmarks/agent.py reports refusal accuracy); not tuned to any single question.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+import unicodedata
+from collections import Counter
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+
+from ragkit import text as T
+from ragkit.models import Answer, Source, Usage
+from ragkit.pagefile import NO_TEXT_MARKER, parse_page
+from ragkit.paths import reference_path, resolve_in_db
+
+REFUSE_BELOW = 0.5  # minimum evidence coverage (see module docstring)
+CONTEXT_WEIGHT = 0.5  # a question term found only in the unit's headings counts half
+HIRAGANA_WEIGHT = 0.1  # hiragana-only bigrams are mostly inflection and particles
+MAX_QUESTION_CHARS = 2000  # longer questions are cut (retrieval and scoring only)
+MAX_UNIT_CHARS = 400  # longer sentences are cut into windows
+MAX_SELECTED = 3
+LONG_UNIT_TERMS = 40  # units with more distinct terms than this are mildly penalised
+MAX_PAGES_CITED = 2
+
+NOTES = {
+    "en": "(offline extractive answer)",
+    "ja": "（オフライン offline: 抽出回答）",
+    "ko": "(오프라인 offline: 추출 답변)",
+    "zh": "（离线 offline：抽取式回答）",
+}
+SOURCES_LABEL = {"en": "Sources:", "ja": "出典:", "ko": "출처:", "zh": "来源:"}
+QUOTES = {"en": ("\u201c", "\u201d"), "ja": ("「", "」"), "ko": ("\u201c", "\u201d"), "zh": ("「", "」")}
+
+# Words that say what kind of answer is wanted, not what it is about (beyond text.STOPWORDS).
+_QUESTION_WORDS = frozenset(
+    """many much please tell list name give describe explain mention mentioned say says said show shows
+    shown kind type types find me you your i my we our us one ones any some all each other also
+    doe""".split()
+)
+_JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$")
+_KO_QUESTION_WORDS = frozenset(
+    "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 누구 무슨 어느 왜".split()
+)
+_KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "나요", "까요", "가요",
+               "세요", "니까")
+# Longest first; single-syllable particles only come off words of 3+ syllables (applied to both sides).
+_KO_PARTICLES = ("에서는", "에게서", "으로는", "으로서", "으로써", "에서", "에게", "께서", "부터", "까지", "처럼",
+                 "보다", "으로", "이나", "과는", "와는", "은", "는", "을", "를", "의", "에", "로", "와", "과",
+                 "가", "이")
+_HANGUL_WORD = re.compile("[\uac00-\ud7af]+")
+_INTERROGATIVE_CJK = re.compile("[何誰幾哪谁]")
+_HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
+_HIRAGANA_CHAR = re.compile("^[\u3040-\u309f]$")  # a lone hiragana is a particle
+_HAN, _HIRA, _KATA = "\u3005\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff", "\u3040-\u309f", "\u30a0-\u30ff\u31f0-\u31ff"
+# Cut points inside a run of letters: kanji | hiragana | katakana changes, and Latin/digits next to CJK
+# ("2時間で" -> "2", "時間", "で").
+_SCRIPT_CHANGE = re.compile(
+    f"(?<=[{_HAN}])(?=[{_HIRA}{_KATA}])|(?<=[{_HIRA}])(?=[{_HAN}{_KATA}])|(?<=[{_KATA}])(?=[{_HAN}{_HIRA}])"
+    f"|(?<=[0-9a-z])(?=[{T._CJK_CLASS}])|(?<=[{T._CJK_CLASS}])(?=[0-9a-z])"
+)
+_HANGUL_SPACE = re.compile("(?<=[\uac00-\ud7af])[ \t\u3000]+(?=[\uac00-\ud7af])")
+_QUANTITY = re.compile(
+    r"\b(how (many|much|long|often|far|old|big|large|high|tall|heavy)|what (percentage|percent|number|"
+    r"amount|year|date|time|temperature|size|ratio|rate))\b|%|何(度|日|回|年|個|分|時|人|枚|本|割|%)|いくつ|いくら|"
+    r"どのくらい|どれくらい|몇|얼마|多少|几",
+    re.IGNORECASE,
+)
+_DIGIT = re.compile(r"\d")
+_TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
+_TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
+_LIST_ITEM = re.compile(r"^\s*([-*+•・●○■□◆◇▪▶►※]|\d{1,3}[.)）]|[①-⑳]|\(\d{1,3}\))\s*")
+_MD_NOISE = re.compile(r"\*\*|__|`|<br\s*/?>|<!--.*?-->", re.IGNORECASE)
+
+
+# -- terms ---------------------------------------------------------------------------------------------
+@lru_cache(maxsize=1 << 16)
+def _stem(tok: str) -> str:
+    """A light English stemmer: enough to match 'settings'/'setting', 'stored'/'store'."""
+    if not tok.isascii() or not tok.isalpha() or len(tok) <= 3:
+        return tok
+    if tok.endswith("ies") and len(tok) > 4:
+        tok = tok[:-3] + "y"
+    elif tok.endswith("sses"):
+        tok = tok[:-2]
+    elif tok.endswith("s") and not tok.endswith(("ss", "us", "is")):
+        tok = tok[:-1]
+    for suf in ("ing", "ed"):
+        if tok.endswith(suf) and len(tok) - len(suf) >= 4:
+            tok = tok[: -len(suf)]
+            break
+    return tok
+
+
+def _strip_korean(text: str) -> str:
+    """Drop a trailing particle from Korean words so '파일을' and '파일' share their terms."""
+
+    def one(m: re.Match) -> str:
+        w = m.group(0)
+        for p in _KO_PARTICLES:
+            if w.endswith(p) and len(w) - len(p) >= (2 if len(p) == 1 else 1):
+                return w[: -len(p)]
+        return w
+
+    return _HANGUL_WORD.sub(one, text)
+
+
+def _terms(text: str) -> list[str]:
+    """Content terms of a text (the same function for questions, sentences and corpus statistics).
+
+    Japanese is cut at script changes first (kanji | hiragana | katakana), so bigrams never straddle a
+    word and its particle ("氷が" is not a term; "氷" is): content words are the kanji and katakana runs.
+    """
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if _HANGUL_WORD.search(text):
+        # Korean words are space-separated; "|" keeps tokenize() from joining them across the space
+        text = _HANGUL_SPACE.sub("|", _strip_korean(text))
+    if T.CJK_RE.search(text):
+        text = T.join_cjk_breaks(text)
+        text = _SCRIPT_CHANGE.sub("|", text)
+    return [_stem(t) for t in T.tokenize(text, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
+
+
+def _question_terms(question: str) -> list[str]:
+    """The question's distinct content terms, in order, without the words that only make it a question."""
+    q = _JA_QUESTION.sub(" ", question)
+    if _HANGUL_WORD.search(q):
+        words = []
+        for w in q.split():
+            core = w.rstrip("?？.!")
+            for end in _KO_ENDINGS:
+                if core.endswith(end) and len(core) > len(end):
+                    core = core[: -len(end)]
+                    break
+            if core not in _KO_QUESTION_WORDS:
+                words.append(core)
+        q = " ".join(words)
+    out: list[str] = []
+    for t in _terms(q):
+        if (len(t) == 1 and t.isascii() and not t.isdigit()) or t in _QUESTION_WORDS or _INTERROGATIVE_CJK.search(t) or t in out:
+            continue
+        out.append(t)
+    return out
+
+
+# -- corpus statistics (document frequencies), cached per database --------------------------------------
+@dataclass
+class _Stats:
+    pages: set[str] = field(default_factory=set)
+    df: Counter = field(default_factory=Counter)
+
+
+_STATS: dict[str, _Stats] = {}
+_STATS_LOCK = threading.Lock()
+
+
+def _read_page(db: Path, rel: str) -> str | None:
+    try:
+        return resolve_in_db(db, rel).read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
+
+
+def _corpus_stats(db: Path, index) -> tuple[int, Counter]:
+    """(number of pages, document frequency per term) over the whole database.
+
+    Updated incrementally when pages are added (the optimizer's copies); rebuilt when pages disappear.
+    A page edited in place keeps its old statistics until a page is removed: they are weights, not answers.
+    """
+    try:
+        universe = set(index.pages())
+    except Exception:  # an index without a page list: fall back to the files themselves
+        from ragkit.paths import iter_pages
+
+        universe = set(iter_pages(db))
+    key = str(db.resolve())
+    with _STATS_LOCK:
+        st = _STATS.get(key)
+        if st is None or not st.pages <= universe:
+            st = _Stats()
+            _STATS[key] = st
+        for rel in sorted(universe - st.pages):
+            raw = _read_page(db, rel)
+            if raw is not None:
+                st.df.update(set(_terms(raw)))
+            st.pages.add(rel)
+        return len(st.pages), st.df
+
+
+def _idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))
+
+
+# -- page units ----------------------------------------------------------------------------------------
+@dataclass
+class _Unit:
+    text: str  # what is quoted
+    context: str  # heading path (and table header) it sits under
+    rel: str
+    rank: int  # page rank among candidates (0 = best)
+    pos: int  # order within the page
+    is_heading: bool = False
+    terms: set[str] = field(default_factory=set)
+    ctx_terms: set[str] = field(default_factory=set)
+    score: float = 0.0
+    coverage: float = 0.0
+
+
+def _clean(s: str) -> str:
+    return re.sub(r"\s+", " ", _MD_NOISE.sub("", s)).strip()
+
+
+def _cells(row: str) -> list[str]:
+    return [_clean(c) for c in row.strip().strip("|").split("|")]
+
+
+def _windows(sentence: str) -> list[str]:
+    """Cut an over-long 'sentence' (a run-on extraction without punctuation) at spaces or commas."""
+    if len(sentence) <= MAX_UNIT_CHARS:
+        return [sentence]
+    out, rest = [], sentence
+    while len(rest) > MAX_UNIT_CHARS:
+        cut = max(rest.rfind(" ", 0, MAX_UNIT_CHARS), rest.rfind("、", 0, MAX_UNIT_CHARS),
+                  rest.rfind(",", 0, MAX_UNIT_CHARS))
+        cut = cut if cut > MAX_UNIT_CHARS // 2 else MAX_UNIT_CHARS
+        out.append(rest[:cut].strip())
+        rest = rest[cut:].strip(" 、,")
+    if rest:
+        out.append(rest)
+    return out
+
+
+def _units(body: str, rel: str, rank: int, title: str) -> list[_Unit]:
+    """Sentences, list items and table rows of a page body, each with its heading path as context."""
+    units: list[_Unit] = []
+    headings: list[tuple[int, str]] = []
+    para: list[str] = []
+    header: list[str] | None = None
+
+    def ctx() -> str:
+        return " / ".join([title] + [h for _, h in headings])
+
+    def flush() -> None:
+        if not para:
+            return
+        joined = T.join_cjk_breaks(" ".join(para))
+        para.clear()
+        for sent in T.split_sentences(joined):
+            for piece in _windows(_clean(sent)):
+                if piece:
+                    units.append(_Unit(piece, ctx(), rel, rank, len(units)))
+
+    for line in body.splitlines():
+        if not line.strip() or line.strip() == NO_TEXT_MARKER:
+            flush()
+            header = None
+            continue
+        m = _HEADING.match(line)
+        if m:
+            flush()
+            header = None
+            level, h = len(m.group(1)), _clean(m.group(2))
+            headings[:] = [x for x in headings if x[0] < level]
+            units.append(_Unit(h, ctx(), rel, rank, len(units), is_heading=True))
+            headings.append((level, h))
+            continue
+        if _TABLE_ROW.match(line):
+            flush()
+            if _TABLE_SEP.match(line):
+                continue
+            cells = _cells(line)
+            if header is None:
+                header = cells
+                row_text = " | ".join(c for c in cells if c)
+                context = ctx()
+            else:
+                pairs = [f"{h}: {c}" if h and h != c else c for h, c in zip(header, cells, strict=False) if c]
+                pairs += [c for c in cells[len(header):] if c]
+                row_text = "; ".join(pairs)
+                context = ctx() + " / " + " ".join(header)
+            if row_text:
+                units.append(_Unit(row_text, context, rel, rank, len(units)))
+            continue
+        header = None
+        if _LIST_ITEM.match(line):
+            flush()
+        para.append(line.strip())
+    flush()
+    return units
+
+
+# -- the engine ----------------------------------------------------------------------------------------
+def _lang(question: str) -> str:
+    lang = T.detect_lang(question)
+    return lang if lang in NOTES else "en"
+
+
+def _retrieve(index, question: str, key_query: str, k: int) -> list[tuple[str, int, str]]:
+    """(db-relative path, page number, title) of the candidate pages, best first."""
+    seen: dict[str, tuple[str, int, str]] = {}
+    order: list[str] = []
+    for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
+        if not query.strip():
+            continue
+        try:
+            hits = index.search(query, k=k)
+        except Exception:  # a query the index cannot parse must not crash the answer
+            hits = []
+        added = 0
+        for h in hits:
+            if h.path in seen:
+                continue
+            if query is key_query and added >= limit:
+                break
+            seen[h.path] = (h.path, h.page, h.title)
+            order.append(h.path)
+            added += 1
+    return [seen[p] for p in order]
+
+
+def _weights(q_terms: list[str], n: int, df: Counter) -> dict[str, float]:
+    w = {}
+    for t in q_terms:
+        idf = _idf(n, df.get(t, 0))
+        w[t] = idf * (HIRAGANA_WEIGHT if _HIRAGANA_ONLY.match(t) else 1.0)
+    return w
+
+
+def _coverage(terms: set[str], ctx_terms: set[str], weights: dict[str, float], total: float) -> float:
+    if total <= 0:
+        return 0.0
+    hit = sum(w for t, w in weights.items() if t in terms)
+    ctx = sum(w for t, w in weights.items() if t not in terms and t in ctx_terms)
+    return (hit + CONTEXT_WEIGHT * ctx) / total
+
+
+def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
+    """Share of the question's adjacent Latin word pairs that appear verbatim in the unit."""
+    pairs = [f"{a} {b}" for a, b in zip(q_words, q_words[1:], strict=False)]
+    if not pairs:
+        return 0.0
+    return sum(1 for p in pairs if p in unit_norm) / len(pairs)
+
+
+def _select(units: list[_Unit], weights: dict[str, float], total: float) -> list[_Unit]:
+    """The best unit, then units that add question terms it lacks (at most 3 units, 2 pages)."""
+    ranked = sorted(units, key=lambda u: (-u.score, u.rank, u.pos))
+    best = ranked[0]
+    chosen = [best]
+    covered = best.terms | best.ctx_terms
+    by_key = {(u.rel, u.pos): u for u in units}
+    # A unit that only introduces what follows ("The settings are:") is quoted with its next line.
+    if best.text.rstrip().endswith((":", "：")) or best.is_heading:
+        nxt = by_key.get((best.rel, best.pos + 1))
+        if nxt is not None and not nxt.is_heading:
+            chosen.append(nxt)
+            covered |= nxt.terms
+    for u in ranked[1:]:
+        if len(chosen) >= MAX_SELECTED:
+            break
+        if any(u is c for c in chosen) or u.score < 0.6 * best.score:
+            continue
+        pages = {c.rel for c in chosen}
+        if u.rel not in pages and len(pages) >= MAX_PAGES_CITED:
+            continue
+        gain = sum(w for t, w in weights.items() if t in u.terms and t not in covered) / total
+        if gain >= 0.15:
+            chosen.append(u)
+            covered |= u.terms | u.ctx_terms
+    return chosen
+
+
+def _quote(u: _Unit, lang: str) -> str:
+    left, right = QUOTES[lang]
+    return f"{left}{u.text}{right}"
+
+
+def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
+    """Answer from the database without a model: quote the best-matching sentences and cite their pages,
+    or refuse (text.refusal_text in the question's language) when the evidence is weak."""
+    t0 = time.perf_counter()
+    db = Path(db)
+    question = question if isinstance(question, str) else str(question)
+    q = question.strip()[:MAX_QUESTION_CHARS]
+    lang = _lang(q)
+    note = NOTES[lang]
+    answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
+                    steps=1, usage=Usage(0, 0, 0.0, 0))
+
+    def refuse(pages_read: list[str], confidence: float = 0.0) -> Answer:
+        answer.answer = f"{T.refusal_text(lang)}\n{note}"
+        answer.refused = True
+        answer.sources = []
+        answer.confidence = round(max(0.0, min(1.0, confidence)), 4)
+        answer.pages_read = pages_read
+        answer.latency_ms = (time.perf_counter() - t0) * 1000
+        return answer
+
+    q_terms = _question_terms(q)
+    if not q_terms:
+        return refuse([])
+    n, df = _corpus_stats(db, index)
+    weights = _weights(q_terms, n, df)
+    total = sum(weights.values())
+    key_terms = sorted(q_terms, key=lambda t: (-weights[t], q_terms.index(t)))[:8]
+    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)))
+    pages_read = [reference_path(db, rel) for rel, _, _ in candidates]
+    if not candidates or total <= 0:
+        return refuse(pages_read)
+
+    quantity = bool(_QUANTITY.search(q))
+    q_words = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
+    units: list[_Unit] = []
+    page_info: dict[str, tuple[int, str]] = {}
+    for rank, (rel, page_no, title) in enumerate(candidates):
+        raw = _read_page(db, rel)
+        if raw is None:
+            continue
+        meta, body = parse_page(raw)
+        doc_title = meta.document or title
+        context_title = " / ".join(x for x in (doc_title, meta.section) if x)
+        page_units = _units(body, rel, rank, context_title)
+        if not page_units:
+            continue
+        page_terms: set[str] = set(_terms(context_title + "\n" + body))
+        page_cov = _coverage(page_terms, set(), weights, total)
+        page_info[rel] = (meta.page or page_no, title or doc_title)
+        prior = 1.0 / (1.0 + 0.05 * rank)
+        for u in page_units:
+            u.terms = set(_terms(u.text))
+            u.ctx_terms = set(_terms(u.context))
+            u.coverage = _coverage(u.terms, u.ctx_terms, weights, total)
+            score = u.coverage * (0.8 + 0.2 * page_cov) * prior
+            if quantity and _DIGIT.search(u.text):
+                score += 0.05
+            score += 0.05 * _phrase_bonus(T.normalize(u.text), q_words)
+            if u.is_heading or len(u.terms) <= 1:
+                score *= 0.8  # a bare heading or fragment rarely answers on its own
+            elif len(u.terms) > LONG_UNIT_TERMS:  # run-on text (tables of contents, flattened layouts)
+                score *= LONG_UNIT_TERMS / len(u.terms) * 0.5 + 0.5
+            u.score = score
+        units.extend(page_units)
+    if not units:
+        return refuse(pages_read)
+
+    chosen = _select(units, weights, total)
+    covered_terms: set[str] = set()
+    ctx_terms: set[str] = set()
+    for u in chosen:
+        covered_terms |= u.terms
+        ctx_terms |= u.ctx_terms
+    confidence = _coverage(covered_terms, ctx_terms, weights, total)
+    if confidence < REFUSE_BELOW:
+        return refuse(pages_read, confidence)
+
+    # Cite pages in order of first use; number citations [1], [2] by page.
+    cite: dict[str, int] = {}
+    for u in chosen:
+        cite.setdefault(u.rel, len(cite) + 1)
+    lines = [note]
+    for u in sorted(chosen, key=lambda u: (cite[u.rel], u.pos)):
+        lines.append(f"{_quote(u, lang)} [{cite[u.rel]}]")
+    lines.append("")
+    lines.append(SOURCES_LABEL[lang])
+    sources: list[Source] = []
+    for rel, num in cite.items():
+        page_no, title = page_info[rel]
+        path = reference_path(db, rel)
+        lines.append(f"[{num}] {path} p.{page_no}")
+        mine = [u for u in chosen if u.rel == rel]
+        sources.append(Source(path=path, page=page_no, title=title,
+                              excerpt=" … ".join(u.text for u in sorted(mine, key=lambda u: u.pos)),
+                              score=round(max(u.score for u in mine), 4)))
+    answer.answer = "\n".join(lines)
+    answer.refused = False
+    answer.sources = sources
+    answer.confidence = round(max(0.0, min(1.0, confidence)), 4)
+    answer.pages_read = pages_read
+    answer.latency_ms = (time.perf_counter() - t0) * 1000
+    return answer

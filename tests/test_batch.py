@@ -1,0 +1,517 @@
+"""`rag batch` / `rag eval`: input encodings, columns, scoring, failures, judge errors, resume, re-scoring.
+
+The real paths run here: the offline provider end to end, and the real `openai` client against the scripted
+OpenAI-compatible server (agent strategy: one search tool call, then the final JSON answer).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import threading
+from pathlib import Path
+
+import pytest
+from fakeserver import openai_settings
+from typer.testing import CliRunner
+
+from ragkit import batch as B
+from ragkit.cli import app
+from ragkit.config import Settings
+from ragkit.csvio import read_csv
+from ragkit.errors import RagError
+from ragkit.models import Answer, Source, Usage
+from ragkit.pagefile import PageMeta, render_page
+
+PAGES = {
+    "家電/冷蔵庫/操作と機能/page_001.md": ("冷蔵庫 取扱説明書", "操作と機能", 1,
+                                  "# 温度の設定\n冷蔵室の温度は「強」「中」「弱」の3段階で設定できます。工場出荷時は「中」です。"),
+    "家電/冷蔵庫/お手入れ/page_002.md": ("冷蔵庫 取扱説明書", "お手入れ", 2,
+                                 "# 製氷機のお手入れ\n給水タンクは週に1回水洗いしてください。"),
+    "manuals/router/setup/page_001.md": ("Router Guide", "Setup", 1,
+                                         "# Resetting the router\nTo reset the router, hold the reset button "
+                                         "for 10 seconds until the light blinks."),
+    "manuals/router/wifi/page_002.md": ("Router Guide", "WiFi", 2,
+                                        "# Changing the WiFi password\nOpen the admin page at 192.168.0.1 and "
+                                        "choose Wireless > Security."),
+}
+ROUTER = "database/manuals/router/setup/page_001.md"
+WIFI = "database/manuals/router/wifi/page_002.md"
+FRIDGE = "database/家電/冷蔵庫/操作と機能/page_001.md"
+HEADER = ["Question", "Ground Truth", "Reference Document", "Page", "Checklist"]
+DESIGN_COLUMNS = [
+    "RAG Answer", "Retrieved Files", "Checklist Recall", "Checklist Precision", "Checklist TP", "Checklist FP",
+    "Checklist FN", "Ref Recall", "Ref Precision", "Ref Specificity", "Ref TP", "Ref TN", "Ref FP", "Ref FN",
+    "Evaluation Reason",
+]
+
+
+# -- helpers (also used by test_batch_resume.py) ----------------------------------------------------------
+def make_db(root: Path) -> Path:
+    db = root / "database"
+    for rel, (doc, section, page, body) in PAGES.items():
+        p = db / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render_page(PageMeta(source="x.pdf", document=doc, section=section, page=page), body),
+                     encoding="utf-8")
+    return db
+
+
+def write_input(path: Path, rows: list[list[str]], *, encoding: str = "utf-8") -> Path:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerows(rows)
+    path.write_bytes(buf.getvalue().encode(encoding))
+    return path
+
+
+def raw_rows(path: Path) -> list[list[str]]:
+    """The results CSV exactly as a spreadsheet gets it (no unescaping)."""
+    return list(csv.reader(io.StringIO(path.read_text(encoding="utf-8-sig"))))
+
+
+def offline(db: Path, tmp: Path, **kw) -> Settings:
+    return Settings(db=db, results=tmp / "results", provider="offline", model="offline", judge_model="offline",
+                    cache=False, **kw)
+
+
+def is_judge(body: dict) -> bool:
+    return isinstance(body.get("response_format"), dict)
+
+
+def judge_kind(body: dict) -> str:
+    rf = body.get("response_format") or {}
+    return (rf.get("json_schema") or {}).get("name") or rf.get("type", "")
+
+
+def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, log: list | None = None,
+                    lock: threading.Lock | None = None):
+    """Agent strategy script: first turn -> one `search` tool call; after a tool result -> the final JSON answer
+    {answer, sources, refused}. Judge calls (response_format set) go to `judge(body)`."""
+    lock = lock or threading.Lock()
+
+    def respond(body: dict):
+        msgs = body.get("messages") or []
+        if is_judge(body):
+            return judge(body) if judge else {"status": 500}
+        question = next(m["content"] for m in msgs if m.get("role") == "user")
+        if not any(m.get("role") == "tool" for m in msgs):
+            return {"tool_calls": [("search", {"query": question})]}
+        text, sources = answers[question]
+        if log is not None:
+            with lock:
+                log.append(question)
+        return {"content": json.dumps({"answer": text, "sources": sources, "refused": not sources},
+                                      ensure_ascii=False),
+                "usage": {"prompt_tokens": 1000, "completion_tokens": 100}}
+
+    return respond
+
+
+def checklist_judge(covered: bool = True):
+    def judge(body: dict):
+        user = body["messages"][-1]["content"]
+        n = user.count("\n", user.index("Checklist (")) if "Checklist (" in user else 1
+        if judge_kind(body) == "checklist_verdict":
+            items = [{"item": i, "covered": covered, "evidence": "x"} for i in range(1, n + 1)]
+            return {"content": json.dumps({"items": items, "extra_points": [], "reason": "ok"})}
+        if judge_kind(body) == "rubric_verdict":
+            return {"content": json.dumps({"accuracy": 0.9, "completeness": 0.8, "citations": 0.8,
+                                           "context_relevance": 0.9, "reasoning": {}, "issues": [],
+                                           "strengths": []})}
+        return {"content": json.dumps({"correct": True, "reason": "same"})}
+
+    return judge
+
+
+# -- input handling ---------------------------------------------------------------------------------------
+def test_offline_end_to_end_shift_jis_blank_rows_duplicates(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "質問.csv", [
+        HEADER,
+        ["How do I reset the router?", "Hold the reset button for 10 seconds.", ROUTER, "1",
+         "hold the reset button\n10 seconds"],
+        ["", "", "", "", ""],
+        ["冷蔵室の温度は何段階で設定できますか？", "3段階（強・中・弱）", FRIDGE, "1", "3段階\n強・中・弱"],
+        ["   ", "ignored", ROUTER, "", ""],
+        ["What is the capital of France?", "", "", "", ""],
+        ["How do I reset the router?", "Hold the reset button for 10 seconds.", ROUTER, "1", "hold the reset button"],
+    ], encoding="cp932")
+    report = B.run_batch(inp, offline(db, isolated_env), progress=False)
+
+    assert report.skipped_blank == 2
+    assert [r["Question"] for r in report.rows] == [
+        "How do I reset the router?", "冷蔵室の温度は何段階で設定できますか？", "What is the capital of France?",
+        "How do I reset the router?"]
+    assert not report.errors, report.errors
+    assert report.results_path.name.startswith("質問_results_") and report.results_path.parent.name == "results"
+    assert report.summary_path == report.results_path.with_name(report.results_path.stem + "_summary.csv")
+    assert report.results_path.read_bytes().startswith(b"\xef\xbb\xbf")  # utf-8-sig
+
+    df = read_csv(report.results_path)
+    assert len(df) == 4
+    first, _, unanswerable, dup = df.to_dict("records")
+    # both duplicate questions answered, each scored against its own checklist
+    assert first["RAG Answer"] and dup["RAG Answer"]
+    assert first["Checklist TP"] == "2" and dup["Checklist TP"] == "1"
+    assert first["Retrieved Files"].splitlines()[0] == ROUTER
+    assert first["Ref TP"] == "1" and first["Ref Recall"] == "1.0"
+    # Ref TN counts the universe: every page of the database not required and not retrieved
+    retrieved = set(first["Retrieved Files"].splitlines())
+    assert int(first["Ref TN"]) == len(PAGES) - len(retrieved | {ROUTER}) + 0
+    # an unanswerable question that is refused: TN = 1, recall/precision undefined -> empty cells
+    assert unanswerable["Refused"] == "True" and unanswerable["Checklist TN"] == "1"
+    assert unanswerable["Checklist Recall"] == "" and unanswerable["Ref Recall"] == ""
+    assert "correctly refused" in unanswerable["Evaluation Reason"]
+
+    summary = {r["Metric"]: r for r in read_csv(report.summary_path).to_dict("records")}
+    assert summary["Questions"]["Total"] == "4"
+    assert summary["Skipped blank rows"]["Total"] == "2"
+    assert summary["Errors"]["Total"] == "0"
+    assert summary["Ref Recall"]["Rows"] != "" and "Wall time (s)" in summary and "Total cost (USD)" in summary
+    # a finished run without errors removes its checkpoint: the same command starts fresh next time
+    assert not list((isolated_env / "results" / ".checkpoints").glob("*.jsonl"))
+
+
+def test_bom_input_without_ground_truth_gives_answers_only(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question", "Note"], ["How do I reset the router?", "メモ"]],
+                      encoding="utf-8-sig")
+    report = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    rows = raw_rows(report.results_path)
+    header, row = rows[0], dict(zip(rows[0], rows[1], strict=True))
+    assert header[:2] == ["Question", "Note"] and header[2:2 + len(DESIGN_COLUMNS)] == DESIGN_COLUMNS
+    assert row["Note"] == "メモ" and row["RAG Answer"]
+    for col in ("Checklist Recall", "Ref Recall", "Ref TP", "Evaluation Reason", "Contain Match"):
+        assert row[col] == "", col
+
+
+def test_missing_question_column_is_one_line_listing_columns(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "bad.csv", [["質問", "Answer"], ["x", "y"]], encoding="cp932")
+    with pytest.raises(RagError) as e:
+        B.run_batch(inp, offline(db, isolated_env), progress=False)
+    msg = str(e.value)
+    assert "\n" not in msg and "'Question'" in msg and "'質問'" in msg and "'Answer'" in msg
+    result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(db), "--provider", "offline"])
+    assert result.exit_code == 1
+    assert "missing column 'Question'" in result.output and "Traceback" not in result.output
+    assert not (isolated_env / "results").exists() or not list((isolated_env / "results").glob("*.csv"))
+
+
+def test_only_blank_questions_is_an_error(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], [""], ["  "]])
+    with pytest.raises(RagError, match="no questions"):
+        B.run_batch(inp, offline(db, isolated_env), progress=False)
+
+
+def test_column_order_is_exactly_design_4(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [
+        ["Question", "Ground Truth", "Reference Document", "Optimized Reference Document", "Page", "Checklist",
+         "Owner"],
+        ["How do I reset the router?", "Hold the reset button.", ROUTER, ROUTER, "1", "reset button", "me"]])
+    report = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    header = raw_rows(report.results_path)[0]
+    n_in = 7
+    assert header[:n_in] == ["Question", "Ground Truth", "Reference Document", "Optimized Reference Document",
+                             "Page", "Checklist", "Owner"]
+    assert header[n_in:n_in + 15] == DESIGN_COLUMNS
+    rest = header[n_in + 15:]
+    assert rest[:6] == ["Checklist F1", "Checklist Accuracy", "Checklist Specificity", "Checklist TN", "Ref F1",
+                        "Ref Accuracy"]
+    assert [c for c in rest if c.startswith("Opt Ref")] == B.OPT_REF_COLUMNS
+    for c in ("Judge Overall", "Contain Match", "LLM Accuracy", "Refused", "Pages Read", "Steps", "Input Tokens",
+              "Output Tokens", "Cost USD", "Latency ms"):
+        assert c in rest
+    assert rest[-2:] == ["Error", "Judge Error"] and "Attempts" not in header
+    assert len(header) == len(set(header))
+    row = dict(zip(header, raw_rows(report.results_path)[1], strict=True))
+    assert row["Opt Ref TP"] == "1" and row["Owner"] == "me"
+
+
+def test_results_csv_as_input_replaces_its_computed_columns(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [HEADER, ["How do I reset the router?", "x", ROUTER, "1", "reset"]])
+    first = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    again = B.run_batch(first.results_path, offline(db, isolated_env), progress=False)
+    header = raw_rows(again.results_path)[0]
+    assert len(header) == len(set(header)) and header.count("RAG Answer") == 1
+    assert again.results_path != first.results_path and first.results_path.exists()
+
+
+def test_undefined_ratios_are_empty_cells_and_formulas_escaped(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [HEADER,
+                                               ["Q1 formula?", "", "", "", ""],
+                                               ["Q2 dash?", "", ROUTER, "", "reset"]])
+
+    def answer_fn(question, settings, *, strategy, index, provider):
+        text = "=HYPERLINK(\"http://x\")" if question.startswith("Q1") else "-1 is not the answer"
+        return Answer(question=question, answer=text, refused=False, provider="test", model="test")
+
+    report = B.run_batch(inp, offline(db, isolated_env), progress=False, answer_fn=answer_fn)
+    rows = raw_rows(report.results_path)
+    header = rows[0]
+    q1, q2 = (dict(zip(header, r, strict=True)) for r in rows[1:])
+    assert q1["RAG Answer"] == "'=HYPERLINK(\"http://x\")" and q2["RAG Answer"] == "'-1 is not the answer"
+    # unanswerable and answered: FP = 1, others 0; Recall = 0/0 is undefined, Precision = 0/1
+    assert (q1["Checklist FP"], q1["Checklist Recall"], q1["Checklist Precision"]) == ("1", "", "0.0")
+    assert q1["Checklist F1"] == "" and q1["Checklist Specificity"] == "0.0"
+    assert q1["Ref Recall"] == "" and q1["Ref Precision"] == "" and q1["Ref Specificity"] == "1.0"
+    # nothing retrieved: Ref Precision undefined; no cell anywhere says nan
+    assert q2["Ref Precision"] == "" and q2["Ref Recall"] == "0.0"
+    assert not any(v.lower() in ("nan", "none") for r in rows for v in r)
+    # ragkit reads its own file back without the apostrophes
+    assert read_csv(report.results_path)["RAG Answer"].tolist()[0] == "=HYPERLINK(\"http://x\")"
+
+
+def test_resume_flag_without_checkpoint_fails(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
+    with pytest.raises(RagError, match="no interrupted run to resume"):
+        B.run_batch(inp, offline(db, isolated_env), progress=False, resume=True)
+
+
+def test_torn_checkpoint_line_is_ignored_and_finished_rows_kept(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"], ["WiFi password?"],
+                                               ["Third question?"]])
+    settings = offline(db, isolated_env)
+    calls: list[str] = []
+    interrupt = {"on": True}
+
+    def answer_fn(question, settings, *, strategy, index, provider):
+        calls.append(question)
+        if question == "WiFi password?" and interrupt["on"]:
+            interrupt["on"] = False
+            raise KeyboardInterrupt  # the user presses Ctrl-C while this row runs
+        return Answer(question=question, answer=f"answer to {question}", refused=False,
+                      usage=Usage(10, 5, 0.001, 1))
+
+    with pytest.raises(KeyboardInterrupt):
+        B.run_batch(inp, settings.with_(workers=1), progress=False, answer_fn=answer_fn)
+    ck = next((isolated_env / "results" / ".checkpoints").glob("q-*.jsonl"))
+    assert len(ck.read_text(encoding="utf-8").splitlines()) == 1  # the first row was saved at once
+    with ck.open("ab") as fh:
+        fh.write(b'{"v": 1, "i": 2, "q": "Third que')  # kill -9 in the middle of a write
+    report = B.run_batch(inp, settings.with_(workers=1), progress=False, answer_fn=answer_fn)
+    assert calls == ["How do I reset the router?", "WiFi password?", "WiFi password?", "Third question?"]
+    assert report.resumed == 1 and not report.errors
+    assert [r["RAG Answer"] for r in report.rows] == [f"answer to {q}" for q in
+                                                       ("How do I reset the router?", "WiFi password?",
+                                                        "Third question?")]
+    assert report.answer_usage.input_tokens == 30  # resumed rows count in the totals
+    assert not ck.exists()
+
+
+def test_second_process_on_same_checkpoint_is_refused(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
+    settings = offline(db, isolated_env)
+    import pandas as pd
+
+    path = B.checkpoint_path(settings, inp, pd.DataFrame({"Question": ["How do I reset the router?"]}),
+                             strategy="agent")
+    holder = B.Checkpoint(path)
+    holder.open()
+    try:
+        with pytest.raises(RagError, match="another `rag batch` is running"):
+            B.run_batch(inp, settings, progress=False)
+    finally:
+        holder.close()
+
+
+# -- the real openai client against the scripted server ----------------------------------------------------
+QUESTIONS = {
+    "How do I reset the router?": ("Hold the reset button for 10 seconds. (manuals/router/setup/page_001.md)",
+                                   ["manuals/router/setup/page_001.md"]),
+    "How do I change the WiFi password?": ("Open 192.168.0.1, Wireless > Security.",
+                                           ["manuals/router/wifi/page_002.md"]),
+    "冷蔵室の温度は？": ("強・中・弱の3段階です。", ["家電/冷蔵庫/操作と機能/page_001.md"]),
+}
+
+
+def _qrows(with_checklist: bool = True) -> list[list[str]]:
+    refs = {"How do I reset the router?": ROUTER, "How do I change the WiFi password?": WIFI,
+            "冷蔵室の温度は？": FRIDGE}
+    if with_checklist:
+        return [["Question", "Reference Document", "Checklist"]] + [[q, refs[q], "key point one\nkey point two"]
+                                                                     for q in QUESTIONS]
+    return [["Question", "Reference Document"]] + [[q, refs[q]] for q in QUESTIONS]
+
+
+def test_failing_question_does_not_stop_batch_and_is_retried(isolated_env, scripted_server):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", _qrows(with_checklist=False))
+    log: list[str] = []
+    ok = agent_responder(QUESTIONS, log=log)
+    broken = {"on": True}
+
+    def respond(body):
+        user = next((m["content"] for m in body["messages"] if m.get("role") == "user"), "")
+        if broken["on"] and user == "How do I change the WiFi password?":
+            return {"status": 500}
+        return ok(body)
+
+    scripted_server.set_responder(respond)
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results", workers=3)
+    report = B.run_batch(inp, settings, progress=False)
+    assert len(report.errors) == 1 and "row 3" in report.errors[0] and "HTTP 500" in report.errors[0]
+    by_q = {r["Question"]: r for r in report.rows}
+    assert by_q["How do I change the WiFi password?"]["Error"]
+    assert by_q["How do I change the WiFi password?"]["Ref Recall"] in ("", None)
+    assert by_q["How do I reset the router?"]["Ref Recall"] == 1.0 and not by_q["How do I reset the router?"]["Error"]
+    assert sorted(log) == sorted(["How do I reset the router?", "冷蔵室の温度は？"])
+    assert report.results_path.exists() and report.checkpoint_kept and report.checkpoint_path.exists()
+    # 3 attempts (DESIGN §3) for the failing call, every one answered 500
+    assert scripted_server.statuses.count(500) == 3
+    assert report.answer_usage.input_tokens > 0 and report.answer_usage.cost_usd > 0
+
+    # the CLI: exit 1 after finishing the others, the retry hint printed
+    # (same checkpoint: the CLI builds equal settings from the environment)
+    broken["on"] = False
+    again = B.run_batch(inp, settings, progress=False)
+    assert not again.errors and again.resumed == 2
+    assert log.count("How do I change the WiFi password?") == 1  # only the failed row was asked again
+    assert log.count("How do I reset the router?") == 1
+    assert again.results_path != report.results_path and not again.checkpoint_path.exists()
+    assert len(read_csv(again.results_path)) == 3
+
+
+def test_cli_exit_1_when_a_row_fails(isolated_env, scripted_server, monkeypatch):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", _qrows(with_checklist=False))
+    ok = agent_responder(QUESTIONS)
+
+    def respond(body):
+        user = next((m["content"] for m in body["messages"] if m.get("role") == "user"), "")
+        return {"status": 500} if user == "冷蔵室の温度は？" else ok(body)
+
+    scripted_server.set_responder(respond)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-KEY")
+    monkeypatch.setenv("OPENAI_API_BASE", scripted_server.base_url)
+    monkeypatch.setattr(Settings, "retry_base_delay", 0.01)
+    result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(db), "--no-cache", "--workers", "2"])
+    assert result.exit_code == 1, result.output
+    assert "1 error" in result.output and "run the same command again" in result.output
+    assert "results:" in result.output and "summary:" in result.output and "sk-test-SECRET-KEY" not in result.output
+    results = list((isolated_env / "results").glob("q_results_*[0-9].csv"))
+    assert len(results) == 1 and "sk-test-SECRET-KEY" not in results[0].read_text(encoding="utf-8-sig")
+
+
+def test_invalid_judge_json_is_retried_then_recorded_answer_kept(isolated_env, scripted_server):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", _qrows(with_checklist=True))
+    judge_calls: list[str] = []
+    lock = threading.Lock()
+    good = checklist_judge(covered=True)
+    mode = {"bad": True}
+
+    def judge(body):
+        with lock:
+            judge_calls.append(judge_kind(body))
+        user = body["messages"][-1]["content"]
+        if mode["bad"] and "冷蔵室" in user:
+            return {"content": "Sure! Item 1 is covered, item 2 is not."}  # not JSON, every time
+        return good(body)
+
+    log: list[str] = []
+    scripted_server.set_responder(agent_responder(QUESTIONS, judge=judge, log=log))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results", workers=3)
+    report = B.run_batch(inp, settings, progress=False)
+    row = next(r for r in report.rows if r["Question"] == "冷蔵室の温度は？")
+    assert row["RAG Answer"] == "強・中・弱の3段階です。"  # the answer is kept
+    assert "checklist judge failed" in row["Judge Error"] and "no valid JSON" in row["Judge Error"]
+    assert row["Checklist Recall"] in ("", None) and row["Ref Recall"] == 1.0
+    assert len(report.errors) == 1 and "Judge Error" not in report.errors[0]
+    assert judge_calls.count("checklist_verdict") == 2 + 3  # two good rows once, the bad one 3 attempts
+    ok = next(r for r in report.rows if r["Question"] == "How do I reset the router?")
+    assert ok["Checklist TP"] == 2 and ok["Checklist Recall"] == 1.0 and not ok["Judge Error"]
+    assert report.judge_usage.input_tokens > 0
+
+    # rerun: the failed judging is retried from the saved answer, nothing is asked again
+    mode["bad"] = False
+    asked_before = list(log)
+    again = B.run_batch(inp, settings, progress=False)
+    assert log == asked_before
+    assert not again.errors
+    row = next(r for r in again.rows if r["Question"] == "冷蔵室の温度は？")
+    assert row["Checklist Recall"] == 1.0 and not row["Judge Error"]
+
+
+def test_rubric_contain_match_and_llm_accuracy_with_ground_truth(isolated_env, scripted_server):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [
+        HEADER, ["How do I reset the router?", "hold the reset button for 10 seconds", ROUTER, "1", "reset button"]])
+    scripted_server.set_responder(agent_responder(QUESTIONS, judge=checklist_judge()))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results")
+    report = B.run_batch(inp, settings, progress=False)
+    assert not report.errors, report.errors
+    row = raw_rows(report.results_path)
+    row = dict(zip(row[0], row[1], strict=True))
+    assert row["Judge Accuracy"] == "0.9" and row["Judge Overall"] != "" and row["Judge Passed"] == "True"
+    assert row["Contain Match"] == "True" and row["LLM Accuracy"] == "True"
+    assert "judge 0." in row["Evaluation Reason"]
+    assert int(row["Judge Input Tokens"]) > 0 and float(row["Cost USD"]) > 0
+    kinds = [judge_kind(b) for b in scripted_server.requests if is_judge(b)]
+    assert sorted(kinds) == ["accuracy_verdict", "checklist_verdict", "rubric_verdict"]
+    # the judge uses the judge model
+    assert all(b["model"] == settings.judge_model for b in scripted_server.requests if is_judge(b))
+
+
+def test_eval_rescores_without_asking(isolated_env, scripted_server):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", _qrows(with_checklist=True))
+    scripted_server.set_responder(agent_responder(QUESTIONS, judge=checklist_judge(covered=True)))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results")
+    first = B.run_batch(inp, settings, progress=False)
+    assert not first.errors
+    n_before = len(scripted_server.requests)
+
+    scripted_server.set_responder(agent_responder(QUESTIONS, judge=checklist_judge(covered=False)))
+    report = B.run_eval(first.results_path, settings.with_(judge_model="judge-2"), progress=False)
+    new = scripted_server.requests[n_before:]
+    assert new and all(is_judge(b) and "tools" not in b for b in new)  # only judge calls
+    assert {b["model"] for b in new} == {"judge-2"}
+    assert len(new) == 3  # one checklist verdict per row
+    assert report.results_path.name.startswith(first.results_path.stem + "_eval_")
+    assert first.results_path.exists() and report.summary_path.exists()
+    assert [r["RAG Answer"] for r in report.rows] == [r["RAG Answer"] for r in first.rows]
+    assert all(r["Checklist Recall"] == 0.0 for r in report.rows)  # the new judge's verdict
+    assert all(r["Ref Recall"] == 1.0 for r in report.rows)
+    # the answer's own figures are those of the batch that produced it
+    assert [str(r["Input Tokens"]) for r in report.rows] == [str(r["Input Tokens"]) for r in first.rows]
+    assert report.usage.input_tokens == report.judge_usage.input_tokens > 0
+
+
+def test_eval_offline_on_another_database(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [HEADER, ["How do I reset the router?", "x", ROUTER, "1", "reset"]])
+    first = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    extra = db / "manuals" / "router" / "extra" / "page_003.md"
+    extra.parent.mkdir(parents=True)
+    extra.write_text(render_page(PageMeta(page=3), "# More\nanother page"), encoding="utf-8")
+    from ragkit.index import open_index
+
+    open_index(db).refresh(progress=False)
+    report = B.run_eval(first.results_path, offline(db, isolated_env), progress=False)
+    assert int(report.rows[0]["Ref TN"]) == int(read_csv(first.results_path)["Ref TN"][0]) + 1  # new universe
+    assert report.rows[0]["RAG Answer"] == first.rows[0]["RAG Answer"]
+
+
+def test_rescore_row_recomputes_answer_and_judge_columns(isolated_env):
+    db = make_db(isolated_env)
+    settings = offline(db, isolated_env)
+    row = {"Question": "How do I reset the router?", "Reference Document": ROUTER,
+           "Checklist": "hold the reset button\n10 seconds", "RAG Answer": "old", "Checklist TP": 0,
+           "Ref TP": 1, "Ref TN": 3, "Ref FP": 0, "Ref FN": 0, "Attempts": 2}
+    answer = Answer(question=row["Question"], answer="Hold the reset button for 10 seconds.", refused=False,
+                    sources=[Source(path=ROUTER, page=1)], steps=3, usage=Usage(100, 10, None, 2))
+    out = B.rescore_row(row, answer, settings)
+    assert out["RAG Answer"] == answer.answer and out["Retrieved Files"] == ROUTER
+    assert out["Checklist TP"] == "2" or out["Checklist TP"] == 2
+    assert out["Attempts"] == 2 and out["Ref TP"] == 1 and out["Steps"] == 3
+    assert out["Cost USD"] == "" and out["Input Tokens"] == 100  # unknown cost stays empty, never 0
+    assert "refs 1/1 found" in out["Evaluation Reason"] and row["RAG Answer"] == "old"

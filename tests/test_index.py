@@ -1,0 +1,213 @@
+"""The page-tree index: CJK keyword search, fields, path filter, incremental updates, threads, CLI."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+import pytest
+
+from ragkit import index as ix
+from ragkit.errors import PathEscapeError, RagError
+from ragkit.pagefile import PageMeta, render_page
+
+
+@pytest.fixture(autouse=True)
+def keyword_only(monkeypatch):
+    """Most tests here are about keyword ranking; the dense part has its own tests."""
+    monkeypatch.setenv("RAG_EMBED", "0")
+
+
+def write_page(db: Path, rel: str, body: str, *, source: str = "", page: int = 1) -> Path:
+    p = db / rel
+    p.parent.mkdir(parents=True, exist_ok=True)
+    meta = PageMeta(source=source or f"src/{rel.split('/')[1]}.pdf", document="doc", section="s", page=page)
+    p.write_text(render_page(meta, body), encoding="utf-8")
+    return p
+
+
+@pytest.fixture
+def db(tmp_path) -> Path:
+    d = tmp_path / "database"
+    write_page(d, "家電/冷蔵庫/操作と機能/page_008.md",
+               "# 設定の削除\n登録したデータを削\n除するには、メニューを開いてください。", page=8)
+    write_page(d, "家電/冷蔵庫/設置/page_002.md", "# 設置\n電源コードを接続してから、扉を閉めます。", page=2)
+    write_page(d, "家電/洗濯機/使い方/page_003.md", "# 洗濯\n洗剤を入れて、スタートを押します。", page=3)
+    write_page(d, "한국어/설명서/사용법/page_004.md", "# 파일 관리\n파일을 삭제하려면 버튼을 누르세요.", page=4)
+    write_page(d, "english/router/setup/page_005.md",
+               "# Connecting the router\nPlug the ethernet cable into the WAN port and restart the router.",
+               page=5)
+    write_page(d, "english/router/safety/page_006.md", "# Safety\nKeep the device away from water.", page=6)
+    return d
+
+
+def fresh(db: Path) -> ix.Index:
+    """A private instance (not the process-wide one), as another process would have."""
+    idx = ix.Index(db, progress=False)
+    idx.refresh()
+    return idx
+
+
+def top(idx: ix.Index, query: str, **kw) -> list[str]:
+    return [h.path for h in idx.search(query, **kw)]
+
+
+def test_japanese_two_character_words(db):
+    idx = fresh(db)
+    assert top(idx, "削除")[0] == "家電/冷蔵庫/操作と機能/page_008.md"  # found across the line break 削\n除
+    assert top(idx, "接続")[0] == "家電/冷蔵庫/設置/page_002.md"
+    hit = idx.search("接続")[0]
+    assert hit.page == 2 and hit.title == "設置" and "接続" in hit.snippet
+
+
+def test_korean_stem_finds_stem_with_particle(db):
+    hits = fresh(db).search("파일")
+    assert hits and hits[0].path == "한국어/설명서/사용법/page_004.md"
+    assert "파일을 삭제하려면" in hits[0].snippet  # Korean keeps its word spaces in snippets
+
+
+def test_english_and_case_folding(db):
+    idx = fresh(db)
+    assert top(idx, "How do I connect the ROUTER to the WAN port?")[0] == "english/router/setup/page_005.md"
+    assert top(idx, "water")[0] == "english/router/safety/page_006.md"
+    assert idx.search("zebra quantum") == []
+
+
+def test_path_filter_and_escape(db):
+    idx = fresh(db)
+    assert set(top(idx, "削除 接続 洗剤", path="家電/冷蔵庫")) == {
+        "家電/冷蔵庫/操作と機能/page_008.md", "家電/冷蔵庫/設置/page_002.md"}
+    assert top(idx, "洗剤", path="家電/冷蔵庫") == []
+    assert idx.pages("english") == ["english/router/safety/page_006.md", "english/router/setup/page_005.md"]
+    assert len(idx.pages()) == 6
+    for bad in ("../outside", "/etc", "家電/../../x"):
+        with pytest.raises(PathEscapeError):
+            idx.search("削除", path=bad)
+
+
+def test_folder_names_are_weighted(tmp_path):
+    d = tmp_path / "database"
+    body = "# Notes\nThe compressor hums when the ice maker runs. Clean the filter monthly."
+    write_page(d, "manual/fridge/general/page_001.md", body, source="a.pdf")
+    write_page(d, "manual/fridge/ice maker/page_001.md", body, source="b.pdf")
+    idx = fresh(d)
+    assert top(idx, "ice maker")[0] == "manual/fridge/ice maker/page_001.md"
+    # the folder name alone is enough to be found
+    write_page(d, "manual/fridge/製氷/page_009.md", "# 手入れ\nフィルターを掃除します。", source="c.pdf")
+    idx.refresh()
+    assert top(idx, "製氷")[0] == "manual/fridge/製氷/page_009.md"
+
+
+def test_incremental_add_change_delete(db):
+    idx = fresh(db)
+    assert idx.search("firmware") == []
+    # add via the file tree + refresh
+    write_page(db, "english/router/update/page_007.md", "# Firmware\nUpdate the firmware monthly.", page=7)
+    idx.refresh()
+    assert top(idx, "firmware") == ["english/router/update/page_007.md"]
+    # change
+    write_page(db, "english/router/update/page_007.md", "# Upgrade\nInstall the newest software.", page=7)
+    idx.refresh()
+    assert idx.search("firmware") == []
+    assert top(idx, "software") == ["english/router/update/page_007.md"]
+    # delete
+    (db / "english/router/update/page_007.md").unlink()
+    idx.refresh()
+    assert idx.search("software") == []
+    assert "english/router/update/page_007.md" not in idx.pages()
+
+
+def test_add_page_and_remove_page_are_immediate(db):
+    idx = fresh(db)
+    write_page(db, "家電/冷蔵庫/製氷/page_008.md", "# 製氷\n製氷皿を洗ってください。", page=8)
+    idx.add_page("家電/冷蔵庫/製氷/page_008.md")
+    assert top(idx, "製氷皿")[0] == "家電/冷蔵庫/製氷/page_008.md"
+    idx.remove_page("家電/冷蔵庫/製氷/page_008.md")
+    assert idx.search("製氷皿") == []
+    with pytest.raises(RagError):
+        idx.add_page("家電/nothing/page_001.md")
+    with pytest.raises(PathEscapeError):
+        idx.add_page("../x/page_001.md")
+
+
+def test_cache_is_shared_between_instances_and_survives(db):
+    a = fresh(db)
+    b = fresh(db)  # another "process": same cache file, own memory
+    write_page(db, "english/router/update/page_007.md", "# Firmware\nUpdate the firmware.", page=7)
+    a.add_page("english/router/update/page_007.md")
+    assert top(b, "firmware") == ["english/router/update/page_007.md"]  # b picks up a's write
+    a.remove_page("english/router/update/page_007.md")
+    assert b.search("firmware") == []
+    assert (db / ".ragkit" / "index.sqlite").exists()
+    assert all(not p.startswith(".ragkit") for p in b.pages())
+    a.close()
+    b.close()
+
+
+def test_corrupt_cache_is_rebuilt(db):
+    fresh(db).close()
+    cache = db / ".ragkit" / "index.sqlite"
+    for extra in ("-wal", "-shm"):
+        Path(str(cache) + extra).unlink(missing_ok=True)
+    cache.write_bytes(b"this is not a database" * 100)
+    idx = fresh(db)
+    assert top(idx, "削除")[0] == "家電/冷蔵庫/操作と機能/page_008.md"
+
+
+def test_reading_while_writing(db):
+    idx = fresh(db)
+    errors: list[BaseException] = []
+    stop = threading.Event()
+
+    def reader():
+        try:
+            while not stop.is_set():
+                hits = idx.search("削除 router")
+                assert hits and all(h.path for h in hits)
+                idx.pages()
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=reader) for _ in range(3)]
+    for t in threads:
+        t.start()
+    try:
+        for i in range(40):
+            rel = f"english/router/extra/page_{i + 100:03d}.md"
+            write_page(db, rel, f"# Extra {i}\nThe router note number {i}.", page=i + 100)
+            idx.add_page(rel)
+            if i % 3 == 0:
+                idx.remove_page(rel)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert not errors, errors
+    assert len(idx.pages("english/router/extra")) == 40 - 14
+    assert top(idx, "note number 38", k=1) == ["english/router/extra/page_138.md"]
+    assert idx.search("note number 39", k=1)[0].path != "english/router/extra/page_139.md"  # removed
+
+
+def test_open_index_is_shared_and_missing_db_is_an_error(db, tmp_path):
+    assert ix.open_index(db) is ix.open_index(db)
+    with pytest.raises(RagError, match="not found"):
+        ix.open_index(tmp_path / "nope")
+
+
+def test_cli_search_json(db, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["search", "削除", "--db", str(db), "--format", "json", "-k", "3"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert data[0]["path"].endswith("家電/冷蔵庫/操作と機能/page_008.md")
+    assert set(data[0]) == {"path", "page", "title", "score", "snippet"}
+    assert data[0]["page"] == 8 and data[0]["title"] == "設定の削除"
+    res = runner.invoke(app, ["search", "削除", "--db", str(db)])
+    assert res.exit_code == 0 and "設定の削除" in res.stdout
+    res = runner.invoke(app, ["search", "x", "--db", str(db.parent / "missing")])
+    assert res.exit_code == 1 and "not found" in res.output and "Traceback" not in res.output

@@ -1,0 +1,185 @@
+"""The offline extractive engine on a small hand-made page tree (ja / en / ko, prose, lists, tables)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ragkit import text as T
+from ragkit.index import open_index
+from ragkit.models import Answer
+from ragkit.offline import REFUSE_BELOW, _question_terms, _units, answer_offline
+from ragkit.pagefile import PageMeta, render_page
+
+PAGES = {
+    "家電/冷蔵庫/操作と機能/page_008.md": (
+        "冷蔵庫 取扱説明書", "操作と機能", 8,
+        "# 温度の設定\n冷蔵室の温度は「強」「中」「弱」の3段階で切り替えられます。\n"
+        "工場出荷時は「中」（約3℃）に設定されています。\n\n"
+        "## 製氷\n製氷皿には水道水を入れてください。\n自動製氷は約2時間で最初の氷ができます。\n",
+    ),
+    "家電/冷蔵庫/お手入れ/page_012.md": (
+        "冷蔵庫 取扱説明書", "お手入れ", 12,
+        "# お手入れのしかた\n庫内は柔らかい布で水拭きしてください。\n"
+        "シンナーやベンジンは使わないでください。樹脂部品が傷むおそれがあります。\n",
+    ),
+    "家電/冷蔵庫/仕様/page_020.md": (
+        "冷蔵庫 取扱説明書", "仕様", 20,
+        "# 仕様\n| 項目 | 仕様 |\n|---|---|\n| 定格内容積 | 540L |\n| 消費電力量 | 250kWh/年 |\n"
+        "| 質量 | 112kg |\n",
+    ),
+    "policy/security_policy/Access control/page_002.md": (
+        "Security Policy", "Access control", 2,
+        "# Passwords\nPasswords must be at least 12 characters long.\n"
+        "Passwords must be changed every 90 days and may not reuse the last five passwords.\n\n"
+        "# Remote access\nRemote access requires the company VPN and multi-factor authentication.\n",
+    ),
+    "policy/security_policy/Incidents/page_005.md": (
+        "Security Policy", "Incidents", 5,
+        "# Incident reporting\nEmployees must report a suspected security incident to the security team "
+        "within 24 hours.\nReports are sent by email to security@example.com.\n\n"
+        "# Backups\nServers are backed up nightly and backups are kept for 30 days.\n",
+    ),
+    "공지/관리사무소 공지/공지/page_001.md": (
+        "관리사무소 공지", "공지", 1,
+        "# 엘리베이터 정기 점검 안내\n엘리베이터 정기 점검은 3월 15일 오전 10시부터 오후 2시까지 진행됩니다.\n"
+        "점검 시간에는 계단을 이용해 주시기 바랍니다.\n\n"
+        "# 분리수거 안내\n재활용품 분리수거는 매주 화요일 저녁에 합니다.\n",
+    ),
+}
+
+ANSWERABLE = [
+    # question, expected page (db-relative), text the quoted evidence must contain, language
+    ("冷蔵室の温度は工場出荷時に何度に設定されていますか？", "家電/冷蔵庫/操作と機能/page_008.md", "約3℃", "ja"),
+    ("自動製氷で最初の氷ができるまでどのくらいかかりますか？", "家電/冷蔵庫/操作と機能/page_008.md", "約2時間", "ja"),
+    ("冷蔵庫の定格内容積はいくつですか？", "家電/冷蔵庫/仕様/page_020.md", "540L", "ja"),
+    ("How often must passwords be changed?", "policy/security_policy/Access control/page_002.md", "90 days", "en"),
+    ("Within how many hours must a security incident be reported?",
+     "policy/security_policy/Incidents/page_005.md", "24 hours", "en"),
+    ("How long are server backups kept?", "policy/security_policy/Incidents/page_005.md", "30 days", "en"),
+    ("엘리베이터 정기 점검은 언제 진행됩니까?", "공지/관리사무소 공지/공지/page_001.md", "3월 15일", "ko"),
+    ("재활용품 분리수거는 무슨 요일에 합니까?", "공지/관리사무소 공지/공지/page_001.md", "화요일", "ko"),
+]
+
+UNANSWERABLE = [
+    ("What is the company's parental leave policy for new employees?", "en"),
+    ("洗濯機の脱水時間は何分ですか？", "ja"),
+    ("수영장 운영 시간은 어떻게 됩니까?", "ko"),
+]
+
+
+@pytest.fixture(scope="module")
+def mini(tmp_path_factory):
+    db = tmp_path_factory.mktemp("offline") / "database"
+    for rel, (doc, section, page, body) in PAGES.items():
+        p = db / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render_page(PageMeta(source=f"src/{doc}.pdf", document=doc, section=section, page=page),
+                                 body), encoding="utf-8")
+    return db, open_index(db, progress=False)
+
+
+@pytest.mark.parametrize("question,page,must_contain,lang", ANSWERABLE)
+def test_answers_cite_the_right_page(mini, question, page, must_contain, lang):
+    db, index = mini
+    a = answer_offline(question, index, db)
+    assert isinstance(a, Answer)
+    assert not a.refused, a.answer
+    assert a.sources and a.sources[0].path == (db / page).resolve().as_posix()
+    assert a.sources[0].page == int(Path(page).stem.split("_")[1])
+    assert must_contain in a.answer and must_contain in a.sources[0].excerpt
+    assert "offline" in a.answer
+    assert T.detect_lang(a.answer) == lang  # notice and labels in the question's language
+    assert f"[1] {a.sources[0].path} p.{a.sources[0].page}" in a.answer
+    assert REFUSE_BELOW <= a.confidence <= 1.0
+    assert a.provider == "offline" and a.model == "offline" and a.steps == 1
+    assert a.usage.input_tokens == a.usage.output_tokens == 0 and a.usage.cost_usd == 0.0
+    assert a.latency_ms > 0
+    assert a.sources[0].path in a.pages_read
+    assert not T.is_refusal(a.answer)
+
+
+@pytest.mark.parametrize("question,lang", UNANSWERABLE)
+def test_refuses_when_the_documents_do_not_answer(mini, question, lang):
+    db, index = mini
+    a = answer_offline(question, index, db)
+    assert a.refused, a.answer
+    assert a.sources == []
+    assert a.answer.startswith(T.refusal_text(lang))
+    assert "offline" in a.answer and T.is_refusal(a.answer)
+    assert 0.0 <= a.confidence < REFUSE_BELOW
+
+
+def test_multi_page_question_cites_both_pages(mini):
+    db, index = mini
+    a = answer_offline("How many characters must passwords have, and within how many hours must a security "
+                       "incident be reported?", index, db)
+    assert not a.refused
+    cited = {Path(s.path).parent.name for s in a.sources}
+    assert cited == {"Access control", "Incidents"}
+    assert "12 characters" in a.answer and "24 hours" in a.answer
+    assert "[2]" in a.answer
+
+
+def test_table_rows_are_quoted_with_their_header(mini):
+    db, _ = mini
+    body = (db / "家電/冷蔵庫/仕様/page_020.md").read_text(encoding="utf-8").split("---\n", 2)[2]
+    texts = [u.text for u in _units(body, "x.md", 0, "仕様")]
+    assert "項目: 定格内容積; 仕様: 540L" in texts
+    assert not any(set(t) <= set("|-: ") for t in texts)  # the separator row is not a unit
+
+
+def test_question_words_are_not_content():
+    assert "何度" not in _question_terms("何度に設定されていますか")
+    assert _question_terms("How many characters?") == ["character"]
+    assert "언제" not in _question_terms("점검은 언제 진행됩니까?")
+    assert "점검" in _question_terms("점검은 언제 진행됩니까?")
+
+
+def test_deterministic_and_json_shape(mini):
+    db, index = mini
+    q = "How often must passwords be changed?"
+    first, second = answer_offline(q, index, db), answer_offline(q, index, db)
+    strip = lambda a: {k: v for k, v in a.to_json().items() if k != "metadata"}  # noqa: E731
+    assert strip(first) == strip(second)
+    assert first.pages_read == second.pages_read
+    doc = json.loads(json.dumps(first.to_json()))
+    assert set(doc) == {"answer", "refused", "sources", "confidence", "metadata"}
+    assert doc["metadata"]["provider"] == "offline" and doc["metadata"]["cost_usd"] == 0.0
+
+
+@pytest.mark.parametrize("question", ["", "   ", "???", "\x00\x01\x02", "🙂🙂🙂", "../../etc/passwd",
+                                      "SELECT * FROM pages; --", "a" * 100_000, "パスワード " * 5000])
+def test_never_crashes_on_odd_input(mini, question):
+    db, index = mini
+    a = answer_offline(question, index, db)
+    assert isinstance(a, Answer) and "offline" in a.answer
+    assert a.refused or a.sources
+    assert 0.0 <= a.confidence <= 1.0
+
+
+def test_sees_pages_added_later(tmp_path):
+    db = tmp_path / "database"
+    first = db / "a/doc/s/page_001.md"
+    first.parent.mkdir(parents=True)
+    first.write_text(render_page(PageMeta(document="doc", page=1), "# Intro\nThis guide covers the printer."),
+                     encoding="utf-8")
+    index = open_index(db, progress=False)
+    assert answer_offline("What toner cartridge does the printer use?", index, db).refused
+    new = db / "a/doc/s/page_002.md"
+    new.write_text(render_page(PageMeta(document="doc", page=2),
+                               "# Supplies\nThe printer uses the TN-2420 toner cartridge."), encoding="utf-8")
+    index.add_page("a/doc/s/page_002.md")
+    a = answer_offline("What toner cartridge does the printer use?", index, db)
+    assert not a.refused and "TN-2420" in a.answer
+    assert a.sources[0].path.endswith("page_002.md")
+
+
+def test_reference_paths_are_relative_inside_the_project(tmp_path, monkeypatch, mini):
+    db, index = mini
+    monkeypatch.chdir(db.parent)
+    a = answer_offline("How often must passwords be changed?", index, Path("database"))
+    assert a.sources[0].path == "database/policy/security_policy/Access control/page_002.md"
+    assert all(p.startswith("database/") for p in a.pages_read)

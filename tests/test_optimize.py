@@ -1,0 +1,387 @@
+"""Folder optimization without the agent: proposals made safe, copies, the journal, the input CSV."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+
+from ragkit.config import Settings
+from ragkit.csvio import read_csv, write_csv
+from ragkit.errors import PathEscapeError
+from ragkit.index import open_index
+from ragkit.optimize import (
+    CopyManager,
+    Journal,
+    add_alias,
+    folder_listing,
+    journal_dir,
+    key_phrase,
+    offline_proposals,
+    optimize_missed,
+    recover_journal,
+    validate_folder,
+)
+from ragkit.pagefile import PageMeta, render_page
+from ragkit.paths import iter_pages
+
+REPO = Path(__file__).resolve().parents[1]
+
+PAGES = {
+    "appliances/fridge/setup/page_001.md": ("Fridge manual", "setup", 1,
+                                            "# Installing the fridge\nPlace the fridge on a level floor. "
+                                            "Leave 5 cm of space behind it for air."),
+    "appliances/fridge/setup/page_002.md": ("Fridge manual", "setup", 2,
+                                            "# Connecting water\nConnect the water line to the inlet valve "
+                                            "at the back."),
+    "appliances/fridge/care/page_010.md": ("Fridge manual", "care", 10,
+                                           "# Cleaning\nWipe the shelves with a soft cloth and mild soap."),
+    "appliances/fridge/care/page_011.md": ("Fridge manual", "care", 11,
+                                           "# Defrosting\nThe freezer defrosts automatically every 12 hours."),
+    "appliances/washer/basics/page_001.md": ("Washer manual", "basics", 1,
+                                             "# Programs\nThe cotton program washes at 40 degrees."),
+    "finance/report2024/summary/page_003.md": ("Annual report", "summary", 3,
+                                               "# Revenue\nRevenue grew 12 percent in 2024."),
+}
+
+
+def make_db(root: Path, pages: dict = PAGES) -> Path:
+    db = root / "database"
+    for rel, (doc, section, page, body) in pages.items():
+        p = db / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render_page(PageMeta(source=f"docs/{doc}.pdf", document=doc, section=section, page=page),
+                                 body), encoding="utf-8")
+    return db
+
+
+@pytest.fixture
+def db(isolated_env) -> Path:
+    return make_db(isolated_env)
+
+
+def offline_settings(db: Path, **kw) -> Settings:
+    return Settings(db=db, provider="offline", provider_reason="test", cache=False, **kw)
+
+
+def files(db: Path) -> set[str]:
+    return set(iter_pages(db))
+
+
+# -- proposals made safe ------------------------------------------------------------------------------
+ORIGINAL = "appliances/fridge/care/page_011.md"
+
+
+@pytest.mark.parametrize("raw", [
+    "../../etc", "appliances/../../etc", "/etc", "/tmp/x", "C:/Windows", "~/x", "appliances\\x",
+    "..\\..\\etc", "appliances/x\x00y", "", "   ", None, 42,
+    "finance/hidden",  # another category
+    "appliances/fridge/care",  # where the page already is
+    "appliances/a/b/c/d/e",  # too deep
+    "appliances/fridge/care/page_011.md/x",  # runs into a file
+])
+def test_hostile_folders_are_refused(db, raw):
+    with pytest.raises((ValueError, PathEscapeError)):
+        validate_folder(db, raw, original=ORIGINAL)
+
+
+@pytest.mark.parametrize(("raw", "want"), [
+    ("defrost help", "appliances/defrost help"),  # relative to the scope
+    ("appliances/fridge/defrost", "appliances/fridge/defrost"),
+    ("database/appliances/fridge/defrost", "appliances/fridge/defrost"),  # Reference Document form
+    ("./appliances//fridge/./defrost/", "appliances/fridge/defrost"),
+    ("appliances/fridge/defrost/page_011.md", "appliances/fridge/defrost"),  # a page path: its folder
+    ("appliances/CON", "appliances/_CON"),
+    ("appliances/aux.txt", "appliances/_aux.txt"),
+    ("appliances/.ragkit", "appliances/ragkit"),  # never a hidden folder the index skips
+    ("appliances/a<b>:c|d?*e", "appliances/a b c d e"),
+    ("appliances/tab\there\nnewline", "appliances/tab here newline"),
+    ("冷蔵庫 霜取り", "appliances/冷蔵庫 霜取り"),
+])
+def test_proposals_are_sanitised_inside_the_scope(db, raw, want):
+    assert validate_folder(db, raw, original=ORIGINAL) == want
+
+
+def test_long_names_are_cut_and_paths_bounded(db):
+    folder = validate_folder(db, "appliances/" + "x" * 300, original=ORIGINAL)
+    assert folder == "appliances/" + "x" * 60
+    with pytest.raises(ValueError, match="too long"):
+        validate_folder(db, "/".join(["y" * 60] * 4), original=ORIGINAL)
+
+
+def test_symlink_out_of_the_scope_is_refused(db, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (db / "appliances" / "link").symlink_to(outside)
+    (db / "appliances" / "tofinance").symlink_to(db / "finance")
+    with pytest.raises(PathEscapeError):
+        validate_folder(db, "appliances/link/x", original=ORIGINAL)
+    with pytest.raises(PathEscapeError):
+        validate_folder(db, "appliances/tofinance/x", original=ORIGINAL)
+
+
+def test_key_phrase_per_language():
+    assert key_phrase("How often does the freezer defrost automatically?") == "often freezer defrost"
+    assert key_phrase("製氷機の掃除方法を教えてください") == "製氷機 掃除方法"
+    assert key_phrase("냉장고의 온도를 어떻게 설정합니까?") == "냉장고 온도 설정합니까"
+    assert key_phrase("???") == "questions"
+    assert len(key_phrase("supercalifragilistic " * 20)) <= 60
+
+
+def test_offline_proposals_are_deterministic_and_valid(db):
+    text = (db / ORIGINAL).read_text(encoding="utf-8")
+    q = "How often does the freezer defrost?"
+    props = offline_proposals(q, ORIGINAL, text)
+    assert props == offline_proposals(q, ORIGINAL, text)
+    assert props[0][0] == "appliances/fridge/often freezer defrost"
+    folders = [validate_folder(db, f, original=ORIGINAL) for f, _ in props]
+    assert len(set(folders)) == len(folders) >= 4
+
+
+def test_folder_listing_is_bounded_and_focused():
+    pages = [f"cat/doc{d}/sec{s}/page_{p:03d}.md" for d in range(30) for s in range(3) for p in range(2)]
+    text = folder_listing(pages, "cat", "cat/doc7", max_entries=10)
+    lines = text.splitlines()
+    assert len(lines) == 11 and lines[-1].startswith("... ") and "more folders not shown" in lines[-1]
+    assert lines[:3] == ["cat/ (180 pages)", "cat/doc7/ (6 pages)", "cat/doc7/sec0/ (2 pages)"]
+    full = folder_listing(pages, "cat", max_entries=1000, max_depth=1)
+    assert "cat/ (180 pages)" in full and "sec0" not in full
+
+
+def test_add_alias_keeps_other_groups():
+    cell = "database/a/p1.md\ndatabase/b/p2.md|database/b/x/p2.md"
+    out = add_alias(cell, "database/b/p2.md", "database/b/new/p2.md")
+    assert out == "database/a/p1.md\ndatabase/b/p2.md|database/b/x/p2.md|database/b/new/p2.md"
+    assert add_alias(out, "database/b/p2.md", "database/b/new/p2.md") == out  # idempotent
+    assert add_alias("database/a/p1.md;database/b/p2.md", "database/a/p1.md", "c.md") == \
+        "database/a/p1.md|c.md;database/b/p2.md"
+
+
+# -- copies ------------------------------------------------------------------------------------------
+def test_copy_never_overwrites_and_index_learns_at_once(db):
+    index = open_index(db)
+    cm = CopyManager(db, index, Journal(db))
+    rel1, created1 = cm.place("appliances/fridge/setup/page_001.md", "appliances/start here", "a")
+    rel2, created2 = cm.place("appliances/washer/basics/page_001.md", "appliances/start here", "b")
+    assert (rel1, rel2) == ("appliances/start here/page_001.md", "appliances/start here/page_001_2.md")
+    assert created1 and created2
+    assert "Programs" in (db / rel2).read_text(encoding="utf-8")
+    assert "Installing" in (db / rel1).read_text(encoding="utf-8")
+    assert {rel1, rel2} <= set(index.pages())
+    assert rel2 in [h.path for h in index.search("cotton program")]
+    assert cm.release(rel2, "b", keep=False) == "rolled_back"
+    assert not (db / rel2).exists() and rel2 not in index.pages()
+    assert cm.release(rel1, "a", keep=True) == "kept"
+    assert cm.state == {rel1: "kept", rel2: "rolled_back"}
+
+
+def test_two_workers_share_one_copy_of_the_same_page(db):
+    index = open_index(db)
+    cm = CopyManager(db, index, Journal(db))
+    before = files(db)
+    barrier = threading.Barrier(8)
+    out: list[tuple[str, bool]] = []
+    lock = threading.Lock()
+
+    def worker(n: int) -> None:
+        barrier.wait()
+        r = cm.place(ORIGINAL, "appliances/defrost", n)
+        with lock:
+            out.append(r)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert {r for r, _ in out} == {"appliances/defrost/page_011.md"}
+    assert sum(created for _, created in out) == 1  # one file, shared by all eight claims
+    assert files(db) - before == {"appliances/defrost/page_011.md"}
+    for n in range(7):  # every claim but the last given up: the copy stays
+        assert cm.release("appliances/defrost/page_011.md", n, keep=False) == "pending"
+    assert (db / "appliances/defrost/page_011.md").is_file()
+    assert cm.release("appliances/defrost/page_011.md", 7, keep=False) == "rolled_back"
+    assert files(db) == before and not (db / "appliances/defrost").exists()
+    assert "appliances/defrost/page_011.md" not in index.pages()
+
+
+def test_reader_of_a_rolled_back_copy_gets_a_clean_not_found(db):
+    from ragkit.tools import Toolbox
+
+    index = open_index(db)
+    cm = CopyManager(db, index, Journal(db))
+    rel, _ = cm.place(ORIGINAL, "appliances/defrost", "a")
+    box = Toolbox(db, index)
+    assert "automatically every 12 hours" in box.call("read_page", json.dumps({"path": rel}))
+    hits_before = [h.path for h in index.search("freezer defrosts")]
+    assert rel in hits_before
+    cm.release(rel, "a", keep=False)
+    out = box.call("read_page", json.dumps({"path": rel}))
+    assert out.startswith("Error: no page")
+    assert rel not in [h.path for h in index.search("freezer defrosts")]
+    assert index.snippet(rel, "freezer") == ""  # a hit fetched before the rollback reads nothing, no crash
+
+
+def test_copies_come_and_go_while_others_read(db):
+    """Readers (search, read_page, the offline engine) never crash while copies are placed and rolled back."""
+    from ragkit.offline import answer_offline
+    from ragkit.tools import Toolbox
+
+    index = open_index(db)
+    cm = CopyManager(db, index, Journal(db))
+    stop = threading.Event()
+    problems: list[str] = []
+
+    def reader() -> None:
+        box = Toolbox(db, index)
+        while not stop.is_set():
+            try:
+                for h in index.search("freezer defrosts automatically", k=5):
+                    out = box.call("read_page", json.dumps({"path": h.path}))
+                    if not (out.startswith("Page file:") or out.startswith("Error:")):
+                        problems.append(out[:100])
+                answer_offline("How often does the freezer defrost?", index, db)
+            except Exception as e:  # noqa: BLE001 - the point of the test
+                problems.append(repr(e))
+
+    threads = [threading.Thread(target=reader) for _ in range(2)]
+    for t in threads:
+        t.start()
+    try:
+        for n in range(15):
+            rel, _ = cm.place(ORIGINAL, f"appliances/defrost {n % 3}", n)
+            cm.release(rel, n, keep=False)
+    finally:
+        stop.set()
+        for t in threads:
+            t.join()
+    assert problems == []
+    assert files(db) == set(PAGES) and set(index.pages()) == set(PAGES)
+
+
+# -- the journal --------------------------------------------------------------------------------------
+_CRASH = """
+import os, sys
+from pathlib import Path
+from ragkit.index import open_index
+from ragkit.optimize import CopyManager, Journal
+db = Path(sys.argv[1])
+cm = CopyManager(db, open_index(db), Journal(db))
+kept, _ = cm.place("appliances/fridge/setup/page_001.md", "appliances/kept folder", "k")
+cm.release(kept, "k", keep=True)
+cm.place("appliances/fridge/care/page_011.md", "appliances/fridge/defrost", "a")
+cm.place("appliances/washer/basics/page_001.md", "appliances/new/deep/folder", "b")
+edited, _ = cm.place("appliances/fridge/care/page_010.md", "appliances/edited", "c")
+(db / edited).write_text("edited by the user", encoding="utf-8")
+os._exit(1)  # a crash: no rollback, no clean-up
+"""
+
+
+def crash_run(db: Path) -> None:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    proc = subprocess.run([sys.executable, "-c", _CRASH, str(db)], env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 1, proc.stderr
+
+
+def test_crash_leaves_nothing_behind_after_recovery(db, caplog):
+    crash_run(db)
+    left = files(db) - set(PAGES)
+    assert left == {"appliances/kept folder/page_001.md", "appliances/fridge/defrost/page_011.md",
+                    "appliances/new/deep/folder/page_001.md", "appliances/edited/page_010.md"}
+    assert len(list(journal_dir(db).glob("*.jsonl"))) == 1
+    index = open_index(db)
+    assert "appliances/fridge/defrost/page_011.md" in index.pages()  # the crashed run's index entries
+    removed = recover_journal(db, index)
+    assert sorted(removed) == ["appliances/fridge/defrost/page_011.md", "appliances/new/deep/folder/page_001.md"]
+    assert files(db) - set(PAGES) == {"appliances/kept folder/page_001.md",  # confirmed: stays
+                                      "appliances/edited/page_010.md"}  # edited since: never destroyed
+    assert not (db / "appliances/new").exists()  # folders the copy created are gone too
+    assert (db / "appliances/fridge").is_dir()
+    assert set(index.pages()) == files(db)
+    assert "edited since" in caplog.text and "removed 2 unconfirmed copies" in caplog.text
+    assert list(journal_dir(db).glob("*.jsonl")) == []
+    assert recover_journal(db, index) == []  # nothing twice
+
+
+def test_next_run_recovers_and_says_so(db):
+    crash_run(db)
+    rows = [{"Question": "q", "Reference Document": "", "Retrieved Files": ""}]
+    csv = db.parent / "q.csv"
+    write_csv(__import__("pandas").DataFrame(rows), csv)
+    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
+                             progress=False)
+    assert sorted(report.recovered) == ["appliances/fridge/defrost/page_011.md",
+                                        "appliances/new/deep/folder/page_001.md"]
+    assert report.notes == ["removed 2 unconfirmed copies left by an interrupted run"]
+    assert report.summary()["Optimize Copies Recovered"] == 2
+
+
+def test_journal_of_a_live_process_is_left_alone(db):
+    j = Journal(db)
+    cm = CopyManager(db, open_index(db), j)
+    rel, _ = cm.place(ORIGINAL, "appliances/defrost", "a")
+    assert recover_journal(db) == []  # this process is alive: its copy is still being judged
+    assert (db / rel).is_file()
+    cm.release(rel, "a", keep=False)
+    j.close()
+    assert list(journal_dir(db).glob("*.jsonl")) == []
+
+
+def test_tampered_journal_cannot_delete_outside(db, tmp_path):
+    victim = tmp_path / "victim.md"
+    victim.write_text("x", encoding="utf-8")
+    journal_dir(db).mkdir(parents=True)
+    lines = [{"event": "run", "pid": 999999999, "host": "elsewhere"},
+             {"event": "created", "id": "1", "path": "../../victim.md", "sha256": "", "dirs": ["../.."]},
+             {"event": "created", "id": "2", "path": str(victim), "sha256": "", "dirs": []}]
+    (journal_dir(db) / "1-x.jsonl").write_text("\n".join(json.dumps(e) for e in lines) + "\n{broken",
+                                               encoding="utf-8")
+    assert recover_journal(db) == []
+    assert victim.is_file() and files(db) == set(PAGES)
+
+
+# -- one pass without RL ------------------------------------------------------------------------------
+def test_offline_pass_copies_missed_pages_and_updates_the_csv(db):
+    import pandas as pd
+
+    ref = "database/appliances/fridge/care/page_011.md"
+    df = pd.DataFrame([
+        {"Question": "How often does the freezer defrost?", "Reference Document": ref, "Page": "11"},
+        {"Question": "Where do I put the fridge?", "Reference Document": "database/appliances/fridge/setup/"
+                                                                           "page_001.md", "Page": "1"},
+        {"Question": "What is the GDP of Mars?", "Reference Document": "", "Page": ""},
+    ])
+    csv = db.parent / "questions.csv"
+    write_csv(df, csv)
+    original_bytes = csv.read_bytes()
+    rows = df.to_dict("records")
+    rows[0]["Retrieved Files"] = "database/appliances/fridge/care/page_010.md"  # missed
+    rows[1]["Retrieved Files"] = "database/appliances/fridge/setup/page_001.md"  # found
+    rows[2]["Retrieved Files"] = ""
+    index = open_index(db)
+    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
+                             index=index, progress=False)
+    assert report.errors == []
+    copy = "appliances/fridge/often freezer defrost/page_011.md"
+    assert (report.analysed, report.created, report.kept, report.rolled_back) == (1, 1, 1, 0)
+    assert report.recall_before == pytest.approx(0.5) and report.recall_after is None
+    assert files(db) - set(PAGES) == {copy}
+    assert copy in index.pages()
+    cell = f"{ref}|database/{copy}"
+    assert report.rows[0]["Optimized Reference Document"] == cell
+    assert "Attempts" not in report.rows[0]
+    saved = read_csv(csv)
+    assert list(saved.columns) == ["Question", "Reference Document", "Optimized Reference Document", "Page"]
+    assert list(saved["Optimized Reference Document"]) == [cell, "", ""]
+    assert report.backup_path is not None and report.backup_path.read_bytes() == original_bytes
+    assert list(journal_dir(db).glob("*.jsonl")) == []
+    # a second pass over the same results reuses the copy instead of making another one
+    again = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
+                            index=index, progress=False)
+    assert again.created == 0 and files(db) - set(PAGES) == {copy}

@@ -1,0 +1,235 @@
+"""The optimizer and its RL loop through the real openai client against the scripted server, and offline."""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from fakeserver import TEST_KEY, openai_settings
+from test_optimize import PAGES, files, make_db, offline_settings
+
+from ragkit.csvio import read_csv, write_csv
+from ragkit.index import open_index
+from ragkit.optimize import MAX_ATTEMPTS, journal_dir, optimize_missed
+
+ORIGINAL = "appliances/fridge/care/page_011.md"
+DECOY = "appliances/fridge/ice/page_020.md"
+# The user's words ("ice box", "thaw") are not the manual's ("freezer", "defrost"): search misses the page.
+QUESTION = "How often does the ice box thaw itself?"
+RL_PAGES = {**PAGES, DECOY: ("Fridge manual", "ice", 20, "# Ice maker\nThe ice maker fills the ice box with "
+                                                         "20 cubes. Empty the ice box often.")}
+
+
+@pytest.fixture
+def db(isolated_env) -> Path:
+    return make_db(isolated_env, RL_PAGES)
+
+
+class Model:
+    """Plays the LLM for the scripted server. Folder proposals come from `propose(missed_page, n, prompt)`;
+    the agent searches with the question, then cites what `cite(question, ranked_paths)` picks (by
+    default the top hit: a model that trusts the search)."""
+
+    def __init__(self, propose, cite=None) -> None:
+        self.propose = propose
+        self.cite = cite or (lambda q, paths: paths[:1])
+        self.proposal_prompts: list[str] = []
+        self.asked: list[str] = []
+        self._lock = threading.Lock()
+
+    def __call__(self, body: dict) -> dict:
+        msgs = body["messages"]
+        if "reorganise a document database" in str(msgs[0].get("content")):
+            prompt = "\n".join(str(m.get("content")) for m in msgs if m["role"] == "user")
+            page = re.search(r"Missed page: (.+)", prompt).group(1).strip()
+            with self._lock:
+                self.proposal_prompts.append(prompt)
+                n = sum(1 for p in self.proposal_prompts if f"Missed page: {page}" in p)
+            return {"content": json.dumps({"folder": self.propose(page, n, prompt), "reason": "scripted",
+                                           "new_folder": True})}
+        question = next(m["content"] for m in msgs if m["role"] == "user")
+        if msgs[-1]["role"] == "user":
+            with self._lock:
+                self.asked.append(question)
+            return {"tool_calls": [("search", {"query": question, "k": 3})]}
+        paths = re.findall(r"^\d+\. (.+?\.md) \(page", msgs[-1]["content"], re.MULTILINE)
+        cited = self.cite(question, paths)
+        return {"content": json.dumps({"answer": "Every 12 hours." if cited else "I cannot answer this from the "
+                                       "documents.", "sources": cited, "refused": not cited})}
+
+
+def rows_for(db: Path, questions: list[tuple[str, str, str]]) -> list[dict]:
+    """Batch-like result rows: (question, reference page, page the first run retrieved)."""
+    return [{"Question": q, "Reference Document": f"database/{ref}", "Retrieved Files": f"database/{got}"}
+            for q, ref, got in questions]
+
+
+def write_input(db: Path, rows: list[dict]) -> Path:
+    csv = db.parent / "questions.csv"
+    write_csv(pd.DataFrame([{"Question": r["Question"], "Reference Document": r["Reference Document"]}
+                            for r in rows]), csv)
+    return csv
+
+
+def test_batch_with_rl_keeps_the_copy_that_lets_the_agent_find_the_page(db, scripted_server):
+    from ragkit.batch import run_batch
+
+    model = Model(lambda page, n, prompt: "appliances/fridge/ice box thaw")
+    scripted_server.set_responder(model)
+    csv = db.parent / "questions.csv"
+    write_csv(pd.DataFrame([{"Question": QUESTION, "Reference Document": f"database/{ORIGINAL}"}]), csv)
+    before_csv = csv.read_bytes()
+    settings = openai_settings(scripted_server, db=db, results=db.parent / "results", workers=2)
+    report = run_batch(csv, settings, enable_rl=True, progress=False)
+
+    assert report.errors == [] and scripted_server.unscripted == 0
+    copy = "appliances/fridge/ice box thaw/page_011.md"
+    assert files(db) - set(RL_PAGES) == {copy}  # the one copy that helped, nothing else
+    assert copy in open_index(db).pages()
+    opt = report.optimize
+    assert (opt.analysed, opt.fixed, opt.created, opt.kept, opt.rolled_back) == (1, 1, 1, 1, 0)
+    assert (opt.recall_before, opt.recall_after) == (0.0, 1.0)
+    cell = f"database/{ORIGINAL}|database/{copy}"
+    # the input CSV names the copy; the previous version is kept as a backup
+    assert list(read_csv(csv)["Optimized Reference Document"]) == [cell]
+    assert opt.backup_path.read_bytes() == before_csv
+    # the results show the final attempt
+    res = read_csv(report.results_path)
+    row = res.iloc[0]
+    assert row["Attempts"] == "1" and row["Optimized Reference Document"] == cell
+    assert row["Retrieved Files"] == f"database/{copy}" and row["Opt Ref Recall"] == "1.0"
+    assert row["Ref Recall"] == "0.0"  # against the Reference Document alone the copy is not the original
+    summary = read_csv(report.summary_path)
+    text = summary.to_csv()
+    assert "Ref Recall Before Optimize" in text and "Optimize Copies Kept" in text
+    # the model saw the question, the page (trimmed) and the folder tree with page counts
+    prompt = model.proposal_prompts[0]
+    assert QUESTION in prompt and "automatically every 12 hours" in prompt
+    listing = prompt.split("page counts include sub-folders):\n", 1)[1].splitlines()
+    assert listing[:3] == ["appliances/ (6 pages)", "appliances/fridge/ (5 pages)", "appliances/fridge/care/ (2 pages)"]
+    assert "appliances/washer/basics/ (1 page)" in listing
+    assert "finance" not in prompt  # only the page's own scope
+    assert TEST_KEY not in text and TEST_KEY not in res.to_csv()
+    assert list(journal_dir(db).glob("*.jsonl")) == []
+
+
+def test_a_copy_that_never_helps_is_rolled_back_five_times(db, scripted_server):
+    model = Model(lambda page, n, prompt: f"appliances/try {n}", cite=lambda q, paths: [DECOY])
+    scripted_server.set_responder(model)
+    rows = rows_for(db, [(QUESTION, ORIGINAL, DECOY)])
+    csv = write_input(db, rows)
+    before_csv = csv.read_bytes()
+    index = open_index(db)
+    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
+                             enable_rl=True, index=index, progress=False)
+    assert report.errors == []
+    assert len(model.asked) == MAX_ATTEMPTS and len(model.proposal_prompts) == MAX_ATTEMPTS
+    assert (report.created, report.kept, report.rolled_back, report.fixed) == (5, 0, 5, 0)
+    assert [c.copy for c in report.copies] == [f"appliances/try {n}/page_011.md" for n in range(1, 6)]
+    assert all(c.outcome == "rolled_back" for c in report.copies)
+    # nothing left: no file, no folder, no index entry, no journal; the input CSV untouched
+    assert files(db) == set(RL_PAGES) and set(index.pages()) == set(RL_PAGES)
+    assert not any(p.name.startswith("try") for p in (db / "appliances").iterdir())
+    assert list(journal_dir(db).glob("*.jsonl")) == []
+    assert csv.read_bytes() == before_csv and report.csv_path is None
+    # each later attempt was told what failed before
+    last = model.proposal_prompts[-1]
+    assert "Earlier attempts that did NOT help" in last
+    assert all(f"appliances/try {n}:" in last for n in range(1, 5))
+    assert f"retrieved {DECOY}" in last
+    row = report.rows[0]
+    assert row["Attempts"] == MAX_ATTEMPTS and "Optimized Reference Document" not in row
+    assert row["Ref Recall"] == 0.0 and report.recall_after == 0.0
+
+
+def test_hostile_proposals_never_leave_the_database(db, scripted_server, tmp_path):
+    hostile = {
+        "appliances/fridge/care/page_011.md": ["../../etc", "/etc/cron.d"],
+        "appliances/fridge/care/page_010.md": ["appliances\\..\\..\\x", "appliances/x\x00y"],
+        "appliances/fridge/setup/page_001.md": ["CON"],
+        "appliances/fridge/setup/page_002.md": ["y" * 300],
+        "appliances/washer/basics/page_001.md": ["finance/stolen", "C:/Windows/Temp"],
+    }
+    model = Model(lambda page, n, prompt: hostile[page][n - 1])
+    scripted_server.set_responder(model)
+    rows = rows_for(db, [(f"question about {p}", p, DECOY) for p in hostile])
+    csv = write_input(db, rows)
+    outside_before = {p for p in tmp_path.rglob("*") if db not in p.parents}
+    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
+                             enable_rl=False, progress=False)
+    assert report.errors == []
+    # outside the database only the input CSV's backup appeared
+    assert {p for p in tmp_path.rglob("*") if db not in p.parents} - outside_before == {report.backup_path}
+    made = {c.original: c for c in report.copies}
+    assert made["appliances/fridge/setup/page_001.md"].copy == "appliances/_CON/page_001.md"
+    assert made["appliances/fridge/setup/page_002.md"].copy == f"appliances/{'y' * 60}/page_002.md"
+    for page in ("appliances/fridge/care/page_011.md", "appliances/fridge/care/page_010.md",
+                 "appliances/washer/basics/page_001.md"):  # twice refused: the deterministic rule decides
+        assert made[page].proposer == "fallback" and made[page].copy.startswith("appliances/")
+        assert "refused" in made[page].reason
+    assert all(c.copy.startswith("appliances/") for c in report.copies)
+    assert files(db) - set(RL_PAGES) == {c.copy for c in report.copies}
+    refusals = [p for p in model.proposal_prompts if "That folder was refused" in p]
+    assert len(refusals) == 3  # the model was told why, once per refused first proposal
+
+
+def test_two_rows_missing_the_same_page_share_one_copy(db, scripted_server):
+    other = "When does the ice box thaw?"
+    # the agent finds the copy for QUESTION only; for the other question it keeps citing the decoy
+    model = Model(lambda page, n, prompt: "appliances/fridge/ice box thaw",
+                  cite=lambda q, paths: paths[:1] if q == QUESTION else [DECOY])
+    scripted_server.set_responder(model)
+    rows = rows_for(db, [(QUESTION, ORIGINAL, DECOY), (other, ORIGINAL, DECOY)])
+    csv = write_input(db, rows)
+    index = open_index(db)
+    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db, workers=2),
+                             enable_rl=True, index=index, progress=False)
+    assert report.errors == []
+    copy = "appliances/fridge/ice box thaw/page_011.md"
+    assert files(db) - set(RL_PAGES) == {copy} and copy in index.pages()
+    assert report.kept == 1
+    assert report.rows[0]["Optimized Reference Document"] == f"database/{ORIGINAL}|database/{copy}"
+    assert report.rows[0]["Attempts"] == 1
+    assert report.rows[1]["Attempts"] == MAX_ATTEMPTS
+    assert "Optimized Reference Document" not in report.rows[1]
+    assert list(read_csv(csv)["Optimized Reference Document"]) == [f"database/{ORIGINAL}|database/{copy}", ""]
+    assert report.fixed == 1 and report.recall_after == 0.5
+
+
+def test_model_failure_is_a_row_error_and_leaves_nothing(db, scripted_server):
+    scripted_server.set_responder(lambda body: {"status": 400, "_message": "bad request (scripted)"})
+    rows = rows_for(db, [(QUESTION, ORIGINAL, DECOY)])
+    csv = write_input(db, rows)
+    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
+                             enable_rl=True, progress=False)
+    assert len(report.errors) == 1 and report.errors[0].startswith("row 2: attempt 1:")
+    assert TEST_KEY not in report.errors[0]
+    assert files(db) == set(RL_PAGES) and report.created == 0
+
+
+# -- offline ------------------------------------------------------------------------------------------
+def test_offline_rl_loop_end_to_end(db):
+    from ragkit.agent import ask
+    from ragkit.metrics import reference_metrics
+
+    settings = offline_settings(db)
+    index = open_index(db)
+    question = "How often does the freezer defrost itself?"
+    first = ask(question, settings, index=index)
+    rows = [{"Question": question, "Reference Document": f"database/{ORIGINAL}",
+             "Retrieved Files": "\n".join(s.path for s in first.sources)}]
+    before = reference_metrics(rows[0]["Reference Document"], rows[0]["Retrieved Files"].split("\n"), [])
+    csv = write_input(db, rows)
+    report = optimize_missed(rows, input_csv=csv, settings=settings, enable_rl=True, index=index, progress=False)
+    assert report.errors == []
+    kept = {c.copy for c in report.copies if c.outcome == "kept"}
+    assert files(db) - set(RL_PAGES) == kept  # exactly the kept copies remain
+    assert report.created == report.kept + report.rolled_back
+    if before["Recall"] == 1.0:
+        assert report.analysed == 0
+    else:
+        assert report.rows[0]["Attempts"] >= 1
