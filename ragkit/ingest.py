@@ -400,7 +400,8 @@ def _convert_pdf(job: _Job) -> _DocResult:
     try:
         doc = pymupdf.open(path, filetype="pdf")
     except Exception as e:
-        raise _Fail(f"corrupt PDF ({_one_line(e)})") from None
+        reason = _one_line(e) if str(path) not in str(e) else "MuPDF cannot open it"
+        raise _Fail(f"corrupt PDF ({reason})") from None
     with doc:
         if doc.needs_pass:
             raise _Fail("encrypted PDF (a password is required to open it)")
@@ -539,9 +540,8 @@ def _convert_docx(job: _Job) -> _DocResult:
         if not first_heading:
             m = _MD_HEADING.search(b)
             first_heading = m.group(2).strip() if m else ""
-        page_sec = current
-        if heads and not b[: heads[0].start()].strip():
-            page_sec = heads[0].group(2).strip()
+        # as for PDF outlines: a page belongs to the first top-level heading on it, else to the one in force
+        page_sec = heads[0].group(2).strip() if heads else current
         if heads:
             current = heads[-1].group(2).strip()
         sections.append(page_sec or FRONT_SECTION)
@@ -639,12 +639,27 @@ def _process(job: _Job) -> _DocResult:
 # --------------------------------------------------------------------------------------------- manifest
 
 
-def _hash_file(path: Path) -> str:
+def _hash_file(path: Path) -> tuple[str, bytes]:
+    """(sha256, the first KiB)."""
     h = hashlib.sha256()
+    head = b""
     with open(path, "rb") as fh:
         for chunk in iter(lambda: fh.read(1 << 20), b""):
+            if not head:
+                head = chunk[:1024]
             h.update(chunk)
-    return h.hexdigest()
+    return h.hexdigest(), head
+
+
+def _sniff(head: bytes, kind: str) -> str | None:
+    """Why the first bytes cannot be this kind of document, or None."""
+    if not head:
+        return "empty file (0 bytes)"
+    if kind == ".pdf" and b"%PDF-" not in head:
+        return "not a PDF file (no %PDF header)"
+    if kind in (".docx", ".pptx") and not head.startswith(b"PK"):
+        return f"not a {kind[1:].upper()} file (not a zip archive)"
+    return None
 
 
 def _load_manifest(path: Path) -> dict:
@@ -813,9 +828,13 @@ def ingest_sources(
                 if not stat.S_ISREG(st.st_mode):
                     report.failed.append((shown, "not a regular file"))
                     continue
-                digest = _hash_file(path)
+                digest, head = _hash_file(path)
             except OSError as e:
                 report.failed.append((shown, f"cannot read file ({_one_line(e.strerror or e)})"))
+                continue
+            bad = _sniff(head, kind)
+            if bad:  # checked before the folder is claimed, so a non-document never blocks a real one
+                report.failed.append((shown, bad))
                 continue
             folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
             owner = claimed.get(folder.casefold())

@@ -34,7 +34,6 @@ item, where a sentence matches an item when either covers the other with score >
 from __future__ import annotations
 
 import math
-import os
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
@@ -83,7 +82,7 @@ _DOC_PATH = re.compile(r"[^\s()\[\]<>{}「」『』（）【】\"'`,;、。]+\.(
 _EMPTY_BRACKETS = re.compile(r"[\[(（【]\s*(?:(?:p|page|pages|pp)\.?\s*[\d\-–, ]*|[\d, ]*)\s*[\])）】]", re.I)
 _SOURCES_LINE = re.compile(
     r"^\s*(?:[#*>\-\s]*)(?:sources?|references?|citations?|retrieved(?: files)?|出典|参照|参考(?:資料)?|"
-    r"根拠|출처|참고(?: 자료)?|근거)\s*[:：]", re.I)
+    r"根拠|来源|출처|참고(?: 자료)?|근거)\s*[:：]", re.I)
 # the offline engine's notice (any wording that says the answer came without a model)
 _NOTICE = re.compile(
     r"\boffline\b.*\b(?:provider|engine|mode|extractive|model|key)\b|\bextractive\b.*\b(?:offline|no model)\b|"
@@ -242,8 +241,9 @@ def lexical_checklist(answer: str, items: list[str]) -> ChecklistVerdict:
             continue  # too small to be a key point ("Yes.", "See page 8.")
         if any(_score(ib, sb) >= SENTENCE_MATCH or _score(sb, ib) >= SENTENCE_MATCH for ib in item_bags):
             continue
-        if s not in extra:
-            extra.append(s[:EVIDENCE_CHARS])
+        point = s[:EVIDENCE_CHARS]
+        if point not in extra:
+            extra.append(point)
     n = sum(covered)
     reason = f"lexical: {n}/{len(items)} items covered, {len(extra)} extra point(s)"
     return ChecklistVerdict(covered=covered, evidence=evidence, extra_points=extra, reason=reason,
@@ -446,9 +446,13 @@ class RubricConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **kw: Any) -> RubricConfig:
-        """Defaults plus the user's rules from RAG_HALLUCINATION_PATTERNS (a file of regexes, one per line,
-        or the regexes themselves, newline-separated)."""
-        env = os.environ if env is None else env
+        """Defaults plus the user's rules from RAG_HALLUCINATION_PATTERNS (environment, then `.env`): a file of
+        regexes, one per line, or the regexes themselves, newline-separated. A match that also appears in the
+        sources or the expected answer is not flagged; otherwise it caps accuracy at 0.0."""
+        if env is None:
+            from ragkit.config import _env  # environment over .env, as for every other setting
+
+            env = _env()
         extra = _load_patterns(env[HALLUCINATION_ENV], HALLUCINATION_ENV) if env.get(HALLUCINATION_ENV) else []
         rules = tuple(kw.pop("rules", DEFAULT_RULES)) + tuple(extra)
         return cls(rules=rules, **kw)

@@ -52,7 +52,10 @@ from ragkit.pagefile import NO_TEXT_MARKER, parse_page
 from ragkit.paths import reference_path, resolve_in_db
 
 REFUSE_BELOW = 0.5  # minimum evidence coverage (see module docstring)
-CONTEXT_WEIGHT = 0.5  # a question term found only in the unit's headings counts half
+CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
+PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
+MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
+RANK_DECAY = 0.05  # position prior: the page ranked r-th (0-based) multiplies scores by 1/(1 + 0.05 r)
 HIRAGANA_WEIGHT = 0.1  # hiragana-only bigrams are mostly inflection and particles
 MAX_QUESTION_CHARS = 2000  # longer questions are cut (retrieval and scoring only)
 MAX_UNIT_CHARS = 400  # longer sentences are cut into windows
@@ -75,7 +78,9 @@ _QUESTION_WORDS = frozenset(
     shown kind type types find me you your i my we our us one ones any some all each other also
     doe""".split()
 )
-_JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$")
+_JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$|どういう(意味|こと)|"
+                          r"どうすれば(いい|よい)|どうなりますか|どうなる")
+_EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fast)\b", re.IGNORECASE)
 _KO_QUESTION_WORDS = frozenset(
     "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 누구 무슨 어느 왜".split()
 )
@@ -83,9 +88,11 @@ _KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", 
                "세요", "니까")
 # Longest first; single-syllable particles only come off words of 3+ syllables (applied to both sides).
 _KO_PARTICLES = ("에서는", "에게서", "으로는", "으로서", "으로써", "에서", "에게", "께서", "부터", "까지", "처럼",
-                 "보다", "으로", "이나", "과는", "와는", "은", "는", "을", "를", "의", "에", "로", "와", "과",
+                 "보다", "으로", "이나", "이고", "이며", "과는", "와는", "은", "는", "을", "를", "의", "에", "로", "와", "과",
                  "가", "이")
 _HANGUL_WORD = re.compile("[\uac00-\ud7af]+")
+_CJK_CHAR = re.compile("[\u3005\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_WORD = re.compile(r"[^\W_]+")
 _INTERROGATIVE_CJK = re.compile("[何誰幾哪谁]")
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 _HIRAGANA_CHAR = re.compile("^[\u3040-\u309f]$")  # a lone hiragana is a particle
@@ -96,6 +103,8 @@ _SCRIPT_CHANGE = re.compile(
     f"(?<=[{_HAN}])(?=[{_HIRA}{_KATA}])|(?<=[{_HIRA}])(?=[{_HAN}{_KATA}])|(?<=[{_KATA}])(?=[{_HAN}{_HIRA}])"
     f"|(?<=[0-9a-z])(?=[{T._CJK_CLASS}])|(?<=[{T._CJK_CLASS}])(?=[0-9a-z])"
 )
+_WRAP_END = re.compile(f"[{_HAN}{_HIRA}{_KATA}]$")
+_WRAP_START = re.compile(f"[{_HAN}{_HIRA}{_KATA}]")
 _HANGUL_SPACE = re.compile("(?<=[\uac00-\ud7af])[ \t\u3000]+(?=[\uac00-\ud7af])")
 _QUANTITY = re.compile(
     r"\b(how (many|much|long|often|far|old|big|large|high|tall|heavy)|what (percentage|percent|number|"
@@ -143,42 +152,66 @@ def _strip_korean(text: str) -> str:
     return _HANGUL_WORD.sub(one, text)
 
 
-def _terms(text: str) -> list[str]:
-    """Content terms of a text (the same function for questions, sentences and corpus statistics).
-
-    Japanese is cut at script changes first (kanji | hiragana | katakana), so bigrams never straddle a
-    word and its particle ("氷が" is not a term; "氷" is): content words are the kanji and katakana runs.
-    """
+def _prepare(text: str) -> str:
+    """NFKC + casefold, with "|" cuts where tokenize() must not join: between Korean words (their spaces
+    matter), at Japanese script changes (kanji | hiragana | katakana: content words are the kanji and
+    katakana runs, so "氷が" is not a term but "氷" is), and between Latin/digits and CJK."""
     text = unicodedata.normalize("NFKC", text).casefold()
     if _HANGUL_WORD.search(text):
-        # Korean words are space-separated; "|" keeps tokenize() from joining them across the space
         text = _HANGUL_SPACE.sub("|", _strip_korean(text))
     if T.CJK_RE.search(text):
-        text = T.join_cjk_breaks(text)
-        text = _SCRIPT_CHANGE.sub("|", text)
-    return [_stem(t) for t in T.tokenize(text, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
+        text = _SCRIPT_CHANGE.sub("|", T.join_cjk_breaks(text))
+    return text
 
 
-def _question_terms(question: str) -> list[str]:
-    """The question's distinct content terms, in order, without the words that only make it a question."""
-    q = _JA_QUESTION.sub(" ", question)
+def _word_terms(word: str) -> list[str]:
+    return [_stem(t) for t in T.tokenize(word, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
+
+
+def _terms(text: str) -> list[str]:
+    """Content terms of a text (the same function for questions, sentences and corpus statistics):
+    text.tokenize's words and CJK bigrams over the prepared text, lightly stemmed, lone hiragana dropped."""
+    return _word_terms(_prepare(text))
+
+
+def _term_set(text: str) -> set[str]:
+    """The terms of a text plus its single Han/Hangul characters, so a one-character question word
+    ("後", "면") matches inside compounds and gets a document frequency that reflects the character."""
+    p = _prepare(text)
+    return set(_word_terms(p)) | set(_CJK_CHAR.findall(p))
+
+
+def _question_words(question: str) -> list[tuple[str, list[str]]]:
+    """The question's content words as (word, terms) — a CJK word has several bigrams — in order, without
+    what only makes it a question (interrogatives, question endings, 'how many'). "何分" keeps "分"."""
+    q = _EN_QUESTION.sub(" ", _JA_QUESTION.sub(" ", question))
+    q = _INTERROGATIVE_CJK.sub("|", q)
     if _HANGUL_WORD.search(q):
         words = []
         for w in q.split():
-            core = w.rstrip("?？.!")
+            core = w.rstrip("?？.!,、")
             for end in _KO_ENDINGS:
                 if core.endswith(end) and len(core) > len(end):
                     core = core[: -len(end)]
                     break
-            if core not in _KO_QUESTION_WORDS:
+            if core not in _KO_QUESTION_WORDS and _strip_korean(core) not in _KO_QUESTION_WORDS:
                 words.append(core)
         q = " ".join(words)
-    out: list[str] = []
-    for t in _terms(q):
-        if (len(t) == 1 and t.isascii() and not t.isdigit()) or t in _QUESTION_WORDS or _INTERROGATIVE_CJK.search(t) or t in out:
-            continue
-        out.append(t)
+    out: list[tuple[str, list[str]]] = []
+    seen: set[str] = set()
+    for word in _WORD.findall(_prepare(q)):
+        terms = [t for t in dict.fromkeys(_word_terms(word))
+                 if not ((len(t) == 1 and t.isascii() and not t.isdigit()) or t in _QUESTION_WORDS)]
+        key = " ".join(terms)
+        if terms and key not in seen:
+            seen.add(key)
+            out.append((word, terms))
     return out
+
+
+def _question_terms(question: str) -> list[str]:
+    """All distinct content terms of the question, in order."""
+    return list(dict.fromkeys(t for _, terms in _question_words(question) for t in terms))
 
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
@@ -220,7 +253,7 @@ def _corpus_stats(db: Path, index) -> tuple[int, Counter]:
         for rel in sorted(universe - st.pages):
             raw = _read_page(db, rel)
             if raw is not None:
-                st.df.update(set(_terms(raw)))
+                st.df.update(_term_set(raw))
             st.pages.add(rel)
         return len(st.pages), st.df
 
@@ -281,7 +314,11 @@ def _units(body: str, rel: str, rank: int, title: str) -> list[_Unit]:
     def flush() -> None:
         if not para:
             return
-        joined = T.join_cjk_breaks(" ".join(para))
+        joined = para[0]
+        for line in para[1:]:
+            # a line break inside Japanese/Chinese text is a wrap, not a space (Korean keeps its spaces)
+            glue = "" if _WRAP_END.search(joined) and _WRAP_START.match(line) else " "
+            joined += glue + line
         para.clear()
         for sent in T.split_sentences(joined):
             for piece in _windows(_clean(sent)):
@@ -356,20 +393,55 @@ def _retrieve(index, question: str, key_query: str, k: int) -> list[tuple[str, i
     return [seen[p] for p in order]
 
 
-def _weights(q_terms: list[str], n: int, df: Counter) -> dict[str, float]:
-    w = {}
-    for t in q_terms:
-        idf = _idf(n, df.get(t, 0))
-        w[t] = idf * (HIRAGANA_WEIGHT if _HIRAGANA_ONLY.match(t) else 1.0)
-    return w
+@dataclass
+class _QWord:
+    """One content word of the question, its terms (CJK bigrams, or one Latin word) and its weight."""
+
+    word: str
+    terms: list[str]
+    weight: float  # mean IDF of its terms (hiragana-only bigrams discounted)
+    cjk: bool
+
+    def found(self, terms: set[str]) -> float:
+        """Share of the word found in a term set. A CJK word counts by characters: a character inside a
+        matched bigram counts 1, one only present on its own 0.5 ("発売日" vs "…10日全国発売" -> 5/6)."""
+        if not self.cjk:
+            return 1.0 if any(t in terms for t in self.terms) else 0.0
+        w = self.word
+        if len(w) == 1:
+            return 1.0 if w in terms else 0.0
+        got = [0.0] * len(w)
+        for i in range(len(w) - 1):
+            if w[i : i + 2] in terms:
+                got[i] = got[i + 1] = 1.0
+        for i, ch in enumerate(w):
+            if got[i] == 0.0 and ch in terms:
+                got[i] = 0.5
+        return sum(got) / len(w)
 
 
-def _coverage(terms: set[str], ctx_terms: set[str], weights: dict[str, float], total: float) -> float:
+def _qwords(words: list[tuple[str, list[str]]], n: int, df: Counter) -> list[_QWord]:
+    out = []
+    for word, terms in words:
+        w = [_idf(n, df.get(t, 0)) * (HIRAGANA_WEIGHT if _HIRAGANA_ONLY.match(t) else 1.0) for t in terms]
+        cjk = bool(T.CJK_RE.match(word)) and "".join(terms) != word  # bigrams (not one Latin/digit word)
+        out.append(_QWord(word, terms, sum(w) / len(w), cjk or (len(word) == 1 and bool(T.CJK_RE.match(word)))))
+    return out
+
+
+def _coverage(qwords: list[_QWord], levels: list[tuple[set[str], float]]) -> float:
+    """IDF-weighted share of the question's words found in the evidence, in [0, 1].
+
+    Each word counts by the share of it found (`_QWord.found`) at the weight of the best evidence level
+    that holds it: the sentence itself 1.0, its headings CONTEXT_WEIGHT, elsewhere on its page PAGE_WEIGHT.
+    """
+    total = sum(w.weight for w in qwords)
     if total <= 0:
         return 0.0
-    hit = sum(w for t, w in weights.items() if t in terms)
-    ctx = sum(w for t, w in weights.items() if t not in terms and t in ctx_terms)
-    return (hit + CONTEXT_WEIGHT * ctx) / total
+    got = 0.0
+    for w in qwords:
+        got += w.weight * max(level * w.found(terms) for terms, level in levels)
+    return got / total
 
 
 def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
@@ -380,32 +452,43 @@ def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
     return sum(1 for p in pairs if p in unit_norm) / len(pairs)
 
 
-def _select(units: list[_Unit], weights: dict[str, float], total: float) -> list[_Unit]:
-    """The best unit, then units that add question terms it lacks (at most 3 units, 2 pages)."""
+def _select(units: list[_Unit], qwords: list[_QWord], page_terms: dict[str, set[str]]) -> list[_Unit]:
+    """The best unit, then units that add question words it lacks (at most 3 units, 2 pages)."""
     ranked = sorted(units, key=lambda u: (-u.score, u.rank, u.pos))
     best = ranked[0]
     chosen = [best]
-    covered = best.terms | best.ctx_terms
     by_key = {(u.rel, u.pos): u for u in units}
     # A unit that only introduces what follows ("The settings are:") is quoted with its next line.
     if best.text.rstrip().endswith((":", "：")) or best.is_heading:
         nxt = by_key.get((best.rel, best.pos + 1))
         if nxt is not None and not nxt.is_heading:
             chosen.append(nxt)
-            covered |= nxt.terms
+    current = _evidence(chosen, qwords, page_terms)
     for u in ranked[1:]:
         if len(chosen) >= MAX_SELECTED:
             break
-        if any(u is c for c in chosen) or u.score < 0.6 * best.score:
+        if any(u is c for c in chosen) or u.score < 0.45 * best.score:
             continue
         pages = {c.rel for c in chosen}
         if u.rel not in pages and len(pages) >= MAX_PAGES_CITED:
             continue
-        gain = sum(w for t, w in weights.items() if t in u.terms and t not in covered) / total
-        if gain >= 0.15:
+        gain = _evidence([*chosen, u], qwords, page_terms) - current
+        if gain >= MIN_GAIN:
             chosen.append(u)
-            covered |= u.terms | u.ctx_terms
+            current += gain
     return chosen
+
+
+def _evidence(chosen: list[_Unit], qwords: list[_QWord], page_terms: dict[str, set[str]]) -> float:
+    """Coverage of the question by a set of quoted units, their headings and their pages."""
+    own: set[str] = set()
+    ctx: set[str] = set()
+    page: set[str] = set()
+    for u in chosen:
+        own |= u.terms
+        ctx |= u.ctx_terms
+        page |= page_terms.get(u.rel, set())
+    return _coverage(qwords, [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)])
 
 
 def _quote(u: _Unit, lang: str) -> str:
@@ -434,22 +517,22 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
         answer.latency_ms = (time.perf_counter() - t0) * 1000
         return answer
 
-    q_terms = _question_terms(q)
-    if not q_terms:
+    words = _question_words(q)
+    if not words:
         return refuse([])
     n, df = _corpus_stats(db, index)
-    weights = _weights(q_terms, n, df)
-    total = sum(weights.values())
-    key_terms = sorted(q_terms, key=lambda t: (-weights[t], q_terms.index(t)))[:8]
+    qwords = _qwords(words, n, df)
+    key_terms = [w.word for w in sorted(qwords, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)))
     pages_read = [reference_path(db, rel) for rel, _, _ in candidates]
-    if not candidates or total <= 0:
+    if not candidates:
         return refuse(pages_read)
 
     quantity = bool(_QUANTITY.search(q))
-    q_words = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
+    q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
     units: list[_Unit] = []
     page_info: dict[str, tuple[int, str]] = {}
+    page_terms: dict[str, set[str]] = {}
     for rank, (rel, page_no, title) in enumerate(candidates):
         raw = _read_page(db, rel)
         if raw is None:
@@ -460,18 +543,18 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
         page_units = _units(body, rel, rank, context_title)
         if not page_units:
             continue
-        page_terms: set[str] = set(_terms(context_title + "\n" + body))
-        page_cov = _coverage(page_terms, set(), weights, total)
+        page_terms[rel] = _term_set(context_title + "\n" + body)
         page_info[rel] = (meta.page or page_no, title or doc_title)
-        prior = 1.0 / (1.0 + 0.05 * rank)
+        prior = 1.0 / (1.0 + RANK_DECAY * rank)
         for u in page_units:
-            u.terms = set(_terms(u.text))
-            u.ctx_terms = set(_terms(u.context))
-            u.coverage = _coverage(u.terms, u.ctx_terms, weights, total)
-            score = u.coverage * (0.8 + 0.2 * page_cov) * prior
+            u.terms = _term_set(u.text)
+            u.ctx_terms = _term_set(u.context)
+            u.coverage = _coverage(qwords, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
+                                            (page_terms[rel], PAGE_WEIGHT)])
+            score = u.coverage * prior
             if quantity and _DIGIT.search(u.text):
                 score += 0.05
-            score += 0.05 * _phrase_bonus(T.normalize(u.text), q_words)
+            score += 0.05 * _phrase_bonus(T.normalize(u.text), q_latin)
             if u.is_heading or len(u.terms) <= 1:
                 score *= 0.8  # a bare heading or fragment rarely answers on its own
             elif len(u.terms) > LONG_UNIT_TERMS:  # run-on text (tables of contents, flattened layouts)
@@ -481,13 +564,8 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
     if not units:
         return refuse(pages_read)
 
-    chosen = _select(units, weights, total)
-    covered_terms: set[str] = set()
-    ctx_terms: set[str] = set()
-    for u in chosen:
-        covered_terms |= u.terms
-        ctx_terms |= u.ctx_terms
-    confidence = _coverage(covered_terms, ctx_terms, weights, total)
+    chosen = _select(units, qwords, page_terms)
+    confidence = _evidence(chosen, qwords, page_terms)
     if confidence < REFUSE_BELOW:
         return refuse(pages_read, confidence)
 

@@ -526,12 +526,13 @@ class CopyManager:
             self._claims[rel] = {owner}
             self._info[rel] = {"id": cid, "dirs": dirs}
             self.state[rel] = "pending"
-        try:
-            self.index.add_page(rel)
-        except Exception as e:  # noqa: BLE001 - the copy must not outlive a failed index update
-            self.release(rel, owner, keep=False)
-            raise RagError(f"the index could not add {rel}: {e}") from e
-        return rel, True
+            try:  # under the lock: a worker sharing this copy must find it in the index
+                self.index.add_page(rel)
+                return rel, True
+            except Exception as e:  # noqa: BLE001 - the copy must not outlive a failed index update
+                error = e
+        self.release(rel, owner, keep=False)
+        raise RagError(f"the index could not add {rel}: {error}") from error
 
     def release(self, rel: str, owner: Any, *, keep: bool) -> str:
         """Confirm (keep) or give up one owner's claim. Keeping confirms the copy for good; the last claim
@@ -598,8 +599,21 @@ def _write_new(target: Path, stem: str, name: str, data: bytes, cid: str) -> str
                 return name
             except FileExistsError:
                 name = _free_name(target, stem)
+            except OSError:  # a file system without hard links: exclusive create, then write
+                break
     finally:
         Path(tmp).unlink(missing_ok=True)
+    while True:
+        try:
+            fd = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        except FileExistsError:
+            name = _free_name(target, stem)
+            continue
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        return name
 
 
 def _missing_dirs(db: Path, folder: str) -> list[str]:
@@ -782,7 +796,7 @@ def _run_rows(ctx: _Ctx, report: OptimizeReport, targets: list, results: dict[in
         if r.row is not None:
             report.rows[i] = r.row
         if r.error:
-            report.errors.append(f"row {i + 2}: {r.error}")  # +2: the header line, 1-based
+            report.errors.append(f"row {_input_pos(report.rows[i], i) + 2}: {r.error}")  # +2: header, 1-based
 
 
 def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], input_csv: Path) -> None:
@@ -1011,7 +1025,7 @@ def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyReco
     for r in confirmed:
         question = str(rows[r.row].get("Question") or "")
         if r.row not in where:
-            pos = _locate(df, r.row, question, set(where.values()))
+            pos = _locate(df, _input_pos(rows[r.row], r.row), question, set(where.values()))
             if pos is None:
                 raise RagError(f"{input_csv}: no row with the question {question[:60]!r}; "
                                f"`{OPT_COL}` not updated")
@@ -1033,6 +1047,12 @@ def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyReco
     shutil.copy2(input_csv, backup)
     write_csv(df, input_csv, overwrite=True)
     return input_csv, backup
+
+
+def _input_pos(row: dict, i: int) -> int:
+    """The row's position in the input CSV: batch passes it as `_pos` (it skips rows without a question)."""
+    pos = row.get("_pos")
+    return pos if isinstance(pos, int) and not isinstance(pos, bool) else i
 
 
 def _locate(df, index: int, question: str, used: set[int]) -> int | None:

@@ -23,8 +23,10 @@ _CJK_CLASS = (
 )
 CJK_RE = re.compile(f"[{_CJK_CLASS}]")
 _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
-# Whitespace (including a line break) between two CJK characters is an artefact of line wrapping.
-_CJK_GAP = re.compile(f"(?<=[{_CJK_CLASS}])[ \t\u3000]*\n?[ \t\u3000]*(?=[{_CJK_CLASS}])")
+# Whitespace (including a line break) between two Han/Kana characters is an artefact of line wrapping.
+# Hangul is left out: Korean separates words with spaces, and joining them would glue words together.
+_HAN_KANA = "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
+_CJK_GAP = re.compile(f"(?<=[{_HAN_KANA}])[ \t\u3000]*\n?[ \t\u3000]*(?=[{_HAN_KANA}])")
 _TOKEN = re.compile(f"[{_CJK_CLASS}]+|[^\\W_]+", re.UNICODE)
 _HANGUL = re.compile("[\uac00-\ud7af]")
 _KANA = re.compile("[\u3040-\u30ff]")
@@ -42,7 +44,7 @@ def is_cjk(ch: str) -> bool:
 
 
 def join_cjk_breaks(text: str) -> str:
-    """Remove whitespace (and a single line break) between two CJK characters: "してく\\nださい" -> "してください"."""
+    """Remove whitespace (and a single line break) between two Han/Kana characters: "してく\\nださい" -> "してください"."""
     return _CJK_GAP.sub("", text)
 
 

@@ -51,6 +51,10 @@ SNIPPET_CHARS = 160
 _JSON_TYPES: dict[Any, str] = {str: "string", int: "integer", bool: "boolean", float: "number"}
 
 
+def _n(count: int, word: str) -> str:
+    return f"{count} {word}{'' if count == 1 else 's'}"
+
+
 def _cut(text: str, limit: int, what: str = "result") -> str:
     if len(text) <= limit:
         return text
@@ -123,7 +127,8 @@ class Toolbox:
             for f in sorted(filenames):
                 if f.endswith(".md") and not f.startswith("."):
                     p = Path(dirpath) / f
-                    if self._inside(p):
+                    # os.walk does not enter symlinked folders, so only a symlinked file can lead outside
+                    if not p.is_symlink() or self._inside(p):
                         out.append(p)
         return out
 
@@ -163,7 +168,7 @@ class Toolbox:
                 except OSError:
                     heading = "(unreadable)"
                 pages.append((entry.name, heading))
-        lines = [f"Folder: {shown} ({len(folders)} folders, {len(pages)} pages)"]
+        lines = [f"Folder: {shown} ({_n(len(folders), 'folder')}, {_n(len(pages), 'page')})"]
         prefix = f"{rel}/" if rel else ""
         shown_n = 0
         if folders:
@@ -171,7 +176,7 @@ class Toolbox:
             for name, count in folders:
                 if shown_n >= MAX_LIST_ENTRIES:
                     break
-                lines.append(f"  {prefix}{name}/  ({count} page{'s' if count != 1 else ''})")
+                lines.append(f"  {prefix}{name}/  ({_n(count, 'page')})")
                 shown_n += 1
         if pages:
             lines.append("Pages:")
@@ -206,7 +211,7 @@ class Toolbox:
         where = f" under {rel!r}" if rel else ""
         if not hits:
             return f"No pages match {query!r}{where}. Try other or fewer words, grep, or list_dir."
-        lines = [f"{len(hits)} pages for {query!r}{where}:"]
+        lines = [f"{_n(len(hits), 'page')} for {query!r}{where}:"]
         for i, h in enumerate(hits, 1):
             title = f" — {h.title}" if h.title else ""
             lines.append(f"{i}. {h.path} (page {h.page}, score {h.score:.3f}){title}")
@@ -254,9 +259,16 @@ class Toolbox:
             i = text.find(needle)
             return i if i >= 0 else None
 
+        # whole-page pre-check; skipped for anchored regexes, whose ^/$ mean line starts/ends
+        anchored = regex and any(a in pattern for a in ("^", "$", "\\A", "\\Z", "\\b", "\\B"))
+        precheck = None if anchored else found
         try:
             for f in files:
-                lines = self._read_text(f).splitlines()
+                raw = self._read_text(f)
+                if precheck is not None and precheck(normalize(raw)) is None:
+                    scanned += raw.count("\n") + 1
+                    continue  # one pass over the whole page rules most pages out cheaply
+                lines = raw.splitlines()
                 norm = [normalize(line) for line in lines]
                 for n, text in enumerate(norm):
                     scanned += 1
@@ -289,7 +301,7 @@ class Toolbox:
         if not hits:
             out = f"No line matches {pattern!r}{where}."
         else:
-            out = f"{len(hits) + more} matching lines for {pattern!r}{where}:\n" + "\n".join(hits)
+            out = f"{_n(len(hits) + more, 'matching line')} for {pattern!r}{where}:\n" + "\n".join(hits)
             if more:
                 out += f"\n[... {more} more matches not shown; narrow the pattern or the path]"
         if stopped == "time":

@@ -23,6 +23,12 @@ FINAL = json.dumps({"answer": "Hold the RESET button for 10 seconds until the LE
                     "sources": [RESET_PAGE], "refused": False})
 
 
+@pytest.fixture(autouse=True)
+def keyword_only_index(monkeypatch):
+    """These tests script the model, not the ranking: skip loading the embedding model (seconds per process)."""
+    monkeypatch.setenv("RAG_EMBED", "0")
+
+
 @pytest.fixture
 def db(isolated_env) -> Path:
     """./database in the test's cwd, so Reference Documents read `database/...`."""
@@ -85,6 +91,17 @@ def test_multi_step_sequence_reaches_the_right_page_and_cites_it(server, db):
     assert "manuals/router/setup/  (2 pages)" in results[1]
     assert results[2].splitlines()[1].startswith(f"1. {RESET_PAGE}")
     assert "Hold the RESET button for 10 seconds" in results[3]
+
+
+def test_a_rerun_is_served_from_the_cache_at_no_cost(server, db, tmp_path):
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    server.enqueue(content=FINAL)
+    cache = {"cache": True, "cache_dir": tmp_path / "cache"}
+    first = run(server, db, settings=cache)
+    again = run(server, db, settings=cache)
+    assert len(server.requests) == 2  # the second run never reached the server
+    assert again.answer == first.answer and [s.path for s in again.sources] == [RESET_REF]
+    assert first.usage.cost_usd > 0 and again.usage.cost_usd == 0.0 and again.usage.input_tokens == 0
 
 
 def test_usage_is_summed_over_calls(server, db):
@@ -190,6 +207,27 @@ def test_model_going_quiet_gets_one_last_call(server, db):
     assert a.error == "the model returned an empty answer" and len(server.requests) == 2
 
 
+def test_tool_call_written_as_text_is_executed(server, db):
+    # models behind servers without function calling write the call into the content
+    call = json.dumps({"name": "read_page", "arguments": {"path": RESET_PAGE}})
+    server.enqueue(content=f"<tool_call>{call}</tool_call>")
+    server.enqueue(content=FINAL)
+    a = run(server, db)
+    assert a.error is None and a.pages_read == [RESET_REF] and a.sources[0].path == RESET_REF
+    last = server.requests[1]["messages"][-1]
+    assert last["role"] == "user" and last["content"].startswith("Result of read_page")
+    assert "Hold the RESET button" in last["content"]
+
+
+def test_context_overflow_falls_back_to_a_final_answer(server, db):
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    server.enqueue(status=400, body={"error": {"message": "This model's maximum context length is 8192 tokens"}})
+    server.enqueue(content=FINAL)
+    a = run(server, db)
+    assert a.error is None and a.sources[0].path == RESET_REF
+    assert "context window" in server.requests[2]["messages"][1]["content"] and "tools" not in server.requests[2]
+
+
 @pytest.mark.parametrize("content,answer,cited", [
     # a JSON object cut short
     ('{"answer": "Hold the RESET button for 10 seconds.", "sources": ["' + RESET_PAGE + '"',
@@ -236,6 +274,12 @@ def test_refusal_flag_with_other_text_becomes_the_plain_refusal(server, db):
     server.enqueue(content=json.dumps({"answer": "Not sure, maybe 2 years", "sources": [RESET_PAGE],
                                        "refused": True}))
     a = run(server, db, question="How long is the warranty?")
+    assert a.refused and a.answer == refusal_text("en") and a.sources == []
+
+
+def test_an_empty_answer_is_a_refusal(server, db):
+    server.enqueue(content=json.dumps({"answer": "", "sources": [RESET_PAGE], "refused": False}))
+    a = run(server, db)
     assert a.refused and a.answer == refusal_text("en") and a.sources == []
 
 
@@ -387,6 +431,26 @@ def test_synth_no_hits_at_all(server, db):
     assert a.answer.startswith(GENERAL_KNOWLEDGE_NOTE["ja"])
 
 
+def test_questions_in_parallel_share_one_index_and_provider(server, db):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from ragkit.llm import get_provider
+
+    server.set_responder(lambda body: {"content": json.dumps({"answer": "From the first result.",
+                                                              "sources": ["[1]"], "refused": False})})
+    settings = openai_settings(server, db=db)
+    index, provider = index_for(db), get_provider(settings)
+    questions = {"How do I reset the router?": RESET_REF,
+                 "製氷機を初めて使うときは？": "database/家電/冷蔵庫/操作と機能/page_008.md",
+                 "Error code E-17 firmware": "database/manuals/router/setup/page_004.md",
+                 "漂白剤 お手入れ": "database/家電/冷蔵庫/お手入れ/page_012.md"}
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(lambda q: ask(q, settings, strategy="naive", index=index, provider=provider),
+                                questions))
+    assert [a.error for a in answers] == [None] * 4
+    assert [a.sources[0].path for a in answers] == list(questions.values())
+
+
 # -- ask() contract --------------------------------------------------------------------------------------
 def test_user_mistakes_raise(server, db, isolated_env):
     settings = openai_settings(server, db=isolated_env / "nope")
@@ -499,6 +563,27 @@ def test_cli_ask_offline_without_a_key(db):
 def test_every_page_in_the_test_db_is_reachable(db):
     # guards the fixture the tests above rely on
     assert sorted(index_for(db).pages()) == sorted(PAGES)
+
+
+def test_budgets_come_from_arguments_then_settings(server, db):
+    import dataclasses
+
+    from ragkit.config import Settings
+
+    server.enqueue(tool_calls=[("list_dir", {})])
+    server.enqueue(content=FINAL)
+    run(server, db, max_steps=1)
+    assert "tools" not in server.requests[1]  # forced after one tool-using turn
+    with pytest.raises(UsageError, match="at least 1"):
+        run(server, db, max_steps=0)
+    # when Settings grows a max_steps field, ask() picks it up
+    extended = dataclasses.make_dataclass("Ext", [("max_steps", int, 1)], bases=(Settings,), frozen=True)
+    server.enqueue(tool_calls=[("list_dir", {})])
+    server.enqueue(content=FINAL)
+    settings = extended(**{f.name: getattr(openai_settings(server, db=db), f.name)
+                           for f in dataclasses.fields(Settings)})
+    ask("How do I reset the router?", settings, index=index_for(db))
+    assert "tools" not in server.requests[3]
 
 
 def test_module_constants_are_the_documented_defaults():

@@ -47,6 +47,13 @@ DESIGN_COLUMNS = [
 ]
 
 
+@pytest.fixture(autouse=True)
+def keyword_search_only(monkeypatch):
+    """The index's dense re-ranking loads an embedding model (seconds on a busy machine); these tests are
+    about the runner, so search by keywords only."""
+    monkeypatch.setenv("RAG_EMBED", "0")
+
+
 # -- helpers (also used by test_batch_resume.py) ----------------------------------------------------------
 def make_db(root: Path) -> Path:
     db = root / "database"
@@ -392,7 +399,6 @@ def test_cli_exit_1_when_a_row_fails(isolated_env, scripted_server, monkeypatch)
     scripted_server.set_responder(respond)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-KEY")
     monkeypatch.setenv("OPENAI_API_BASE", scripted_server.base_url)
-    monkeypatch.setattr(Settings, "retry_base_delay", 0.01)
     result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(db), "--no-cache", "--workers", "2"])
     assert result.exit_code == 1, result.output
     assert "1 error" in result.output and "run the same command again" in result.output

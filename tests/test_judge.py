@@ -409,3 +409,10 @@ def test_evaluation_reason_with_rubric(scripted_server):
 def test_settings_unused_by_offline_judges():
     # the offline judges need no settings, keys or network
     assert judge_checklist(OfflineProvider(Settings()), "q", "", ITEMS).covered == [False] * 3
+
+
+def test_hallucination_patterns_read_from_dotenv(isolated_env):
+    (isolated_env / ".env").write_text('RAG_HALLUCINATION_PATTERNS="Initech"\n', encoding="utf-8")
+    cfg = RubricConfig.from_env()
+    assert [r.name for r in cfg.rules][-1] == "pattern Initech"
+    assert find_hallucinations("Initech says so.", "", cfg.rules) == ["pattern Initech: Initech"]

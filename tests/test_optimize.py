@@ -9,6 +9,7 @@ import sys
 import threading
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from ragkit.config import Settings
@@ -289,7 +290,7 @@ def crash_run(db: Path) -> None:
     assert proc.returncode == 1, proc.stderr
 
 
-def test_crash_leaves_nothing_behind_after_recovery(db, caplog):
+def test_crash_leaves_nothing_behind_the_next_run_says_so(db, caplog):
     crash_run(db)
     left = files(db) - set(PAGES)
     assert left == {"appliances/kept folder/page_001.md", "appliances/fridge/defrost/page_011.md",
@@ -297,8 +298,16 @@ def test_crash_leaves_nothing_behind_after_recovery(db, caplog):
     assert len(list(journal_dir(db).glob("*.jsonl"))) == 1
     index = open_index(db)
     assert "appliances/fridge/defrost/page_011.md" in index.pages()  # the crashed run's index entries
-    removed = recover_journal(db, index)
-    assert sorted(removed) == ["appliances/fridge/defrost/page_011.md", "appliances/new/deep/folder/page_001.md"]
+    # the next run starts with the recovery and reports it
+    rows = [{"Question": "q", "Reference Document": "", "Retrieved Files": ""}]
+    csv = db.parent / "q.csv"
+    write_csv(pd.DataFrame(rows), csv)
+    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
+                             index=index, progress=False)
+    assert sorted(report.recovered) == ["appliances/fridge/defrost/page_011.md",
+                                        "appliances/new/deep/folder/page_001.md"]
+    assert report.notes == ["removed 2 unconfirmed copies left by an interrupted run"]
+    assert report.summary()["Optimize Copies Recovered"] == 2
     assert files(db) - set(PAGES) == {"appliances/kept folder/page_001.md",  # confirmed: stays
                                       "appliances/edited/page_010.md"}  # edited since: never destroyed
     assert not (db / "appliances/new").exists()  # folders the copy created are gone too
@@ -307,19 +316,6 @@ def test_crash_leaves_nothing_behind_after_recovery(db, caplog):
     assert "edited since" in caplog.text and "removed 2 unconfirmed copies" in caplog.text
     assert list(journal_dir(db).glob("*.jsonl")) == []
     assert recover_journal(db, index) == []  # nothing twice
-
-
-def test_next_run_recovers_and_says_so(db):
-    crash_run(db)
-    rows = [{"Question": "q", "Reference Document": "", "Retrieved Files": ""}]
-    csv = db.parent / "q.csv"
-    write_csv(__import__("pandas").DataFrame(rows), csv)
-    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
-                             progress=False)
-    assert sorted(report.recovered) == ["appliances/fridge/defrost/page_011.md",
-                                        "appliances/new/deep/folder/page_001.md"]
-    assert report.notes == ["removed 2 unconfirmed copies left by an interrupted run"]
-    assert report.summary()["Optimize Copies Recovered"] == 2
 
 
 def test_journal_of_a_live_process_is_left_alone(db):
@@ -348,8 +344,6 @@ def test_tampered_journal_cannot_delete_outside(db, tmp_path):
 
 # -- one pass without RL ------------------------------------------------------------------------------
 def test_offline_pass_copies_missed_pages_and_updates_the_csv(db):
-    import pandas as pd
-
     ref = "database/appliances/fridge/care/page_011.md"
     df = pd.DataFrame([
         {"Question": "How often does the freezer defrost?", "Reference Document": ref, "Page": "11"},

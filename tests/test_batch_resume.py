@@ -1,0 +1,151 @@
+"""`rag batch` interrupted for real: Ctrl-C, then kill -9, then the same command again.
+
+`uv run rag batch` runs as a subprocess against the scripted server, which lives in this test process and so
+sees every request of every run. The server holds back the answers of chosen questions (a gate) so that the
+signals land mid-run deterministically: some rows are finished and in the checkpoint, two are in flight,
+the rest not started. No answer is ever delivered to a process that is then killed, so "answered exactly
+once" can be checked strictly on the server side.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+from fakeserver import TEST_KEY
+from test_batch import ROUTER, make_db, write_input
+
+from ragkit.csvio import read_csv
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def rag_command() -> list[str]:
+    uv = shutil.which("uv")
+    if uv:
+        return [uv, "run", "--no-sync", "--project", str(REPO), "rag"]
+    return [sys.executable, "-m", "ragkit.cli"]  # pragma: no cover - uv is how the project runs
+
+
+def valid_lines(path: Path) -> int:
+    if not path.is_file():
+        return 0
+    n = 0
+    for line in path.read_bytes().split(b"\n"):
+        try:
+            json.loads(line)
+            n += 1
+        except ValueError:
+            pass
+    return n
+
+
+def wait_for(cond, what: str, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if cond():
+            return
+        if proc.poll() is not None:
+            out, err = proc.communicate()
+            raise AssertionError(f"rag batch exited ({proc.returncode}) before {what}:\n{out}\n{err}")
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_ctrl_c_then_kill_9_then_rerun_answers_every_question_once(isolated_env, scripted_server):
+    db = make_db(isolated_env)
+    questions = [f"Question {i}: how do I reset the router?" for i in range(8)]
+    inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"]] + [[q, ROUTER] for q in questions])
+
+    lock = threading.Lock()
+    delivered: Counter[str] = Counter()  # final answers the server sent
+    state = {"allowed": set(questions[:2]), "gate": threading.Event(), "held": set()}
+
+    def respond(body: dict):
+        msgs = body.get("messages") or []
+        question = next(m["content"] for m in msgs if m.get("role") == "user")
+        with lock:
+            allowed, gate = question in state["allowed"], state["gate"]
+            if not allowed:
+                state["held"].add(question)
+        if not allowed:
+            gate.wait(120)  # held until the client is gone; then this reply goes nowhere
+            return {"status": 503}
+        if not any(m.get("role") == "tool" for m in msgs):
+            return {"tool_calls": [("search", {"query": question})]}
+        with lock:
+            delivered[question] += 1
+        return {"content": json.dumps({"answer": "Hold the reset button for 10 seconds.",
+                                       "sources": ["manuals/router/setup/page_001.md"], "refused": False})}
+
+    scripted_server.set_responder(respond)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("RAG_", "OPENAI_"))}
+    env.update(OPENAI_API_KEY=TEST_KEY, OPENAI_API_BASE=scripted_server.base_url, RAG_EMBED="0",
+               RAG_CACHE_DIR=str(isolated_env / "cache"), PYTHONUNBUFFERED="1")
+    cmd = [*rag_command(), "batch", str(inp), "--db", str(db), "--workers", "2", "--no-cache"]
+    checkpoints = isolated_env / "results" / ".checkpoints"
+
+    def checkpoint() -> Path | None:
+        found = list(checkpoints.glob("q-*.jsonl")) if checkpoints.is_dir() else []
+        return found[0] if found else None
+
+    def start() -> subprocess.Popen:
+        return subprocess.Popen(cmd, cwd=isolated_env, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                text=True, start_new_session=True)  # its own process group: uv and python
+
+    def in_checkpoint(n: int):
+        return lambda: (ck := checkpoint()) is not None and valid_lines(ck) >= n and len(state["held"]) >= 2
+
+    # 1) Ctrl-C with 2 rows finished and 2 in flight: exits promptly, says how to continue
+    proc = start()
+    try:
+        wait_for(in_checkpoint(2), "2 finished rows and 2 in flight", proc)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=60)  # in-flight requests are held forever: must not wait for them
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 130, (out, err)
+    assert "run the same command again to continue" in err and "Traceback" not in err
+    assert valid_lines(checkpoint()) == 2
+    assert not list((isolated_env / "results").glob("*.csv"))
+    with lock:
+        state["gate"].set()
+        state.update(allowed=set(questions[:4]), gate=threading.Event(), held=set())
+
+    # 2) the same command again, then kill -9 with 2 more rows finished and 2 in flight
+    proc = start()
+    try:
+        wait_for(in_checkpoint(4), "4 finished rows and 2 in flight", proc)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    ck = checkpoint()
+    assert valid_lines(ck) == 4
+    with ck.open("ab") as fh:  # as if the kill had landed in the middle of writing a fifth line
+        fh.write(b'{"v": 1, "i": 4, "q": "Question 4: how do I re')
+    with lock:
+        state["gate"].set()
+        state.update(allowed=set(questions), gate=threading.Event(), held=set())
+
+    # 3) the same command again runs to the end
+    done = subprocess.run(cmd, cwd=isolated_env, env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.stdout, done.stderr)
+    assert "resumed from checkpoint: 4" in done.stdout
+    assert delivered == Counter({q: 1 for q in questions})  # every question answered exactly once, overall
+    results = list((isolated_env / "results").glob("q_results_*[0-9].csv"))
+    assert len(results) == 1 and str(results[0].relative_to(isolated_env)) in done.stdout
+    df = read_csv(results[0])
+    assert df["Question"].tolist() == questions  # each row once, in input order
+    assert (df["Ref Recall"] == "1.0").all() and (df["Error"] == "").all()
+    assert checkpoint() is None  # a complete run leaves no checkpoint: the next run starts fresh

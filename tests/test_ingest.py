@@ -1,0 +1,445 @@
+"""rag ingest: layout, names, front matter, outline mapping, incremental runs, DOCX/PPTX, bad input."""
+
+from __future__ import annotations
+
+import csv
+import os
+import re
+from pathlib import Path
+
+import pymupdf
+import pytest
+from typer.testing import CliRunner
+
+from ragkit.cli import app
+from ragkit.errors import RagError
+from ragkit.ingest import IngestReport, ingest_sources, join_breaks, outline_sections, print_report
+from ragkit.pagefile import NO_TEXT_MARKER, parse_page
+from ragkit.paths import iter_pages
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def make_pdf(path: Path, pages: list[list[tuple[str, float]]], toc: list | None = None, title: str = "",
+             font: str = "japan") -> Path:
+    """A PDF whose page i holds the (text, font size) lines of pages[i]; an empty list = no text layer."""
+    doc = pymupdf.open()
+    for lines in pages:
+        page = doc.new_page()
+        y = 72.0
+        if not lines:  # a scanned-looking page: a drawing, no text
+            page.draw_rect(pymupdf.Rect(100, 100, 300, 300), fill=(0.5, 0.5, 0.5))
+        for text, size in lines:
+            page.insert_text((72, y + size), text, fontname=font, fontsize=size)
+            y += size * 1.6
+    if toc:
+        doc.set_toc(toc)
+    if title:
+        doc.set_metadata({"title": title})
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def body_pages(n: int, heading: str = "見出し") -> list[list[tuple[str, float]]]:
+    return [[(f"{heading}{i}", 18), (f"本文のテキストです。ページ{i}の内容。", 10), ("二行目の本文。", 10)]
+            for i in range(1, n + 1)]
+
+
+def read(db: Path, rel: str):
+    return parse_page((db / rel).read_text(encoding="utf-8"))
+
+
+def run_cli(*args: str):
+    res = CliRunner().invoke(app, ["ingest", *args])
+    out = res.stdout + (res.stderr if res.stderr_bytes is not None else "")
+    return res.exit_code, out
+
+
+# --------------------------------------------------------------------------------------- layout and names
+
+
+def test_layout_front_matter_and_markdown(isolated_env):
+    src = isolated_env / "docs" / "家電" / "冷蔵庫 GR-1.pdf"
+    pages = [
+        [("表紙", 24)],
+        [("目次", 18), ("安全上のご注意……3", 10)],
+        [("安全上のご注意", 18), ("電源プラグは定期的に掃除してく", 10), ("ださい。", 10),
+         ("・延長コードは使わないでください。", 10)],
+        [("温度の設定", 18), ("冷蔵室は約3℃です。", 10)],
+    ]
+    make_pdf(src, pages, toc=[[1, "安全上のご注意", 3], [2, "警告", 3], [1, "使いかた", 4]], title="冷蔵庫 取扱説明書")
+    db = isolated_env / "database"
+    report = ingest_sources([isolated_env / "docs"], db=db, progress=False, workers=1)
+    assert not report.failed and report.documents == 1 and report.pages == 4
+    assert iter_pages(db) == [
+        "家電/冷蔵庫 GR-1/front matter/page_001.md",
+        "家電/冷蔵庫 GR-1/front matter/page_002.md",
+        "家電/冷蔵庫 GR-1/使いかた/page_004.md",
+        "家電/冷蔵庫 GR-1/安全上のご注意/page_003.md",
+    ]
+    meta, body = read(db, "家電/冷蔵庫 GR-1/安全上のご注意/page_003.md")
+    assert meta.source == "docs/家電/冷蔵庫 GR-1.pdf"  # relative to the cwd it lies in
+    assert (meta.document, meta.section, meta.page) == ("冷蔵庫 取扱説明書", "安全上のご注意", 3)
+    assert "# 安全上のご注意" in body
+    assert "掃除してください。" in body  # the CJK line break is joined
+    assert "- 延長コードは使わないでください。" in body
+    assert read(db, "家電/冷蔵庫 GR-1/front matter/page_001.md")[0].section == "front matter"
+
+
+def test_source_outside_cwd_is_absolute_and_title_falls_back(tmp_path, isolated_env):
+    src = make_pdf(tmp_path / "elsewhere" / "plain.pdf", [[("Introduction", 20), ("Body text here.", 10)]],
+                   font="helv")
+    db = isolated_env / "database"
+    ingest_sources([src], db=db, progress=False, workers=1)
+    [rel] = iter_pages(db)
+    assert rel == "elsewhere/plain/pages_001-001/page_001.md"  # category = the file's own folder
+    meta, _ = read(db, rel)
+    assert meta.source == src.as_posix() and meta.document == "Introduction"
+
+
+def test_category_option_and_sanitised_names(isolated_env):
+    src = make_pdf(isolated_env / "in" / "ctrl\x01name.pdf", body_pages(2),
+                   toc=[[1, "A/B: 設定?", 1], [1, "A B 設定", 2]])
+    db = isolated_env / "database"
+    long_cat = "長" * 300
+    report = ingest_sources([src], db=db, category="x/y" + long_cat, progress=False, workers=1)
+    assert not report.failed
+    pages = iter_pages(db)
+    cat = pages[0].split("/")[0]
+    assert len(cat) == 80 and cat.startswith("x y長")
+    # the two outline titles sanitise to the same name: they get distinct folders
+    assert {p.split("/", 2)[2] for p in pages} == {"A B 設定/page_001.md", "A B 設定 (2)/page_002.md"}
+    assert pages[0].split("/")[1] == "ctrl name"
+
+
+# ------------------------------------------------------------------------------------------- sections
+
+
+def test_outline_mapping_rules():
+    toc = [[1, "A", 1], [1, "B", 3], [1, "C", 3], [2, "C.1", 4], [1, "D", 6], [1, "Ghost", 99], [1, "Zero", 0]]
+    assert outline_sections(toc, 6) == ["A", "A", "B", "C", "C", "D"]
+    # pages before the first entry, and a document whose outline starts at level 2
+    assert outline_sections([[2, "X", 2], [3, "x", 2], [2, "Y", 3]], 3) == ["front matter", "X", "Y"]
+    assert outline_sections([[1, "Out", 50]], 3) is None
+    assert outline_sections([], 3) is None
+
+
+def test_no_outline_falls_back_to_page_ranges(isolated_env):
+    src = make_pdf(isolated_env / "c" / "long.pdf", body_pages(23))
+    db = isolated_env / "database"
+    ingest_sources([src], db=db, progress=False, workers=1)
+    folders = sorted({p.split("/")[2] for p in iter_pages(db)})
+    assert folders == ["pages_001-010", "pages_011-020", "pages_021-023"]
+
+
+def test_several_sections_on_one_page(isolated_env):
+    src = make_pdf(isolated_env / "c" / "doc.pdf", body_pages(3), toc=[[1, "One", 1], [1, "Two", 2],
+                                                                      [1, "Three", 2]])
+    db = isolated_env / "database"
+    ingest_sources([src], db=db, progress=False, workers=1)
+    assert iter_pages(db) == ["c/doc/One/page_001.md", "c/doc/Three/page_003.md", "c/doc/Two/page_002.md"]
+
+
+def test_pdf_table_and_heading_levels(isolated_env):
+    path = isolated_env / "t" / "table.pdf"
+    path.parent.mkdir()
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 80), "Specifications", fontname="helv", fontsize=20)
+    page.insert_text((72, 110), "Details", fontname="helv", fontsize=14)
+    rows = [["Item", "Value"], ["Width", "650 mm"], ["Mass", "95 kg"], ["Power", "100 V"]]
+    y = 130
+    for row in rows:
+        for c, cell in enumerate(row):
+            x = 72 + c * 150
+            page.draw_rect(pymupdf.Rect(x, y, x + 150, y + 20), width=0.7)
+            page.insert_text((x + 4, y + 14), cell, fontname="helv", fontsize=10)
+        y += 20
+    page.insert_text((72, y + 30), "Body text below the table.", fontname="helv", fontsize=10)
+    doc.save(path)
+    db = isolated_env / "database"
+    ingest_sources([path], db=db, progress=False, workers=1)
+    _, body = read(db, iter_pages(db)[0])
+    assert "# Specifications" in body and "## Details" in body
+    assert re.search(r"\|\s*Width\s*\|\s*650 mm\s*\|", body), body
+    assert "Body text below the table." in body
+
+
+def test_join_breaks_keeps_korean_spacing():
+    assert join_breaks("してく\nださい") == "してください"
+    assert join_breaks("주차 공간은\n20면입니다") == "주차 공간은\n20면입니다"
+    assert join_breaks("새 사무실\n위치") == "새 사무실 위치"
+    assert join_breaks("冷蔵 室") == "冷蔵室"
+
+
+# ---------------------------------------------------------------------------------------- incremental
+
+
+def test_incremental_skip_replace_force(isolated_env):
+    src = make_pdf(isolated_env / "s" / "cat" / "doc.pdf", body_pages(4),
+                   toc=[[1, "Old A", 1], [1, "Old B", 3]])
+    db = isolated_env / "database"
+    first = ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    assert first.pages == 4
+    # a user adds a page in another folder and an optimizer copy next to ours
+    (db / "mine").mkdir()
+    (db / "mine" / "note.md").write_text("keep me")
+    (db / "cat/doc/Old B/page_003_2.md").write_text("an optimizer copy")
+
+    again = ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    assert (again.skipped, again.documents, again.pages) == (1, 0, 0)
+
+    make_pdf(src, body_pages(2), toc=[[1, "New", 1]])  # changed: fewer pages, other sections
+    changed = ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    assert (changed.documents, changed.pages, changed.skipped) == (1, 2, 0)
+    assert sorted(changed.removed) == ["cat/doc/Old A/page_001.md", "cat/doc/Old A/page_002.md",
+                                       "cat/doc/Old B/page_003.md", "cat/doc/Old B/page_004.md"]
+    assert not (db / "cat/doc/Old A").exists()  # emptied folders go
+    assert (db / "cat/doc/Old B/page_003_2.md").exists()  # never delete what we did not write
+    assert (db / "mine" / "note.md").read_text() == "keep me"
+    assert set(iter_pages(db)) == {"cat/doc/New/page_001.md", "cat/doc/New/page_002.md",
+                                   "cat/doc/Old B/page_003_2.md", "mine/note.md"}
+
+    forced = ingest_sources([isolated_env / "s"], db=db, force=True, progress=False, workers=1)
+    assert (forced.documents, forced.pages, forced.skipped) == (1, 2, 0)
+    code, out = run_cli("s", "--workers", "1")
+    assert code == 0 and "Traceback" not in out
+
+
+def test_moved_source_takes_over_its_folder(isolated_env):
+    make_pdf(isolated_env / "a" / "cat" / "doc.pdf", body_pages(2))
+    db = isolated_env / "database"
+    ingest_sources([isolated_env / "a"], db=db, progress=False, workers=1)
+    (isolated_env / "b").mkdir()
+    os.replace(isolated_env / "a" / "cat", isolated_env / "b" / "cat")
+    report = ingest_sources([isolated_env / "b"], db=db, progress=False, workers=1)
+    assert not report.failed and report.pages == 2
+    assert read(db, "cat/doc/pages_001-002/page_001.md")[0].source == "b/cat/doc.pdf"
+
+
+def test_parallel_workers(isolated_env):
+    for i in range(3):
+        make_pdf(isolated_env / "p" / "cat" / f"d{i}.pdf", body_pages(2))
+    db = isolated_env / "database"
+    report = ingest_sources([isolated_env / "p"], db=db, progress=False, workers=2)
+    assert (report.documents, report.pages, report.failed) == (3, 6, [])
+
+
+# -------------------------------------------------------------------------------------------- DOCX/PPTX
+
+
+def test_docx_split_on_page_breaks_and_headings(isolated_env):
+    from docx import Document
+    from docx.enum.text import WD_BREAK
+
+    d = Document()
+    d.core_properties.title = "規程"
+    d.add_paragraph("前文です。")
+    d.add_heading("第1章 総則", level=1)
+    d.add_paragraph("総則の本文。")
+    d.add_paragraph().add_run().add_break(WD_BREAK.PAGE)
+    d.add_paragraph("総則の続き。")
+    d.add_heading("第2章 旅費", level=1)
+    d.add_paragraph("旅費の本文。")
+    d.add_paragraph().add_run().add_break(WD_BREAK.PAGE)
+    d.add_heading("第3章 精算", level=1)
+    d.add_paragraph("精算の本文。")
+    path = isolated_env / "o" / "規程.docx"
+    path.parent.mkdir()
+    d.save(path)
+
+    nd = Document()
+    nd.add_heading("Alpha", level=1)
+    nd.add_paragraph("alpha text")
+    nd.add_heading("Beta", level=1)
+    nd.add_paragraph("beta text")
+    nd.save(isolated_env / "o" / "nobreaks.docx")
+
+    db = isolated_env / "database"
+    report = ingest_sources([isolated_env / "o"], db=db, progress=False, workers=1)
+    assert not report.failed
+    pages = iter_pages(db)
+    assert [p for p in pages if p.startswith("o/規程/")] == [
+        "o/規程/第1章 総則/page_001.md", "o/規程/第2章 旅費/page_002.md", "o/規程/第3章 精算/page_003.md"]
+    meta, body = read(db, "o/規程/第2章 旅費/page_002.md")
+    assert meta.document == "規程" and "総則の続き。" in body and "旅費の本文" in body
+    assert "RAGKIT" not in body
+    assert [p for p in pages if p.startswith("o/nobreaks/")] == [
+        "o/nobreaks/Alpha/page_001.md", "o/nobreaks/Beta/page_002.md"]
+    assert "beta text" in read(db, "o/nobreaks/Beta/page_002.md")[1]
+
+
+def test_pptx_one_page_per_slide(isolated_env):
+    from pptx import Presentation
+
+    prs = Presentation()
+    for i in range(1, 4):
+        s = prs.slides.add_slide(prs.slide_layouts[1])
+        s.shapes.title.text = f"スライド{i}"
+        s.placeholders[1].text = f"内容{i}"
+    path = isolated_env / "deck" / "説明会.pptx"
+    path.parent.mkdir()
+    prs.save(path)
+    db = isolated_env / "database"
+    report = ingest_sources([path], db=db, progress=False, workers=1)
+    assert not report.failed and report.pages == 3
+    pages = iter_pages(db)
+    assert pages == [f"deck/説明会/pages_001-003/page_00{i}.md" for i in (1, 2, 3)]
+    meta, body = read(db, pages[1])
+    assert meta.page == 2 and "スライド2" in body and "内容2" in body and "内容3" not in body
+
+
+# ------------------------------------------------------------------------------------------- bad input
+
+
+def _zero_page_pdf(path: Path) -> None:
+    objs = [b"<< /Type /Catalog /Pages 2 0 R >>", b"<< /Type /Pages /Kids [] /Count 0 >>"]
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for i, o in enumerate(objs, 1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % i + o + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 3\n0000000000 65535 f \n" + b"".join(b"%010d 00000 n \n" % o for o in offsets)
+    out += b"trailer\n<< /Size 3 /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % xref
+    path.write_bytes(bytes(out))
+
+
+def test_bad_inputs_one_line_each_others_ingested(isolated_env):
+    src = isolated_env / "bad" / "cat"
+    good = make_pdf(src / "good.pdf", body_pages(2))
+    make_pdf(src / "scan.pdf", [[("text page", 12)], []], font="helv")  # page 2 has no text layer
+    data = good.read_bytes()
+    (src / "corrupt.pdf").write_bytes(data[:9] + b"\x00garbage" * 50)
+    (src / "notapdf.pdf").write_text("hello, I am text")
+    _zero_page_pdf(src / "empty.pdf")
+    enc = pymupdf.open(good)
+    enc.save(src / "locked.pdf", encryption=pymupdf.PDF_ENCRYPT_AES_256, user_pw="u", owner_pw="o")
+    (src / "gone.pdf").symlink_to(src / "does-not-exist.pdf")
+    (src / "good.docx").write_text("a text file named like a DOCX")
+    (src / "broken.pptx").write_bytes(b"PK\x03\x04 not really a zip")
+    (src / "notes.txt").write_text("ignored while walking")
+    other = make_pdf(isolated_env / "bad" / "other" / "good.pdf", body_pages(1))
+
+    code, out = run_cli("bad", "--category", "same", "--workers", "2")
+    assert code == 1, out
+    assert "Traceback" not in out
+    fails = {ln.split(": ", 2)[1]: ln for ln in out.splitlines() if ln.startswith("failed: ")}
+    expect = {
+        "bad/cat/corrupt.pdf": "corrupt PDF",
+        "bad/cat/notapdf.pdf": "not a PDF",
+        "bad/cat/empty.pdf": "no pages",
+        "bad/cat/locked.pdf": "encrypted",
+        "bad/cat/gone.pdf": "broken symbolic link",
+        "bad/cat/good.docx": "not a DOCX file",
+        "bad/cat/broken.pptx": "corrupt PPTX",
+        # bad/cat/good.pdf came first and keeps same/good; bad/other/good.pdf would overwrite it
+        "bad/other/good.pdf": "same folder same/good as bad/cat/good.pdf",
+    }
+    assert set(fails) == set(expect), out
+    for name, reason in expect.items():
+        assert reason in fails[name], fails[name]
+    db = isolated_env / "database"
+    assert iter_pages(db) == ["same/good/pages_001-002/page_001.md", "same/good/pages_001-002/page_002.md",
+                              "same/scan/pages_001-002/page_001.md", "same/scan/pages_001-002/page_002.md"]
+    assert read(db, "same/scan/pages_001-002/page_002.md")[1].strip() == NO_TEXT_MARKER
+    assert read(db, "same/good/pages_001-002/page_001.md")[0].source == "bad/cat/good.pdf"
+    assert other.exists()
+
+
+def test_pages_without_text_are_counted_not_failed(isolated_env):
+    src = make_pdf(isolated_env / "x" / "scan.pdf", [[], []])
+    report = ingest_sources([src], db=isolated_env / "database", progress=False, workers=1)
+    assert (report.failed, report.pages, report.pages_without_text) == ([], 2, 2)
+
+
+@pytest.mark.parametrize("setup,needle", [
+    (lambda w: None, "no such file or folder"),
+    (lambda w: (w / "missing").mkdir(), "no PDF, DOCX or PPTX files"),
+    (lambda w: (w / "missing").write_text("x"), "unsupported file type"),
+])
+def test_unusable_single_source_exit_1(isolated_env, setup, needle):
+    setup(isolated_env)
+    code, out = run_cli("missing")
+    assert code == 1 and "Traceback" not in out
+    lines = [ln for ln in out.splitlines() if ln.strip()]
+    assert len(lines) == 1 and "missing" in lines[0] and needle in lines[0], out
+
+
+def test_unsupported_given_explicitly_next_to_good_file(isolated_env):
+    good = make_pdf(isolated_env / "d" / "ok.pdf", body_pages(1))
+    (isolated_env / "d" / "sheet.xlsx").write_text("x")
+    code, out = run_cli(str(good), "d/sheet.xlsx", "--workers", "1")
+    assert code == 1 and "failed: d/sheet.xlsx: unsupported file type '.xlsx'" in out
+    assert (isolated_env / "database" / "d" / "ok").is_dir()
+
+
+def test_unreadable_file_reports_reason(isolated_env):
+    src = make_pdf(isolated_env / "u" / "secret.pdf", body_pages(1))
+    if os.geteuid() == 0:  # root reads anything: a directory named like a PDF cannot be read as a file
+        src.unlink()
+        src.mkdir()
+        make_pdf(isolated_env / "u" / "readable.pdf", body_pages(1))
+        code, out = run_cli("u/secret.pdf", "u/readable.pdf", "--workers", "1")
+        assert code == 1 and "u/secret.pdf" in out and "Traceback" not in out
+    else:
+        src.chmod(0)
+        code, out = run_cli("u", "--workers", "1")
+        assert code == 1 and "failed: u/secret.pdf: cannot read file (Permission denied)" in out
+
+
+def test_print_report_lists_failures(isolated_env):
+    from io import StringIO
+
+    from rich.console import Console
+
+    buf = StringIO()
+    rep = IngestReport(documents=2, pages=5, skipped=1, failed=[("a [b].pdf", "corrupt PDF")], pages_without_text=1)
+    print_report(rep, Console(file=buf, width=120))
+    text = buf.getvalue()
+    assert "failed: a [b].pdf: corrupt PDF" in text and "documents" in text
+
+
+def test_empty_source_list():
+    with pytest.raises(RagError):
+        ingest_sources([], db=Path("database"), progress=False)
+
+
+# ----------------------------------------------------------------------------------------- sample corpus
+
+
+def test_sample_questions_reference_existing_pages(sample_db):
+    with open(EXAMPLES / "questions.csv", encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert len(rows) >= 12
+    assert list(rows[0]) == ["Question", "Ground Truth", "Reference Document", "Page", "Checklist"]
+    unanswerable = multi = 0
+    for row in rows:
+        refs = [r for r in row["Reference Document"].splitlines() if r.strip()]
+        if not refs:
+            unanswerable += 1
+            continue
+        multi += len(refs) > 1
+        pages = row["Page"].splitlines()
+        assert len(pages) == len(refs)
+        for ref, page in zip(refs, pages, strict=True):
+            assert ref.startswith("database/")
+            path = sample_db / ref.removeprefix("database/")
+            assert path.is_file(), ref
+            meta, _ = parse_page(path.read_text(encoding="utf-8"))
+            assert meta.page == int(page)
+        assert 2 <= len(row["Checklist"].splitlines()) <= 4
+    assert unanswerable >= 3 and multi >= 2
+
+
+def test_sample_corpus_shape(sample_db):
+    pages = iter_pages(sample_db)
+    fridge = [p for p in pages if p.startswith("家電/冷蔵庫_取扱説明書/")]
+    assert len(fridge) >= 20
+    sections = {p.split("/")[2] for p in fridge}
+    assert {"安全上のご注意", "各部の名前", "使いかた", "お手入れ", "仕様"} <= sections
+    assert any("|---" in (sample_db / p).read_text(encoding="utf-8") for p in fridge)
+    assert any(p.startswith("공지/") for p in pages) and any(p.endswith(".md") and "新製品説明会" in p for p in pages)
+    assert sum((p.stat().st_size for p in (EXAMPLES / "corpus").rglob("*") if p.is_file())) < 3 * 1024 * 1024
