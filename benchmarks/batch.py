@@ -222,22 +222,8 @@ def main() -> None:
         old = Path.cwd()
         os.chdir(work)  # Reference Documents are `database/...`, relative to the project root
         try:
-            server = Server(args.delay_ms / 1000, rels)
-            try:
-                from ragkit.index import open_index
-
-                open_index(db, progress=False)  # build the index once, outside the timings
-                timed_run(server.base_url, db, work, rels, 5, 5)  # warm-up: lazy imports, first connections
-                one = timed_run(server.base_url, db, work, rels, args.questions, 1)
-                many = timed_run(server.base_url, db, work, rels, args.questions, args.workers)
-            finally:
-                stats = server.stop()
-            out["one_worker"] = one
-            out[f"{args.workers}_workers"] = many
-            out["speedup"] = round(one["wall_s"] / many["wall_s"], 2) if many["wall_s"] else None
-            out["target_speedup"] = 4.5
-            out["ideal_wall_s_1_worker"] = round(args.questions * 2 * args.delay_ms / 1000, 1)
-            out["server"] = stats
+            if args.questions:
+                speed(args, out, db, work, rels)
             if args.rss_questions:
                 server = Server(args.rss_delay_ms / 1000, rels)
                 try:
@@ -253,6 +239,25 @@ def main() -> None:
     except OSError:
         pass
     print(json.dumps(out, ensure_ascii=False))
+
+
+def speed(args, out: dict, db: Path, work: Path, rels: list[str]) -> None:
+    server = Server(args.delay_ms / 1000, rels)
+    try:
+        from ragkit.index import open_index
+
+        open_index(db, progress=False)  # build the index once, outside the timings
+        timed_run(server.base_url, db, work, rels, 5, 5)  # warm-up: lazy imports, first connections
+        one = timed_run(server.base_url, db, work, rels, args.questions, 1)
+        many = timed_run(server.base_url, db, work, rels, args.questions, args.workers)
+    finally:
+        stats = server.stop()
+    out["one_worker"] = one
+    out[f"{args.workers}_workers"] = many
+    out["speedup"] = round(one["wall_s"] / many["wall_s"], 2) if many["wall_s"] else None
+    out["target_speedup"] = 4.5
+    out["ideal_wall_s_1_worker"] = round(args.questions * 2 * args.delay_ms / 1000, 1)
+    out["server"] = stats
 
 
 if __name__ == "__main__":

@@ -9,6 +9,12 @@ INTERFACE (owned by the batch work; cli/demo/optimize rely on it):
     BatchReport: results_path, summary_path, rows, errors (list[str]; non-empty => exit 1), usage, wall_s
     rescore_row(row: dict, answer: Answer, settings: Settings) -> dict   # used by optimize after a re-ask
 
+Additions: run_batch(..., answer_fn=None, index=None) (answer_fn defaults to agent.ask; index to
+open_index(settings.db)); run_eval(..., index=None); BatchReport also carries kind, questions, skipped_blank,
+resumed, answer_usage, judge_usage, checkpoint_path, checkpoint_kept, optimize (OptimizeReport), summary (the
+summary CSV's rows); result_columns(); Checkpoint, checkpoint_path(). Result rows handed to the optimizer carry
+`_pos`, the row's position in the input CSV (0-based data row); it is not written.
+
 How a batch runs
 ----------------
 1. The input CSV (UTF-8, BOM or Shift_JIS) is read; rows with an empty `Question` are skipped and counted.
@@ -279,7 +285,7 @@ class _Scorer:
         from ragkit.metrics import checklist_metrics, prefixed
 
         usage = Usage()
-        problems: list[str] = []
+        problems: list[str] = []  # one line each, the key scrubbed (judge.* errors come scrubbed already)
         out: dict[str, Any] = {}
         question = str(row.get(QUESTION) or "")
         text = answer.answer or ""
@@ -328,6 +334,9 @@ class _Scorer:
                 out["LLM Accuracy"] = llm_ok
             except Exception as e:  # noqa: BLE001
                 problems.append(f"LLM-Accuracy judge failed: {_one_line(e)}")
+        from ragkit.llm import scrub
+
+        problems = [scrub(p, self.settings.api_key) for p in problems]
         out["Judge Input Tokens"] = usage.input_tokens
         out["Judge Output Tokens"] = usage.output_tokens
         out["Judge Cost USD"] = _cost_cell(usage.cost_usd)
@@ -563,11 +572,20 @@ def _run_job(job: _Job, scorer: _Scorer, answer_fn: Callable, strategy: str, pro
                 "judge_error": "; ".join(problems) or None, "judge_usage": asdict(usage),
                 "opt": str(job.row.get(OPTIMIZED) or "")}
     except Exception as e:  # noqa: BLE001 - a bug in one row must not stop the batch
-        msg = f"{type(e).__name__}: {_one_line(e)}"
+        from ragkit.llm import scrub
+
+        msg = scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)
         answer = Answer(question=job.question, answer="", refused=False, error=msg)
         return {"v": _CK_VERSION, "i": job.pos, "q": job.question, "answer": answer_to_dict(answer),
                 "cols": answer_columns(answer), "error": msg, "judge_error": None, "judge_usage": None,
                 "opt": str(job.row.get(OPTIMIZED) or "")}
+
+
+def _slim(rec: dict) -> dict:
+    """What the end of the run needs of a checkpoint record (the answer's sources and excerpts are not)."""
+    return {"cols": rec.get("cols") or {}, "error": rec.get("error"), "judge_error": rec.get("judge_error"),
+            "opt": rec.get("opt") or "", "answer_usage": (rec.get("answer") or {}).get("usage"),
+            "judge_usage": rec.get("judge_usage")}
 
 
 def _jsonable(v: Any) -> Any:
@@ -651,8 +669,10 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
          progress: bool, t0: float) -> BatchReport:
     from tqdm import tqdm
 
-    done: dict[int, dict] = {}
+    # Finished rows live in the checkpoint, not in memory (a long run stays flat); they are read back at the end.
+    done: set[int] = set()
     todo: list[_Job] = []
+    running = _Running()
     prior = ck.load()
     for job in jobs:
         rec = prior.get(job.pos)
@@ -662,16 +682,15 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
             job.mode, job.prior = "judge", rec
             todo.append(job)
         else:
-            done[job.pos] = rec
+            done.add(job.pos)
+            running.add(rec)
     report.resumed = len(done)
+    del prior
 
     bar = tqdm(total=len(jobs), initial=len(done), desc="batch", unit="q", file=sys.stderr,
                disable=not progress, dynamic_ncols=True)
     if done and progress:
         bar.write(f"resuming: {len(done)} finished rows from {ck.path}", file=sys.stderr)
-    running = _Running()
-    for rec in done.values():
-        running.add(rec)
     bar.set_postfix_str(running.text(), refresh=False)
 
     workers = max(1, settings.workers)
@@ -689,8 +708,9 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
                 job = inflight.pop(fut)
                 rec = fut.result()
                 ck.append(rec)
-                done[job.pos] = rec
                 running.add(rec)
+                done.add(job.pos)
+                job.prior = None
                 bar.update(1)
                 bar.set_postfix_str(running.text(), refresh=False)
     except BaseException:
@@ -703,11 +723,16 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     pool.shutdown()
     bar.close()
 
-    # assemble in input order
+    # assemble in input order, from the checkpoint (the last record of each row wins)
+    final = ck.load()
     rows: list[dict] = []
     for job in jobs:
-        rec = done[job.pos]
-        report.answer_usage.add(_usage_from((rec.get("answer") or {}).get("usage")))
+        rec = final.get(job.pos)
+        if rec is None or rec.get("q") != job.question:
+            raise RagError(f"{ck.path}: row {job.pos + 2} is missing from the checkpoint; run the same command "
+                           "again to answer it")
+        rec = _slim(rec)
+        report.answer_usage.add(_usage_from(rec.get("answer_usage")))
         report.judge_usage.add(_usage_from(rec.get("judge_usage")))
         cols = dict(rec["cols"])
         opt_now = str(job.row.get(OPTIMIZED) or "")

@@ -16,14 +16,17 @@ How it works
 2. Pages are sampled deterministically (seeded by the source): round-robin over documents, and inside a
    document round-robin over its sections, so the questions spread over the whole collection.
 3. The question budget `max_questions` is split into kinds: about 15 % unanswerable, about 20 %
-   multi-page (2-3 related pages of one document: adjacent pages or the same section), the rest
+   multi-page (2-3 related pages of one document: adjacent pages or the same section; the offline
+   generator uses 2), the rest
    single-page facts, `per_page` per sampled page.
 4. Two generators share that plan:
-   - offline (`provider.is_offline`): deterministic, no model. Questions from headings, table rows and
-     key sentences with numbers/units; the ground truth is the source sentence(s) or row; the checklist
-     holds the key terms and numbers of that answer (2-5, one per line). Multi-page questions join the
-     topics of two pages of one section; unanswerable ones come from a fixed per-language list of
-     plausible-but-absent topics that are checked absent against the index and the pages.
+   - offline (`provider.is_offline`): deterministic, no model. Questions from headings, table rows (and
+     "label: value" lines) and key sentences with numbers/units; the question names the distinctive terms
+     of its page (so retrieval can find it) but never the answer; the ground truth is the source
+     sentence(s) or row; the checklist holds the key terms and numbers of that answer (2-5, one per
+     line). Multi-page questions join the topics of two pages of one section; unanswerable ones come from
+     a fixed per-language list of plausible-but-absent topics that are checked absent against the index
+     and the pages. Templates exist for ja, en and ko; another --lang gets the English ones.
    - LLM: per page (or page group) one `chat_json` call returning items {question, answer, checklist,
      pages}; a page whose reply is not valid JSON after 3 attempts is skipped and reported. Near-duplicate
      questions are dropped; a verification call per question drops those whose answer or checklist items
@@ -60,7 +63,7 @@ from ragkit import csvio
 from ragkit.config import Settings
 from ragkit.errors import RagError, UsageError
 from ragkit.models import Usage
-from ragkit.pagefile import NO_TEXT_MARKER, first_heading, parse_page
+from ragkit.pagefile import NO_TEXT_MARKER, parse_page
 from ragkit.paths import PAGE_RE, iter_pages, page_number, reference_path, sanitize_name
 from ragkit.text import (
     STOPWORDS,
@@ -137,10 +140,6 @@ class PageInfo:
     lang: str
     tokens: frozenset[str] = frozenset()
 
-    @property
-    def heading(self) -> str:
-        return _clean_inline(first_heading(self.body))
-
 
 @dataclass
 class Candidate:
@@ -185,7 +184,8 @@ def generate_questions(
                          pages_total=len(pages))
     ctx = _Context(db=db, pages=pages, settings=settings, lang=lang, per_page=per_page, seed=_seed(source, db),
                    progress=progress)
-    plan = _plan(max_questions, ctx)
+    # the offline generator joins one topic per page (2 pages read best); a model can combine 2-3 pages
+    plan = _plan(max_questions, ctx, group_size=2 if provider.is_offline else 3)
     if provider.is_offline:
         questions = _generate_offline(ctx, plan, report)
     else:
@@ -230,8 +230,9 @@ def resolve_source(source: Path, settings: Settings, *, progress: bool = True) -
 
 
 def _describe_failed(failed) -> str:
-    items = failed if isinstance(failed, list | tuple) else [failed]
-    return "; ".join(str(getattr(f, "error", None) or getattr(f, "reason", None) or f) for f in items)[:300]
+    """IngestReport.failed holds (path, reason) pairs."""
+    items = failed if isinstance(failed, list) else [failed]
+    return "; ".join(f[-1] if isinstance(f, tuple) and f else str(f) for f in items)[:300]
 
 
 def _db_and_prefix(folder: Path, db: Path) -> tuple[Path, str]:
@@ -387,9 +388,9 @@ class _Plan:
     groups: list[list[PageInfo]]  # related page groups for multi-page questions, in order
 
 
-def _plan(max_questions: int, ctx: _Context) -> _Plan:
+def _plan(max_questions: int, ctx: _Context, *, group_size: int = 2) -> _Plan:
     order = sample_pages(ctx.pages, ctx.rng("sample"))
-    groups = related_groups(ctx.pages, ctx.rng("groups"))
+    groups = related_groups(ctx.pages, ctx.rng("groups"), size=group_size)
     n = max_questions
     unans = max(1, round(n * UNANSWERABLE_SHARE)) if n >= 3 else 0
     multi = (max(1, round(n * MULTI_SHARE)) if n >= 3 else 0) if groups else 0
@@ -446,10 +447,16 @@ def related_groups(pages: list[PageInfo], rng: random.Random, *, size: int = 2) 
             rng.shuffle(lst)
         used: set[str] = set()
         stream = []
+        nxt = {(a.section, a.page): b for a, b in zip(ps, ps[1:], strict=False)
+               if b.page == a.page + 1 and a.section == b.section}
         for pair in adjacent_same + same + adjacent:
             if not used.intersection(p.rel for p in pair):  # each page in one group at most
-                used.update(p.rel for p in pair)
-                stream.append(pair[:size])
+                group = list(pair)
+                while len(group) < size and (c := nxt.get((group[-1].section, group[-1].page))) is not None \
+                        and c.rel not in used and group[-1].page + 1 == c.page:
+                    group.append(c)  # a third adjacent page of the same section
+                used.update(p.rel for p in group)
+                stream.append(group)
         streams.append(stream)
     rng.shuffle(streams)
     return _round_robin(streams)
@@ -723,7 +730,7 @@ def _join_terms(terms: list[str], lang: str) -> str:
     return ", ".join(terms[:-1]) + " and " + terms[-1]
 
 
-def q_heading(lang: str, heading: str, doc: str = "") -> str:
+def q_heading(lang: str, heading: str) -> str:
     heading = re.sub(r"(?:について|に関して|에 대하여|에 대해|에 관하여)$", "", heading.strip())
     if lang == "ja":
         return f"{heading}について教えてください。"
@@ -756,8 +763,8 @@ def q_sentence(lang: str, ctx: str, terms: list[str]) -> str:
 
 
 def q_multi(lang: str, a: str, b: str) -> str:
-    if lang == "ja":
-        return f"{a}と{b}について、それぞれ教えてください。"
+    if lang == "ja":  # brackets keep "音がする" + "と" from reading as a condition
+        return f"「{a}」と「{b}」について、それぞれ教えてください。"
     if lang == "ko":
         return f"{_josa(a, '과', '와')} {b}에 대해 각각 알려 주세요."
     return f"What does the document say about {a}, and what does it say about {b}?"
@@ -1062,8 +1069,9 @@ def _generate_offline(ctx: _Context, plan: _Plan, report: GenqaReport) -> list[G
                 bar.update(1)
     kept.extend(singles)
     multi = 0
+    want_multi = plan.multi + plan.singles - len(singles)  # pages short of single questions: more multi
     for group in plan.groups:
-        if multi >= plan.multi:
+        if multi >= want_multi:
             break
         q = _offline_multi(group, ctx, cands, taken)
         if q and _add_unique(q, kept, report):
@@ -1386,6 +1394,8 @@ def _generate_llm(ctx: _Context, plan: _Plan, report: GenqaReport, provider) -> 
     with ThreadPoolExecutor(max_workers=workers) as pool:
         for groups, quota, per in (([[p] for p in plan.order], plan.singles, ctx.per_page),
                                    (plan.groups, plan.multi, ctx.per_page)):
+            if groups is plan.groups:  # pages short of single questions: more multi-page ones
+                quota += plan.singles - len(kept)
             got = 0
             pos = 0
             while got < quota and pos < len(groups) and not caller.stopped:

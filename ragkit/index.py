@@ -788,7 +788,6 @@ class Index:
                 del _INSTANCES[self.db]
 
 
-_JOINABLE = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")  # ja/zh, not Hangul
 
 
 _COMMENT_LINE = re.compile(r"(?m)^\s*<!--.*?-->\s*$")
@@ -808,43 +807,52 @@ def display_text(body: str) -> str:
 
 
 def make_snippet(body: str, q: Counter | str, width: int = 200) -> str:
-    """The `width`-character window of `body` holding the most distinct query terms."""
-    terms = set(tokenize(q) if isinstance(q, str) else q)
-    text = display_text(body)
-    if len(text) <= width:
-        return text
-    low = text.lower()
+    """About `width` characters of the page around the spot holding the most distinct query terms, as display
+    text (CJK line breaks joined). Only that region is cleaned, so long pages stay cheap."""
+    terms = [t for t in (tokenize(q) if isinstance(q, str) else q) if t not in STOPWORDS] or list(q)
+    if len(body) <= width:
+        return display_text(body)
+    low = body.lower()
     hits: list[tuple[int, str]] = []
-    for t in terms:
+    for t in set(terms):
         start = 0
-        for _ in range(50):
+        for _ in range(30):
             i = low.find(t, start)
             if i < 0:
                 break
             hits.append((i, t))
-            start = i + 1
-    if not hits:
-        return text[:width].rstrip() + "…"
-    hits.sort()
-    # sliding window over the sorted hits: the start whose window holds the most distinct terms
-    inwin: Counter = Counter()
-    best, best_i, j = -1, 0, 0
-    for pos, t in hits:
-        inwin[t] += 1
-        while pos - hits[j][0] > width - 20:
-            inwin[hits[j][1]] -= 1
-            if not inwin[hits[j][1]]:
-                del inwin[hits[j][1]]
-            j += 1
-        if len(inwin) > best:
-            best, best_i = len(inwin), hits[j][0]
-    start = max(0, best_i - width // 5)
-    # start at a word boundary for Latin text
+            start = i + len(t)
+    span = width * 3 // 2  # raw text carries markup and extra spaces
+    if hits:
+        hits.sort()
+        # sliding window over the sorted hits: the start whose window holds the most distinct terms
+        inwin: Counter = Counter()
+        best, best_i, j = -1, 0, 0
+        for pos, t in hits:
+            inwin[t] += 1
+            while pos - hits[j][0] > span:
+                inwin[hits[j][1]] -= 1
+                if not inwin[hits[j][1]]:
+                    del inwin[hits[j][1]]
+                j += 1
+            if len(inwin) > best:
+                best, best_i = len(inwin), hits[j][0]
+        lo = max(0, best_i - width)
+        lo = body.rfind("\n", 0, best_i) + 1 if 0 <= best_i - body.rfind("\n", 0, best_i) <= width else lo
+    else:
+        lo = 0
+    text = display_text(body[lo : lo + width * 4])
+    tl = text.lower()
+    found = [i for i in (tl.find(t) for t in terms) if i >= 0]
+    first = min(found) if found else 0
+    start = max(0, first - width // 5)
     if start > 0 and text[start - 1].isalnum() and text[start].isascii():
-        sp = text.find(" ", start, best_i)
+        sp = text.find(" ", start, first)  # start at a word boundary for Latin text
         start = sp + 1 if sp >= 0 else start
     out = text[start : start + width].strip()
-    return ("…" if start > 0 else "") + out + ("…" if start + width < len(text) else "")
+    before = lo > 0 or start > 0
+    after = lo + width * 4 < len(body) or start + width < len(text)
+    return ("…" if before else "") + out + ("…" if after else "")
 
 
 # --------------------------------------------------------------------------------------------- module API

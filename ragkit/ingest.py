@@ -39,9 +39,10 @@ Decisions (DESIGN §1 is the contract; these fill in what it leaves open):
   that removal are removed too. Nothing else is ever deleted. A source that fails keeps its old pages.
   One ingest at a time per database (a lock file under DB/.ragkit/; a second ingest waits).
 - Pages without a text layer are written with `pagefile.NO_TEXT_MARKER` and counted; not a failure.
-- Line-break joining: whitespace between two Han/Kana characters is removed (`text.join_cjk_breaks`);
-  between two Hangul syllables a line break becomes one space and spaces are kept, because Korean
-  separates words with spaces.
+- Line-break joining (PDF only: DOCX/PPTX text has no wrapping artefacts and its line breaks separate
+  bullet points): wrapped lines of one paragraph are joined (nothing between Japanese/Chinese characters,
+  a space elsewhere); whitespace between two Han/Kana characters is removed (`text.join_cjk_breaks`),
+  but between two Hangul syllables spaces are kept, because Korean separates words with spaces.
 - PDF markdown: headings from font size (sizes clearly above the document's body size, largest = `#`),
   bullets (•・●○■□▪◆◇-*) as `- ` items, ruled tables through PyMuPDF's `find_tables` only on pages whose
   text layout looks tabular (find_tables on every page would halve throughput).
@@ -377,7 +378,8 @@ def _pdf_page_markdown(page, lines: list[list], levels: dict[float, int], tables
     for i, (_, md) in enumerate(table_md):
         if i not in emitted:
             parts.append(md)
-    return join_breaks("\n\n".join(parts))
+    # joined per block: a line break that separates a heading from its text is structure, not wrapping
+    return "\n\n".join(join_breaks(part) for part in parts)
 
 
 def _pdf_title(doc, first_heading: str, stem: str) -> str:
@@ -547,7 +549,6 @@ def _convert_docx(job: _Job) -> _DocResult:
         sections.append(page_sec or FRONT_SECTION)
     if top is None:
         sections = _range_sections(len(bodies))
-    bodies = [join_breaks(b) for b in bodies]
     return _emit_pages(job, title or first_heading or path.stem, bodies, sections)
 
 
@@ -589,7 +590,7 @@ def _convert_pptx(job: _Job) -> _DocResult:
             raise _Fail(f"corrupt PPTX ({_one_line(e)})") from None
         parts = _SLIDE_RE.split(md)
         # parts = [before, num1, body1, num2, body2, ...]
-        bodies = [join_breaks(parts[i + 1].strip()) for i in range(1, len(parts) - 1, 2)]
+        bodies = [parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)]
         if not bodies:
             raise _Fail("PPTX has no slides")
         sections = _pptx_sections(zf, len(bodies)) or _range_sections(len(bodies))

@@ -116,7 +116,8 @@ _DIGIT = re.compile(r"\d")
 _TABLE_ROW = re.compile(r"^\s*\|.*\|\s*$")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
-_LIST_ITEM = re.compile(r"^\s*([-*+•・●○■□◆◇▪▶►※]|\d{1,3}[.)）]|[①-⑳]|\(\d{1,3}\))\s*")
+_LIST_ITEM = re.compile(r"^\s*([-*+•·・●○■□◆◇▪▶►※]|\d{1,3}[.)）]|[①-⑳]|\(\d{1,3}\))\s*")
+_BULLET = re.compile(r"^\s*(?:[-*+]\s+|[•·・●○■□◆◇▪▶►]\s*)")  # a bullet is dropped from the quote; numbers stay
 _MD_NOISE = re.compile(r"\*\*|__|`|<br\s*/?>|<!--.*?-->", re.IGNORECASE)
 
 
@@ -359,7 +360,7 @@ def _units(body: str, rel: str, rank: int, title: str) -> list[_Unit]:
         header = None
         if _LIST_ITEM.match(line):
             flush()
-        para.append(line.strip())
+        para.append(_BULLET.sub("", line).strip())
     flush()
     return units
 

@@ -521,3 +521,21 @@ def test_rescore_row_recomputes_answer_and_judge_columns(isolated_env):
     assert out["Attempts"] == 2 and out["Ref TP"] == 1 and out["Steps"] == 3
     assert out["Cost USD"] == "" and out["Input Tokens"] == 100  # unknown cost stays empty, never 0
     assert "refs 1/1 found" in out["Evaluation Reason"] and row["RAG Answer"] == "old"
+
+
+def test_unknown_model_cost_is_unknown_not_zero(isolated_env, scripted_server):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
+    scripted_server.set_responder(agent_responder(QUESTIONS))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results", model="my-local-llama")
+    report = B.run_batch(inp, settings, progress=False)
+    assert not report.errors and report.usage.input_tokens > 0 and report.usage.cost_usd is None
+    assert report.rows[0]["Cost USD"] == "" and int(report.rows[0]["Input Tokens"]) > 0
+    summary = {r["Metric"]: r["Total"] for r in read_csv(report.summary_path).to_dict("records")}
+    assert summary["Total cost (USD)"] == "unknown" and summary["Answer cost (USD)"] == "unknown"
+    from rich.console import Console
+
+    console = Console(record=True, width=120)
+    B.print_batch_report(report, console)
+    text = console.export_text()
+    assert "cost: unknown" in text and str(report.results_path) in text and "wall time:" in text

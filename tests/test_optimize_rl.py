@@ -30,9 +30,10 @@ def db(isolated_env) -> Path:
 
 
 class Model:
-    """Plays the LLM for the scripted server. Folder proposals come from `propose(missed_page, n, prompt)`;
-    the agent searches with the question, then cites what `cite(question, ranked_paths)` picks (by
-    default the top hit: a model that trusts the search)."""
+    """Plays the LLM for the scripted server. Folder proposals come from `propose(missed_page, n, prompt)`.
+    The agent browses like a person (DESIGN §2): it lists the fridge manual's folders, searches inside the
+    folder whose name shares the most words with the question (two at least; else it searches everything),
+    then cites what `cite(question, ranked_paths)` picks (by default the top hit)."""
 
     def __init__(self, propose, cite=None) -> None:
         self.propose = propose
@@ -52,10 +53,18 @@ class Model:
             return {"content": json.dumps({"folder": self.propose(page, n, prompt), "reason": "scripted",
                                            "new_folder": True})}
         question = next(m["content"] for m in msgs if m["role"] == "user")
-        if msgs[-1]["role"] == "user":
+        tool_turns = sum(1 for m in msgs if m["role"] == "tool")
+        if tool_turns == 0:
             with self._lock:
                 self.asked.append(question)
-            return {"tool_calls": [("search", {"query": question, "k": 3})]}
+            return {"tool_calls": [("list_dir", {"path": "appliances/fridge"})]}
+        if tool_turns == 1:
+            words = set(re.findall(r"\w+", question.lower()))
+            folders = re.findall(r"^  (.+)/  \(", msgs[-1]["content"], re.MULTILINE)
+            overlap = {f: len(words & set(f.rsplit("/", 1)[-1].lower().split())) for f in folders}
+            best = max(folders, key=lambda f: overlap[f], default="")
+            path = best if best and overlap[best] >= 2 else ""
+            return {"tool_calls": [("search", {"query": question, "path": path, "k": 3})]}
         paths = re.findall(r"^\d+\. (.+?\.md) \(page", msgs[-1]["content"], re.MULTILINE)
         cited = self.cite(question, paths)
         return {"content": json.dumps({"answer": "Every 12 hours." if cited else "I cannot answer this from the "
