@@ -16,6 +16,7 @@ examples/corpus` produces it when run from the repository root).
 from __future__ import annotations
 
 import csv
+import datetime
 import shutil
 import sys
 import tempfile
@@ -29,6 +30,7 @@ QUESTIONS = HERE / "questions.csv"
 
 A4 = pymupdf.paper_rect("a4")
 MARGIN_X, TOP, BOTTOM = 62, 70, 780
+FIXED_TIME = datetime.datetime(2026, 1, 5, 9, 0, 0)
 NO_BREAK_START = set("。、，．」』）)・ー？！?!,.")
 
 
@@ -473,6 +475,7 @@ def make_docx(path: Path) -> None:
     d = Document()
     d.core_properties.title = "出張旅費規程"
     d.core_properties.author = "ハルモ電機 総務部"
+    d.core_properties.created = d.core_properties.modified = FIXED_TIME
 
     def page_break():
         d.add_paragraph().add_run().add_break(WD_BREAK.PAGE)
@@ -504,6 +507,18 @@ def make_docx(path: Path) -> None:
     d.add_paragraph("この規程は、2026年4月1日から施行する。")
     path.parent.mkdir(parents=True, exist_ok=True)
     d.save(path)
+    _freeze_zip(path)
+
+
+def _freeze_zip(path: Path) -> None:
+    """Fixed timestamps inside the OOXML package, so re-running the script gives identical bytes."""
+    import zipfile
+
+    with zipfile.ZipFile(path) as zf:
+        items = [(i.filename, zf.read(i.filename)) for i in zf.infolist()]
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in items:
+            zf.writestr(zipfile.ZipInfo(name, date_time=(2026, 1, 5, 9, 0, 0)), data, zipfile.ZIP_DEFLATED)
 
 
 def make_pptx(path: Path) -> None:
@@ -537,7 +552,9 @@ def make_pptx(path: Path) -> None:
                        "4月10日 発売"])
     slide("お問い合わせ", ["営業企画部 新製品担当", "社内チャット #gr-k460-launch"])
     path.parent.mkdir(parents=True, exist_ok=True)
+    prs.core_properties.created = prs.core_properties.modified = FIXED_TIME
     prs.save(path)
+    _freeze_zip(path)
 
 
 # --------------------------------------------------------------------------------------------- questions

@@ -494,19 +494,24 @@ class Checkpoint:
         return records
 
     def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open for the whole run
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open for the whole run
+        except OSError as e:
+            raise RagError(f"{self.path}: cannot write the checkpoint ({e.strerror or e})") from None
         try:
             import fcntl
 
             fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except ImportError:  # pragma: no cover - Windows: no advisory lock
             pass
-        except OSError:
+        except BlockingIOError:
             self._fh.close()
             self._fh = None
             raise RagError(f"{self.path}: another `rag batch` is running on this input; wait for it "
                            "or stop it first") from None
+        except OSError:  # a filesystem without locks: run unlocked
+            pass
 
     def append(self, record: dict) -> None:
         line = json.dumps(record, ensure_ascii=False, default=str).encode("utf-8") + b"\n"

@@ -349,14 +349,14 @@ class _Context:
             self._df = c
         return self._df
 
-    def idf(self, term: str) -> float:
-        """Rarity of a term in the source's pages (min document frequency of its tokens: an upper bound)."""
+    def df_of(self, term: str) -> int:
+        """Pages holding the term, at most (the least frequent of its tokens)."""
         toks = tokenize(term, drop_stopwords=True)
-        n = len(self.pages)
-        if not toks:
-            return 0.0
-        df = min(self.df.get(t, 0) for t in toks)
-        return math.log((n + 1) / (df + 0.5))
+        return min(self.df.get(t, 0) for t in toks) if toks else len(self.pages)
+
+    def idf(self, term: str) -> float:
+        """Rarity of a term in the source's pages."""
+        return math.log((len(self.pages) + 1) / (self.df_of(term) + 0.5))
 
     def phrase_ok(self, phrase: str) -> bool:
         """An English two-word phrase is a term when it recurs in the source ("security incident")."""
@@ -504,9 +504,10 @@ class _Block:
     tables: list[list[list[str]]] = field(default_factory=list)
 
 
-def parse_blocks(body: str) -> list[_Block]:
+def parse_blocks(body: str, skip: set[str] | frozenset[str] = frozenset()) -> list[_Block]:
     """The page as (heading, paragraphs, tables) blocks; list items and lines are paragraphs of their own
-    when they end a sentence, otherwise consecutive lines are joined."""
+    when they end a sentence, otherwise consecutive lines are joined. Lines whose shape is in `skip`
+    (running headers and footers) are left out."""
     blocks = [_Block(heading="")]
     para: list[str] = []
     table: list[list[str]] = []
@@ -523,7 +524,8 @@ def parse_blocks(body: str) -> list[_Block]:
             blocks[-1].tables.append([list(r) for r in table])
             table.clear()
 
-    lines = [part for raw in body.splitlines() for part in _INLINE_BULLET.split(raw)]
+    lines = [part for raw in body.splitlines() for part in _INLINE_BULLET.split(raw)
+             if not (skip and _shape(raw) in skip)]
     for line in lines:
         if "<!--" in line and "-->" in line and not _clean_inline(line):
             continue
@@ -589,7 +591,7 @@ _EN_GENERIC = STOPWORDS | frozenset(
     one two three new make made need needs required require requires well like just your you our we us
     his her him she he they them if else after before upon under over between during very much many
     some most same own both either neither every may also while where therefore however least
-    last first next able sure make makes take takes give gives keep keeps kept get gets got set sets put
+    last first next able none nor almost whether quite rather among along across toward towards sure make makes take takes give gives keep keeps kept get gets got set sets put
     puts go goes come comes see sees seen say says said know known want wants look looks find finds
     found tell tells ask asks work works seem seems feel feels try tries leave leaves call calls good
     better best bad worse high low large small big little long short old young early late true false
@@ -679,10 +681,14 @@ def term_weight(term: str, ctx: _Context, avoid: str = "") -> float:
         w += 0.6
     elif re.search(r"[一-龥ァ-ヴ가-힣]", term) and len(term) >= 3:
         w += 0.4
-    if re.fullmatch(r"[A-Za-z]+(?:ed|ing|ly)", term):
-        w -= 1.0
+    if re.fullmatch(r"[A-Za-z]+(?:ed|ing|ly|ic|ive|ous|ful|less|able|ible|al)", term):
+        w -= 1.0  # verb and adjective forms make poor topics: "reported", "empathetic"
     if term[:1].isupper() and term[1:2].isupper():
         w += 0.3  # an acronym: VPN, SOC
+    if re.fullmatch(r"[a-z][a-z'-]*", term) and ctx.df_of(term) <= 1 and len(ctx.pages) > 3:
+        w -= 1.5  # a plain word used once in the whole source is incidental ("almost", "align"), not a topic
+    elif re.search(r"[A-Z]", term[1:]) or re.search(r"\d", term) or (term[:1].isupper() and " " in term):
+        w += 0.5  # names, codes and titled phrases: "Footwork FA12", "FLAN-T5", "Access Control"
     if avoid and normalize(term) in normalize(avoid):
         w -= 2.0
     return w
@@ -821,13 +827,13 @@ def _lang_key(lang: str) -> str:
 def page_candidates(page: PageInfo, ctx: _Context, boiler: set[str]) -> list[Candidate]:
     """Every honest single-page question the offline generator can make from one page, best first."""
     lang = _lang_key(ctx.lang_of(page))
-    blocks = parse_blocks(page.body)
+    blocks = parse_blocks(page.body, boiler)
     headings = [b.heading for b in blocks if b.heading]
     out: list[Candidate] = []
     title = normalize(page.doc_title)
     for block in blocks:
-        context = block.heading or (headings[0] if headings else "") or page.section
-        context = context[:60]
+        context = next((h for h in (block.heading, headings[0] if headings else "", page.section)
+                        if _good_context(h)), "")
         # tables: "仕様: 定格内容積は？" -> the cell
         for table in block.tables:
             out.extend(_table_candidates(page, ctx, table, context, lang))
@@ -858,8 +864,15 @@ def page_candidates(page: PageInfo, ctx: _Context, boiler: set[str]) -> list[Can
     return uniq
 
 
+def _good_context(heading: str) -> bool:
+    """A heading worth naming in a question: short, not a fallback section ("pages_001-010")."""
+    h = heading.strip()
+    return 2 <= len(h) <= 40 and not re.fullmatch(r"pages_\d+-\d+|front matter", h) \
+        and not h.endswith((".", "。", "!", "?", "！", "？"))
+
+
 def _shape(sentence: str) -> str:
-    return re.sub(r"\d+", "#", normalize(sentence))
+    return re.sub(r"\d+", "#", normalize(sentence)).strip()
 
 
 def _checklist(answer: str, exclude: str, ctx: _Context, *, first: list[str] = ()) -> list[str]:
@@ -903,14 +916,19 @@ def _table_candidates(page: PageInfo, ctx: _Context, table: list[list[str]], con
     return out
 
 
+_KV_NOT_LABELS = frozenset("note notes source sources example examples e.g. figure table 注 注意 ※ 例 출처 참고 주".split())
 _KV = re.compile(r"^(?P<label>[^:：。.!?！？]{2,25}?)\s*[:：]\s*(?P<value>\S.*)$")
 
 
 def _kv_candidate(page: PageInfo, ctx: _Context, sentence: str, context: str, lang: str) -> Candidate | None:
     """A "label: value" line ("이사 날짜: 2026년 3월 14일", "チルドルーム：冷蔵室の最下段…") is a table row."""
     m = _KV.match(sentence)
-    if not m or re.search(r"https?$", m.group("label"), re.I):
+    if not m or len(m.group("value")) > 150:
         return None
+    label = m.group("label").strip()
+    if re.search(r"[()\[\]{}=,;\"“”]|https?$", label) or normalize(label) in _KV_NOT_LABELS \
+            or label[:1].islower() or re.match(r"(?i)(?:figure|fig\.|table|図|表|그림)\s*\d", label):
+        return None  # code, citations, "Note:" / "Source:" lines, a sentence that happens to hold a colon
     return _row_candidate(page, ctx, m.group("label").strip(), [("", m.group("value").strip())], context, lang,
                           "kv")
 
@@ -936,7 +954,8 @@ def _row_candidate(page: PageInfo, ctx: _Context, label: str, values: list[tuple
     first = []
     for _, v in values:  # a cell as one key point, or its numbers when it holds several ("2026년 3월 14일")
         nums = numbers_in(v)
-        first.extend(nums if len(nums) >= 2 else [v] if len(v) <= 30 else [])
+        atomic = len(v) <= 20 and not re.search(r"[、,;；]|\s-\s", v)
+        first.extend(nums if len(nums) >= 2 or (nums and not atomic) else [v] if atomic else [])
     checklist = _checklist(answer, question, ctx, first=first)
     if len(checklist) < 2 and _covered(label, answer):
         checklist = _checklist(answer, "", ctx, first=[*first, label])
@@ -976,7 +995,9 @@ def _sentence_candidate(page: PageInfo, ctx: _Context, sentence: str, context: s
     terms = [t for t in terms_in(sentence, ctx.phrase_ok) if ctx.idf(t) > 0.3]
     if not terms:
         return None
-    ranked = sorted((t for t in terms if not _covered(t, context)), key=lambda t: -term_weight(t, ctx))
+    units = " ".join(nums)  # "30 days": "days" names no topic, and the question would hint at the answer
+    ranked = sorted((t for t in terms if not _covered(t, context) and not _covered(t, units)),
+                    key=lambda t: -term_weight(t, ctx))
     # the question names the sentence's two most distinctive terms (not overlapping one another)
     topic: list[str] = []
     for t in ranked:
@@ -1029,10 +1050,12 @@ def _pick(cands: list[Candidate], n: int, turn: int, taken: set[str]) -> list[Ca
 
 
 def _boilerplate(pages: list[PageInfo]) -> set[str]:
-    """Sentence shapes (digits masked) repeated on 3+ pages of one document: headers, footers, notices."""
+    """Line shapes (digits masked) repeated on 3+ pages of one document: running headers, footers, page
+    numbers ("- 22 -", "13 PEW RESEARCH CENTER www.pewresearch.org"). Headings are content, not kept here."""
     per_doc: dict[str, Counter] = {}
     for p in pages:
-        shapes = {_shape(s) for s in split_sentences(_plain(p.body))}
+        shapes = {_shape(line) for line in p.body.splitlines()
+                  if line.strip() and not _HEADING_LINE.match(line) and not line.lstrip().startswith("|")}
         per_doc.setdefault(p.doc, Counter()).update(shapes)
     return {s for c in per_doc.values() for s, n in c.items() if n >= 3}
 

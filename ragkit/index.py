@@ -36,7 +36,6 @@ import sqlite3
 import sys
 import threading
 import unicodedata
-import zlib
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -54,7 +53,7 @@ log = logging.getLogger(__name__)
 CACHE_DIR = ".ragkit"
 CACHE_FILE = "index.sqlite"
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "2"
+ANALYSIS_VERSION = "3"
 
 # BM25F: a term in the folder path or in a heading counts as this many body occurrences.
 FIELDS = ("path", "head", "body")
@@ -72,6 +71,7 @@ PHRASE_WEIGHT = 1.0
 DENSE_WEIGHT = 0.5
 EMBED_CHARS = 500  # of each page's text, for its vector
 EMBED_DIM = 512
+ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 DOC_K1 = 1.2
 DOC_B = 0.75
 
@@ -90,7 +90,7 @@ class _Analysed:
     title: str
     group: str
     terms: dict[str, tuple[int, int, int]]  # term -> counts in (path, head, body)
-    pairs: bytes  # hashes of adjacent content-term pairs of the body (for the phrase bonus)
+    seq: list[str]  # the body's terms in order, stopwords dropped (for the phrase bonus)
     lens: tuple[int, int, int]
 
 
@@ -123,7 +123,7 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     for fi, ftext in enumerate(fields):
         toks = tokenize(ftext)
         if fi == 2:
-            pairs = pair_hashes(toks)
+            seq = [t for t in toks if t not in STOPWORDS]
         lens.append(len(toks))
         for tok, c in Counter(toks).items():
             counts.setdefault(tok, [0, 0, 0])[fi] = min(c, 65535)
@@ -137,16 +137,40 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
         group=_group_of(rel, meta.source),
         terms={t: tuple(c) for t, c in counts.items()},  # type: ignore[misc]
         lens=(lens[0], lens[1], lens[2]),
-        pairs=pairs.tobytes(),
+        seq=seq,
     )
 
 
-def pair_hashes(tokens: list[str]) -> np.ndarray:
-    """Sorted unique 32-bit hashes of adjacent term pairs (stopwords skipped): a cheap phrase/proximity signal
-    ("operating profit", "causal graph"; for CJK bigrams a pair is a trigram)."""
-    toks = [t for t in tokens if t not in STOPWORDS]
-    hs = {zlib.crc32(f"{a}\x1f{b}".encode()) for a, b in zip(toks, toks[1:], strict=False)}
-    return np.array(sorted(hs), dtype="<u4")
+def _pairs(ids: np.ndarray) -> np.ndarray:
+    """Sorted unique adjacent term-id pairs (a << 32 | b) of a term sequence: a cheap phrase/proximity signal
+    ("operating profit", "causal graph"; for CJK bigrams a pair is a trigram). Ids < 0 (unknown) never pair."""
+    ids = ids.astype(np.int64)
+    a, b = ids[:-1], ids[1:]
+    ok = (a >= 0) & (b >= 0)
+    return np.unique((a[ok] << 32) | b[ok]).astype("<u8")
+
+
+def _mp_methods() -> list[str]:
+    import multiprocessing
+
+    return multiprocessing.get_all_start_methods()
+
+
+def _analyse_many(db: str, items: list[tuple[str, int, int, str | None]]) -> list[_Analysed | tuple | None]:
+    """Worker: read and analyse page files. Per item: _Analysed, ("same", rel, mtime, size) when the content
+    hash is unchanged, or None when the file is gone."""
+    out: list[_Analysed | tuple | None] = []
+    for rel, mtime_ns, size, old_sha in items:
+        try:
+            raw = (Path(db) / rel).read_bytes()
+        except OSError:
+            out.append(None)
+            continue
+        if old_sha is not None and old_sha == hashlib.sha1(raw).hexdigest():
+            out.append(("same", rel, mtime_ns, size))
+        else:
+            out.append(_analyse(rel, raw, mtime_ns, size))
+    return out
 
 
 def _pack(tids: np.ndarray, counts: np.ndarray) -> bytes:
@@ -323,19 +347,21 @@ class Index:
                 seq = int(conn.execute("SELECT value FROM meta WHERE key='seq'").fetchone()[0]) + 1
                 new_terms: list[tuple[int, str]] = []
                 rows = []
+                ids = self._term_ids
                 for a in added:
-                    tids = np.empty(len(a.terms), np.int32)
-                    counts = np.empty((len(a.terms), 3), np.uint16)
-                    for i, (term, c) in enumerate(a.terms.items()):
-                        tid = self._term_ids.get(term)
+                    tid_list = []
+                    for term in a.terms:
+                        tid = ids.get(term)
                         if tid is None:
                             self._max_tid += 1
-                            tid = self._term_ids[term] = self._max_tid
+                            tid = ids[term] = self._max_tid
                             new_terms.append((tid, term))
-                        tids[i] = tid
-                        counts[i] = c
+                        tid_list.append(tid)
+                    tids = np.array(tid_list, dtype=np.int32)
+                    counts = np.array(list(a.terms.values()), dtype=np.uint16).reshape(len(tid_list), 3)
+                    pairs = _pairs(np.array([ids[t] for t in a.seq], dtype=np.int64))
                     rows.append((a.rel, seq, a.mtime_ns, a.size, a.sha, a.page, a.title, a.group,
-                                 json.dumps(a.lens), _pack(tids, counts), a.pairs))
+                                 json.dumps(a.lens), _pack(tids, counts), pairs.tobytes()))
                 conn.executemany("INSERT INTO terms (id, term) VALUES (?, ?)", new_terms)
                 conn.executemany("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
                 conn.executemany("DELETE FROM deleted WHERE rel=?", [(a.rel,) for a in added])
@@ -456,32 +482,46 @@ class Index:
             self._ingest(todo, removed, show)
 
     def _ingest(self, todo: list[tuple[str, int, int]], removed: list[str], show: bool) -> None:
-        batch: list[_Analysed] = []
-        touched: list[tuple[str, int, int]] = []
+        items = [(rel, m, sz, (self._stat.get(rel) or (0, 0, None))[2]) for rel, m, sz in todo]
+        chunks = [items[i : i + 500] for i in range(0, len(items), 500)]
+        workers = min(ANALYSE_WORKERS, os.cpu_count() or 1, len(chunks))
         bar = None
         if show and len(todo) > 200:
             from tqdm import tqdm
 
             bar = tqdm(total=len(todo), desc="indexing pages", unit="page", file=sys.stderr)
+        pool = None
         try:
-            for rel, mtime_ns, size in todo:
-                try:
-                    raw = (self.db / rel).read_bytes()
-                except OSError:
-                    removed.append(rel)
-                    continue
-                old = self._stat.get(rel)
-                if old is not None and old[2] == hashlib.sha1(raw).hexdigest():
-                    touched.append((rel, mtime_ns, size))  # same content, new stat: no re-analysis
-                else:
-                    batch.append(_analyse(rel, raw, mtime_ns, size))
+            # Processes only when this process has no other thread: fork is then safe, and spawn would
+            # re-run a user's script that lacks a __main__ guard.
+            if (workers > 1 and len(items) >= 2000 and threading.active_count() == 1
+                    and "fork" in _mp_methods()):
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                results = pool.map(_analyse_many, [str(self.db)] * len(chunks), chunks)
+            else:
+                results = (_analyse_many(str(self.db), c) for c in chunks)
+            batch: list[_Analysed] = []
+            touched: list[tuple[str, int, int]] = []
+            for chunk, res in zip(chunks, results, strict=True):
+                for (rel, _m, _s, _o), r in zip(chunk, res, strict=True):
+                    if r is None:
+                        removed.append(rel)
+                    elif isinstance(r, tuple):
+                        touched.append((r[1], r[2], r[3]))  # same content, new stat: no re-analysis
+                    else:
+                        batch.append(r)
                 if bar is not None:
-                    bar.update(1)
+                    bar.update(len(chunk))
                 if len(batch) >= 2000:
                     self._write(batch, touched, [])
                     batch, touched = [], []
             self._write(batch, touched, [r for r in removed if r in self._stat])
         finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
             if bar is not None:
                 bar.close()
 
@@ -635,7 +675,8 @@ class Index:
 
     def _phrase_bonus(self, query: str, rows: list[tuple[int, str, str]], kw: np.ndarray) -> np.ndarray:
         """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score."""
-        qp = pair_hashes(tokenize(query))
+        toks = [t for t in tokenize(query) if t not in STOPWORDS]
+        qp = _pairs(np.array([self._term_ids.get(t, -1) for t in toks], dtype=np.int64))
         if not len(qp) or len(rows) < 2 or not PHRASE_WEIGHT:
             return kw
         rels = [r for _d, r, _s in rows]
@@ -643,7 +684,7 @@ class Index:
             f"SELECT rel, pairs FROM pages WHERE rel IN ({','.join('?' * len(rels))})", rels).fetchall())
         matched = np.zeros(len(rels))
         for i, r in enumerate(rels):
-            have = np.frombuffer(blobs.get(r) or b"", dtype="<u4")
+            have = np.frombuffer(blobs.get(r) or b"", dtype="<u8")
             if len(have):
                 pos = np.minimum(np.searchsorted(have, qp), len(have) - 1)
                 matched[i] = np.count_nonzero(have[pos] == qp)

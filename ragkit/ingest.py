@@ -44,8 +44,8 @@ Decisions (DESIGN §1 is the contract; these fill in what it leaves open):
   a space elsewhere); whitespace between two Han/Kana characters is removed (`text.join_cjk_breaks`),
   but between two Hangul syllables spaces are kept, because Korean separates words with spaces.
 - PDF markdown: headings from font size (sizes clearly above the document's body size, largest = `#`),
-  bullets (•・●○■□▪◆◇-*) as `- ` items, ruled tables through PyMuPDF's `find_tables` only on pages whose
-  text layout looks tabular (find_tables on every page would halve throughput).
+  bullets (•・●○■□▪◆◇-*) as `- ` items, tables where text lines up in >= 2 columns over >= 2 rows (wrapped
+  cells joined). PyMuPDF's `find_tables` is not used: it cost 0.1-6 s per page here, 20-1000x the rest.
 """
 
 from __future__ import annotations
@@ -243,18 +243,26 @@ def _pdf_lines(page, flags: int) -> list[list]:
             continue
         for line in block["lines"]:
             spans = line["spans"]
-            text = "".join(s["text"] for s in spans)
-            if not text.strip():
-                continue
-            # the size that covers most characters of the line
-            sizes: Counter = Counter()
-            bold = True
-            for s in spans:
-                if s["text"].strip():
-                    sizes[round(s["size"] * 2) / 2] += len(s["text"])
-                    if not (s["flags"] & 16 or "bold" in s["font"].lower()):
-                        bold = False
-            size = sizes.most_common(1)[0][0] if sizes else 0.0
+            if len(spans) == 1:  # the common case, kept cheap
+                s = spans[0]
+                text = s["text"]
+                if not text.strip():
+                    continue
+                size = round(s["size"] * 2) / 2
+                bold = bool(s["flags"] & 16) or "Bold" in s["font"]
+            else:
+                text = "".join(s["text"] for s in spans)
+                if not text.strip():
+                    continue
+                # the size that covers most characters of the line
+                sizes: dict[float, int] = {}
+                bold = True
+                for s in spans:
+                    if s["text"].strip():
+                        k = round(s["size"] * 2) / 2
+                        sizes[k] = sizes.get(k, 0) + len(s["text"])
+                        bold = bold and (bool(s["flags"] & 16) or "Bold" in s["font"])
+                size = max(sizes, key=sizes.__getitem__)
             x0, y0, x1, y1 = line["bbox"]
             out.append([bno, x0, y0, x1, y1, size, bold, text])
     return out
@@ -290,47 +298,82 @@ def _join_wrapped(a: str, b: str) -> str:
 
 
 def _rows(lines: list[list]) -> list[list]:
-    """Merge lines that sit on one baseline, left to right, into rows: [x0, y0, x1, y1, size, bold, text, gaps]
-    where gaps counts wide horizontal gaps (a hint that the row is a table row)."""
+    """Merge lines that sit on one baseline, left to right, into rows [x0, y0, x1, y1, size, bold, cells]
+    where cells = [[x0, x1, text], ...] split at wide horizontal gaps (table columns)."""
     rows: list[list] = []
     for _bno, x0, y0, x1, y1, size, bold, text in lines:
+        text = text.strip()
         last = rows[-1] if rows else None
         if last and abs(y1 - last[3]) < 2 and x0 >= last[2] - 1:
-            wide = x0 - last[2] > 1.5 * max(size, 1)
-            sep = " | " if wide and not _BULLET_ONLY.match(last[6]) else " "
-            last[6] = last[6].rstrip() + sep + text.strip()
+            cell = last[6][-1]
+            if x0 - last[2] > 1.5 * max(size, 1) and not _BULLET_ONLY.match(cell[2]):
+                last[6].append([x0, x1, text])
+            else:
+                cell[1], cell[2] = x1, cell[2] + " " + text
             last[2], last[4] = x1, max(last[4], size)
             last[5] = last[5] and bold
-            last[7] += int(wide)
         else:
-            rows.append([x0, y0, x1, y1, size, bold, text.strip(), 0])
+            rows.append([x0, y0, x1, y1, size, bold, [[x0, x1, text]]])
     return rows
 
 
 _BULLET_ONLY = re.compile(f"^\\s*[{_BULLETS}]\\s*$")
 
 
-def _pdf_page_markdown(page, lines: list[list], levels: dict[float, int], tables: bool) -> str:
+def _md_cell(text: str) -> str:
+    return join_breaks(text).replace("|", "\\|").strip()
+
+
+def _take_table(rows: list[list], i: int) -> tuple[str, int]:
+    """A table made of rows[i:] when they line up in >= 2 columns over >= 2 rows: (markdown, next index),
+    else ("", i). Rows whose cells miss the first column continue the previous row (wrapped cells)."""
+    first = rows[i]
+    if len(first[6]) < 2:
+        return "", i
+    size = first[4] or 10
+    cols = [c[0] for c in first[6]]
+    tol = size * 1.5
+
+    def col_of(x: float) -> int | None:
+        best = min(range(len(cols)), key=lambda k: abs(cols[k] - x))
+        return best if abs(cols[best] - x) <= tol else None
+
+    table = [[c[2] for c in first[6]]]
+    bottom = first[3]
+    j = i + 1
+    while j < len(rows):
+        x0, y0, _x1, y1, rsize, _bold, cells = rows[j]
+        gap = y0 - bottom
+        if gap < -2 or gap > 2.2 * size or abs(rsize - size) > 2:
+            break
+        idx = [col_of(c[0]) for c in cells]
+        if None in idx or len(set(idx)) != len(idx):
+            break
+        if 0 in idx and len(cells) >= 2:
+            row = [""] * len(cols)
+            for k, c in zip(idx, cells, strict=True):
+                row[k] = c[2]
+            table.append(row)
+        elif gap < 0.8 * size:  # a wrapped cell: continue the previous row
+            for k, c in zip(idx, cells, strict=True):
+                table[-1][k] = _join_wrapped(table[-1][k], c[2])
+        else:
+            break
+        bottom = y1
+        j += 1
+    if len(table) < 2:
+        return "", i
+    lines = ["| " + " | ".join(_md_cell(c) for c in table[0]) + " |",
+             "|" + "---|" * len(cols)]
+    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table[1:]]
+    return "\n".join(lines), j
+
+
+def _pdf_page_markdown(lines: list[list], levels: dict[float, int]) -> str:
+    """Markdown of one page from its line records: headings by font size, bullets, paragraphs with wrapped
+    lines joined, and tables where text lines up in columns (no find_tables: it costs seconds per page)."""
     rows = _rows(lines)
-    table_md: list[tuple[tuple, str]] = []
-    if tables and sum(1 for r in rows if r[7]) >= 2:  # cheap pre-check: find_tables is slow
-        try:
-            for tab in page.find_tables().tables:
-                md = tab.to_markdown(clean=False).strip()
-                if md:
-                    table_md.append((tuple(tab.bbox), md))
-        except Exception:  # a table we cannot read stays plain text
-            table_md = []
-
-    def in_table(x0, y0, x1, y1) -> int:
-        cx, cy = (x0 + x1) / 2, (y0 + y1) / 2
-        for i, (bb, _) in enumerate(table_md):
-            if bb[0] - 1 <= cx <= bb[2] + 1 and bb[1] - 1 <= cy <= bb[3] + 1:
-                return i
-        return -1
-
     parts: list[str] = []
-    emitted: set[int] = set()
     cur: list = []  # [kind, text, left, y1, size, level]
 
     def flush():
@@ -342,15 +385,18 @@ def _pdf_page_markdown(page, lines: list[list], levels: dict[float, int], tables
                 parts.append("#" * level + " " + text if kind == "h" else text)
             cur.clear()
 
-    for x0, y0, x1, y1, size, _bold, text, _gaps in rows:
-        if table_md:
-            ti = in_table(x0, y0, x1, y1)
-            if ti >= 0:
-                if ti not in emitted:
-                    flush()
-                    parts.append(table_md[ti][1])
-                    emitted.add(ti)
+    i = 0
+    while i < len(rows):
+        x0, y0, x1, y1, size, _bold, cells = rows[i]
+        if len(cells) > 1:
+            md, nxt = _take_table(rows, i)
+            if md:
+                flush()
+                parts.append(md)
+                i = nxt
                 continue
+        i += 1
+        text = " | ".join(c[2] for c in cells).strip()
         if not text:
             continue
         close = bool(cur) and abs(size - cur[4]) <= 0.5 and 0 <= y0 - cur[3] < size * 0.9
@@ -375,11 +421,8 @@ def _pdf_page_markdown(page, lines: list[list], levels: dict[float, int], tables
         flush()
         cur[:] = ["p", text, x0 - size * 2.5, y1, size, 0]  # left: allow a first-line indent
     flush()
-    for i, (_, md) in enumerate(table_md):
-        if i not in emitted:
-            parts.append(md)
     # joined per block: a line break that separates a heading from its text is structure, not wrapping
-    return "\n\n".join(join_breaks(part) for part in parts)
+    return "\n\n".join(p if p.startswith("| ") else join_breaks(p) for p in parts)
 
 
 def _pdf_title(doc, first_heading: str, stem: str) -> str:
@@ -430,7 +473,7 @@ def _convert_pdf(job: _Job) -> _DocResult:
                 bodies.append(NO_TEXT_MARKER)
                 continue
             try:
-                md = _pdf_page_markdown(doc[i], all_lines[i], levels, tables=True)
+                md = _pdf_page_markdown(all_lines[i], levels)
             except Exception:
                 md = join_breaks("\n".join(ln[7] for ln in all_lines[i]))
             if not first_heading:
@@ -898,7 +941,7 @@ def _run_jobs(jobs: list[_Job], workers: int | None, progress: bool):
                 bar.update(1)
                 yield res
             return
-        with ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker) as pool:
+        with ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker, mp_context=_mp_context()) as pool:
             futures = [pool.submit(_process, job) for job in jobs]
             try:
                 for fut in as_completed(futures):
@@ -910,6 +953,18 @@ def _run_jobs(jobs: list[_Job], workers: int | None, progress: bool):
                 raise
     finally:
         bar.close()
+
+
+def _mp_context():
+    """forkserver on Linux: forking a process that already runs threads (markitdown's imports start some,
+    so do test runners and servers) can deadlock the child; a fresh server process cannot."""
+    import multiprocessing as mp
+
+    if "forkserver" in mp.get_all_start_methods():
+        ctx = mp.get_context("forkserver")
+        ctx.set_forkserver_preload(["ragkit.ingest"])
+        return ctx
+    return None
 
 
 def _size(path: str) -> int:

@@ -364,6 +364,10 @@ def folder_listing(pages: Iterable[str], scope: str, focus: str = "", *, max_ent
 
 
 # -- proposals ---------------------------------------------------------------------------------------
+class NoFolderLeft(RagError):
+    """Every folder the proposers could offer was refused or already tried."""
+
+
 @dataclass
 class Proposal:
     folder: str  # validated, db-relative
@@ -426,15 +430,15 @@ def validate_folder(db: Path, raw: Any, *, original: str) -> str:
 _CJK_TERM = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u30a0-\u30ffー々A-Za-z0-9]{2,}")
 _KO_PARTICLE = re.compile(r"(으로는|으로|에서|에게|까지|부터|하고|이나|에는|은|는|이|가|을|를|에|의|로|와|과|도|만)$")
 _QUESTION_WORDS = frozenset(
-    "how what why which when where who whom whose please explain describe tell list give does many much "
+    "how what why which when where who whom whose please explain describe tell list give does many much often "
     "어떻게 무엇 무엇인가요 언제 어디 왜 누구 어느 몇 있나요 합니까 인가요 무엇입니까 "
-    "何 どう どの いつ どこ なぜ 教えて ください".split()
+    "何 何度 何回 何日 何時 何年 何人 何個 どう どの いつ どこ なぜ 教えて ください".split()
 )
 
 
-def key_phrase(question: str, *, max_terms: int = 3) -> str:
-    """A short folder name from the question's key terms: content words (English), kanji/katakana runs
-    (Japanese/Chinese; hiragana particles split them), particle-stripped words (Korean)."""
+def key_terms(question: str) -> list[str]:
+    """The question's content terms, in order: words (English, stopwords and question words dropped),
+    kanji/katakana runs (Japanese/Chinese; hiragana particles split them), particle-stripped words (Korean)."""
     lang = detect_lang(question)
     q = unicodedata.normalize("NFKC", question)
     if lang in ("ja", "zh"):
@@ -447,32 +451,46 @@ def key_phrase(question: str, *, max_terms: int = 3) -> str:
     for t in candidates:
         if t and t.casefold() not in _QUESTION_WORDS and t not in terms:
             terms.append(t)
-        if len(terms) >= max_terms:
-            break
-    return sanitize_name(" ".join(terms), fallback="questions", max_len=MAX_COMPONENT)
+    return terms
+
+
+def key_phrase(question: str, *, max_terms: int = 3, terms: list[str] | None = None) -> str:
+    """A short folder name from the question's first `max_terms` key terms (at most MAX_COMPONENT chars)."""
+    words = (key_terms(question) if terms is None else terms)[:max_terms]
+    return sanitize_name(" ".join(words), fallback="questions", max_len=MAX_COMPONENT)
 
 
 def offline_proposals(question: str, original: str, page_text: str) -> list[tuple[str, str]]:
-    """Deterministic folders to try in order, as (folder, reason): the question's key terms inside the
-    page's document folder, at scope level, inside the page's section, then with the page heading."""
+    """Deterministic folders to try in order, as (folder, reason). The index weighs folder names, so each
+    attempt puts different question words into the copy's path: the key terms, all content terms, the
+    terms the page itself lacks (the vocabulary gap between asker and document), the key terms at other
+    places, and the key terms with the page heading."""
     folders = original.split("/")[:-1]
     scope = scope_of(original)
     document = "/".join(folders[:2]) if len(folders) >= 2 else (folders[0] if folders else "")
     section = "/".join(folders)
-    name = key_phrase(question)
+    _, body = parse_page(page_text)
+    terms = key_terms(question)
+    page_norm = normalize(body)
+    gap = [t for t in terms if normalize(t) not in page_norm]
+    name = key_phrase(question, terms=terms)
+    heading = sanitize_name(first_heading(body), fallback="", max_len=MAX_COMPONENT)
 
     def at(base: str, leaf: str) -> str:
         return f"{base}/{leaf}" if base else leaf
 
     out = [(at(document, name), "a folder named after the question's key terms, in the page's document"),
+           (at(document, key_phrase(question, max_terms=12, terms=terms)), "all the question's content terms"),
+           (at(document, key_phrase(question, max_terms=12, terms=gap)) if gap else "",
+            "the question's terms the page does not contain"),
            (at(scope, name), "the question's key terms at category level"),
            (at(section, name), "the question's key terms inside the page's section")]
-    heading = sanitize_name(first_heading(parse_page(page_text)[1]), fallback="", max_len=MAX_COMPONENT)
     if heading:
-        combo = sanitize_name(f"{name} {heading}", fallback=name, max_len=MAX_COMPONENT)
-        out.append((at(document, combo), "the key terms plus the page heading"))
-        out.append((at(scope, combo), "the key terms plus the page heading at category level"))
-    return out
+        combo = sanitize_name(f"{name} {heading}", max_len=MAX_COMPONENT)
+        out += [(at(document, combo), "the key terms plus the page heading"),
+                (at(scope, combo), "the key terms plus the page heading at category level")]
+    seen: set[str] = set()
+    return [(f, why) for f, why in out if f and not (f in seen or seen.add(f))]
 
 
 # -- copies ------------------------------------------------------------------------------------------
@@ -900,7 +918,7 @@ def propose(ctx: _Ctx, question: str, original: str, *, tried: list[dict]) -> Pr
             if problems:
                 return Proposal(folder, f"{reason} (model's folders refused: {'; '.join(problems)})", "fallback")
             return Proposal(folder, reason, "offline")
-    raise RagError(f"no acceptable folder left for {original}" + (f": {'; '.join(problems)}" if problems else ""))
+    raise NoFolderLeft(f"no acceptable folder left for {original}" + (f": {'; '.join(problems)}" if problems else ""))
 
 
 def _proposal_messages(ctx: _Ctx, question: str, original: str, page_text: str, tried: list[dict]) -> list[dict]:
@@ -953,7 +971,8 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
             res.records.extend(made)
             if not isinstance(e, Exception):
                 raise
-            res.error = f"attempt {attempt}: {_one_line(e)}"
+            if not (isinstance(e, NoFolderLeft) and final is not None):  # else: nothing left to try
+                res.error = f"attempt {attempt}: {_one_line(e)}"
             break
         if final is not None:  # the final attempt's answer is counted by batch.rescore_row
             ctx.add_usage(final[0].usage)

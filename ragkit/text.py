@@ -28,6 +28,8 @@ _CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
 _HAN_KANA = "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _CJK_GAP = re.compile(f"(?<=[{_HAN_KANA}])[ \t\u3000]*\n?[ \t\u3000]*(?=[{_HAN_KANA}])")
 _TOKEN = re.compile(f"[{_CJK_CLASS}]+|[^\\W_]+", re.UNICODE)
+# CJK runs and Latin/digit words as two groups; a word stops where CJK starts ("usb接続" -> "usb", "接続").
+_TOKEN_PARTS = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_{_CJK_CLASS}]+)")
 _HANGUL = re.compile("[\uac00-\ud7af]")
 _KANA = re.compile("[\u3040-\u30ff]")
 
@@ -59,15 +61,15 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     A single CJK character on its own stays a unigram so one-character queries still match something.
     """
     out: list[str] = []
-    for m in _TOKEN.finditer(normalize(text)):
-        tok = m.group(0)
-        if CJK_RE.match(tok):
-            if len(tok) == 1:
-                out.append(tok)
+    append, extend = out.append, out.extend
+    for cjk, word in _TOKEN_PARTS.findall(normalize(text)):
+        if cjk:
+            if len(cjk) == 1:
+                append(cjk)
             else:
-                out.extend(tok[i : i + 2] for i in range(len(tok) - 1))
-        elif not (drop_stopwords and tok in STOPWORDS):
-            out.append(tok)
+                extend([a + b for a, b in zip(cjk, cjk[1:], strict=False)])
+        elif not (drop_stopwords and word in STOPWORDS):
+            append(word)
     return out
 
 

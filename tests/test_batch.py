@@ -126,6 +126,8 @@ def checklist_judge(covered: bool = True):
             return {"content": json.dumps({"accuracy": 0.9, "completeness": 0.8, "citations": 0.8,
                                            "context_relevance": 0.9, "reasoning": {}, "issues": [],
                                            "strengths": []})}
+        if judge_kind(body) == "folder_proposal":  # the optimizer, after a batch that missed a page
+            return {"content": json.dumps({"folder": "manuals/router/help", "reason": "r", "new_folder": True})}
         return {"content": json.dumps({"correct": True, "reason": "same"})}
 
     return judge
@@ -248,30 +250,44 @@ def test_results_csv_as_input_replaces_its_computed_columns(isolated_env):
     assert again.results_path != first.results_path and first.results_path.exists()
 
 
-def test_undefined_ratios_are_empty_cells_and_formulas_escaped(isolated_env):
+def test_undefined_ratios_are_empty_cells_and_formulas_escaped(isolated_env, scripted_server):
     db = make_db(isolated_env)
-    inp = write_input(isolated_env / "q.csv", [HEADER,
-                                               ["Q1 formula?", "", "", "", ""],
-                                               ["Q2 dash?", "", ROUTER, "", "reset"]])
-
-    def answer_fn(question, settings, *, strategy, index, provider):
-        text = "=HYPERLINK(\"http://x\")" if question.startswith("Q1") else "-1 is not the answer"
-        return Answer(question=question, answer=text, refused=False, provider="test", model="test")
-
-    report = B.run_batch(inp, offline(db, isolated_env), progress=False, answer_fn=answer_fn)
+    q1, q2 = "Q1 formula?", "Q2 dash?"
+    inp = write_input(isolated_env / "q.csv", [HEADER, [q1, "", "", "", ""], [q2, "", ROUTER, "", "reset"]])
+    answers = {q1: ('=HYPERLINK("http://x")', ["manuals/router/wifi/page_002.md"]),
+               q2: ("-1 is not the answer", [])}
+    scripted_server.set_responder(agent_responder(answers, judge=checklist_judge()))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results")
+    report = B.run_batch(inp, settings, progress=False)
+    assert not report.errors, report.errors
     rows = raw_rows(report.results_path)
     header = rows[0]
-    q1, q2 = (dict(zip(header, r, strict=True)) for r in rows[1:])
-    assert q1["RAG Answer"] == "'=HYPERLINK(\"http://x\")" and q2["RAG Answer"] == "'-1 is not the answer"
+    r1, r2 = (dict(zip(header, r, strict=True)) for r in rows[1:])
+    assert r1["RAG Answer"] == "'=HYPERLINK(\"http://x\")"  # a spreadsheet shows it, never runs it
     # unanswerable and answered: FP = 1, others 0; Recall = 0/0 is undefined, Precision = 0/1
-    assert (q1["Checklist FP"], q1["Checklist Recall"], q1["Checklist Precision"]) == ("1", "", "0.0")
-    assert q1["Checklist F1"] == "" and q1["Checklist Specificity"] == "0.0"
-    assert q1["Ref Recall"] == "" and q1["Ref Precision"] == "" and q1["Ref Specificity"] == "1.0"
-    # nothing retrieved: Ref Precision undefined; no cell anywhere says nan
-    assert q2["Ref Precision"] == "" and q2["Ref Recall"] == "0.0"
+    assert (r1["Checklist FP"], r1["Checklist Recall"], r1["Checklist Precision"]) == ("1", "", "0.0")
+    assert r1["Checklist F1"] == "" and r1["Checklist Specificity"] == "0.0"
+    assert r1["Ref Recall"] == "" and r1["Ref Precision"] == "0.0" and r1["Ref FP"] == "1"
+    # answerable and refused (nothing cited): FN = all items; nothing retrieved: Ref Precision undefined
+    assert r2["Refused"] == "True" and r2["Checklist FN"] == "1" and r2["Checklist Precision"] == ""
+    assert r2["Ref Precision"] == "" and r2["Ref Recall"] == "0.0"
     assert not any(v.lower() in ("nan", "none") for r in rows for v in r)
-    # ragkit reads its own file back without the apostrophes
-    assert read_csv(report.results_path)["RAG Answer"].tolist()[0] == "=HYPERLINK(\"http://x\")"
+    # ragkit reads its own file back without the apostrophe
+    assert read_csv(report.results_path)["RAG Answer"].tolist()[0] == '=HYPERLINK("http://x")'
+
+
+def test_formula_looking_cells_of_every_kind_are_escaped(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question", "Note"], ["How do I reset the router?", "@SUM(1)"]])
+    texts = ["+1 call me", "-cmd|' /C calc'!A0", "@import"]
+
+    def answer_fn(question, settings, *, strategy, index, provider):
+        return Answer(question=question, answer=texts.pop(0), refused=False)
+
+    for expected in ["'+1 call me", "'-cmd|' /C calc'!A0", "'@import"]:
+        report = B.run_batch(inp, offline(db, isolated_env), progress=False, answer_fn=answer_fn)
+        row = dict(zip(*raw_rows(report.results_path)[:2], strict=True))
+        assert row["RAG Answer"] == expected and row["Note"] == "'@SUM(1)"
 
 
 def test_resume_flag_without_checkpoint_fails(isolated_env):
@@ -399,6 +415,13 @@ def test_cli_exit_1_when_a_row_fails(isolated_env, scripted_server, monkeypatch)
     scripted_server.set_responder(respond)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-KEY")
     monkeypatch.setenv("OPENAI_API_BASE", scripted_server.base_url)
+    import ragkit.cli
+    import ragkit.config
+
+    def fast_retries(**kw):  # the CLI's settings, with the test server's short backoff
+        return ragkit.config.load_settings(**kw).with_(retry_base_delay=0.01, retry_max_delay=0.05)
+
+    monkeypatch.setattr(ragkit.cli, "load_settings", fast_retries)
     result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(db), "--no-cache", "--workers", "2"])
     assert result.exit_code == 1, result.output
     assert "1 error" in result.output and "run the same command again" in result.output
@@ -539,3 +562,13 @@ def test_unknown_model_cost_is_unknown_not_zero(isolated_env, scripted_server):
     B.print_batch_report(report, console)
     text = console.export_text()
     assert "cost: unknown" in text and str(report.results_path) in text and "wall time:" in text
+
+
+def test_progress_bar_shows_running_recalls_on_stderr(isolated_env, capsys):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [HEADER, ["How do I reset the router?", "x", ROUTER, "1",
+                                                       "hold the reset button"]])
+    B.run_batch(inp, offline(db, isolated_env), progress=True)
+    captured = capsys.readouterr()
+    assert "batch" in captured.err and "ref_recall=1.00" in captured.err and "checklist_recall=1.00" in captured.err
+    assert "ref_recall" not in captured.out

@@ -442,4 +442,4 @@ def test_sample_corpus_shape(sample_db):
     assert {"安全上のご注意", "各部の名前", "使いかた", "お手入れ", "仕様"} <= sections
     assert any("|---" in (sample_db / p).read_text(encoding="utf-8") for p in fridge)
     assert any(p.startswith("공지/") for p in pages) and any(p.endswith(".md") and "新製品説明会" in p for p in pages)
-    assert sum((p.stat().st_size for p in (EXAMPLES / "corpus").rglob("*") if p.is_file())) < 3 * 1024 * 1024
+    assert sum(p.stat().st_size for p in (EXAMPLES / "corpus").rglob("*") if p.is_file()) < 3 * 1024 * 1024

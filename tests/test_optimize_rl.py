@@ -242,3 +242,18 @@ def test_offline_rl_loop_end_to_end(db):
         assert report.analysed == 0
     else:
         assert report.rows[0]["Attempts"] >= 1
+
+
+def test_offline_loop_stops_cleanly_when_no_folder_is_left(isolated_env):
+    db = make_db(isolated_env, {"notes/page_001.md": ("Notes", "", 1, "# Fridge\nThe fridge hums quietly."),
+                                "notes/page_002.md": ("Notes", "", 2, "# Washer\nThe washer spins fast.")})
+    rows = [{"Question": "What colour is the evening sky over the sea?", "Reference Document":
+             "database/notes/page_001.md", "Retrieved Files": ""}]
+    csv = write_input(db, rows)
+    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=True, progress=False)
+    # only two distinct folders exist for a page directly under its category: two attempts, then it stops
+    assert report.errors == [] and report.rows[0]["Attempts"] == 2
+    assert [c.copy for c in report.copies] == ["notes/evening sky sea/page_001.md",
+                                               "notes/evening sky sea Fridge/page_001.md"]
+    assert (report.created, report.rolled_back, report.kept) == (2, 2, 0)
+    assert files(db) == {"notes/page_001.md", "notes/page_002.md"}
