@@ -25,15 +25,24 @@ How a batch runs
    recorded in `Judge Error` and never loses the answer.
 3. Every finished row is appended at once (flushed and fsync'ed) to a checkpoint, one JSON line per row
    with its input position, its question, the answer and the scored columns.
+   Finished rows are not kept in memory: they are read back from the checkpoint at the end.
 4. After the last row: the folder optimizer (ragkit.optimize, DESIGN §6) when the input has ground truth,
    then `results/<stem>_results_YYYYMMDD_HHMMSS.csv` and `..._summary.csv`, written atomically, never over
    an existing file.
+
+Results columns: the input columns (an input that already has result columns, e.g. a results CSV, gets them
+recomputed, not repeated), then DESIGN §4's fifteen in order (RAG Answer ... Evaluation Reason), then
+Checklist F1/Accuracy/Specificity/TN, Ref F1/Accuracy, Opt Ref * (when `Optimized Reference Document`
+exists), the rubric judge's Judge * columns, Contain Match, LLM Accuracy, Refused, Pages Read, Steps,
+Input Tokens, Output Tokens, Cost USD (empty = unknown price), Latency ms, Judge Input/Output Tokens,
+Judge Cost USD, Attempts (--enable-rl only), Error (the answer failed: retried on resume), Judge Error.
+Undefined ratios are empty cells; multi-valued cells hold one path per line.
 
 The checkpoint rule (resume after Ctrl-C or kill -9)
 ----------------------------------------------------
 - Path: `<results>/.checkpoints/<input stem>-<key>.jsonl`, where key hashes the input's absolute path,
   its content (every column except `Optimized Reference Document`, which the optimizer itself rewrites),
-  the database path, strategy, provider, model and judge model. So running the same command again finds
+  the database path, strategy, provider, endpoint, model and judge model. So the same command again finds
   it; any change to those starts a new run.
 - A checkpoint that exists is continued automatically (`--resume` only insists: it fails when there is
   nothing to resume). Finished rows are not asked again; rows that failed (`Error`) are asked again; rows
@@ -52,6 +61,7 @@ judge, provider or database) without asking again, into `<results stem>_eval_YYY
 from __future__ import annotations
 
 import contextlib
+import glob
 import hashlib
 import json
 import os
@@ -389,7 +399,7 @@ def _score(scorer: _Scorer, row: dict, answer: Answer, *, ref_cols: dict | None 
 
 # -- RL re-asks (called by ragkit.optimize) ------------------------------------------------------------
 _SINK_LOCK = threading.Lock()
-_SINK: list[Usage] = []  # while a batch runs the optimizer: usage of its re-asks and their judging
+_SINK: list[tuple[Usage, Usage]] = []  # while a batch runs the optimizer: (answer, judge) usage of its re-asks
 
 
 def rescore_row(row: dict, answer: Answer, settings: Settings) -> dict:
@@ -401,15 +411,15 @@ def rescore_row(row: dict, answer: Answer, settings: Settings) -> dict:
     cols, usage, _ = _score(scorer, row, answer, ref_cols=ref_cols)
     out.update(cols)
     with _SINK_LOCK:
-        for sink in _SINK:
-            sink.add(answer.usage)
-            sink.add(usage)
+        for answers, judges in _SINK:
+            answers.add(answer.usage)
+            judges.add(usage)
     return out
 
 
 @contextlib.contextmanager
 def _collect_rescore_usage():
-    sink = Usage()
+    sink = (Usage(), Usage())
     with _SINK_LOCK:
         _SINK.append(sink)
     try:
@@ -658,9 +668,16 @@ def run_batch(
     report = BatchReport(kind="batch", input_path=input_csv, skipped_blank=blank, checkpoint_path=ck.path,
                          provider=settings.provider, model=provider.model, judge_model=scorer.judge.model,
                          strategy=strategy)
+    others = [p for p in ck.path.parent.glob(f"{glob.escape(ck.path.name.rsplit('-', 1)[0])}-*.jsonl") if p != ck.path] \
+        if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():
-        raise RagError(f"{input_csv}: no interrupted run to resume (no checkpoint {ck.path}); the checkpoint "
-                       "is kept only for the same input, database, strategy, provider and models")
+        raise RagError(f"{input_csv}: no interrupted run to resume (no checkpoint {ck.path}); a run is resumed "
+                       "only with the same input content, database, strategy, provider and models"
+                       + (f" ({len(others)} other unfinished run(s) of this input in {ck.path.parent})"
+                          if others else ""))
+    if others and not ck.path.is_file() and progress:
+        print(f"note: {len(others)} unfinished run(s) of {input_csv.name} with other content or settings are in "
+              f"{ck.path.parent}; starting a new run", file=sys.stderr)
     ck.open()  # lock first, then read: a second process cannot interleave
     try:
         return _run(report, ck, jobs, input_cols, scorer, answer_fn, provider, settings, strategy, enable_rl,
@@ -763,8 +780,9 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
             report.optimize = opt
             rows = opt.rows
             report.errors.extend(f"optimize: {e}" for e in opt.errors)
-            report.answer_usage.add(opt.usage)
-            report.answer_usage.add(sink)
+            report.answer_usage.add(opt.usage)  # proposals and re-asks that were not a row's last
+            report.answer_usage.add(sink[0])  # the last re-ask of each row (through rescore_row)
+            report.judge_usage.add(sink[1])
             _fill_opt_ref(rows, scorer)
 
     for row in rows:
@@ -917,7 +935,9 @@ def _eval_job(row: dict, scorer: _Scorer) -> tuple[dict, Usage]:
     try:
         cols, usage, _ = _score(scorer, row, answer)
     except Exception as e:  # noqa: BLE001 - one row's failure must not stop the others
-        return {"Judge Error": f"{type(e).__name__}: {_one_line(e)}"}, Usage()
+        from ragkit.llm import scrub
+
+        return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
     # the answer's own figures come from the batch that produced it, not from this re-scoring
     for k in ("Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", "Refused",
               ATTEMPTS):

@@ -68,6 +68,7 @@ from ragkit.paths import PAGE_RE, iter_pages, page_number, reference_path, sanit
 from ragkit.text import (
     STOPWORDS,
     detect_lang,
+    join_cjk_breaks,
     normalize,
     refusal_text,
     split_sentences,
@@ -285,7 +286,7 @@ def _load_pages(db: Path, rels: list[str]) -> list[PageInfo]:
         if NO_TEXT_MARKER in raw:
             continue
         meta, body = parse_page(raw)
-        body = _join_breaks(unicodedata.normalize("NFC", body))
+        body = join_cjk_breaks(unicodedata.normalize("NFC", body))
         toks = tokenize(_plain(body))
         if len(toks) < MIN_PAGE_TOKENS:
             continue
@@ -471,16 +472,6 @@ _INLINE_BULLET = re.compile(r"(?<=\S)\s+(?=[·•●▪]\s)")  # "... quarter. �
 _LEADER = re.compile(r"(\.{4,}|…{2,}|・{4,}|_{4,}|-{4,}|\s\.\s\.\s)")
 
 
-_JA_CHARS = "\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_JA_GAP = re.compile(f"(?<=[{_JA_CHARS}])[ \t\u3000]*\\n?[ \t\u3000]*(?=[{_JA_CHARS}])")
-
-
-def _join_breaks(s: str) -> str:
-    """Join Japanese/Chinese text broken at line ends ("してく\\nださい"). Unlike text.join_cjk_breaks this
-    leaves Hangul alone: Korean separates words with spaces, and "도서관 이용 안내" must keep them."""
-    return _JA_GAP.sub("", s)
-
-
 def _clean_inline(s: str) -> str:
     s = re.sub(r"<!--.*?-->", " ", s)
     s = re.sub(r"!\[[^\]]*\]\([^)]*\)", " ", s)
@@ -489,7 +480,7 @@ def _clean_inline(s: str) -> str:
     s = re.sub(r"(\*\*|__|`)", "", s)
     s = re.sub(r"(?<![\w*])\*(?=\S)([^*]+)(?<=\S)\*", r"\1", s)
     s = _BULLET.sub("", s)
-    return re.sub(r"\s+", " ", _join_breaks(s)).strip()
+    return re.sub(r"\s+", " ", join_cjk_breaks(s)).strip()
 
 
 def _plain(body: str) -> str:

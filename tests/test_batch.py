@@ -167,7 +167,7 @@ def test_offline_end_to_end_shift_jis_blank_rows_duplicates(isolated_env):
     assert first["Ref TP"] == "1" and first["Ref Recall"] == "1.0"
     # Ref TN counts the universe: every page of the database not required and not retrieved
     retrieved = set(first["Retrieved Files"].splitlines())
-    assert int(first["Ref TN"]) == len(PAGES) - len(retrieved | {ROUTER}) + 0
+    assert int(first["Ref TN"]) == len(PAGES) - len(retrieved | {ROUTER})
     # an unanswerable question that is refused: TN = 1, recall/precision undefined -> empty cells
     assert unanswerable["Refused"] == "True" and unanswerable["Checklist TN"] == "1"
     assert unanswerable["Checklist Recall"] == "" and unanswerable["Ref Recall"] == ""
@@ -572,3 +572,32 @@ def test_progress_bar_shows_running_recalls_on_stderr(isolated_env, capsys):
     captured = capsys.readouterr()
     assert "batch" in captured.err and "ref_recall=1.00" in captured.err and "checklist_recall=1.00" in captured.err
     assert "ref_recall" not in captured.out
+
+
+def test_enable_rl_adds_attempts_and_optimizer_figures(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [
+        HEADER,
+        ["How do I reset the router?", "Hold the reset button.", ROUTER, "1", "reset button"],
+        ["冷蔵室の温度は何段階で設定できますか？", "3段階", FRIDGE, "1", "3段階"],
+    ])
+    report = B.run_batch(inp, offline(db, isolated_env), enable_rl=True, progress=False)
+    assert report.optimize is not None and report.optimize.enable_rl
+    header = raw_rows(report.results_path)[0]
+    assert header[-3:] == ["Attempts", "Error", "Judge Error"]
+    summary = {r["Metric"]: r["Total"] for r in read_csv(report.summary_path).to_dict("records")}
+    for key in ("Optimize Rows Analysed", "Optimize Copies Created", "Optimize Copies Kept",
+                "Optimize Copies Rolled Back", "Ref Recall Before Optimize", "Ref Recall After Optimize"):
+        assert key in summary, key
+    assert summary["Optimize Rows Analysed"] == str(report.optimize.analysed)
+    assert [r["Question"] for r in report.rows][0] == "How do I reset the router?"
+    assert report.rows[0]["Attempts"] == 0  # found at once: never re-asked
+
+
+def test_enable_rl_without_reference_column_is_a_usage_error(isolated_env):
+    from ragkit.errors import UsageError
+
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
+    with pytest.raises(UsageError, match="needs ground truth"):
+        B.run_batch(inp, offline(db, isolated_env), enable_rl=True, progress=False)

@@ -444,3 +444,18 @@ def test_sampling_spreads_over_documents_and_sections_and_groups_are_related():
     triples = [g for g in genqa.related_groups(pages, random.Random(2), size=3) if len(g) == 3]
     assert triples and all([p.page for p in g] == list(range(g[0].page, g[0].page + 3)) and
                            len({p.section for p in g}) == 1 for g in triples)
+
+
+def test_unusable_sources_exit_1_with_one_line():
+    empty = Path("database/docs/empty/s")
+    empty.mkdir(parents=True)
+    (empty / "page_001.md").write_text(render_page(PageMeta(source="e.pdf", page=1), "# Cover"), encoding="utf-8")
+    (empty / "page_002.md").write_text(render_page(PageMeta(source="e.pdf", page=2), NO_TEXT_MARKER),
+                                       encoding="utf-8")
+    result = CliRunner().invoke(app, ["genqa", "database", "--provider", "offline"])
+    assert result.exit_code == 1 and "no pages with text" in result.output
+    assert "Traceback" not in result.output
+    Path("broken.pdf").write_bytes(b"%PDF-1.4 this is not really a PDF")
+    result = CliRunner().invoke(app, ["genqa", "broken.pdf", "--provider", "offline"])
+    assert result.exit_code == 1 and "broken.pdf: ingest failed" in result.output
+    assert "Traceback" not in result.output and not Path("results").exists()

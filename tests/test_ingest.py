@@ -219,6 +219,29 @@ def test_moved_source_takes_over_its_folder(isolated_env):
     assert read(db, "cat/doc/pages_001-002/page_001.md")[0].source == "b/cat/doc.pdf"
 
 
+def test_two_ingests_at_once_share_the_database_safely(isolated_env):
+    import json
+    import threading
+
+    make_pdf(isolated_env / "t" / "a" / "one.pdf", body_pages(2))
+    make_pdf(isolated_env / "t" / "b" / "two.pdf", body_pages(3))
+    db = isolated_env / "database"
+    reports: list[IngestReport] = []
+
+    def run(sub: str):
+        reports.append(ingest_sources([isolated_env / "t" / sub], db=db, progress=False, workers=1))
+
+    threads = [threading.Thread(target=run, args=(sub,)) for sub in ("a", "b")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r.pages for r in reports) == [2, 3]
+    manifest = json.loads((db / ".ragkit" / "ingest-manifest.json").read_text(encoding="utf-8"))
+    assert len(manifest["sources"]) == 2  # neither run lost the other's record
+    assert len(iter_pages(db)) == 5
+
+
 def test_parallel_workers(isolated_env):
     for i in range(3):
         make_pdf(isolated_env / "p" / "cat" / f"d{i}.pdf", body_pages(2))
@@ -443,3 +466,50 @@ def test_sample_corpus_shape(sample_db):
     assert any("|---" in (sample_db / p).read_text(encoding="utf-8") for p in fridge)
     assert any(p.startswith("공지/") for p in pages) and any(p.endswith(".md") and "新製品説明会" in p for p in pages)
     assert sum(p.stat().st_size for p in (EXAMPLES / "corpus").rglob("*") if p.is_file()) < 3 * 1024 * 1024
+
+
+def test_docx_last_rendered_page_breaks(isolated_env):
+    from docx import Document
+    from docx.oxml import OxmlElement
+
+    d = Document()
+    d.add_heading("Intro", level=1)
+    d.add_paragraph("first page text")
+    para = d.add_paragraph("second page text")  # Word marks where it last paginated
+    para.runs[0]._r.insert(0, OxmlElement("w:lastRenderedPageBreak"))
+    path = isolated_env / "w" / "rendered.docx"
+    path.parent.mkdir()
+    d.save(path)
+    db = isolated_env / "database"
+    report = ingest_sources([path], db=db, progress=False, workers=1)
+    assert report.pages == 2
+    assert iter_pages(db) == ["w/rendered/Intro/page_001.md", "w/rendered/Intro/page_002.md"]
+    assert "second page text" in read(db, "w/rendered/Intro/page_002.md")[1]
+    assert "second page text" not in read(db, "w/rendered/Intro/page_001.md")[1]
+
+
+def test_pptx_uses_the_decks_own_sections(isolated_env):
+    from lxml import etree
+    from pptx import Presentation
+
+    prs = Presentation()
+    for i in range(1, 4):
+        s = prs.slides.add_slide(prs.slide_layouts[5])
+        s.shapes.title.text = f"Slide {i}"
+    ids = [s.slide_id for s in prs.slides]
+    p14 = "http://schemas.microsoft.com/office/powerpoint/2010/main"
+    sections = [("Opening", ids[:1]), ("Details", ids[1:])]
+    xml = (f'<p:extLst xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main">'
+           f'<p:ext uri="{{521415D9-36F7-43E2-AB2F-B90AF26B5E84}}"><p14:sectionLst xmlns:p14="{p14}">'
+           + "".join(f'<p14:section name="{name}" id="{{00000000-0000-0000-0000-00000000000{k}}}"><p14:sldIdLst>'
+                     + "".join(f'<p14:sldId id="{i}"/>' for i in sids) + "</p14:sldIdLst></p14:section>"
+                     for k, (name, sids) in enumerate(sections))
+           + "</p14:sectionLst></p:ext></p:extLst>")
+    prs.part._element.append(etree.fromstring(xml))
+    path = isolated_env / "deck" / "sections.pptx"
+    path.parent.mkdir()
+    prs.save(path)
+    db = isolated_env / "database"
+    ingest_sources([path], db=db, progress=False, workers=1)
+    assert iter_pages(db) == ["deck/sections/Details/page_002.md", "deck/sections/Details/page_003.md",
+                              "deck/sections/Opening/page_001.md"]

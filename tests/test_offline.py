@@ -184,3 +184,41 @@ def test_reference_paths_are_relative_inside_the_project(tmp_path, monkeypatch, 
     a = answer_offline("How often must passwords be changed?", index, Path("database"))
     assert a.sources[0].path == "database/policy/security_policy/Access control/page_002.md"
     assert all(p.startswith("database/") for p in a.pages_read)
+
+
+class _PageList:
+    """Only the page list: enough for the corpus statistics."""
+
+    def __init__(self, db: Path) -> None:
+        self.db = db
+
+    def pages(self, prefix=None):
+        from ragkit.paths import iter_pages
+
+        return iter_pages(self.db)
+
+
+def test_document_frequencies_are_cached_on_disk_and_invalidated(tmp_path):
+    import os
+
+    from ragkit import offline
+
+    db = tmp_path / "database"
+    for i in range(1, 61):
+        p = db / f"c/doc/s/page_{i:03d}.md"
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(render_page(PageMeta(document="doc", page=i), f"# Page {i}\ncommon words here"),
+                     encoding="utf-8")
+    n, df = offline._corpus_stats(db, _PageList(db))
+    assert n == 60 and df["common"] == 60 and df["zebra"] == 0
+    cache = db / ".ragkit" / offline.STATS_FILE
+    assert cache.exists()
+    offline._STATS.clear()  # a new process: loads the file instead of reading the pages
+    assert offline._corpus_stats(db, _PageList(db))[1]["common"] == 60
+    edited = db / "c/doc/s/page_007.md"
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nzebra crossing\n", encoding="utf-8")
+    os.utime(edited, ns=(1, 1))  # a different signature even on coarse-mtime filesystems
+    offline._STATS.clear()
+    assert offline._corpus_stats(db, _PageList(db))[1]["zebra"] == 1  # stale cache file ignored
+    (db / "c/doc/s/page_001.md").unlink()
+    assert offline._corpus_stats(db, _PageList(db))[0] == 59  # a removed page: recounted

@@ -61,7 +61,7 @@ def test_sample_question(index, row):
 
 def test_sample_is_deterministic(index):
     db = Path("database")
-    for row in ROWS:
+    for row in ROWS[::4]:  # a spread of languages and answerable/unanswerable rows
         one, two = answer_offline(row["Question"], index, db), answer_offline(row["Question"], index, db)
         assert (one.answer, one.refused, one.confidence, [s.path for s in one.sources]) == (
             two.answer, two.refused, two.confidence, [s.path for s in two.sources])

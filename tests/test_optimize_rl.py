@@ -222,38 +222,42 @@ def test_model_failure_is_a_row_error_and_leaves_nothing(db, scripted_server):
 
 # -- offline ------------------------------------------------------------------------------------------
 def test_offline_rl_loop_end_to_end(db):
+    """The whole loop without a model: the batch's offline answer misses the page, the deterministic
+    proposer tries its folders in order, every re-ask is scored, and what did not help is removed."""
     from ragkit.agent import ask
-    from ragkit.metrics import reference_metrics
+    from ragkit.optimize import offline_proposals
 
     settings = offline_settings(db)
     index = open_index(db)
-    question = "How often does the freezer defrost itself?"
-    first = ask(question, settings, index=index)
-    rows = [{"Question": question, "Reference Document": f"database/{ORIGINAL}",
+    first = ask(QUESTION, settings, index=index)
+    assert first.refused  # the page says "freezer defrosts", the user asks about the "ice box" thawing
+    rows = [{"Question": QUESTION, "Reference Document": f"database/{ORIGINAL}",
              "Retrieved Files": "\n".join(s.path for s in first.sources)}]
-    before = reference_metrics(rows[0]["Reference Document"], rows[0]["Retrieved Files"].split("\n"), [])
     csv = write_input(db, rows)
+    before_csv = csv.read_bytes()
     report = optimize_missed(rows, input_csv=csv, settings=settings, enable_rl=True, index=index, progress=False)
-    assert report.errors == []
-    kept = {c.copy for c in report.copies if c.outcome == "kept"}
-    assert files(db) - set(RL_PAGES) == kept  # exactly the kept copies remain
-    assert report.created == report.kept + report.rolled_back
-    if before["Recall"] == 1.0:
-        assert report.analysed == 0
-    else:
-        assert report.rows[0]["Attempts"] >= 1
+    assert report.errors == [] and report.analysed == 1 and report.rows[0]["Attempts"] == MAX_ATTEMPTS
+    expected = [f"{f}/page_011.md" for f, _ in offline_proposals(QUESTION, ORIGINAL,
+                                                                 (db / ORIGINAL).read_text("utf-8"))]
+    assert [c.copy for c in report.copies] == expected[:MAX_ATTEMPTS]
+    assert {c.proposer for c in report.copies} == {"offline"}
+    # the extractive engine reads page text, not folder names: no copy made it answer, all were removed
+    assert (report.created, report.kept, report.rolled_back) == (5, 0, 5)
+    assert files(db) == set(RL_PAGES) and set(index.pages()) == set(RL_PAGES)
+    assert csv.read_bytes() == before_csv
+    assert report.rows[0]["Refused"] is True and report.rows[0]["Ref Recall"] == 0.0
+    assert (report.recall_before, report.recall_after) == (0.0, 0.0)
 
 
 def test_offline_loop_stops_cleanly_when_no_folder_is_left(isolated_env):
     db = make_db(isolated_env, {"notes/page_001.md": ("Notes", "", 1, "# Fridge\nThe fridge hums quietly."),
                                 "notes/page_002.md": ("Notes", "", 2, "# Washer\nThe washer spins fast.")})
-    rows = [{"Question": "What colour is the evening sky over the sea?", "Reference Document":
+    rows = [{"Question": "What colour is the sky?", "Reference Document":
              "database/notes/page_001.md", "Retrieved Files": ""}]
     csv = write_input(db, rows)
     report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=True, progress=False)
     # only two distinct folders exist for a page directly under its category: two attempts, then it stops
     assert report.errors == [] and report.rows[0]["Attempts"] == 2
-    assert [c.copy for c in report.copies] == ["notes/evening sky sea/page_001.md",
-                                               "notes/evening sky sea Fridge/page_001.md"]
+    assert [c.copy for c in report.copies] == ["notes/colour sky/page_001.md", "notes/colour sky Fridge/page_001.md"]
     assert (report.created, report.rolled_back, report.kept) == (2, 2, 0)
     assert files(db) == {"notes/page_001.md", "notes/page_002.md"}
