@@ -1052,7 +1052,12 @@ def print_batch_report(report: BatchReport, console) -> None:
         console.print("no ground truth columns: answers only, no metrics", highlight=False)
 
     u = report.usage
-    cost = "unknown (a model without a price)" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+    if u.cost_usd is None:
+        cost = "unknown (a model without a price)"
+    elif report.provider == "offline" and not u.calls:
+        cost = "$0 (offline: no model calls)"
+    else:
+        cost = f"${u.cost_usd:.4f}"
     lines = [f"rows: {report.questions}"
              + (f", resumed from checkpoint: {report.resumed}" if report.resumed else "")
              + (f", blank rows skipped: {report.skipped_blank}" if report.skipped_blank else ""),

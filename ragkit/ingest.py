@@ -15,7 +15,8 @@ Decisions (DESIGN §1 is the contract; these fill in what it leaves open):
   at most 80 characters, Japanese stays Japanese).
 - The front matter's `document` is the document's title: PDF/Office metadata title, else its first
   heading, else the stem.
-- PDF sections: the top-level entries of `doc.get_toc()` (the smallest level present). A page belongs
+- PDF sections: the top-level entries of `doc.get_toc()` (the smallest level present; when that level has a
+  single entry, e.g. the document's own title, and the next has several, the next level). A page belongs
   to the last top-level entry starting on or before it, except that a page on which several top-level
   entries start belongs to the first of them (its top part reads as that section); the following pages
   belong to the last one. Pages before the first entry go to the section "front matter". Entries
@@ -183,6 +184,9 @@ def outline_sections(toc: list, n_pages: int) -> list[str] | None:
     if not entries:
         return None
     top = min(e[0] for e in entries)
+    # an outline whose only top entry is the document itself ("Manual" > chapters): use the chapters
+    while sum(1 for e in entries if e[0] == top) == 1 and sum(1 for e in entries if e[0] == top + 1) >= 2:
+        top += 1
     tops = [(title or "untitled", page) for lvl, title, page in entries if lvl == top]
     tops.sort(key=lambda e: e[1])  # stable: entries on one page keep their outline order
     first_on: dict[int, str] = {}

@@ -737,7 +737,10 @@ def optimize_missed(
 
         index = open_index(db)
     report = OptimizeReport(rows=[dict(r) for r in rows], enable_rl=enable_rl)
-    report.recovered = recover_journal(db, index)
+    try:
+        report.recovered = recover_journal(db, index)
+    except OSError as e:  # e.g. a read-only database: say so, and still optimize what can be
+        report.errors.append(f"could not undo an interrupted run's copies: {e.strerror or e}")
     if report.recovered:
         report.notes.append(f"removed {len(report.recovered)} unconfirmed copies left by an interrupted run")
 
@@ -826,9 +829,10 @@ def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], 
     recorded = True
     try:
         report.csv_path, report.backup_path = update_input_csv(input_csv, report.rows, confirmed, ctx.db)
-    except RagError as e:
+    except (RagError, OSError) as e:
         recorded = False
-        report.errors.append(f"{e}" + ("" if ctx.enable_rl else "; the copies made for it were removed"))
+        what = str(e) if isinstance(e, RagError) else f"{input_csv}: cannot update ({e.strerror or e})"
+        report.errors.append(what + ("" if ctx.enable_rl else "; the copies made for it were removed"))
     for r in confirmed:
         if not ctx.enable_rl:
             ctx.copies.release(r.copy, (r.row, r.attempt), keep=recorded)

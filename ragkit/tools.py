@@ -323,10 +323,14 @@ class Toolbox:
             return "Error: give a page path, e.g. one that list_dir or search showed."
         if full.is_dir():
             return f"Error: {rel!r} is a folder, not a page: use list_dir to see its pages."
+        missing = (f"Error: no page {rel!r} in the database. Page paths end in .md; "
+                   "use list_dir or search to find them.")
         if not full.is_file() or full.suffix != ".md":
-            return (f"Error: no page {rel!r} in the database. Page paths end in .md; "
-                    "use list_dir or search to find them.")
-        text = self._read_text(full)
+            return missing
+        try:
+            text = self._read_text(full)
+        except FileNotFoundError:  # removed between the check and the read (an optimizer rollback)
+            return missing
         meta, body = parse_page(text)
         with self._lock:
             if rel not in self.pages_read:

@@ -259,3 +259,44 @@ def test_hybrid_reranks_by_meaning_and_caches_vectors(tmp_path, monkeypatch):
     monkeypatch.setattr(emb, "encode", lambda texts: (_ for _ in ()).throw(AssertionError(texts)))
     monkeypatch.setattr(emb, "_queries", {q: emb._queries[q]})
     assert top(other, q, mode="hybrid")[0] == "manual/b/care/page_002.md"
+
+
+_WRITER = """
+import sys
+from pathlib import Path
+sys.path.insert(0, {tests!r})
+from test_index import write_page
+from ragkit.index import Index
+db, me = Path(sys.argv[1]), sys.argv[2]
+idx = Index(db, progress=False)
+idx.refresh()
+for i in range(15):
+    rel = f"english/proc_{{me}}/notes/page_{{i + 1:03d}}.md"
+    write_page(db, rel, f"# Note {{i}}\\nprocess {{me}} wrote keyword{{me}}x{{i}}", page=i + 1)
+    idx.add_page(rel)
+    if i % 5 == 0:
+        (db / rel).unlink()
+        idx.remove_page(rel)
+    idx.search("router " + me)
+idx.refresh()
+"""
+
+
+def test_two_processes_share_the_cache_without_corrupting_it(db):
+    import subprocess
+    import sys
+
+    fresh(db).close()  # the cache exists before both start
+    script = _WRITER.format(tests=str(Path(__file__).parent))
+    procs = [subprocess.Popen([sys.executable, "-c", script, str(db), name], stderr=subprocess.PIPE, text=True)
+             for name in ("a", "b")]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err
+    idx = fresh(db)
+    on_disk = sorted(p.relative_to(db).as_posix() for p in db.rglob("page_*.md")
+                     if not p.relative_to(db).as_posix().startswith("."))
+    assert idx.pages() == on_disk and len(on_disk) == 6 + 2 * 12
+    assert top(idx, "keywordbx7", k=1) == ["english/proc_b/notes/page_008.md"]
+    assert idx.search("keywordax5") == []  # removed by its writer
+    assert idx._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"

@@ -100,8 +100,8 @@ def test_source_outside_cwd_is_absolute_and_title_falls_back(tmp_path, isolated_
 
 
 def test_category_option_and_sanitised_names(isolated_env):
-    src = make_pdf(isolated_env / "in" / "ctrl\x01name.pdf", body_pages(2),
-                   toc=[[1, "A/B: 設定?", 1], [1, "A B 設定", 2]])
+    src = make_pdf(isolated_env / "in" / "ctrl\x01name.pdf", body_pages(3),
+                   toc=[[1, "A/B: 設定?", 1], [1, "A B 設定", 2], [1, "節" * 300, 3]])
     db = isolated_env / "database"
     long_cat = "長" * 300
     report = ingest_sources([src], db=db, category="x/y" + long_cat, progress=False, workers=1)
@@ -110,7 +110,9 @@ def test_category_option_and_sanitised_names(isolated_env):
     cat = pages[0].split("/")[0]
     assert len(cat) == 80 and cat.startswith("x y長")
     # the two outline titles sanitise to the same name: they get distinct folders
-    assert {p.split("/", 2)[2] for p in pages} == {"A B 設定/page_001.md", "A B 設定 (2)/page_002.md"}
+    assert {p.split("/", 2)[2] for p in pages} == {"A B 設定/page_001.md", "A B 設定 (2)/page_002.md",
+                                                   "節" * 80 + "/page_003.md"}
+    assert read(db, pages[0])[0].section in ("A/B: 設定?", "A B 設定", "節" * 300)  # the title itself is kept
     assert pages[0].split("/")[1] == "ctrl name"
 
 
@@ -123,6 +125,9 @@ def test_outline_mapping_rules():
     # pages before the first entry, and a document whose outline starts at level 2
     assert outline_sections([[2, "X", 2], [3, "x", 2], [2, "Y", 3]], 3) == ["front matter", "X", "Y"]
     assert outline_sections([[1, "Out", 50]], 3) is None
+    # a single root entry (the document's title) above the chapters: the chapters are the sections
+    assert outline_sections([[1, "Manual", 1], [2, "Intro", 1], [2, "Use", 2], [3, "u", 3]], 3) == [
+        "Intro", "Use", "Use"]
     assert outline_sections([], 3) is None
 
 

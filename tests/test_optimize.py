@@ -387,3 +387,16 @@ def test_offline_pass_copies_missed_pages_and_updates_the_csv(db):
     again = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
                             index=index, progress=False)
     assert again.created == 0 and files(db) - set(PAGES) == {copy}
+
+
+def test_input_csv_that_cannot_be_updated_is_one_error_and_no_copy_is_left(db):
+    ref = "database/appliances/fridge/care/page_011.md"
+    rows = [{"Question": "How often does the freezer defrost?", "Reference Document": ref,
+             "Retrieved Files": "database/appliances/fridge/care/page_010.md"}]
+    gone = db.parent / "moved-away.csv"  # the input CSV vanished while the batch ran
+    report = optimize_missed(rows, input_csv=gone, settings=offline_settings(db), enable_rl=False,
+                             progress=False)
+    assert report.errors == [f"{gone}: no such file; the copies made for it were removed"]
+    assert files(db) == set(PAGES) and set(open_index(db).pages()) == set(PAGES)
+    assert (report.created, report.kept, report.rolled_back) == (1, 0, 1)
+    assert list(journal_dir(db).glob("*.jsonl")) == []
