@@ -429,13 +429,13 @@ class Index:
             if seq == self._seq:
                 return
             self._load_terms()
-            rows = conn.execute(
-                "SELECT rel, seq, mtime_ns, size, sha, page, title, grp, lens, terms FROM pages "
-                "WHERE seq > ? ORDER BY rel", (self._seq,)).fetchall()
             gone = conn.execute("SELECT rel FROM deleted WHERE seq > ?", (self._seq,)).fetchall()
             for (rel,) in gone:
                 self._drop(rel)
             tid_parts, doc_parts, tf_parts = [], [], []
+            rows = conn.execute(  # streamed: a first load of 100k pages need not hold every blob at once
+                "SELECT rel, seq, mtime_ns, size, sha, page, title, grp, lens, terms FROM pages "
+                "WHERE seq > ? ORDER BY rel", (self._seq,))
             for rel, _s, mtime_ns, size, sha, page, title, grp, lens, blob in rows:
                 self._drop(rel)
                 lens_t = json.loads(lens)
@@ -459,7 +459,7 @@ class Index:
                 doc_parts.append(np.full(len(tids), doc, np.int32))
                 tf_parts.append(tf.astype(np.float32))
             if tid_parts:
-                self._segments.append(_Segment.build(tid_parts, doc_parts, tf_parts, len(rows)))
+                self._segments.append(_Segment.build(tid_parts, doc_parts, tf_parts, len(tid_parts)))
                 self._merge_if_needed()
             self._seq = seq
             self._gen += 1
@@ -785,9 +785,10 @@ class Index:
                 chunks = [self._page_chunks(rel) for _sha, rel in todo]
                 flat = emb.encode([c for cs in chunks for c in cs])
                 ends = np.cumsum([len(cs) for cs in chunks])
-                self._store_vectors([sha for sha, _ in todo], np.split(flat, ends[:-1]))
-                for sha, _rel in todo:
-                    out[sha] = self._emb[sha]
+                parts = np.split(flat, ends[:-1])
+                self._store_vectors([sha for sha, _ in todo], parts)
+                for (sha, _rel), v in zip(todo, parts, strict=True):
+                    out[sha] = v.astype("<f2")
         return out
 
     def _store_vectors(self, shas: list[str], vecs: list[np.ndarray]) -> None:
@@ -802,6 +803,8 @@ class Index:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
+            if len(shas) > 64:
+                return  # bulk fills stay on disk; searches load the vectors they need
             if len(self._emb) > EMB_MEMORY:
                 self._emb.clear()  # a bound on memory; vectors are reloaded from the cache table on demand
             for sha, v in zip(shas, half, strict=True):

@@ -566,23 +566,16 @@ def test_every_page_in_the_test_db_is_reachable(db):
 
 
 def test_budgets_come_from_arguments_then_settings(server, db):
-    import dataclasses
-
-    from ragkit.config import Settings
-
     server.enqueue(tool_calls=[("list_dir", {})])
     server.enqueue(content=FINAL)
     run(server, db, max_steps=1)
     assert "tools" not in server.requests[1]  # forced after one tool-using turn
     with pytest.raises(UsageError, match="at least 1"):
         run(server, db, max_steps=0)
-    # when Settings grows a max_steps field, ask() picks it up
-    extended = dataclasses.make_dataclass("Ext", [("max_steps", int, 1)], bases=(Settings,), frozen=True)
+    # without an argument, ask() takes the budget from Settings (flag / RAG_MAX_STEPS)
     server.enqueue(tool_calls=[("list_dir", {})])
     server.enqueue(content=FINAL)
-    settings = extended(**{f.name: getattr(openai_settings(server, db=db), f.name)
-                           for f in dataclasses.fields(Settings)})
-    ask("How do I reset the router?", settings, index=index_for(db))
+    ask("How do I reset the router?", openai_settings(server, db=db, max_steps=1), index=index_for(db))
     assert "tools" not in server.requests[3]
 
 

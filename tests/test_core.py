@@ -98,3 +98,15 @@ def test_settings_precedence(monkeypatch, tmp_path):
     assert load_settings(model="from-flag").model == "from-flag"
     with pytest.raises(UsageError):
         load_settings(provider="bogus")
+
+
+def test_atomic_write_gives_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    mask = os.umask(0o022)
+    os.umask(mask)
+    target = tmp_path / "out.csv"
+    paths.atomic_write_text(target, "a,b\r\n", encoding="utf-8-sig")
+    assert target.read_bytes() == b"\xef\xbb\xbfa,b\r\n"  # BOM kept, line endings untouched
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
