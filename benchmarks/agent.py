@@ -238,9 +238,13 @@ def bench_mm(limit: int | None, db_dir: Path | None) -> dict:
         t0 = time.perf_counter()
         answer_offline("warm-up question about the documents", index, db)  # corpus statistics, first search
         stats_s = time.perf_counter() - t0
-        rows, ms, engine = [], [], []
+        rows, ms, engine, errors = [], [], [], []
         for q in qs:
-            a, own = timed_answer(q["question"], index, db)
+            try:
+                a, own = timed_answer(q["question"], index, db)
+            except Exception as e:  # counted and reported, never silently scored as a refusal
+                errors.append(f"{q['id']}: {type(e).__name__}: {e}"[:200])
+                continue
             ms.append(a.latency_ms)
             engine.append(own)
             req = {(q["doc"], p) for p in q["pages"]}
@@ -257,7 +261,8 @@ def bench_mm(limit: int | None, db_dir: Path | None) -> dict:
         ans_all = [r for r in rows if r["answerable"]]
         return {
             "pdfs": len(list((BENCH / "pdfs").glob("*.pdf"))), "pages": len(pages), "ingest_failed": len(report.failed),
-            "questions": len(rows), "answerable_with_pages": len(A), "unanswerable": len(U),
+            "questions": len(rows), "errors": len(errors), "first_error": errors[0] if errors else None,
+            "answerable_with_pages": len(A), "unanswerable": len(U),
             "page_recall_any": ratio(sum(r["any"] for r in A), len(A)),
             "page_recall_R": ratio(sum(r["share"] for r in A), len(A)),
             "retrieval_ceiling_any": ratio(sum(r["read_any"] for r in A), len(A)),

@@ -60,7 +60,7 @@ import numpy as np
 from ragkit.errors import RagError
 from ragkit.models import SearchHit
 from ragkit.pagefile import first_heading, parse_page
-from ragkit.paths import iter_pages, page_number, reference_path, resolve_in_db, strip_db_prefix
+from ragkit.paths import page_number, reference_path, resolve_in_db, strip_db_prefix
 from ragkit.text import STOPWORDS, tokenize
 
 log = logging.getLogger(__name__)
@@ -169,6 +169,38 @@ def _pairs(ids: np.ndarray) -> np.ndarray:
     a, b = ids[:-1], ids[1:]
     ok = (a >= 0) & (b >= 0)
     return np.unique((a[ok] << 32) | b[ok]).astype("<u8")
+
+
+def scan_pages(root: Path) -> list[tuple[str, int, int]]:
+    """(db-relative path, mtime_ns, size) of every page file, like paths.iter_pages (hidden folders and files
+    skipped) but with the stat from the directory scan, and without symlinks that lead out of the database."""
+    root = root.resolve()
+    out: list[tuple[str, int, int]] = []
+    stack = [("", str(root))]
+    while stack:
+        rel_dir, path = stack.pop()
+        try:
+            entries = list(os.scandir(path))
+        except OSError:
+            continue
+        for e in entries:
+            if e.name.startswith("."):
+                continue
+            try:
+                if e.is_symlink():  # like os.walk: no symlinked folders (no loops); files only inside the db
+                    target = Path(e.path).resolve()
+                    if e.is_dir() or root not in target.parents:
+                        continue
+                rel = f"{rel_dir}{e.name}"
+                if e.is_dir():
+                    stack.append((rel + "/", e.path))
+                elif e.name.endswith(".md") and e.is_file():
+                    st = e.stat()
+                    out.append((rel, st.st_mtime_ns, st.st_size))
+            except OSError:
+                continue
+    out.sort()
+    return out
 
 
 def _mp_methods() -> list[str]:
@@ -433,9 +465,12 @@ class Index:
             for (rel,) in gone:
                 self._drop(rel)
             tid_parts, doc_parts, tf_parts = [], [], []
-            rows = conn.execute(  # streamed: a first load of 100k pages need not hold every blob at once
-                "SELECT rel, seq, mtime_ns, size, sha, page, title, grp, lens, terms FROM pages "
-                "WHERE seq > ? ORDER BY rel", (self._seq,))
+            # A first load streams every row in path order; later syncs find the few changed rows by their
+            # sequence number (without INDEXED BY, SQLite would scan all pages in path order).
+            sql = ("SELECT rel, seq, mtime_ns, size, sha, page, title, grp, lens, terms FROM pages "
+                   + ("WHERE seq > ? ORDER BY rel" if self._seq == 0 else
+                      "INDEXED BY pages_seq WHERE seq > ? ORDER BY rel"))
+            rows = conn.execute(sql, (self._seq,))
             for rel, _s, mtime_ns, size, sha, page, title, grp, lens, blob in rows:
                 self._drop(rel)
                 lens_t = json.loads(lens)
@@ -498,17 +533,12 @@ class Index:
         with self._write_lock:
             self.last_refresh = time.monotonic()
             self._maybe_sync()
-            on_disk = iter_pages(self.db)
             known = dict(self._stat)
             todo: list[tuple[str, int, int]] = []
-            for rel in on_disk:
-                try:
-                    st = (self.db / rel).stat()
-                except OSError:
-                    continue
+            for rel, mtime_ns, size in scan_pages(self.db):
                 old = known.pop(rel, None)
-                if old is None or old[0] != st.st_mtime_ns or old[1] != st.st_size:
-                    todo.append((rel, st.st_mtime_ns, st.st_size))
+                if old is None or old[0] != mtime_ns or old[1] != size:
+                    todo.append((rel, mtime_ns, size))
             removed = list(known)
             self._ingest(todo, removed, show)
 
@@ -756,7 +786,8 @@ class Index:
         text = display_text(body)[:EMBED_CHARS]
         return [text[i : i + EMBED_CHUNK] for i in range(0, len(text), EMBED_CHUNK)] or [""]
 
-    def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool = True) -> dict[str, np.ndarray]:
+    def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool = True,
+                 show_progress: bool = True) -> dict[str, np.ndarray]:
         """sha -> unit vector for these pages: from memory, else the cache table, else computed (and cached)."""
         out: dict[str, np.ndarray] = {}
         need = []
@@ -782,13 +813,27 @@ class Index:
             emb = get_embedder()
             if emb is not None:
                 todo = list({sha: rel for rel, sha in need}.items())
-                chunks = [self._page_chunks(rel) for _sha, rel in todo]
-                flat = emb.encode([c for cs in chunks for c in cs])
-                ends = np.cumsum([len(cs) for cs in chunks])
-                parts = np.split(flat, ends[:-1])
-                self._store_vectors([sha for sha, _ in todo], parts)
-                for (sha, _rel), v in zip(todo, parts, strict=True):
-                    out[sha] = v.astype("<f2")
+                bar = None
+                if show_progress and self.progress and len(todo) >= 8:
+                    from tqdm import tqdm  # the first hybrid searches embed their candidates: say so
+
+                    bar = tqdm(total=len(todo), desc="embedding candidate pages", unit="page", file=sys.stderr,
+                               leave=False)
+                try:
+                    for i in range(0, len(todo), 8):
+                        part_todo = todo[i : i + 8]
+                        chunks = [self._page_chunks(rel) for _sha, rel in part_todo]
+                        flat = emb.encode([c for cs in chunks for c in cs])
+                        ends = np.cumsum([len(cs) for cs in chunks])
+                        parts = np.split(flat, ends[:-1])
+                        self._store_vectors([sha for sha, _ in part_todo], parts)
+                        for (sha, _rel), v in zip(part_todo, parts, strict=True):
+                            out[sha] = v.astype("<f2")
+                        if bar is not None:
+                            bar.update(len(part_todo))
+                finally:
+                    if bar is not None:
+                        bar.close()
         return out
 
     def _store_vectors(self, shas: list[str], vecs: list[np.ndarray]) -> None:
@@ -840,7 +885,7 @@ class Index:
             bar = tqdm(total=len(todo), desc="embedding pages", unit="page", file=sys.stderr)
         try:
             for i in range(0, len(todo), batch):
-                self._vectors(todo[i : i + batch])
+                self._vectors(todo[i : i + batch], show_progress=False)
                 if bar is not None:
                     bar.update(len(todo[i : i + batch]))
         finally:

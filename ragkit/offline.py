@@ -429,10 +429,7 @@ def _retrieve(index, question: str, key_query: str, k: int) -> list[tuple[str, i
     for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
         if not query.strip():
             continue
-        try:
-            hits = index.search(query, k=k)
-        except Exception:  # a query the index cannot parse must not crash the answer
-            hits = []
+        hits = index.search(query, k=k)  # an index failure is raised, not hidden behind a refusal
         added = 0
         for h in hits:
             if h.path in seen:

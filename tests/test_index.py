@@ -300,3 +300,13 @@ def test_two_processes_share_the_cache_without_corrupting_it(db):
     assert top(idx, "keywordbx7", k=1) == ["english/proc_b/notes/page_008.md"]
     assert idx.search("keywordax5") == []  # removed by its writer
     assert idx._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+
+
+def test_symlinks_out_of_the_database_are_not_indexed(db, tmp_path):
+    outside = tmp_path / "secret.md"
+    outside.write_text("# Secret\npassword hunter2", encoding="utf-8")
+    (db / "english" / "link.md").symlink_to(outside)
+    (db / "english" / "linkdir").symlink_to(tmp_path, target_is_directory=True)
+    idx = fresh(db)
+    assert idx.search("hunter2") == []
+    assert not [p for p in idx.pages() if "link" in p]

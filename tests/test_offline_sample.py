@@ -26,9 +26,21 @@ ROWS = _rows()
 pytestmark = pytest.mark.skipif(not ROWS, reason="examples/questions.csv not present")
 
 
+@pytest.fixture(scope="module")
+def _sample_copy(sample_db, tmp_path_factory):
+    """One private copy of the sample database for this module (opened once: the index is reused)."""
+    import shutil
+
+    db = tmp_path_factory.mktemp("offline_sample") / "database"
+    shutil.copytree(sample_db, db)
+    return db, open_index(db, progress=False)
+
+
 @pytest.fixture
-def index(sample_db_copy):
-    return open_index(Path("database"), progress=False)
+def index(_sample_copy, monkeypatch):
+    db, idx = _sample_copy
+    monkeypatch.chdir(db.parent)  # Reference Documents are then "database/...", as in questions.csv
+    return idx
 
 
 def _ids(rows):
