@@ -589,10 +589,14 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
         meta, body = parse_page(raw)
         doc_title = meta.document or title
         context_title = " / ".join(x for x in (doc_title, meta.section) if x)
+        # The folders a page sits in describe it (the path carries meaning, and the optimizer names copies'
+        # folders after questions), but weakly: they count like the rest of the page, so a folder name
+        # alone never lifts a page over the refusal threshold.
+        folders = " ".join(Path(rel).parent.parts)
         page_units = _units(body, rel, rank, context_title)
         if not page_units:
             continue
-        page_terms[rel] = _term_set(context_title + "\n" + body)
+        page_terms[rel] = _term_set(folders + "\n" + context_title + "\n" + body)
         page_info[rel] = (meta.page or page_no, title or doc_title)
         prior = 1.0 / (1.0 + RANK_DECAY * rank)
         for u in page_units:
