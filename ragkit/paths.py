@@ -29,7 +29,10 @@ def sanitize_name(name: str, *, fallback: str = "untitled", max_len: int = MAX_N
     if _WINDOWS_RESERVED.match(s):
         s = f"_{s}"
     if len(s) > max_len:
-        s = s[:max_len].rstrip()
+        cut = s[:max_len]
+        # cut at a word boundary when there is one in the second half ("... last mfa" not "... last mf")
+        space = cut.rfind(" ") if s[max_len] != " " else max_len
+        s = (cut[:space] if space > max_len // 2 else cut).rstrip()
     return s or fallback
 
 

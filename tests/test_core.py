@@ -32,7 +32,8 @@ def test_detect_lang_and_refusal():
 
 @pytest.mark.parametrize(
     "raw,expected",
-    [("a/b", "a b"), ("x" * 300, "x" * 80), ("CON", "_CON"), ("..", "untitled"), ("冷蔵庫\x00", "冷蔵庫"),
+    [("a/b", "a b"), ("x" * 300, "x" * 80), ("word " * 40, ("word " * 16).strip()),
+     ("ab " + "y" * 100, "ab " + "y" * 77), ("CON", "_CON"), ("..", "untitled"), ("冷蔵庫\x00", "冷蔵庫"),
      ('ta<b>le:"q"|?*', "ta b le q")],
 )
 def test_sanitize_name(raw, expected):
