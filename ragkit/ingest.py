@@ -74,7 +74,7 @@ from pathlib import Path
 from ragkit.errors import RagError
 from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, render_page
 from ragkit.paths import atomic_write_text, page_filename, sanitize_name
-from ragkit.text import join_cjk_breaks
+from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
 MANIFEST = "ingest-manifest.json"
@@ -135,9 +135,7 @@ def _one_line(msg: object) -> str:
     return s if len(s) <= _MAX_REASON else s[: _MAX_REASON - 1] + "…"
 
 
-_HAN_KANA = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"
-_HANGUL_BREAK = re.compile(f"(?<=[{_HANGUL}])[ \t]*\n[ \t]*(?=[{_HANGUL}])")
+_HANGUL_BREAK = re.compile(f"(?<=[{HANGUL}])[ \t]*\n[ \t]*(?=[{HANGUL}])")
 
 
 def join_breaks(text: str) -> str:
@@ -293,7 +291,7 @@ def _heading_levels(all_lines: list[list[list]]) -> tuple[float, dict[float, int
     return body, {s: min(i + 1, 4) for i, s in enumerate(big)}
 
 
-_JOIN_TIGHT = re.compile(f"[{_HAN_KANA}\u3000-\u303f\uff00-\uffef]")
+_JOIN_TIGHT = re.compile(f"[{HAN_KANA}\u3000-\u303f\uff00-\uffef]")
 
 
 def _join_wrapped(a: str, b: str) -> str:

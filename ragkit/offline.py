@@ -109,7 +109,7 @@ _HAN, _HIRA, _KATA = "\u3005\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff", "\u3040-\u
 # ("2時間で" -> "2", "時間", "で").
 _SCRIPT_CHANGE = re.compile(
     f"(?<=[{_HAN}])(?=[{_HIRA}{_KATA}])|(?<=[{_HIRA}])(?=[{_HAN}{_KATA}])|(?<=[{_KATA}])(?=[{_HAN}{_HIRA}])"
-    f"|(?<=[0-9a-z])(?=[{T._CJK_CLASS}])|(?<=[{T._CJK_CLASS}])(?=[0-9a-z])"
+    f"|(?<=[0-9a-z])(?=[{T.CJK_CLASS}])|(?<=[{T.CJK_CLASS}])(?=[0-9a-z])"
 )
 _WRAP_END = re.compile(f"[{_HAN}{_HIRA}{_KATA}]$")
 _WRAP_START = re.compile(f"[{_HAN}{_HIRA}{_KATA}]")

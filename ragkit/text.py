@@ -9,28 +9,25 @@ from __future__ import annotations
 import re
 import unicodedata
 
-# Han, Hiragana, Katakana (incl. half-width after NFKC), Hangul syllables/jamo, CJK punctuation excluded.
-_CJK_CLASS = (
+# Character ranges for regex classes. Han, Hiragana, Katakana (incl. half-width after NFKC), Hangul
+# syllables/jamo; CJK punctuation excluded.
+HAN_KANA = (
     "\u3040-\u309f"  # hiragana
     "\u30a0-\u30ff"  # katakana
     "\u31f0-\u31ff"
     "\u3400-\u4dbf"  # CJK ext A
     "\u4e00-\u9fff"  # CJK unified
     "\uf900-\ufaff"
-    "\uac00-\ud7af"  # hangul syllables
-    "\u1100-\u11ff"
-    "\u3130-\u318f"
 )
-CJK_RE = re.compile(f"[{_CJK_CLASS}]")
-_CJK_RUN = re.compile(f"[{_CJK_CLASS}]+")
+HANGUL = "\uac00-\ud7af\u1100-\u11ff\u3130-\u318f"  # syllables, jamo, compatibility jamo
+CJK_CLASS = HAN_KANA + HANGUL
+CJK_RE = re.compile(f"[{CJK_CLASS}]")
 # Whitespace (including a line break) between two Han/Kana characters is an artefact of line wrapping.
 # Hangul is left out: Korean separates words with spaces, and joining them would glue words together.
-_HAN_KANA = "\u3040-\u309f\u30a0-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"
-_CJK_GAP = re.compile(f"(?<=[{_HAN_KANA}])[ \t\u3000]*\n?[ \t\u3000]*(?=[{_HAN_KANA}])")
-_TOKEN = re.compile(f"[{_CJK_CLASS}]+|[^\\W_]+", re.UNICODE)
+_CJK_GAP = re.compile(f"(?<=[{HAN_KANA}])[ \t\u3000]*\n?[ \t\u3000]*(?=[{HAN_KANA}])")
 # CJK runs and Latin/digit words as two groups; a word stops where CJK starts ("usb接続" -> "usb", "接続").
-_TOKEN_PARTS = re.compile(f"([{_CJK_CLASS}]+)|([^\\W_{_CJK_CLASS}]+)")
-_HANGUL = re.compile("[\uac00-\ud7af]")
+_TOKEN_PARTS = re.compile(f"([{CJK_CLASS}]+)|([^\\W_{CJK_CLASS}]+)")
+_HANGUL_SYLLABLE = re.compile("[\uac00-\ud7af]")
 _KANA = re.compile("[\u3040-\u30ff]")
 
 # Function words that only add noise to a keyword query (English); CJK bigrams need no list.
@@ -75,7 +72,7 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
 
 def detect_lang(text: str) -> str:
     """"ja", "ko", "zh" or "en" (anything else Latin), by script counts."""
-    hangul = len(_HANGUL.findall(text))
+    hangul = len(_HANGUL_SYLLABLE.findall(text))
     kana = len(_KANA.findall(text))
     cjk = len(CJK_RE.findall(text))
     if hangul and hangul >= kana and hangul * 2 >= cjk - hangul:
