@@ -55,7 +55,15 @@ from ragkit.errors import PathEscapeError, RagError, UsageError
 from ragkit.models import Answer, Completion, SearchHit, Source, Usage
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import page_number, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.text import detect_lang, is_refusal, join_cjk_breaks, refusal_text, split_sentences, tokenize
+from ragkit.text import (
+    detect_lang,
+    is_refusal,
+    join_cjk_breaks,
+    one_line,
+    refusal_text,
+    split_sentences,
+    tokenize,
+)
 
 MAX_STEPS = 12  # tool-using turns of the agent before it must answer
 MAX_TOKENS = 60_000  # input + output tokens of one question before the agent must answer
@@ -222,7 +230,7 @@ def _ms(t0: float) -> float:
 
 def _one_line(e: BaseException | str) -> str:
     text = str(e) if isinstance(e, RagError | str) else f"{type(e).__name__}: {e}"
-    return " ".join(text.split())[:500]
+    return one_line(text)[:500]
 
 
 # -- parsing the model's final reply -------------------------------------------------------------------

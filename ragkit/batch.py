@@ -92,6 +92,7 @@ from ragkit.errors import RagError, UsageError
 from ragkit.judge import RUBRIC_COLUMNS
 from ragkit.models import Answer, Source, Usage
 from ragkit.paths import page_number, reference_path
+from ragkit.text import one_line
 
 # -- columns (DESIGN §4) ------------------------------------------------------------------------------
 QUESTION = "Question"
@@ -216,8 +217,7 @@ def _fmt(value: Any) -> Any:
 
 
 def _one_line(e: BaseException | str) -> str:
-    text = str(e) if not isinstance(e, str) else e
-    return " ".join(text.split()) or (type(e).__name__ if not isinstance(e, str) else "")
+    return one_line(e) or (type(e).__name__ if not isinstance(e, str) else "")
 
 
 def answer_columns(answer: Answer) -> dict:
@@ -370,8 +370,7 @@ def _metric_dict(row: dict, prefix: str) -> dict | None:
 
 
 def _short(s: str, n: int = 60) -> str:
-    s = " ".join(str(s).split())
-    return s if len(s) <= n else s[: n - 1] + "…"
+    return one_line(s, n)
 
 
 def _score(scorer: _Scorer, row: dict, answer: Answer, *, ref_cols: dict | None = None,

@@ -74,7 +74,7 @@ from pathlib import Path
 from ragkit.errors import RagError
 from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, render_page
 from ragkit.paths import atomic_write_text, page_filename, sanitize_name
-from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks
+from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks, one_line
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
 MANIFEST = "ingest-manifest.json"
@@ -131,8 +131,7 @@ def _shown_path(p: Path) -> str:
 
 
 def _one_line(msg: object) -> str:
-    s = re.sub(r"\s+", " ", str(msg)).strip()
-    return s if len(s) <= _MAX_REASON else s[: _MAX_REASON - 1] + "…"
+    return one_line(msg, _MAX_REASON)
 
 
 _HANGUL_BREAK = re.compile(f"(?<=[{HANGUL}])[ \t]*\n[ \t]*(?=[{HANGUL}])")

@@ -44,7 +44,7 @@ from typing import Any
 from ragkit.errors import RagError
 from ragkit.llm import chat_json
 from ragkit.models import Usage
-from ragkit.text import CJK_RE, STOPWORDS, is_refusal, normalize, split_sentences, tokenize
+from ragkit.text import CJK_RE, STOPWORDS, is_refusal, normalize, one_line, split_sentences, tokenize
 
 COVER_THRESHOLD = 0.6
 SENTENCE_MATCH = 0.5
@@ -764,8 +764,7 @@ def llm_accuracy(provider, *, question: str, ground_truth: str, answer: str) -> 
 
 # == Evaluation Reason =================================================================================
 def _short(text: str, n: int = 40) -> str:
-    t = " ".join(str(text).split())
-    return t if len(t) <= n else t[: n - 1] + "…"
+    return one_line(text, n)
 
 
 def evaluation_reason(

@@ -47,7 +47,7 @@ from ragkit.errors import PathEscapeError, RagError
 from ragkit.models import Usage
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import normalize_ref, reference_path, resolve_in_db, sanitize_name, strip_db_prefix
-from ragkit.text import STOPWORDS, detect_lang, normalize
+from ragkit.text import STOPWORDS, detect_lang, normalize, one_line
 
 log = logging.getLogger("ragkit.optimize")
 
@@ -846,7 +846,7 @@ def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], 
 
 
 def _one_line(e: BaseException) -> str:
-    return " ".join(str(e).split()) or type(e).__name__
+    return one_line(e) or type(e).__name__
 
 
 def _work_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult:

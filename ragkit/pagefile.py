@@ -17,6 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragkit.text import one_line
+
 NO_TEXT_MARKER = "<!-- ragkit: no text layer on this page -->"
 _FM = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -30,14 +32,10 @@ class PageMeta:
     page: int = 0
 
 
-def _one_line(value: str) -> str:
-    return re.sub(r"\s+", " ", str(value)).strip()
-
-
 def render_page(meta: PageMeta, body: str) -> str:
     fm = (
-        f"---\nsource: {_one_line(meta.source)}\ndocument: {_one_line(meta.document)}\n"
-        f"section: {_one_line(meta.section)}\npage: {int(meta.page)}\n---\n"
+        f"---\nsource: {one_line(meta.source)}\ndocument: {one_line(meta.document)}\n"
+        f"section: {one_line(meta.section)}\npage: {int(meta.page)}\n---\n"
     )
     return fm + body.strip("\n") + "\n"
 

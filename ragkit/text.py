@@ -38,6 +38,13 @@ STOPWORDS = frozenset(
 )
 
 
+def one_line(value: object, limit: int | None = None) -> str:
+    """`value` as text on one line (runs of whitespace become one space), cut to `limit` characters with
+    "…" when longer: for error messages, CSV reasons and front matter values."""
+    s = " ".join(str(value).split())
+    return s if limit is None or len(s) <= limit else s[: limit - 1] + "…"
+
+
 def is_cjk(ch: str) -> bool:
     return bool(CJK_RE.match(ch))
 

@@ -111,3 +111,10 @@ def test_atomic_write_gives_normal_permissions(tmp_path):
     paths.atomic_write_text(target, "a,b\r\n", encoding="utf-8-sig")
     assert target.read_bytes() == b"\xef\xbb\xbfa,b\r\n"  # BOM kept, line endings untouched
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~mask
+
+
+def test_one_line_collapses_whitespace_and_cuts_with_an_ellipsis():
+    assert text.one_line("a\n b\t\tc ") == "a b c"
+    assert text.one_line("x" * 10, 5) == "xxxx…"
+    assert text.one_line("short", 5) == "short"
+    assert text.one_line(ValueError("bad\nthing")) == "bad thing"
