@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 from fakeserver import openai_settings
+from pagetree import write_pages
 from typer.testing import CliRunner
 
 from ragkit import batch as B
@@ -56,13 +57,7 @@ def keyword_search_only(monkeypatch):
 
 # -- helpers (also used by test_batch_resume.py) ----------------------------------------------------------
 def make_db(root: Path) -> Path:
-    db = root / "database"
-    for rel, (doc, section, page, body) in PAGES.items():
-        p = db / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(render_page(PageMeta(source="x.pdf", document=doc, section=section, page=page), body),
-                     encoding="utf-8")
-    return db
+    return write_pages(root / "database", PAGES, source="x.pdf")
 
 
 def write_input(path: Path, rows: list[list[str]], *, encoding: str = "utf-8") -> Path:

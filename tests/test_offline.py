@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from pagetree import write_pages
 
 from ragkit import text as T
 from ragkit.index import open_index
@@ -73,12 +74,7 @@ UNANSWERABLE = [
 
 @pytest.fixture(scope="module")
 def mini(tmp_path_factory):
-    db = tmp_path_factory.mktemp("offline") / "database"
-    for rel, (doc, section, page, body) in PAGES.items():
-        p = db / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(render_page(PageMeta(source=f"src/{doc}.pdf", document=doc, section=section, page=page),
-                                 body), encoding="utf-8")
+    db = write_pages(tmp_path_factory.mktemp("offline") / "database", PAGES, source="src/{document}.pdf")
     return db, open_index(db, progress=False)
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from pagetree import write_pages
 
 from ragkit.config import Settings
 from ragkit.csvio import read_csv, write_csv
@@ -28,7 +29,6 @@ from ragkit.optimize import (
     recover_journal,
     validate_folder,
 )
-from ragkit.pagefile import PageMeta, render_page
 from ragkit.paths import iter_pages
 
 REPO = Path(__file__).resolve().parents[1]
@@ -52,13 +52,7 @@ PAGES = {
 
 
 def make_db(root: Path, pages: dict = PAGES) -> Path:
-    db = root / "database"
-    for rel, (doc, section, page, body) in pages.items():
-        p = db / rel
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(render_page(PageMeta(source=f"docs/{doc}.pdf", document=doc, section=section, page=page),
-                                 body), encoding="utf-8")
-    return db
+    return write_pages(root / "database", pages)
 
 
 @pytest.fixture

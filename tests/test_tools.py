@@ -8,10 +8,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from pagetree import write_pages
 
 from ragkit import tools as tools_mod
 from ragkit.models import SearchHit
-from ragkit.pagefile import PageMeta, first_heading, parse_page, render_page
+from ragkit.pagefile import first_heading, parse_page
 from ragkit.text import join_cjk_breaks, tokenize
 from ragkit.tools import TOOL_NAMES, Toolbox, _docstring_parts
 
@@ -64,12 +65,7 @@ class SimpleIndex:
 
 
 def make_db(root: Path, pages: dict | None = None) -> Path:
-    db = root / "database"
-    for rel, (document, section, page, body) in (pages or PAGES).items():
-        f = db / rel
-        f.parent.mkdir(parents=True, exist_ok=True)
-        meta = PageMeta(source=f"docs/{document}.pdf", document=document, section=section, page=page)
-        f.write_text(render_page(meta, body), encoding="utf-8")
+    db = write_pages(root / "database", pages or PAGES)
     (db / ".ragkit").mkdir(exist_ok=True)
     (db / ".ragkit" / "hidden.md").write_text("index cache, not a page", encoding="utf-8")
     return db
