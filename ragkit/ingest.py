@@ -73,7 +73,7 @@ from pathlib import Path
 
 from ragkit.errors import RagError
 from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, render_page
-from ragkit.paths import atomic_write_text, page_filename, sanitize_name
+from ragkit.paths import MAX_NAME, atomic_write_text, page_filename, sanitize_name
 from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks, one_line
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
@@ -155,7 +155,7 @@ def _unique_names(titles: list[str]) -> dict[str, str]:
         name, n = base, 2
         while name.casefold() in used:
             suffix = f" ({n})"
-            name = base[: 80 - len(suffix)].rstrip() + suffix
+            name = base[: MAX_NAME - len(suffix)].rstrip() + suffix
             n += 1
         used.add(name.casefold())
         out[t] = name
