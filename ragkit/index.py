@@ -60,14 +60,14 @@ from ragkit.errors import RagError
 from ragkit.models import SearchHit
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import page_number, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.text import STOPWORDS, tokenize
+from ragkit.text import STOPWORDS, search_terms
 
 log = logging.getLogger(__name__)
 
 CACHE_DIR = ".ragkit"
 CACHE_FILE = "index.sqlite"
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "3"
+ANALYSIS_VERSION = "4"
 
 # BM25F: a term in the folder path or in a heading counts as this many body occurrences.
 FIELDS = ("path", "head", "body")
@@ -83,6 +83,9 @@ RERANK_N = 20
 PHRASE_N = 50
 PHRASE_WEIGHT = 1.0
 DENSE_WEIGHT = 0.15
+# A query that names a page ("on page 12", "the 3rd slide", "12ページ", "12페이지", "the cover") lifts the
+# matching pages with that number by this share of the best score: it still has to match the query's words.
+PAGE_REF_WEIGHT = 0.3
 # A page's meaning: its first EMBED_CHARS characters in chunks of EMBED_CHUNK, one vector each; a page is as
 # close to the query as its closest chunk (USE was trained on sentences and short paragraphs).
 EMBED_CHARS = 1000
@@ -141,7 +144,7 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     counts: dict[str, list[int]] = {}
     lens = []
     for fi, ftext in enumerate(fields):
-        toks = tokenize(ftext)
+        toks = search_terms(ftext)
         if fi == 2:
             seq = [t for t in toks if t not in STOPWORDS]
         lens.append(len(toks))
@@ -159,6 +162,59 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
         lens=(lens[0], lens[1], lens[2]),
         seq=seq,
     )
+
+
+_ORDINALS = {w: i for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth".split(), start=1)}
+_NUMS = r"\d{1,4}(?:\s*(?:,|and|&|-|–|to)\s*\d{1,4})*"
+_PAGE_REF = re.compile(
+    rf"\b(?:pages?|pp?\.|slides?)\s*(?P<en>{_NUMS})"
+    r"|\b(?P<nth>\d{1,4})(?:st|nd|rd|th)\s+(?:page|slide)\b"
+    rf"|\b(?P<word>{'|'.join(_ORDINALS)})\s+(?:page|slide)\b"
+    r"|(?P<cover>\b(?:the|front)\s+cover\b|\bcover\s+page\b|表紙|표지)"
+    r"|第\s*(?P<zh>\d{1,4})\s*[页頁]"
+    r"|(?P<cjk>\d{1,4})\s*(?:ページ|頁|페이지|쪽)"
+)
+
+
+def page_refs(query: str) -> set[int]:
+    """Page numbers a query names: "page 12", "pages 3 and 4", "pp. 5-7", "the 3rd page", "the first slide",
+    "the cover" (1), "12ページ", "第12页", "12페이지"."""
+    out: set[int] = set()
+    for m in _PAGE_REF.finditer(unicodedata.normalize("NFKC", query).casefold()):
+        if m["en"]:
+            nums = [int(x) for x in re.findall(r"\d+", m["en"])]
+            if re.search(r"\d\s*(?:-|–|to)\s*\d", m["en"]) and len(nums) == 2 and 0 < nums[1] - nums[0] <= 20:
+                nums = list(range(nums[0], nums[1] + 1))
+            out.update(nums)
+        elif m["nth"] or m["zh"] or m["cjk"]:
+            out.add(int(m["nth"] or m["zh"] or m["cjk"]))
+        elif m["word"]:
+            out.add(_ORDINALS[m["word"]])
+        elif m["cover"]:
+            out.add(1)
+    out.discard(0)
+    return out
+
+
+def _one_edit(word: str) -> set[str]:
+    """Latin words one edit away from `word` (a letter deleted, inserted, replaced, or two swapped): the
+    spellings a typo most often comes from. Only for words of 5+ letters (short words have too many
+    neighbours to guess from) and never for numbers."""
+    if len(word) < 5 or not (word.isascii() and word.isalpha()):
+        return set()
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    out: set[str] = set()
+    for i in range(len(word) + 1):
+        a, b = word[:i], word[i:]
+        if b:
+            out.add(a + b[1:])
+            out.update(a + c + b[1:] for c in letters)
+        if len(b) > 1:
+            out.add(a + b[1] + b[0] + b[2:])
+        out.update(a + c + b for c in letters)
+    out.discard(word)
+    return out
 
 
 def _pairs(ids: np.ndarray) -> np.ndarray:
@@ -638,9 +694,18 @@ class Index:
         return m
 
     def query_terms(self, query: str) -> Counter:
-        """The query's terms (stopwords dropped unless nothing else is left)."""
-        toks = tokenize(query, drop_stopwords=True) or tokenize(query)
-        return Counter(toks)
+        """The query's terms (stopwords dropped unless nothing else is left). A word the index has never seen
+        (a typo: "Netfilx") is replaced by the indexed words one edit away ("netflix"), sharing its weight."""
+        toks = search_terms(query, drop_stopwords=True) or search_terms(query)
+        q: Counter = Counter()
+        for tok, n in Counter(toks).items():
+            near = [] if tok in self._term_ids else [v for v in _one_edit(tok) if v in self._term_ids]
+            if near:
+                for v in near:
+                    q[v] += n / len(near)
+            else:
+                q[tok] += n
+        return q
 
     def _bm25(self, q: Counter) -> tuple[np.ndarray, np.ndarray]:
         """(page scores, document scores): BM25F over pages, and BM25 over whole documents (a page's document
@@ -721,6 +786,10 @@ class Index:
             scores = self._keyword_scores(q)
             if prefix:
                 scores = np.where(self._prefix_mask(prefix), scores, 0.0)
+            refs = page_refs(query) if PAGE_REF_WEIGHT else set()
+            if refs and scores.any():
+                named = np.isin(self._pages.view(), list(refs)) & (scores > 0)
+                scores = np.where(named, scores + PAGE_REF_WEIGHT * float(scores.max()), scores)
             cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
             rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
             kw = scores[cand].astype(np.float64)
@@ -745,7 +814,7 @@ class Index:
 
     def _phrase_bonus(self, query: str, rows: list[tuple[int, str, str]], kw: np.ndarray) -> np.ndarray:
         """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score."""
-        toks = [t for t in tokenize(query) if t not in STOPWORDS]
+        toks = [t for t in search_terms(query) if t not in STOPWORDS]
         qp = _pairs(np.array([self._term_ids.get(t, -1) for t in toks], dtype=np.int64))
         if not len(qp) or len(rows) < 2 or not PHRASE_WEIGHT:
             return kw
@@ -949,7 +1018,7 @@ def display_text(body: str) -> str:
 def make_snippet(body: str, q: Counter | str, width: int = 200) -> str:
     """About `width` characters of the page around the spot holding the most distinct query terms, as display
     text (CJK line breaks joined). Only that region is cleaned, so long pages stay cheap."""
-    terms = [t for t in (tokenize(q) if isinstance(q, str) else q) if t not in STOPWORDS] or list(q)
+    terms = [t for t in (search_terms(q) if isinstance(q, str) else q) if t not in STOPWORDS] or list(q)
     if len(body) <= width:
         return display_text(body)
     low = body.lower()

@@ -131,23 +131,6 @@ _MD_NOISE = re.compile(r"\*\*|__|`|<br\s*/?>|<!--.*?-->", re.IGNORECASE)
 
 # -- terms ---------------------------------------------------------------------------------------------
 @lru_cache(maxsize=1 << 16)
-def _stem(tok: str) -> str:
-    """A light English stemmer: enough to match 'settings'/'setting', 'stored'/'store'."""
-    if not tok.isascii() or not tok.isalpha() or len(tok) <= 3:
-        return tok
-    if tok.endswith("ies") and len(tok) > 4:
-        tok = tok[:-3] + "y"
-    elif tok.endswith("sses"):
-        tok = tok[:-2]
-    elif tok.endswith("s") and not tok.endswith(("ss", "us", "is")):
-        tok = tok[:-1]
-    for suf in ("ing", "ed"):
-        if tok.endswith(suf) and len(tok) - len(suf) >= 4:
-            tok = tok[: -len(suf)]
-            break
-    return tok
-
-
 def _strip_korean(text: str) -> str:
     """Drop a trailing particle from Korean words so '파일을' and '파일' share their terms."""
 
@@ -174,7 +157,7 @@ def _prepare(text: str) -> str:
 
 
 def _word_terms(word: str) -> list[str]:
-    return [_stem(t) for t in T.tokenize(word, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
+    return [T.stem(t) for t in T.tokenize(word, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
 
 
 def _terms(text: str) -> list[str]:

@@ -77,6 +77,41 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     return out
 
 
+def stem(tok: str) -> str:
+    """A light English stemmer: enough to match 'settings'/'setting', 'stored'/'store'. Other scripts,
+    words with digits and short words are returned as they are."""
+    if not tok.isascii() or not tok.isalpha() or len(tok) <= 3:
+        return tok
+    if tok.endswith("ies") and len(tok) > 4:
+        tok = tok[:-3] + "y"
+    elif tok.endswith("sses"):
+        tok = tok[:-2]
+    elif tok.endswith("s") and not tok.endswith(("ss", "us", "is")):
+        tok = tok[:-1]
+    for suf in ("ing", "ed"):
+        if tok.endswith(suf) and len(tok) - len(suf) >= 4:
+            tok = tok[: -len(suf)]
+            break
+    return tok
+
+
+_LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
+
+
+def search_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
+    """The terms the search index stores and looks up: `tokenize`'s, with a word of letters and digits split
+    into its runs ("fy2015" -> "fy", "2015"; "10k" -> "10", "k") and English words lightly stemmed."""
+    out: list[str] = []
+    for tok in tokenize(text, drop_stopwords=drop_stopwords):
+        if tok.isascii() and not tok.isalpha() and not tok.isdigit():
+            parts = _LETTERS_DIGITS.findall(tok)
+            out.append(tok)
+            out.extend(stem(part) for part in parts)
+        else:
+            out.append(stem(tok))
+    return out
+
+
 def detect_lang(text: str) -> str:
     """"ja", "ko", "zh" or "en" (anything else Latin), by script counts."""
     hangul = len(_HANGUL_SYLLABLE.findall(text))

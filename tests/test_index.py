@@ -74,6 +74,57 @@ def test_english_and_case_folding(db):
     assert idx.search("zebra quantum") == []
 
 
+def test_english_word_forms_and_letters_with_digits(tmp_path):
+    d = tmp_path / "database"
+    write_page(d, "fin/acme/statements/page_040.md",
+               "# Balance sheet\nTotal assets at the end of fiscal 2015 were stored in the ledger.", page=40)
+    write_page(d, "fin/acme/intro/page_001.md", "# Overview\nAcme makes rockets and sells them.", page=1)
+    write_page(d, "fin/acme/codes/page_002.md", "# Codes\nError E1234 means the valve is stuck.", page=2)
+    idx = fresh(d)
+    # "settings"/"setting", "stores"/"stored": a light English stemmer on both sides
+    assert top(idx, "storing", k=1) == ["fin/acme/statements/page_040.md"]
+    assert top(idx, "asset", k=1) == ["fin/acme/statements/page_040.md"]
+    # "FY2015" finds "2015"; a code is still found whole
+    assert top(idx, "FY2015", k=1) == ["fin/acme/statements/page_040.md"]
+    assert top(idx, "e1234", k=1) == ["fin/acme/codes/page_002.md"]
+
+
+def test_a_misspelt_word_finds_the_indexed_word_one_edit_away(tmp_path):
+    d = tmp_path / "database"
+    write_page(d, "fin/netflix/statements/page_043.md", "# Netflix\nNetflix working capital grew.", page=43)
+    write_page(d, "fin/other/statements/page_010.md", "# Other\nWorking capital of another firm.", page=10)
+    idx = fresh(d)
+    for typo in ("Netfilx", "Neflix", "Netflixx", "Netflox"):  # swap, deletion, insertion, replacement
+        assert top(idx, f"{typo} working capital", k=1) == ["fin/netflix/statements/page_043.md"], typo
+    assert idx.search("Qwertyuiop") == []  # nothing one edit away: nothing found
+    assert idx.query_terms("Netflix")["netflix"] == 1  # a known word is left alone
+
+
+def test_a_page_the_query_names_comes_first(tmp_path):
+    d = tmp_path / "database"
+    for n in range(1, 6):
+        write_page(d, f"manuals/camry/pages_001-010/page_{n:03d}.md", f"# Car {n}\nThe car is shown in red.", page=n)
+    write_page(d, "manuals/other/pages_001-010/page_003.md", "# Boat\nA boat in blue.", page=3)
+    idx = fresh(d)
+    assert top(idx, "How many cars appear on page 3?", k=1) == ["manuals/camry/pages_001-010/page_003.md"]
+    assert top(idx, "What color is the car on the cover?", k=1) == ["manuals/camry/pages_001-010/page_001.md"]
+    assert top(idx, "4ページの車", k=1) == ["manuals/camry/pages_001-010/page_004.md"]
+    assert top(idx, "5페이지 car", k=1) == ["manuals/camry/pages_001-010/page_005.md"]
+    # the page number alone does not lift a page that misses the query's words above those that match
+    hits = top(idx, "car on page 3")
+    assert hits[0] == "manuals/camry/pages_001-010/page_003.md"
+    assert hits.index("manuals/other/pages_001-010/page_003.md") == len(hits) - 1
+
+
+@pytest.mark.parametrize("query, pages", [
+    ("What is on page 12?", {12}), ("pages 3 and 4", {3, 4}), ("pp. 5-7 and p.9", {5, 6, 7, 9}),
+    ("the 3rd page", {3}), ("the first slide", {1}), ("on the cover", {1}), ("What does the warranty cover?", set()),
+    ("12ページの表", {12}), ("第12页", {12}), ("12페이지에서", {12}), ("표지에 있는", {1}), ("How many pages?", set()),
+])
+def test_page_refs(query, pages):
+    assert ix.page_refs(query) == pages
+
+
 def test_path_filter_and_escape(db):
     idx = fresh(db)
     assert set(top(idx, "削除 接続 洗剤", path="家電/冷蔵庫")) == {
@@ -298,7 +349,10 @@ def test_two_processes_share_the_cache_without_corrupting_it(db):
                      if not p.relative_to(db).as_posix().startswith("."))
     assert idx.pages() == on_disk and len(on_disk) == 6 + 2 * 12
     assert top(idx, "keywordbx7", k=1) == ["english/proc_b/notes/page_008.md"]
-    assert idx.search("keywordax5") == []  # removed by its writer
+    # removed by its writer: no hit holds it (the other "keywordax" pages still match the word's letters)
+    hits = idx.search("keywordax5")
+    assert hits and all("keywordax5" not in h.snippet for h in hits)
+    assert "english/proc_a/notes/page_006.md" not in [h.path for h in hits]
     assert idx._conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
 
 
