@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -364,3 +365,206 @@ def test_symlinks_out_of_the_database_are_not_indexed(db, tmp_path):
     idx = fresh(db)
     assert idx.search("hunter2") == []
     assert not [p for p in idx.pages() if "link" in p]
+
+
+# --------------------------------------------------------------------------------------------- snapshot
+SNAP_QUERIES = ("削除", "接続 電源", "파일", "router water", "ethernet WAN port", "設置", "page 5 router")
+
+
+def results(idx: ix.Index) -> list:
+    return [[(h.path, h.page, h.title, h.score, h.snippet) for h in idx.search(q)] for q in SNAP_QUERIES]
+
+
+@pytest.fixture
+def snap(monkeypatch):
+    """Snapshots even for the tiny test databases (the default waits for a thousand changed rows)."""
+    monkeypatch.setattr(ix, "SNAPSHOT_MIN_ROWS", 1)
+    return lambda db: db / ".ragkit" / ix.SNAPSHOT_FILE
+
+
+def test_reopen_starts_from_the_snapshot_and_finds_the_same(db, snap, monkeypatch):
+    a = fresh(db)
+    assert snap(db).is_file()  # written after the first load
+    full = results(a)
+    loaded = []
+    real = ix.Index._load_snapshot
+    monkeypatch.setattr(ix.Index, "_load_snapshot", lambda self: loaded.append(real(self)) or loaded[-1])
+    b = fresh(db)
+    assert loaded == [True]
+    assert results(b) == full and b.pages() == a.pages()
+    assert b._term_ids == a._term_ids and b._stat == a._stat
+
+
+def test_changes_after_the_snapshot_are_seen_on_reopen(db, snap, monkeypatch):
+    a = fresh(db)
+    other = fresh(db)  # "another process" writing after the snapshot
+    monkeypatch.setattr(ix, "SNAPSHOT_MIN_ROWS", 10_000)  # no new snapshot: reopen must apply the rows
+    seq_before = int(json.loads(bytes(__import__("numpy").load(snap(db))["meta"]))["seq"])
+    write_page(db, "english/router/update/page_007.md", "# Firmware\nUpdate the firmware monthly.", page=7)
+    a.add_page("english/router/update/page_007.md")
+    write_page(db, "english/router/setup/page_005.md", "# Cabling\nUse a shielded cable.", page=5)
+    other.add_page("english/router/setup/page_005.md")
+    other.remove_page("english/router/safety/page_006.md")
+    (db / "english/router/safety/page_006.md").unlink()
+    b = fresh(db)
+    assert b._seq > seq_before
+    assert top(b, "firmware") == ["english/router/update/page_007.md"]
+    assert top(b, "shielded cable") == ["english/router/setup/page_005.md"] and b.search("ethernet") == []
+    assert b.search("water") == [] and "english/router/safety/page_006.md" not in b.pages()
+    ix_full = results(b)
+    snap(db).unlink()
+    assert results(fresh(db)) == ix_full  # the same as a full load of the cache
+
+
+def test_a_snapshot_is_rewritten_after_enough_changes(db, snap):
+    a = fresh(db)
+    before = snap(db).stat().st_mtime_ns
+    write_page(db, "english/router/update/page_007.md", "# Firmware\nUpdate the firmware monthly.", page=7)
+    a.add_page("english/router/update/page_007.md")
+    assert snap(db).stat().st_mtime_ns != before
+    assert top(fresh(db), "firmware") == ["english/router/update/page_007.md"]
+
+
+@pytest.mark.parametrize("damage", ["missing", "garbage", "truncated", "other version", "other cache",
+                                    "from the future", "stale", "bad ids", "path outside"])
+def test_an_unusable_snapshot_falls_back_to_the_full_load(db, snap, monkeypatch, damage):
+    import numpy as np
+
+    a = fresh(db)
+    expected = results(a)
+    path = snap(db)
+    if damage == "missing":
+        path.unlink()
+    elif damage == "garbage":
+        path.write_bytes(b"PK\x03\x04 not a zip at all" * 10)
+    elif damage == "truncated":
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    elif damage in ("other cache", "from the future", "bad ids", "path outside"):
+        with np.load(path, allow_pickle=False) as z:
+            arrays = {k: z[k] for k in z.files}
+        meta = json.loads(bytes(arrays["meta"]))
+        if damage == "other cache":
+            meta["cache_id"] = "someone else's"
+        elif damage == "from the future":
+            meta["seq"] += 5
+        elif damage == "path outside":
+            strings = json.loads(bytes(arrays["strings"]))
+            strings["rels"][0] = "../../etc/passwd"
+            arrays["strings"] = np.frombuffer(json.dumps(strings).encode(), np.uint8)
+        else:
+            arrays["s0_docs"] = arrays["s0_docs"] + 1000  # page ids past the end
+        arrays["meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
+        with open(path, "wb") as f:
+            np.savez(f, **arrays)
+    elif damage == "other version":
+        monkeypatch.setattr(ix, "ANALYSIS_VERSION", "test-other")  # the cache itself is rebuilt too
+    elif damage == "stale":
+        monkeypatch.setattr(ix, "SNAPSHOT_MIN_ROWS", 10_000)
+        other = fresh(db)
+        for i in range(8):  # more rows changed since the snapshot than it holds pages
+            write_page(db, f"english/router/more/page_{i + 10:03d}.md", f"# More {i}\nmore text {i}", page=i + 10)
+            other.add_page(f"english/router/more/page_{i + 10:03d}.md")
+        expected = results(other)
+        monkeypatch.setattr(ix, "SNAPSHOT_MIN_ROWS", 1)
+    loaded = []
+    real = ix.Index._load_snapshot
+    monkeypatch.setattr(ix.Index, "_load_snapshot", lambda self: loaded.append(real(self)) or loaded[-1])
+    b = fresh(db)
+    assert loaded == [False]
+    assert results(b) == expected
+    assert path.is_file()  # and a good one is written again
+    monkeypatch.undo()
+
+
+def test_a_snapshot_is_never_unpickled(db, snap):
+    import numpy as np
+
+    fresh(db)
+    path = snap(db)
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    arrays["strings"] = np.array([{"rels": ["x"]}], dtype=object)  # a pickled object in the file
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    assert top(fresh(db), "削除")[0] == "家電/冷蔵庫/操作と機能/page_008.md"
+
+
+def backdate_folders(db: Path) -> None:
+    old = 1_600_000_000
+    for d in [db, *(p for p in db.rglob("*") if p.is_dir())]:
+        os.utime(d, (old, old))
+
+
+def test_unchanged_folders_are_not_listed_again(db, monkeypatch):
+    monkeypatch.setattr(ix, "RACY_NS", -10**9)  # the test's folders are seconds old: trust them anyway
+    backdate_folders(db)
+    listings: dict = {}
+    first = ix.scan_pages(db, listings)
+    assert first == ix.scan_pages(db) and len(first) == 6
+    listed: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda p: listed.append(Path(p).name) or real(p))
+    assert ix.scan_pages(db, listings) == first and listed == []
+    # edited in place (the folder is unchanged): seen by the file's own stat
+    write_page(db, "english/router/setup/page_005.md", "# Changed\nA much longer text than before, now.", page=5)
+    # one page added, one removed: only their folders are listed again
+    write_page(db, "家電/洗濯機/使い方/page_009.md", "# 追加\n新しいページ", page=9)
+    (db / "english/router/safety/page_006.md").unlink()
+    listed.clear()
+    now = ix.scan_pages(db, listings)
+    assert sorted(listed) == ["safety", "使い方"]
+    monkeypatch.setattr(os, "scandir", real)
+    assert now == ix.scan_pages(db) and now != first
+    stats_now, stats_first = ({r: (m, sz) for r, m, sz in x} for x in (now, first))
+    assert stats_now["english/router/setup/page_005.md"] != stats_first["english/router/setup/page_005.md"]
+
+
+def test_reopen_with_the_snapshot_still_sees_edits_made_by_hand(db, snap, monkeypatch):
+    monkeypatch.setattr(ix, "RACY_NS", -10**9)
+    backdate_folders(db)
+    fresh(db)
+    b = fresh(db)
+    assert b._listings  # the folder listings came with the snapshot
+    # edited in place in a folder whose listing is reused; a page added to another folder
+    write_page(db, "english/router/safety/page_006.md", "# Changed\nfiber optic splice", page=6)
+    write_page(db, "english/router/setup/page_010.md", "# New\ncoaxial adapter", page=10)
+    c = fresh(db)
+    assert c._listings["english/router/safety/"] is not None
+    assert top(c, "splice") == ["english/router/safety/page_006.md"] and c.search("water") == []
+    assert top(c, "coaxial") == ["english/router/setup/page_010.md"]
+
+
+def test_a_forged_listing_in_the_snapshot_cannot_reach_outside(db, snap, monkeypatch, tmp_path):
+    import numpy as np
+
+    monkeypatch.setattr(ix, "RACY_NS", -10**9)
+    backdate_folders(db)
+    (tmp_path / "secret.md").write_text("# Secret\npassword hunter2", encoding="utf-8")
+    fresh(db)
+    path = snap(db)
+    with np.load(path, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    strings = json.loads(bytes(arrays["strings"]))
+    i = strings["folders"].index("english/router/safety/")
+    counts = arrays["folder_counts"]
+    at = int(counts[: i + 1, 1].sum())
+    strings["files"].insert(at, "../../../secret.md")
+    counts[i, 1] += 1
+    arrays["strings"] = np.frombuffer(json.dumps(strings).encode(), np.uint8)
+    with open(path, "wb") as f:
+        np.savez(f, **arrays)
+    loaded = []
+    real = ix.Index._load_snapshot
+    monkeypatch.setattr(ix.Index, "_load_snapshot", lambda self: loaded.append(real(self)) or loaded[-1])
+    idx = fresh(db)
+    assert loaded == [False]
+    assert idx.search("hunter2") == [] and len(idx.pages()) == 6
+
+
+def test_stable_order_matches_numpy():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    for hi in (5, 70_000, 2**31 - 1):
+        keys = rng.integers(0, hi, 20_000).astype(np.int32)
+        assert np.array_equal(ix._stable_order(keys), np.argsort(keys, kind="stable"))
