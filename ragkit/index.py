@@ -1261,8 +1261,11 @@ class Index:
             if emb is not None:
                 todo = list({sha: rel for rel, sha in need}.items())
                 bar = None
-                if show_progress and self.progress and len(todo) >= 8:
-                    from tqdm import tqdm  # the first hybrid searches embed their candidates: say so
+                # The first hybrid searches embed their candidates: say so, but only from the main thread
+                # (batch workers searching at once would draw bars over the batch's own).
+                if (show_progress and self.progress and len(todo) >= 8
+                        and threading.current_thread() is threading.main_thread()):
+                    from tqdm import tqdm
 
                     bar = tqdm(total=len(todo), desc="embedding candidate pages", unit="page", file=sys.stderr,
                                leave=False)
