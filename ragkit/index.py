@@ -72,7 +72,7 @@ from ragkit.errors import RagError
 from ragkit.models import SearchHit
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import page_number, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.text import STOPWORDS, search_terms
+from ragkit.text import STOPWORDS, normalize, search_terms
 
 log = logging.getLogger(__name__)
 
@@ -198,7 +198,7 @@ def page_refs(query: str) -> set[int]:
     """Page numbers a query names: "page 12", "pages 3 and 4", "pp. 5-7", "the 3rd page", "the first slide",
     "the cover" (1), "12ページ", "第12页", "12페이지"."""
     out: set[int] = set()
-    for m in _PAGE_REF.finditer(unicodedata.normalize("NFKC", query).casefold()):
+    for m in _PAGE_REF.finditer(normalize(query)):
         if m["en"]:
             nums = [int(x) for x in re.findall(r"\d+", m["en"])]
             if re.search(r"\d\s*(?:-|–|to)\s*\d", m["en"]) and len(nums) == 2 and 0 < nums[1] - nums[0] <= 20:
