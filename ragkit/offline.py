@@ -51,7 +51,6 @@ import time
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from ragkit import text as T
@@ -130,7 +129,6 @@ _MD_NOISE = re.compile(r"\*\*|__|`|<br\s*/?>|<!--.*?-->", re.IGNORECASE)
 
 
 # -- terms ---------------------------------------------------------------------------------------------
-@lru_cache(maxsize=1 << 16)
 def _strip_korean(text: str) -> str:
     """Drop a trailing particle from Korean words so '파일을' and '파일' share their terms."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 # Character ranges for regex classes. Han, Hiragana, Katakana (incl. half-width after NFKC), Hangul
 # syllables/jamo; CJK punctuation excluded.
@@ -77,6 +78,7 @@ def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=1 << 16)  # called once per token when indexing and answering: words repeat
 def stem(tok: str) -> str:
     """A light English stemmer: plurals and -ing/-ed endings ('settings' and 'setting', 'stores' and 'store',
     'stored' and 'storing'). Other scripts, words with digits and short words are returned as they are.
@@ -100,8 +102,9 @@ _LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
 
 
 def search_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
-    """The terms the search index stores and looks up: `tokenize`'s, with a word of letters and digits split
-    into its runs ("fy2015" -> "fy", "2015"; "10k" -> "10", "k") and English words lightly stemmed."""
+    """The terms the search index stores and looks up: `tokenize`'s, English words lightly stemmed, and a word
+    of letters and digits kept whole and also split into its runs ("fy2015" -> "fy2015", "fy", "2015"), so a
+    code is found whole and "FY2015" finds "2015"."""
     out: list[str] = []
     for tok in tokenize(text, drop_stopwords=drop_stopwords):
         if tok.isascii() and not tok.isalpha() and not tok.isdigit():

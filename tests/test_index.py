@@ -82,7 +82,7 @@ def test_english_word_forms_and_letters_with_digits(tmp_path):
     write_page(d, "fin/acme/intro/page_001.md", "# Overview\nAcme makes rockets and sells them.", page=1)
     write_page(d, "fin/acme/codes/page_002.md", "# Codes\nError E1234 means the valve is stuck.", page=2)
     idx = fresh(d)
-    # "settings"/"setting", "stores"/"stored": a light English stemmer on both sides
+    # a light English stemmer on both sides: "storing" and "stored" meet, "asset" finds "assets"
     assert top(idx, "storing", k=1) == ["fin/acme/statements/page_040.md"]
     assert top(idx, "asset", k=1) == ["fin/acme/statements/page_040.md"]
     # "FY2015" finds "2015"; a code is still found whole
