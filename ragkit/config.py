@@ -53,6 +53,26 @@ def _env(env_file: Path | None = None) -> dict[str, str]:
     return merged
 
 
+_DOTENV_CACHE: dict[Path, tuple[int, dict[str, str]]] = {}
+
+
+def env_value(name: str) -> str | None:
+    """One setting from the environment, else from `.env` in the working directory (for settings read
+    deep inside the library, e.g. RAG_EMBED by the index). The file is parsed again only when it changes."""
+    if name in os.environ:
+        return os.environ[name]
+    path = Path(".env").absolute()
+    try:
+        mtime = path.stat().st_mtime_ns
+    except OSError:
+        return None
+    cached = _DOTENV_CACHE.get(path)
+    if cached is None or cached[0] != mtime:
+        values = {k: v for k, v in dotenv_values(path).items() if v is not None}
+        _DOTENV_CACHE[path] = cached = (mtime, values)
+    return cached[1].get(name)
+
+
 def load_settings(
     *,
     db: Path | str | None = None,

@@ -71,6 +71,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ragkit.config import env_value
 from ragkit.errors import RagError
 from ragkit.models import SearchHit
 from ragkit.pagefile import first_heading, parse_page
@@ -87,7 +88,7 @@ SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "4"
+ANALYSIS_VERSION = "5"
 
 # BM25F: a term in the folder path or in a heading counts as this many body occurrences.
 FIELDS = ("path", "head", "body")
@@ -137,10 +138,15 @@ class _Analysed:
     lens: tuple[int, int, int]
 
 
+_RANGE_FOLDER = re.compile(r"pages_\d+-\d+")
+
+
 def _folder_text(rel: str) -> str:
-    """The folder names of a page path, as searchable text (category, document, section...)."""
+    """The folder names of a page path, as searchable text (category, document, section...). The page-range
+    folders of a document without an outline ("pages_011-020") say nothing: a query's "page" would match them
+    all."""
     parts = rel.split("/")[:-1]
-    return " \n ".join(p.replace("_", " ") for p in parts)
+    return " \n ".join(p.replace("_", " ") for p in parts if not _RANGE_FOLDER.fullmatch(p))
 
 
 def _group_of(rel: str, source: str) -> str:
@@ -186,33 +192,46 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
 
 _ORDINALS = {w: i for i, w in enumerate(
     "first second third fourth fifth sixth seventh eighth ninth tenth".split(), start=1)}
-_NUMS = r"\d{1,4}(?:\s*(?:,|and|&|-|–|to)\s*\d{1,4})*"
+_CARDINALS = {w: i for i, w in enumerate(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split(), start=1)}
+LAST_PAGE = -1  # page_refs(): "the last page" (the highest page number of each document)
+_NUMS = r"\d{1,4}(?:\s*(?:,|and|&|-|–|to|through)\s*(?:pages?\s*)?\d{1,4})*"
+_RANGE = re.compile(r"\d\s*(?:-|–|to|through)\s*(?:pages?\s*)?\d")
 _PAGE_REF = re.compile(
-    rf"\b(?:pages?|pp?\.|slides?)\s*(?P<en>{_NUMS})"
+    rf"\b(?:pages?|pp?\.|slides?)\s*\(?\s*(?P<en>{_NUMS})"
+    rf"|\b(?:page|slide)\s+(?P<card>{'|'.join(_CARDINALS)})\b"
     r"|\b(?P<nth>\d{1,4})(?:st|nd|rd|th)\s+(?:page|slide)\b"
     rf"|\b(?P<word>{'|'.join(_ORDINALS)})\s+(?:page|slide)\b"
     r"|(?P<cover>\b(?:the|front)\s+cover\b|\bcover\s+page\b|表紙|표지)"
+    r"|(?P<last>\b(?:last|final)\s+(?:page|slide)\b|\bback\s+cover\b|最後のページ|最終ページ|裏表紙|"
+    r"最后一页|마지막\s*(?:페이지|쪽)|뒤표지)"
     r"|第\s*(?P<zh>\d{1,4})\s*[页頁]"
     r"|(?P<cjk>\d{1,4})\s*(?:ページ|頁|페이지|쪽)"
 )
 
 
 def page_refs(query: str) -> set[int]:
-    """Page numbers a query names: "page 12", "pages 3 and 4", "pp. 5-7", "the 3rd page", "the first slide",
-    "the cover" (1), "12ページ", "第12页", "12페이지"."""
+    """Page numbers a query names: "page 12", "page (3)", "page three", "pages 3 and 4", "pp. 5-7",
+    "from page 3 to page 10", "the 3rd page", "the first slide", "the cover" (1), "12ページ", "第12页",
+    "12페이지". "The last page", "最後のページ" and "마지막 페이지" give LAST_PAGE."""
     out: set[int] = set()
     for m in _PAGE_REF.finditer(normalize(query)):
         if m["en"]:
             nums = [int(x) for x in re.findall(r"\d+", m["en"])]
-            if re.search(r"\d\s*(?:-|–|to)\s*\d", m["en"]) and len(nums) == 2 and 0 < nums[1] - nums[0] <= 20:
+            if _RANGE.search(m["en"]) and len(nums) == 2 and 0 < nums[1] - nums[0] <= 20:
                 nums = list(range(nums[0], nums[1] + 1))
             out.update(nums)
         elif m["nth"] or m["zh"] or m["cjk"]:
             out.add(int(m["nth"] or m["zh"] or m["cjk"]))
         elif m["word"]:
             out.add(_ORDINALS[m["word"]])
+        elif m["card"]:
+            out.add(_CARDINALS[m["card"]])
         elif m["cover"]:
             out.add(1)
+        elif m["last"]:
+            out.add(LAST_PAGE)
     out.discard(0)
     return out
 
@@ -1170,7 +1189,10 @@ class Index:
                 scores = np.where(self._prefix_mask(prefix), scores, 0.0)
             refs = page_refs(query) if PAGE_REF_WEIGHT else set()
             if refs and scores.any():
-                named = np.isin(self._pages.view(), list(refs)) & (scores > 0)
+                named = np.isin(self._pages.view(), list(refs))
+                if LAST_PAGE in refs:
+                    named |= self._last_pages()
+                named &= scores > 0
                 scores = np.where(named, scores + PAGE_REF_WEIGHT * float(scores.max()), scores)
             cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
             rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
@@ -1210,6 +1232,17 @@ class Index:
                 pos = np.minimum(np.searchsorted(have, qp), len(have) - 1)
                 matched[i] = np.count_nonzero(have[pos] == qp)
         return kw + (PHRASE_WEIGHT * float(kw.max()) / len(qp)) * matched
+
+    def _last_pages(self) -> np.ndarray:
+        """Mask of the pages that are the last (highest-numbered) of their document. Called under the lock."""
+        cached = self._cache.get("last")
+        if cached is None or cached[0] != self._gen:
+            groups, pages = self._dgroup.view(), self._pages.view()
+            live = np.where(self._alive.view(), pages, -1)
+            top = np.full(len(self._group_ids), -1, dtype=np.int64)
+            np.maximum.at(top, groups, live)
+            self._cache["last"] = cached = (self._gen, (live == top[groups]) & (live > 0))
+        return cached[1]
 
     @staticmethod
     def _top(scores: np.ndarray, n: int) -> np.ndarray:
@@ -1572,7 +1605,8 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console=No
 
 
 def _env_flag(name: str, default: bool) -> bool:
-    v = os.environ.get(name)
+    """A yes/no setting from the environment, else `.env`."""
+    v = env_value(name)
     if v is None:
         return default
     return v.strip().lower() not in ("0", "false", "no", "off", "")

@@ -111,19 +111,48 @@ def test_a_page_the_query_names_comes_first(tmp_path):
     assert top(idx, "What color is the car on the cover?", k=1) == ["manuals/camry/pages_001-010/page_001.md"]
     assert top(idx, "4ページの車", k=1) == ["manuals/camry/pages_001-010/page_004.md"]
     assert top(idx, "5페이지 car", k=1) == ["manuals/camry/pages_001-010/page_005.md"]
-    # the page number alone does not lift a page that misses the query's words above those that match
+    # the page number alone does not bring in a page that has none of the query's words
     hits = top(idx, "car on page 3")
     assert hits[0] == "manuals/camry/pages_001-010/page_003.md"
-    assert hits.index("manuals/other/pages_001-010/page_003.md") == len(hits) - 1
+    assert "manuals/other/pages_001-010/page_003.md" not in hits
 
 
 @pytest.mark.parametrize("query, pages", [
     ("What is on page 12?", {12}), ("pages 3 and 4", {3, 4}), ("pp. 5-7 and p.9", {5, 6, 7, 9}),
     ("the 3rd page", {3}), ("the first slide", {1}), ("on the cover", {1}), ("What does the warranty cover?", set()),
     ("12ページの表", {12}), ("第12页", {12}), ("12페이지에서", {12}), ("표지에 있는", {1}), ("How many pages?", set()),
+    ("How many cars appear on page three?", {3}), ("the date at the top of page(1)", {1}),
+    ("from Page 3 to Page 6", {3, 4, 5, 6}), ("pages 3 through 5", {3, 4, 5}), ("a one page summary", set()),
+    ("Is there a signature on the last page?", {ix.LAST_PAGE}), ("最後のページ", {ix.LAST_PAGE}),
+    ("마지막 페이지", {ix.LAST_PAGE}), ("the last pages of the book", set()),
 ])
 def test_page_refs(query, pages):
     assert ix.page_refs(query) == pages
+
+
+def test_the_last_page_is_each_documents_highest_page(tmp_path):
+    d = tmp_path / "database"
+    for n in (1, 2, 3):
+        write_page(d, f"manuals/camry/pages_001-010/page_{n:03d}.md", f"# Car {n}\nA signature of the dealer.", page=n)
+    for n in (1, 2, 3, 4, 5):
+        write_page(d, f"manuals/boat/pages_001-010/page_{n:03d}.md", f"# Boat {n}\nA signature here.", page=n)
+    idx = fresh(d)
+    assert set(top(idx, "Is there a signature on the last page?", k=2)) == {
+        "manuals/camry/pages_001-010/page_003.md", "manuals/boat/pages_001-010/page_005.md"}
+    # the last page moves when a page is added
+    write_page(d, "manuals/camry/pages_001-010/page_004.md", "# Car 4\nA signature again.", page=4)
+    idx.refresh()
+    assert "manuals/camry/pages_001-010/page_004.md" in top(idx, "signature on the last page", k=2)
+
+
+def test_page_range_folders_are_not_words(tmp_path):
+    d = tmp_path / "database"
+    write_page(d, "docs/report/pages_001-010/page_001.md", "# Summary\nRevenue grew.", page=1)
+    write_page(d, "docs/report/Pages of history/page_002.md", "# History\nFounded long ago.", page=2)
+    idx = fresh(d)
+    # "pages_001-010" is how ingest names the folders of a document without an outline: no meaning to match
+    assert top(idx, "pages") == ["docs/report/Pages of history/page_002.md"]
+    assert top(idx, "001") == []
 
 
 def test_path_filter_and_escape(db):
@@ -239,6 +268,21 @@ def test_reading_while_writing(db):
     assert len(idx.pages("english/router/extra")) == 40 - 14
     assert top(idx, "note number 38", k=1) == ["english/router/extra/page_138.md"]
     assert idx.search("note number 39", k=1)[0].path != "english/router/extra/page_139.md"  # removed
+
+
+def test_rag_embed_is_read_from_dotenv_below_the_environment(db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_EMBED", raising=False)
+    idx = fresh(db)
+    assert idx.semantic  # nothing set: meaning on
+    env = tmp_path / ".env"
+    env.write_text("RAG_EMBED=0\n", encoding="utf-8")
+    assert not idx.semantic
+    env.write_text("RAG_EMBED=1\n", encoding="utf-8")
+    os.utime(env, ns=(env.stat().st_atime_ns, env.stat().st_mtime_ns + 10**9))  # a change the cache must see
+    assert idx.semantic
+    monkeypatch.setenv("RAG_EMBED", "0")  # the environment wins over .env
+    assert not idx.semantic
 
 
 def test_open_index_is_shared_and_missing_db_is_an_error(db, tmp_path):
