@@ -539,6 +539,24 @@ def backdate_folders(db: Path) -> None:
         os.utime(d, (old, old))
 
 
+def test_folders_changed_just_before_a_scan_are_listed_again(db, monkeypatch):
+    # A file system with coarse timestamps can change a folder twice within one tick, leaving its key equal:
+    # a folder changed within RACY_NS of the scan is therefore not trusted at the next scan.
+    listings: dict = {}
+    racy: list[str] = []
+    first = ix.scan_pages(db, listings, racy)  # the fixture's folders were written a moment ago
+    assert "english/router/setup/" in racy and "english/router/setup/" not in listings
+    listed: list[str] = []
+    real = os.scandir
+    monkeypatch.setattr(os, "scandir", lambda p: listed.append(Path(p).name) or real(p))
+    assert ix.scan_pages(db, listings) == first
+    assert {"setup", "safety", "router"} <= set(listed)  # listed again, not taken from the listings
+    monkeypatch.setattr(ix, "RACY_NS", -10**9)  # as if the changes were now long enough ago to trust
+    ix.scan_pages(db, listings)
+    listed.clear()
+    assert ix.scan_pages(db, listings) == first and listed == []
+
+
 def test_unchanged_folders_are_not_listed_again(db, monkeypatch):
     monkeypatch.setattr(ix, "RACY_NS", -10**9)  # the test's folders are seconds old: trust them anyway
     backdate_folders(db)
