@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from stat import S_ISREG
 
 from dotenv import dotenv_values
 
@@ -43,34 +44,39 @@ class Settings:
         return replace(self, **changes)
 
 
+_DOTENV_CACHE: dict[Path, tuple[tuple[int, int], dict[str, str]]] = {}
+
+
+def _dotenv(path: Path) -> dict[str, str]:
+    """The settings in a `.env` file ({} when there is none), parsed again only when the file changes."""
+    path = path.absolute()
+    try:
+        st = path.stat()
+    except OSError:
+        return {}
+    if not S_ISREG(st.st_mode):
+        return {}
+    key = (st.st_mtime_ns, st.st_size)
+    cached = _DOTENV_CACHE.get(path)
+    if cached is None or cached[0] != key:
+        values = {k: v for k, v in dotenv_values(path).items() if v is not None}
+        _DOTENV_CACHE[path] = cached = (key, values)
+    return cached[1]
+
+
 def _env(env_file: Path | None = None) -> dict[str, str]:
     """Environment over `.env` (the process environment wins)."""
-    merged: dict[str, str] = {}
-    path = env_file if env_file is not None else Path(".env")
-    if path.is_file():
-        merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+    merged = dict(_dotenv(env_file if env_file is not None else Path(".env")))
     merged.update(os.environ)
     return merged
 
 
-_DOTENV_CACHE: dict[Path, tuple[int, dict[str, str]]] = {}
-
-
 def env_value(name: str) -> str | None:
     """One setting from the environment, else from `.env` in the working directory (for settings read
-    deep inside the library, e.g. RAG_EMBED by the index). The file is parsed again only when it changes."""
+    deep inside the library, e.g. RAG_EMBED by the index)."""
     if name in os.environ:
         return os.environ[name]
-    path = Path(".env").absolute()
-    try:
-        mtime = path.stat().st_mtime_ns
-    except OSError:
-        return None
-    cached = _DOTENV_CACHE.get(path)
-    if cached is None or cached[0] != mtime:
-        values = {k: v for k, v in dotenv_values(path).items() if v is not None}
-        _DOTENV_CACHE[path] = cached = (mtime, values)
-    return cached[1].get(name)
+    return _dotenv(Path(".env")).get(name)
 
 
 def load_settings(
