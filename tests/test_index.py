@@ -180,6 +180,19 @@ def test_folder_names_are_weighted(tmp_path):
     assert top(idx, "製氷")[0] == "manual/fridge/製氷/page_009.md"
 
 
+def test_captions_weigh_like_headings(tmp_path):
+    d = tmp_path / "database"
+    write_page(d, "papers/a/results/page_004.md",
+               "# Results\nOur numbers follow.\nFigure 2: Latency under load for each model\nWe report them.")
+    write_page(d, "papers/b/method/page_002.md", "# Method\nLatency under load was low.")
+    write_page(d, "manuals/c/仕様/page_003.md", "# 仕様\n図3 冷却性能の比較\n詳しくは次の表をご覧ください。")
+    write_page(d, "manuals/d/概要/page_001.md", "# 概要\n冷却性能は高い。")
+    idx = fresh(d)
+    # the same words in the same order: the page whose caption says it comes first, though it is longer
+    assert top(idx, "latency under load")[0] == "papers/a/results/page_004.md"
+    assert top(idx, "冷却性能")[0] == "manuals/c/仕様/page_003.md"
+
+
 def test_incremental_add_change_delete(db):
     idx = fresh(db)
     assert idx.search("firmware") == []
