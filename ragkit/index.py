@@ -89,7 +89,7 @@ SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "6"
+ANALYSIS_VERSION = "7"
 
 # BM25F: a term in the folder path or in a heading (or caption) counts as this many body occurrences.
 FIELDS = ("path", "head", "body")

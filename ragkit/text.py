@@ -101,18 +101,23 @@ def stem(tok: str) -> str:
 _LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
 
 
+# Short forms that always mean the long one in documents: "Fig. 3" and "Figure 3" must meet.
+_SHORT_FORMS = {"fig": "figure"}
+
+
 def search_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
-    """The terms the search index stores and looks up: `tokenize`'s, English words lightly stemmed, and a word
-    of letters and digits kept whole and also split into its runs ("fy2015" -> "fy2015", "fy", "2015"), so a
-    code is found whole and "FY2015" finds "2015"."""
+    """The terms the search index stores and looks up: `tokenize`'s, English words lightly stemmed ("Fig." read
+    as "figure"), and a word of letters and digits kept whole and also split into its runs ("fy2015" ->
+    "fy2015", "fy", "2015"), so a code is found whole and "FY2015" finds "2015"."""
     out: list[str] = []
     for tok in tokenize(text, drop_stopwords=drop_stopwords):
         if tok.isascii() and not tok.isalpha() and not tok.isdigit():
             parts = _LETTERS_DIGITS.findall(tok)
             out.append(tok)
-            out.extend(stem(part) for part in parts)
+            out.extend(_SHORT_FORMS.get(w, w) for w in map(stem, parts))
         else:
-            out.append(stem(tok))
+            w = stem(tok)
+            out.append(_SHORT_FORMS.get(w, w))
     return out
 
 

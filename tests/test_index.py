@@ -12,6 +12,7 @@ import pytest
 from ragkit import index as ix
 from ragkit.errors import PathEscapeError, RagError
 from ragkit.pagefile import PageMeta, render_page
+from ragkit.text import search_terms
 
 
 @pytest.fixture(autouse=True)
@@ -191,6 +192,15 @@ def test_captions_weigh_like_headings(tmp_path):
     # the same words in the same order: the page whose caption says it comes first, though it is longer
     assert top(idx, "latency under load")[0] == "papers/a/results/page_004.md"
     assert top(idx, "冷却性能")[0] == "manuals/c/仕様/page_003.md"
+    # "Fig." and "Figure" meet, either way round
+    assert search_terms("Fig. 5") == search_terms("Figure 5") == ["figure", "5"]
+    write_page(d, "papers/e/eval/page_007.md", "# Evaluation\nFig. 5. Recall by depth")
+    write_page(d, "papers/f/notes/page_001.md", "# Notes\nEach figure shows recall.")
+    write_page(d, "papers/g/notes/page_002.md", "# Notes\nThe figs show recall.")
+    idx.refresh()
+    assert top(idx, "figure 5 recall")[0] == "papers/e/eval/page_007.md"
+    assert set(top(idx, "fig")) >= {"papers/e/eval/page_007.md", "papers/f/notes/page_001.md",
+                                    "papers/g/notes/page_002.md"}
 
 
 def test_incremental_add_change_delete(db):
