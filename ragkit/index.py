@@ -126,7 +126,6 @@ _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _CAPTION_LINE = re.compile(
     r"^[ \t]*[*_]{0,2}[ \t]*((?:Figure|Fig\.|Table|Chart|Exhibit|図|表|그림|표)[ \t]*\d[^\n]{0,200})",
     re.MULTILINE | re.IGNORECASE)
-_WS = re.compile(r"\s+")
 
 
 # --------------------------------------------------------------------------------------------- analysis
@@ -1120,18 +1119,21 @@ class Index:
         ndocs = len(self._rels)
         scores = np.zeros(ndocs, np.float32)
         n = max(self._n_alive, 1)
-        avgdl = max(self._len_sum / n, 1.0)
         alive = self._alive.view()
-        dlen = self._dlen.view()
         groups = self._dgroup.view()
         ng = len(self._group_ids)
-        cached = self._cache.get("glen")
+        cached = self._cache.get("norms")
         if cached is None or cached[0] != self._gen:
+            # BM25's length normalisation of every page and every document: the same for all terms and all
+            # queries until the index changes
+            dlen = self._dlen.view()
+            avgdl = max(self._len_sum / n, 1.0)
             glen = np.bincount(groups, weights=np.where(alive, dlen, 0.0), minlength=ng)
-            self._cache["glen"] = cached = (self._gen, glen)
-        glen = cached[1]
-        n_g = max(int(np.count_nonzero(glen)), 1)
-        avg_g = max(float(glen.sum()) / n_g, 1.0)
+            n_g = max(int(np.count_nonzero(glen)), 1)
+            avg_g = max(float(glen.sum()) / n_g, 1.0)
+            norms = (K1 * (1.0 - B + B * dlen / avgdl), DOC_K1 * (1.0 - DOC_B + DOC_B * glen / avg_g), n_g)
+            self._cache["norms"] = cached = (self._gen, norms)
+        pnorm, gnorm, n_g = cached[1]
         gscores = np.zeros(ng, np.float64)
         for term, qtf in q.items():
             tid = self._term_ids.get(term)
@@ -1153,13 +1155,11 @@ class Index:
             if not df:
                 continue
             idf = np.log1p((n - df + 0.5) / (df + 0.5))
-            norm = K1 * (1.0 - B + B * dlen[docs] / avgdl)
-            scores[docs] += (qtf * idf) * tfs * (K1 + 1.0) / (tfs + norm)
+            scores[docs] += (qtf * idf) * tfs * (K1 + 1.0) / (tfs + pnorm[docs])
             if DOC_WEIGHT:
                 gtf = np.bincount(groups[docs], weights=tfs, minlength=ng)
                 gdf = int(np.count_nonzero(gtf))
                 gidf = np.log1p((n_g - gdf + 0.5) / (gdf + 0.5))
-                gnorm = DOC_K1 * (1.0 - DOC_B + DOC_B * glen / avg_g)
                 gscores += (qtf * gidf) * gtf * (DOC_K1 + 1.0) / (gtf + gnorm)
         return scores, gscores
 
@@ -1433,10 +1433,16 @@ _JOIN_BREAK = re.compile(
 def display_text(body: str) -> str:
     """Page markdown as one line for snippets: NFKC, heading marks dropped, a line break inside a
     Japanese/Chinese sentence joined (Korean wraps at spaces, so its line breaks become spaces)."""
-    text = _COMMENT_LINE.sub("", unicodedata.normalize("NFKC", body))
-    text = _HEADING_MARK.sub(r"\1 \n", text)  # the trailing space keeps a heading apart from the next line
-    text = _JOIN_BREAK.sub("", text)
-    return _WS.sub(" ", text).strip()
+    # Each step only where its marker occurs, and whitespace collapsed by str.split: this runs for every
+    # search hit, and a regex pass over every character cost most of a snippet's time.
+    text = unicodedata.normalize("NFKC", body)
+    if "<!--" in text:
+        text = _COMMENT_LINE.sub("", text)
+    if "#" in text:
+        text = _HEADING_MARK.sub(r"\1 \n", text)  # the trailing space keeps a heading apart from the next line
+    if "\n" in text and not text.isascii():
+        text = _JOIN_BREAK.sub("", text)
+    return " ".join(text.split())
 
 
 def make_snippet(body: str, q: Counter | str, width: int = 200) -> str:
