@@ -77,7 +77,7 @@ from ragkit.errors import RagError
 from ragkit.models import SearchHit
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import page_number, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.text import STOPWORDS, normalize, search_terms
+from ragkit.text import STOPWORDS, normalize, one_line, search_terms
 
 log = logging.getLogger(__name__)
 
@@ -1433,8 +1433,8 @@ _JOIN_BREAK = re.compile(
 def display_text(body: str) -> str:
     """Page markdown as one line for snippets: NFKC, heading marks dropped, a line break inside a
     Japanese/Chinese sentence joined (Korean wraps at spaces, so its line breaks become spaces)."""
-    # Each step only where its marker occurs, and whitespace collapsed by str.split: this runs for every
-    # search hit, and a regex pass over every character cost most of a snippet's time.
+    # Each step only where its marker occurs, and whitespace collapsed by one_line (str.split): this runs for
+    # every search hit, and a regex pass over every character cost most of a snippet's time.
     text = unicodedata.normalize("NFKC", body)
     if "<!--" in text:
         text = _COMMENT_LINE.sub("", text)
@@ -1442,7 +1442,7 @@ def display_text(body: str) -> str:
         text = _HEADING_MARK.sub(r"\1 \n", text)  # the trailing space keeps a heading apart from the next line
     if "\n" in text and not text.isascii():
         text = _JOIN_BREAK.sub("", text)
-    return " ".join(text.split())
+    return one_line(text)
 
 
 def make_snippet(body: str, q: Counter | str, width: int = 200) -> str:

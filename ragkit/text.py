@@ -112,13 +112,16 @@ def search_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
     out: list[str] = []
     for tok in tokenize(text, drop_stopwords=drop_stopwords):
         if tok.isascii() and not tok.isalpha() and not tok.isdigit():
-            parts = _LETTERS_DIGITS.findall(tok)
             out.append(tok)
-            out.extend(_SHORT_FORMS.get(w, w) for w in map(stem, parts))
+            out.extend(map(_search_word, _LETTERS_DIGITS.findall(tok)))
         else:
-            w = stem(tok)
-            out.append(_SHORT_FORMS.get(w, w))
+            out.append(_search_word(tok))
     return out
+
+
+def _search_word(word: str) -> str:
+    w = stem(word)
+    return _SHORT_FORMS.get(w, w)
 
 
 def detect_lang(text: str) -> str:
