@@ -479,16 +479,28 @@ class _Segment:
 
 
 class _Grow:
-    """A growable numpy array (amortised appends)."""
+    """A growable numpy array (amortised appends); with `width`, of rows of that many values. Growing makes a
+    new array, so a view taken earlier stays valid (a reader in another thread)."""
 
-    def __init__(self, dtype, fill=0):
-        self.a = np.full(1024, fill, dtype=dtype)
+    def __init__(self, dtype, fill=0, *, width: int | None = None):
+        self.width = width
+        self.a = np.full(self._shape(1024), fill, dtype=dtype)
         self.fill = fill
         self.n = 0
 
+    def _shape(self, n: int) -> int | tuple[int, int]:
+        return n if self.width is None else (n, self.width)
+
+    def _reserve(self, k: int) -> None:
+        """Room for k more values: one new array of at least twice the size (old views stay valid)."""
+        if self.n + k > len(self.a):
+            a = np.empty(self._shape(max(2 * len(self.a), self.n + k)), dtype=self.a.dtype)
+            a[: self.n] = self.a[: self.n]
+            a[self.n + k :] = self.fill  # the caller writes [n, n + k)
+            self.a = a
+
     def append(self, v) -> int:
-        if self.n == len(self.a):
-            self.a = np.concatenate([self.a, np.full(len(self.a), self.fill, dtype=self.a.dtype)])
+        self._reserve(1)
         self.a[self.n] = v
         self.n += 1
         return self.n - 1
@@ -498,9 +510,7 @@ class _Grow:
 
     def extend(self, values) -> None:
         k = len(values)
-        if self.n + k > len(self.a):
-            grow = max(len(self.a), self.n + k - len(self.a))
-            self.a = np.concatenate([self.a, np.full(grow, self.fill, dtype=self.a.dtype)])
+        self._reserve(k)
         self.a[self.n : self.n + k] = values
         self.n += k
 
@@ -520,9 +530,9 @@ class _Vectors:
 
     def __init__(self) -> None:
         self._num: dict[str, int] = {}  # content sha -> its number here
+        self._rows = _Grow(np.float32, width=EMBED_DIM)
         self._start = _Grow(np.int64)  # number -> its first row
         self._start.append(0)  # ... and one past the last number's rows
-        self._buf = np.zeros((0, EMBED_DIM), np.float32)
 
     def __len__(self) -> int:
         return len(self._num)
@@ -535,44 +545,29 @@ class _Vectors:
         if i is None:
             return None
         st = self._start.a
-        return self._buf[st[i] : st[i + 1]]
+        return self._rows.a[st[i] : st[i + 1]]
 
     def add(self, sha: str, v: np.ndarray) -> None:
         v = np.asarray(v, dtype=np.float32).reshape(-1, EMBED_DIM)
         if sha in self._num or not len(v):
             return
-        n = self._reserve(len(v))
-        self._buf[n : n + len(v)] = v
         self._num[sha] = self._start.n - 1
-        self._start.append(n + len(v))
-
-    def _reserve(self, rows: int) -> int:
-        """Room for `rows` more rows; returns the first free row."""
-        n = int(self._start.a[self._start.n - 1])
-        if n + rows > len(self._buf):
-            # a new buffer: a reader holding the old one (a search in another thread) keeps a valid view
-            buf = np.empty((max(n + rows, 2 * len(self._buf), 256), EMBED_DIM), np.float32)
-            buf[:n] = self._buf[:n]
-            self._buf = buf
-        return n
+        self._rows.extend(v)
+        self._start.append(self._rows.n)
 
     def add_blobs(self, items: list[tuple[str, bytes]]) -> None:
         """Many pages' float16 vectors as stored in the cache table, in one copy (a first load of 100k pages)."""
         items = [(sha, b) for sha, b in dict(items).items() if sha not in self._num and b]
         if not items:
             return
-        flat = np.frombuffer(b"".join(b for _s, b in items), dtype="<f2").reshape(-1, EMBED_DIM)
-        n = self._reserve(len(flat))
-        self._buf[n : n + len(flat)] = flat
-        ends = n + np.cumsum([len(b) // (2 * EMBED_DIM) for _s, b in items])
-        first = self._start.n - 1
+        first, n = self._start.n - 1, self._rows.n
+        self._rows.extend(np.frombuffer(b"".join(b for _s, b in items), dtype="<f2").reshape(-1, EMBED_DIM))
         self._num.update((sha, first + i) for i, (sha, _b) in enumerate(items))
-        self._start.extend(ends)
+        self._start.extend(n + np.cumsum([len(b) // (2 * EMBED_DIM) for _s, b in items]))
 
     def rows(self) -> tuple[np.ndarray, np.ndarray]:
         """(every chunk row, each number's first row): views that stay valid while vectors are added."""
-        starts = self._start.view()
-        return self._buf[: starts[-1]], starts[:-1]
+        return self._rows.view(), self._start.view()[:-1]
 
 
 def _closest(rows: np.ndarray, starts: np.ndarray, qv: np.ndarray) -> np.ndarray:
