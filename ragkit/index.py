@@ -1258,8 +1258,9 @@ class Index:
                mode: str | None = None) -> list[SearchHit]:
         """Ranked pages for `query` (any language), optionally only under the folder `path`.
 
-        mode: "keyword", "hybrid" (keyword candidates re-ranked by meaning) or None = hybrid when the embedding
-        model is available and not switched off (RAG_EMBED=0), else keyword.
+        mode: "keyword", "hybrid" (keyword candidates re-ranked by meaning, and pages much closer in meaning than
+        all of them put first: see _dense_recall) or None = hybrid when the embedding model is available and not
+        switched off (RAG_EMBED=0), else keyword.
         """
         prefix = self._prefix(path) if path else ""
         self._maybe_sync()
