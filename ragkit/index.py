@@ -616,7 +616,7 @@ class Index:
         self._vecs_loaded = False
         self._vec_of = _Grow(np.int64, -1)  # doc id -> its number in self._vecs, or -1
         self._vec_of_len = -1  # len(self._vecs) when self._vec_of was last completed
-        self._embed_lock = threading.Lock()  # one thread embeds a database's missing pages; the others wait
+        self._embed_lock = threading.Lock()  # one thread computes vectors at a time; the others wait, then reuse
         self._said_unembedded = False
         self._listings: dict[str, _Listing] = {}  # folder listings of the last scan (see scan_pages)
         self._snap_rows = 0  # rows applied (or stats updated) since the state last matched a snapshot file
@@ -1406,40 +1406,56 @@ class Index:
                         self._vecs.add(sha, np.frombuffer(blob, dtype="<f2"))
                         out[sha] = self._vecs.get(sha)
                 need = [(rel, sha) for rel, sha in need if sha not in out]
-        if need and compute:
-            emb = get_embedder()
-            if emb is not None:
-                todo = list({sha: rel for rel, sha in need}.items())
-                bar = None
-                # The first hybrid searches embed their candidates: say so, but only from the main thread
-                # (batch workers searching at once would draw bars over the batch's own).
-                if (show_progress and self.progress and len(todo) >= 8
-                        and threading.current_thread() is threading.main_thread()):
-                    from tqdm import tqdm
-
-                    bar = tqdm(total=len(todo), desc=desc, unit="page", file=sys.stderr, leave=False)
-                try:
-                    for i in range(0, len(todo), 8):
-                        part_todo = todo[i : i + 8]
-                        chunks = [self._page_chunks(rel) for _sha, rel in part_todo]
-                        # a page removed meanwhile (an optimizer rollback) has no text: no vector, none cached
-                        part_todo = [t for t, cs in zip(part_todo, chunks, strict=True) if cs]
-                        chunks = [cs for cs in chunks if cs]
-                        if not part_todo:
-                            continue
-                        flat = emb.encode([c for cs in chunks for c in cs])
-                        ends = np.cumsum([len(cs) for cs in chunks])
-                        parts = np.split(flat, ends[:-1])
-                        self._store_vectors([sha for sha, _ in part_todo], parts)
-                        with self._lock:
-                            for sha, _rel in part_todo:
-                                out[sha] = self._vecs.get(sha)
-                        if bar is not None:
-                            bar.update(len(part_todo))
-                finally:
-                    if bar is not None:
-                        bar.close()
+        if need and compute and get_embedder() is not None:
+            # One thread embeds at a time (the model runs one pass at a time anyway); a thread that waited here
+            # finds what the others computed meanwhile and does not compute it again.
+            with self._embed_lock:
+                with self._lock:
+                    for _rel, sha in need:
+                        v = self._vecs.get(sha)
+                        if v is not None:
+                            out[sha] = v
+                need = [(rel, sha) for rel, sha in need if sha not in out]
+                if need:
+                    self._embed(need, out, show_progress=show_progress, desc=desc)
         return out
+
+    def _embed(self, need: list[tuple[str, str]], out: dict[str, np.ndarray], *, show_progress: bool,
+               desc: str) -> None:
+        """Compute, cache and keep the vectors of these (rel, sha) pages into `out`. Under self._embed_lock."""
+        emb = get_embedder()
+        if emb is None:
+            return
+        todo = list({sha: rel for rel, sha in need}.items())
+        bar = None
+        # The first hybrid searches embed their candidates: say so, but only from the main thread
+        # (batch workers searching at once would draw bars over the batch's own).
+        if (show_progress and self.progress and len(todo) >= 8
+                and threading.current_thread() is threading.main_thread()):
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(todo), desc=desc, unit="page", file=sys.stderr, leave=False)
+        try:
+            for i in range(0, len(todo), 8):
+                part_todo = todo[i : i + 8]
+                chunks = [self._page_chunks(rel) for _sha, rel in part_todo]
+                # a page removed meanwhile (an optimizer rollback) has no text: no vector, none cached
+                part_todo = [t for t, cs in zip(part_todo, chunks, strict=True) if cs]
+                chunks = [cs for cs in chunks if cs]
+                if not part_todo:
+                    continue
+                flat = emb.encode([c for cs in chunks for c in cs])
+                ends = np.cumsum([len(cs) for cs in chunks])
+                parts = np.split(flat, ends[:-1])
+                self._store_vectors([sha for sha, _ in part_todo], parts)
+                with self._lock:
+                    for sha, _rel in part_todo:
+                        out[sha] = self._vecs.get(sha)
+                if bar is not None:
+                    bar.update(len(part_todo))
+        finally:
+            if bar is not None:
+                bar.close()
 
     def _store_vectors(self, shas: list[str], vecs: list[np.ndarray]) -> None:
         """Cache each page's chunk vectors (float16, one row per chunk) under its content hash, and keep them."""
@@ -1501,8 +1517,7 @@ class Index:
                                 "one (`rag search --embed` computes them, about %s)", len(lacking), len(docs),
                                 f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} min")
                 return None
-            with self._embed_lock:
-                self._vectors(rows, desc="embedding pages for semantic search")
+            self._vectors(rows, desc="embedding pages for semantic search")
         return None
 
     def _dense_recall(self, qv: np.ndarray, prefix: str, seen: set[int], ref: float,

@@ -452,6 +452,24 @@ def test_meaning_alone_waits_until_every_page_has_a_vector(multilingual, monkeyp
     assert top(fresh(multilingual), q, mode="hybrid")[0] == "家電/冷蔵庫/お手入れ/page_016.md"
 
 
+def test_threads_searching_at_once_embed_each_page_once(multilingual, monkeypatch):
+    idx = fresh(multilingual)
+    emb = ix.get_embedder()
+    seen: list[str] = []
+    real = emb.encode
+    monkeypatch.setattr(emb, "encode", lambda texts: seen.extend(texts) or real(texts))
+    q = "How often should the water filter be replaced?"
+    got: list[str] = []
+    threads = [threading.Thread(target=lambda: got.append(top(idx, q, mode="hybrid")[0])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == ["家電/冷蔵庫/お手入れ/page_016.md"] * 4
+    chunks = [t for t in seen if t != q]
+    assert len(chunks) == len(set(chunks)) and len(chunks) >= 5  # every page embedded, none twice
+
+
 def test_rag_search_embed_needs_the_model_and_a_query_needs_no_embed(multilingual, monkeypatch):
     from typer.testing import CliRunner
 
