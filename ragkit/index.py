@@ -1480,7 +1480,7 @@ class Index:
         except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
             log.warning("semantic re-ranking skipped: %s", e)
             return None
-        return np.array([float((vecs[sha].astype(np.float32) @ qv).max()) if sha in vecs and len(vecs[sha])
+        return np.array([float((vecs[sha] @ qv).max()) if sha in vecs and len(vecs[sha])
                          else 0.0 for _d, _r, sha in rows])
 
     def _scope_vectors(self, prefix: str) -> tuple[np.ndarray, np.ndarray] | None:
