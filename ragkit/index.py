@@ -95,7 +95,7 @@ SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "7"
+ANALYSIS_VERSION = "8"
 
 # BM25F: a term in the folder path or in a heading (or caption) counts as this many body occurrences.
 FIELDS = ("path", "head", "body")
@@ -149,6 +149,7 @@ class _Analysed:
     size: int
     sha: str
     page: int
+    printed: int  # the number printed on the page when the front matter gives one that differs, else 0
     title: str
     group: str
     terms: dict[str, tuple[int, int, int]]  # term -> counts in (path, head, body)
@@ -180,6 +181,7 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     text = raw.decode("utf-8", errors="replace")
     meta, body = parse_page(text)
     page = meta.page or page_number(rel) or 0
+    printed = meta.printed_page.strip()
     fields = (
         _folder_text(rel),
         "\n".join(_HEADING_LINE.findall(body) + _CAPTION_LINE.findall(body)),
@@ -200,6 +202,7 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
         size=size,
         sha=hashlib.sha1(raw).hexdigest(),
         page=page,
+        printed=int(printed) if printed.isascii() and printed.isdigit() and len(printed) <= 6 else 0,
         title=first_heading(body)[:200],
         group=_group_of(rel, meta.source),
         terms={t: tuple(c) for t, c in counts.items()},  # type: ignore[misc]
@@ -601,6 +604,7 @@ class Index:
         self._rels: list[str] = []
         self._titles: list[str] = []
         self._pages = _Grow(np.int32)
+        self._printed = _Grow(np.int32)  # doc id -> the number printed on the page when it differs, else 0
         self._alive = _Grow(np.bool_, False)
         self._dlen = _Grow(np.float32)
         self._dgroup = _Grow(np.int32)
@@ -669,7 +673,7 @@ class Index:
             conn.execute(
                 "CREATE TABLE IF NOT EXISTS pages (rel TEXT PRIMARY KEY, seq INTEGER NOT NULL, "
                 "mtime_ns INTEGER, size INTEGER, sha TEXT, page INTEGER, title TEXT, grp TEXT, "
-                "lens TEXT, terms BLOB, pairs BLOB)"
+                "lens TEXT, terms BLOB, pairs BLOB, printed INTEGER)"
             )
             conn.execute("CREATE INDEX IF NOT EXISTS pages_seq ON pages(seq)")
             conn.execute("CREATE TABLE IF NOT EXISTS deleted (rel TEXT PRIMARY KEY, seq INTEGER NOT NULL)")
@@ -722,9 +726,9 @@ class Index:
                     counts = np.array(list(a.terms.values()), dtype=np.uint16).reshape(len(tid_list), 3)
                     pairs = _pairs(np.array([ids[t] for t in a.seq], dtype=np.int64))
                     rows.append((a.rel, seq, a.mtime_ns, a.size, a.sha, a.page, a.title, a.group,
-                                 json.dumps(a.lens), _pack(tids, counts), pairs.tobytes()))
+                                 json.dumps(a.lens), _pack(tids, counts), pairs.tobytes(), a.printed))
                 conn.executemany("INSERT INTO terms (id, term) VALUES (?, ?)", new_terms)
-                conn.executemany("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?)", rows)
+                conn.executemany("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", rows)
                 conn.executemany("DELETE FROM deleted WHERE rel=?", [(a.rel,) for a in added])
                 conn.executemany("UPDATE pages SET mtime_ns=?, size=? WHERE rel=?",
                                  [(m, s, r) for r, m, s in touched])
@@ -779,7 +783,7 @@ class Index:
         except Exception as e:  # noqa: BLE001 - a snapshot is only a shortcut: any defect means the long way
             log.info("index snapshot %s unusable (%s); loading the cache in full", path, e)
             return False
-        (rels, titles, shas, groups, terms, term_ids, pages, alive, dlen, dgroup, mtime, size,
+        (rels, titles, shas, groups, terms, term_ids, pages, printed, alive, dlen, dgroup, mtime, size,
          segments, listings) = state
         alive_docs = np.flatnonzero(alive).tolist()
         rel_doc = {rels[d]: d for d in alive_docs}
@@ -794,6 +798,7 @@ class Index:
         self._term_ids = dict(zip(terms, term_ids.tolist(), strict=True))
         self._max_tid = int(meta["max_tid"])
         self._pages = _Grow.of(pages)
+        self._printed = _Grow.of(printed)
         self._alive = _Grow.of(alive, False)
         self._dlen = _Grow.of(dlen)
         self._dgroup = _Grow.of(dgroup)
@@ -820,7 +825,7 @@ class Index:
         if (joined.count("\0") != n + 1 or "\0/" in joined or (n and "\0\0" in joined)
                 or any(x in joined for x in ("\0..\0", "\0../", "/../", "/..\0"))):
             raise ValueError("a page path is not a plain relative path inside the database")
-        per_doc = {"pages": np.int32, "alive": np.bool_, "dlen": np.float32, "dgroup": np.int32,
+        per_doc = {"pages": np.int32, "printed": np.int32, "alive": np.bool_, "dlen": np.float32, "dgroup": np.int32,
                    "mtime": np.int64, "size": np.int64}
         arrs = {}
         for k, dt in per_doc.items():
@@ -849,7 +854,8 @@ class Index:
             if len(tids) > 1 and not (np.all(np.diff(tids) > 0) and np.all(np.diff(ptr) >= 0)):
                 raise ValueError(f"segment {i}: not sorted")
             segments.append(_Segment(tids, ptr, docs, tfs.astype(np.float32, copy=False), ndocs))
-        return (rels, titles, shas, groups, terms, term_ids, arrs["pages"], arrs["alive"], arrs["dlen"],
+        return (rels, titles, shas, groups, terms, term_ids, arrs["pages"], arrs["printed"], arrs["alive"],
+                arrs["dlen"],
                 arrs["dgroup"], arrs["mtime"], arrs["size"], segments, Index._check_listings(z, strings))
 
     @staticmethod
@@ -921,7 +927,8 @@ class Index:
                            "groups": list(self._group_ids), "terms": terms, "folders": list(listings),
                            "subfolders": [x for v in listings.values() for x in v[1]],
                            "files": [x for v in listings.values() for x in v[2]]}
-                arrays = {"pages": self._pages.view().copy(), "alive": self._alive.view().copy(),
+                arrays = {"pages": self._pages.view().copy(), "printed": self._printed.view().copy(),
+                          "alive": self._alive.view().copy(),
                           "dlen": self._dlen.view().copy(), "dgroup": self._dgroup.view().copy(),
                           "mtime": mtime, "size": size,
                           "term_ids": np.fromiter(self._term_ids.values(), np.int32, len(terms)),
@@ -984,7 +991,7 @@ class Index:
         tid_parts, doc_parts, tf_parts = [], [], []
         # A first load streams every row in path order; later syncs find the few changed rows by their
         # sequence number (without INDEXED BY, SQLite would scan all pages in path order).
-        sql = ("SELECT rel, seq, mtime_ns, size, sha, page, title, grp, lens, terms FROM pages "
+        sql = ("SELECT rel, seq, mtime_ns, size, sha, page, title, grp, lens, terms, printed FROM pages "
                + ("WHERE seq > ? ORDER BY rel" if self._seq == 0 else
                   "INDEXED BY pages_seq WHERE seq > ? ORDER BY rel"))
         cur = conn.execute(sql, (self._seq,))
@@ -994,7 +1001,7 @@ class Index:
             chunk = cur.fetchmany(4096)
             if not chunk:
                 break
-            rels, _s, mtimes, sizes, shas, pages, titles, grps, lens, blobs = zip(*chunk, strict=True)
+            rels, _s, mtimes, sizes, shas, pages, titles, grps, lens, blobs, printed = zip(*chunk, strict=True)
             for rel in rels:
                 self._drop(rel)
             doc0, m = len(self._rels), len(rels)
@@ -1004,6 +1011,7 @@ class Index:
             self._titles.extend(t or "" for t in titles)
             self._shas.extend(shas)
             self._pages.extend([p or 0 for p in pages])
+            self._printed.extend([p or 0 for p in printed])
             self._alive.extend([True] * m)
             self._dlen.extend(dls_f)
             gids = self._group_ids
@@ -1277,7 +1285,9 @@ class Index:
                 scores = np.where(self._prefix_mask(prefix), scores, 0.0)
             refs = page_refs(query) if PAGE_REF_WEIGHT else set()
             if refs and scores.any():
-                named = np.isin(self._pages.view(), list(refs))
+                # the page's position in its file, or the number printed on it ("page 17" of a manual whose
+                # printed numbering starts after a cover and a contents page)
+                named = np.isin(self._pages.view(), list(refs)) | np.isin(self._printed.view(), list(refs))
                 if LAST_PAGE in refs:
                     named |= self._last_pages()
                 named &= scores > 0

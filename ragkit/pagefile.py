@@ -5,11 +5,13 @@
     document: 冷蔵庫 取扱説明書
     section: 操作と機能
     page: 8
+    printed_page: 6
     ---
     # 温度の設定
     ...
 
-Values are single-line; the parser is forgiving so a user can edit pages by hand.
+Values are single-line; the parser is forgiving so a user can edit pages by hand. `printed_page` is there only
+when the number printed on the page (or the PDF's page label) differs from its position in the file.
 """
 
 from __future__ import annotations
@@ -30,12 +32,15 @@ class PageMeta:
     document: str = ""
     section: str = ""
     page: int = 0
+    printed_page: str = ""  # the number (or label) printed on the page when it differs from `page`: "17", "iii"
 
 
 def render_page(meta: PageMeta, body: str) -> str:
     fm = (
         f"---\nsource: {one_line(meta.source)}\ndocument: {one_line(meta.document)}\n"
-        f"section: {one_line(meta.section)}\npage: {int(meta.page)}\n---\n"
+        f"section: {one_line(meta.section)}\npage: {int(meta.page)}\n"
+        + (f"printed_page: {one_line(meta.printed_page)}\n" if meta.printed_page.strip() else "")
+        + "---\n"
     )
     return fm + body.strip("\n") + "\n"
 
@@ -56,7 +61,7 @@ def parse_page(text: str) -> tuple[PageMeta, str]:
                 meta.page = int(value)
             except ValueError:
                 pass
-        elif key in ("source", "document", "section"):
+        elif key in ("source", "document", "section", "printed_page"):
             setattr(meta, key, value)
     return meta, text[m.end() :]
 

@@ -341,7 +341,8 @@ class Toolbox:
             head.append(f"Document: {meta.document}")
         if meta.section:
             head.append(f"Section: {meta.section}")
-        head.append(f"Page: {page}")
+        # a question's "page 17" may mean the number printed on the page rather than its place in the file
+        head.append(f"Page: {page}" + (f" (printed on the page: {meta.printed_page})" if meta.printed_page else ""))
         if meta.source:
             head.append(f"Source: {meta.source}")
         body = _cut(join_cjk_breaks(body).strip(), MAX_PAGE_CHARS, "page text")

@@ -22,10 +22,11 @@ def keyword_only(monkeypatch):
     monkeypatch.setenv("RAG_EMBED", "0")
 
 
-def write_page(db: Path, rel: str, body: str, *, source: str = "", page: int = 1) -> Path:
+def write_page(db: Path, rel: str, body: str, *, source: str = "", page: int = 1, printed: str = "") -> Path:
     p = db / rel
     p.parent.mkdir(parents=True, exist_ok=True)
-    meta = PageMeta(source=source or f"src/{rel.split('/')[1]}.pdf", document="doc", section="s", page=page)
+    meta = PageMeta(source=source or f"src/{rel.split('/')[1]}.pdf", document="doc", section="s", page=page,
+                    printed_page=printed)
     p.write_text(render_page(meta, body), encoding="utf-8")
     return p
 
@@ -117,6 +118,32 @@ def test_a_page_the_query_names_comes_first(tmp_path):
     hits = top(idx, "car on page 3")
     assert hits[0] == "manuals/camry/pages_001-010/page_003.md"
     assert "manuals/other/pages_001-010/page_003.md" not in hits
+
+
+def test_a_page_is_also_named_by_the_number_printed_on_it(tmp_path, monkeypatch):
+    d = tmp_path / "database"
+    # a manual whose printed numbering starts after a cover and a contents page: file page n shows n - 2
+    for n in range(1, 9):
+        write_page(d, f"manuals/tv/pages_001-010/page_{n:03d}.md", f"# Part {n}\nThe remote control and its buttons.",
+                   page=n, printed=str(n - 2) if n > 2 else "")
+    idx = fresh(d)
+    hits = top(idx, "What does the remote control do on page 4?", k=2)
+    assert set(hits) == {"manuals/tv/pages_001-010/page_004.md", "manuals/tv/pages_001-010/page_006.md"}
+    assert top(idx, "remote control buttons, page 6", k=1) == ["manuals/tv/pages_001-010/page_006.md"]
+    # only file page 8 is printed "6" or numbered 8: "page 8" finds file page 8 first, then nothing printed 8
+    assert top(idx, "remote control on page 8", k=1) == ["manuals/tv/pages_001-010/page_008.md"]
+    # the printed number is read again when a page changes, and comes back with the snapshot on reopening
+    write_page(d, "manuals/tv/pages_001-010/page_005.md", "# Part 5\nThe remote control and its buttons.",
+               page=5, printed="12")
+    idx.refresh()
+    assert top(idx, "remote control, page 12", k=1) == ["manuals/tv/pages_001-010/page_005.md"]
+    assert idx._maybe_snapshot(force=True)
+    loaded = []
+    real = ix.Index._load_snapshot
+    monkeypatch.setattr(ix.Index, "_load_snapshot", lambda self: loaded.append(real(self)) or loaded[-1])
+    again = fresh(d)
+    assert loaded == [True]
+    assert top(again, "remote control, page 12", k=1) == ["manuals/tv/pages_001-010/page_005.md"]
 
 
 @pytest.mark.parametrize("query, pages", [

@@ -13,7 +13,14 @@ from typer.testing import CliRunner
 
 from ragkit.cli import app
 from ragkit.errors import RagError
-from ragkit.ingest import IngestReport, ingest_sources, join_breaks, outline_sections, print_report
+from ragkit.ingest import (
+    IngestReport,
+    ingest_sources,
+    join_breaks,
+    outline_sections,
+    print_report,
+    printed_numbers,
+)
 from ragkit.pagefile import NO_TEXT_MARKER, parse_page
 from ragkit.paths import iter_pages
 
@@ -137,6 +144,49 @@ def test_no_outline_falls_back_to_page_ranges(isolated_env):
     ingest_sources([src], db=db, progress=False, workers=1)
     folders = sorted({p.split("/")[2] for p in iter_pages(db)})
     assert folders == ["pages_001-010", "pages_011-020", "pages_021-023"]
+
+
+def test_printed_numbers_need_a_neighbour_that_agrees():
+    # a cover and a contents page without a number, then 1, 2, (a full-page picture), 4, 5
+    assert printed_numbers([set(), set(), {1}, {2}, set(), {4}, {5}]) == ["", "", "1", "2", "3", "4", "5"]
+    # a lone number (a year in a footer, a figure number) agrees with no neighbour: not a page number
+    assert printed_numbers([{2019}, set(), {7}, set(), set(), set(), set()]) == [""] * 7
+    # two runs: front matter numbered from 1, then the body numbered from 1 again
+    assert printed_numbers([{1}, {2}, {1, 2020}, {2}, {3}]) == ["1", "2", "1", "2", "3"]
+    # a long gap is not filled: the numbering in between is not known
+    assert printed_numbers([{1}, {2}] + [set()] * 6 + [{9}, {10}]) == ["1", "2"] + [""] * 6 + ["9", "10"]
+
+
+def test_the_number_printed_on_a_page_goes_into_its_front_matter(isolated_env):
+    # a manual: cover and contents unnumbered, then pages printed 1..6 in the footer, a year in the header
+    doc = pymupdf.open()
+    for i in range(8):
+        page = doc.new_page()
+        page.insert_text((72, 100), f"Chapter text number {i + 1}.", fontname="helv", fontsize=11)
+        if i >= 2:
+            page.insert_text((72, 40), "2024 edition", fontname="helv", fontsize=9)
+            page.insert_text((290, page.rect.height - 30), f"- {i - 1} -", fontname="helv", fontsize=9)
+    src = isolated_env / "c" / "manual.pdf"
+    src.parent.mkdir(parents=True)
+    doc.save(src)
+    # a paper whose PDF carries page labels: roman front matter, then the proceedings' own numbering
+    labelled = pymupdf.open()
+    for i in range(4):
+        labelled.new_page().insert_text((72, 100), f"Paper page {i + 1}.", fontname="helv", fontsize=11)
+    labelled.set_page_labels([{"startpage": 0, "prefix": "", "style": "r", "firstpagenum": 1},
+                              {"startpage": 2, "prefix": "", "style": "D", "firstpagenum": 6981}])
+    paper = isolated_env / "c" / "paper.pdf"
+    labelled.save(paper)
+    db = isolated_env / "database"
+    ingest_sources([src, paper], db=db, progress=False, workers=1)
+    printed = {rel: read(db, rel)[0].printed_page for rel in iter_pages(db)}
+    assert [printed[f"c/manual/pages_001-008/page_{n:03d}.md"] for n in range(1, 9)] == [
+        "", "", "1", "2", "3", "4", "5", "6"]
+    assert [printed[f"c/paper/pages_001-004/page_{n:03d}.md"] for n in range(1, 5)] == [
+        "i", "ii", "6981", "6982"]
+    text = (db / "c/manual/pages_001-008/page_005.md").read_text(encoding="utf-8")
+    assert "page: 5\nprinted_page: 3\n---" in text
+    assert "printed_page" not in (db / "c/manual/pages_001-008/page_001.md").read_text(encoding="utf-8")
 
 
 def test_several_sections_on_one_page(isolated_env):
