@@ -95,7 +95,7 @@ SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "8"
+ANALYSIS_VERSION = "9"
 
 # BM25F: a term in the folder path or in a heading (or caption) counts as this many body occurrences.
 FIELDS = ("path", "head", "body")
@@ -182,6 +182,9 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     meta, body = parse_page(text)
     page = meta.page or page_number(rel) or 0
     printed = meta.printed_page.strip()
+    if "<!--" in body:
+        # markers, not content: "no text layer on this page" made every scanned page match "page" and "text"
+        body = _COMMENT_LINE.sub("", body)
     fields = (
         _folder_text(rel),
         "\n".join(_HEADING_LINE.findall(body) + _CAPTION_LINE.findall(body)),
@@ -1252,15 +1255,18 @@ class Index:
                 gscores += (qtf * gidf) * gtf * (DOC_K1 + 1.0) / (gtf + gnorm)
         return scores, gscores
 
-    def _keyword_scores(self, q: Counter) -> np.ndarray:
-        """Final keyword score per page: its own BM25F plus the evidence of its document as a whole."""
+    def _keyword_scores(self, q: Counter) -> tuple[np.ndarray, np.ndarray]:
+        """(final keyword score per page: its own BM25F plus the evidence of its document as a whole, that
+        evidence alone per page: what a page without any of the query's words inherits from its document)."""
         scores, gscores = self._bm25(q)
+        doc = np.zeros_like(scores)
         if DOC_WEIGHT and scores.any():
             top = float(scores.max())
             gmax = float(gscores.max()) or 1.0
-            g = gscores[self._dgroup.view()] / gmax
-            scores = np.where(scores > 0, scores + (DOC_WEIGHT * top) * g, 0.0).astype(np.float32)
-        return scores
+            doc = np.where(self._alive.view(), (DOC_WEIGHT * top / gmax) * gscores[self._dgroup.view()],
+                           0.0).astype(np.float32)
+            scores = np.where(scores > 0, scores + doc, 0.0).astype(np.float32)
+        return scores, doc
 
     def search(self, query: str, k: int = 10, path: str | None = None, *,
                mode: str | None = None) -> list[SearchHit]:
@@ -1280,9 +1286,10 @@ class Index:
         # Inline, not on a thread: measured at 100k pages, a thread overlapping the keyword part made both
         # slower (GIL hand-offs), 62 ms vs 13 ms per hybrid query.
         with self._lock:
-            scores = self._keyword_scores(q)
+            scores, doc = self._keyword_scores(q)
             if prefix:
-                scores = np.where(self._prefix_mask(prefix), scores, 0.0)
+                inside = self._prefix_mask(prefix)
+                scores, doc = np.where(inside, scores, 0.0), np.where(inside, doc, 0.0)
             refs = page_refs(query) if PAGE_REF_WEIGHT else set()
             if refs and scores.any():
                 # the page's position in its file, or the number printed on it ("page 17" of a manual whose
@@ -1290,8 +1297,10 @@ class Index:
                 named = np.isin(self._pages.view(), list(refs)) | np.isin(self._printed.view(), list(refs))
                 if LAST_PAGE in refs:
                     named |= self._last_pages()
-                named &= scores > 0
-                scores = np.where(named, scores + PAGE_REF_WEIGHT * float(scores.max()), scores)
+                # A named page may hold none of the query's words (a photo, a scan: "how many cars on page 3"):
+                # it then stands on its document's evidence, so only documents that match the query compete.
+                named &= (scores > 0) | (doc > 0)
+                scores = np.where(named, np.maximum(scores, doc) + PAGE_REF_WEIGHT * float(scores.max()), scores)
             cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
             rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
             kw = scores[cand].astype(np.float64)

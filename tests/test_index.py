@@ -120,6 +120,24 @@ def test_a_page_the_query_names_comes_first(tmp_path):
     assert "manuals/other/pages_001-010/page_003.md" not in hits
 
 
+def test_a_named_page_without_the_querys_words_stands_on_its_documents_evidence(tmp_path):
+    d = tmp_path / "database"
+    write_page(d, "cars/camry/pages_001-010/page_001.md", "# Camry\nThe new Camry sedan, cars for every road.")
+    write_page(d, "cars/camry/pages_001-010/page_002.md", "# Engine\nThe hybrid engine of these cars.", page=2)
+    write_page(d, "cars/camry/pages_001-010/page_003.md", "<!-- ragkit: no text layer on this page -->", page=3)
+    write_page(d, "boats/yacht/pages_001-010/page_003.md", "<!-- ragkit: no text layer on this page -->", page=3)
+    write_page(d, "boats/yacht/pages_001-010/page_001.md", "# Yacht\nSails and a keel.")
+    idx = fresh(d)
+    # page 3 of the camry brochure is a photo: no words, but its document is about cars
+    assert top(idx, "How many cars appear on page 3?", k=1) == ["cars/camry/pages_001-010/page_003.md"]
+    assert top(idx, "How many cars appear on page 3?", k=1, path="cars/camry") == [
+        "cars/camry/pages_001-010/page_003.md"]
+    # the yacht's page 3 is not brought in: nothing in its document matches the question
+    assert "boats/yacht/pages_001-010/page_003.md" not in top(idx, "How many cars appear on page 3?")
+    # the marker of a page without text is not content: it matches no query
+    assert idx.search("no text layer on this page") == []
+
+
 def test_a_page_is_also_named_by_the_number_printed_on_it(tmp_path, monkeypatch):
     d = tmp_path / "database"
     # a manual whose printed numbering starts after a cover and a contents page: file page n shows n - 2
