@@ -1320,8 +1320,12 @@ class Index:
         with self._lock:
             for (d, rel, _sha), score in zip(rows[:k], kw[:k], strict=False):
                 picked.append((rel, int(self._pages.a[d]), self._titles[d], float(score)))
-        return [SearchHit(path=rel, page=page, title=title, score=round(score, 4),
-                          snippet=self.snippet(rel, q)) for rel, page, title, score in picked]
+        out = []
+        for rel, page, title, score in picked:
+            snippet, printed = self._snippet_and_printed(rel, q)
+            out.append(SearchHit(path=rel, page=page, title=title, score=round(score, 4), snippet=snippet,
+                                 printed_page=printed))
+        return out
 
     def _with_recalled(self, emb: _Usem3, query: str, prefix: str, rows: list[tuple[int, str, str]],
                        kw: np.ndarray, sims: np.ndarray, k: int) -> tuple[list[tuple[int, str, str]], np.ndarray]:
@@ -1601,11 +1605,16 @@ class Index:
 
     def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:
         """A short window of the page around the best-matching query terms, CJK line breaks joined."""
+        return self._snippet_and_printed(rel, q, width)[0]
+
+    def _snippet_and_printed(self, rel: str, q: Counter | str, width: int = 200) -> tuple[str, str]:
+        """(snippet, the number printed on the page when its front matter gives one) from one read of the file."""
         try:
             text = (self.db / rel).read_text(encoding="utf-8", errors="replace")
         except OSError:
-            return ""
-        return make_snippet(parse_page(text)[1], q, width)
+            return "", ""
+        meta, body = parse_page(text)
+        return make_snippet(body, q, width), meta.printed_page
 
     def close(self) -> None:
         with self._lock:
@@ -1787,11 +1796,12 @@ def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
 
 
 def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console=None) -> None:
-    """A rich table, or a JSON list of {path, page, title, score, snippet} with Reference Document paths."""
+    """A rich table, or a JSON list of {path, page, title, score, snippet} with Reference Document paths (and
+    printed_page when the number printed on the page differs from `page`)."""
     if fmt == "json":
         data = [
             {"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
-             "snippet": h.snippet}
+             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {})}
             for h in hits
         ]
         text = json.dumps(data, ensure_ascii=False, indent=2)
@@ -1816,7 +1826,8 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console=No
     for i, h in enumerate(hits, 1):
         from rich.markup import escape
 
-        table.add_row(str(i), escape(reference_path(Path(db), h.path)), str(h.page),
+        page = f"{h.page}\n(printed {escape(h.printed_page)})" if h.printed_page else str(h.page)
+        table.add_row(str(i), escape(reference_path(Path(db), h.path)), page,
                       f"[bold]{escape(h.title)}[/bold]\n{escape(h.snippet)}", f"{h.score:.3f}")
     console.print(table)
 

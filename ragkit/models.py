@@ -15,6 +15,7 @@ class SearchHit:
     title: str
     score: float
     snippet: str = ""
+    printed_page: str = ""  # the number printed on the page, when its front matter gives one (differs from page)
 
 
 @dataclass

@@ -214,7 +214,8 @@ class Toolbox:
         lines = [f"{_n(len(hits), 'page')} for {query!r}{where}:"]
         for i, h in enumerate(hits, 1):
             title = f" — {h.title}" if h.title else ""
-            lines.append(f"{i}. {h.path} (page {h.page}, score {h.score:.3f}){title}")
+            printed = f", printed on the page: {h.printed_page}" if h.printed_page else ""
+            lines.append(f"{i}. {h.path} (page {h.page}{printed}, score {h.score:.3f}){title}")
             snippet = " ".join(join_cjk_breaks(h.snippet or "").split())
             if snippet:
                 lines.append(f"   {snippet[:300]}")

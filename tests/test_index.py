@@ -148,6 +148,18 @@ def test_a_page_is_also_named_by_the_number_printed_on_it(tmp_path, monkeypatch)
     hits = top(idx, "What does the remote control do on page 4?", k=2)
     assert set(hits) == {"manuals/tv/pages_001-010/page_004.md", "manuals/tv/pages_001-010/page_006.md"}
     assert top(idx, "remote control buttons, page 6", k=1) == ["manuals/tv/pages_001-010/page_006.md"]
+    # a hit says what is printed on its page, for the agent and in `rag search` (JSON and table)
+    hit = idx.search("remote control buttons, page 6", k=1)[0]
+    assert (hit.page, hit.printed_page) == (6, "4")
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+    res = CliRunner().invoke(app, ["search", "remote control, page 6", "--db", str(d), "--format", "json", "-k", "2"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.stdout)
+    assert (data[0]["page"], data[0]["printed_page"]) == (6, "4")
+    res = CliRunner().invoke(app, ["search", "remote control, page 6", "--db", str(d), "-k", "1"])
+    assert res.exit_code == 0 and "(printed 4)" in res.stdout
     # only file page 8 is printed "6" or numbered 8: "page 8" finds file page 8 first, then nothing printed 8
     assert top(idx, "remote control on page 8", k=1) == ["manuals/tv/pages_001-010/page_008.md"]
     # the printed number is read again when a page changes, and comes back with the snapshot on reopening

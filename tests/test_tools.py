@@ -237,8 +237,9 @@ def test_read_page_says_the_number_printed_on_the_page(tmp_path):
     page = db / "m/tv/pages_001-010/page_005.md"
     page.write_text(page.read_text(encoding="utf-8").replace("page: 5\n", "page: 5\nprinted_page: 3\n"),
                     encoding="utf-8")
-    out = Toolbox(db, SimpleIndex(db)).read_page("m/tv/pages_001-010/page_005.md")
-    assert "Page: 5 (printed on the page: 3)" in out
+    box = Toolbox(db, index_for(db))
+    assert "Page: 5 (printed on the page: 3)" in box.read_page("m/tv/pages_001-010/page_005.md")
+    assert "(page 5, printed on the page: 3, score" in box.search("remote control")
 
 
 def test_read_page_errors(box):
