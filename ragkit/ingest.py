@@ -69,6 +69,7 @@ import os
 import re
 import stat
 import time
+import unicodedata
 import zipfile
 from collections import Counter
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -456,10 +457,10 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
     return "\n\n".join(p if p.startswith("| ") else join_breaks(p) for p in parts)
 
 
-# A folio: the page's printed number, alone in the top or bottom band ("12", "- 12 -", "Page 12", "12 / 40"),
-# or at one end of a running header or footer ("12 | Annual Report", "Annual Report | 12").
-_FOLIO = re.compile(r"^\s*(?:page|p\.|pg\.?|ページ|페이지)?\s*[-–—(\[]?\s*(\d{1,4})\s*[-–—)\]]?\s*(?:/\s*\d{1,4})?\s*$",
-                    re.IGNORECASE)
+# A folio: the page's printed number, alone in the top or bottom band ("12", "- 12 -", "Page 12", "12 / 40",
+# "12ページ", "p.12", "12쪽"), or at one end of a running header or footer ("12 | Annual Report").
+_FOLIO = re.compile(r"^\s*(?:page|p\.|pg\.?|ページ|페이지)?\s*[-–—(\[]?\s*(\d{1,4})\s*[-–—)\]]?\s*"
+                    r"(?:/\s*\d{1,4}|ページ|頁|페이지|쪽)?\s*$", re.IGNORECASE)
 _FOLIO_EDGE = re.compile(r"^\s*(\d{1,4})\s*[|│·•]\s*\S.*$|^.*\S\s*[|│·•]\s*(\d{1,4})\s*$")
 _FOLIO_BAND = 0.12  # share of the page height at the top and at the bottom where folios are looked for
 _FOLIO_GAP = 4  # pages between two agreeing folios that take their numbering (chapter openers, full-page art)
@@ -470,7 +471,8 @@ def _folio_candidates(lines: list[list], height: float) -> set[int]:
     out: set[int] = set()
     for ln in lines:
         if ln[4] < _FOLIO_BAND * height or ln[2] > (1 - _FOLIO_BAND) * height:
-            m = _FOLIO.match(ln[7]) or _FOLIO_EDGE.match(ln[7])
+            text = unicodedata.normalize("NFKC", ln[7])  # full-width digits and brackets: "（１９）"
+            m = _FOLIO.match(text) or _FOLIO_EDGE.match(text)
             if m:
                 out.add(int(next(g for g in m.groups() if g)))
     return out

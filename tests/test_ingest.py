@@ -15,6 +15,7 @@ from ragkit.cli import app
 from ragkit.errors import RagError
 from ragkit.ingest import (
     IngestReport,
+    _folio_candidates,
     ingest_sources,
     join_breaks,
     outline_sections,
@@ -155,6 +156,19 @@ def test_printed_numbers_need_a_neighbour_that_agrees():
     assert printed_numbers([{1}, {2}, {1, 2020}, {2}, {3}]) == ["1", "2", "1", "2", "3"]
     # a long gap is not filled: the numbering in between is not known
     assert printed_numbers([{1}, {2}] + [set()] * 6 + [{9}, {10}]) == ["1", "2"] + [""] * 6 + ["9", "10"]
+
+
+def test_folio_forms_in_the_header_and_footer_bands():
+    def at(y: float, text: str) -> list:  # a line record [block, x0, y0, x1, y1, size, bold, text] on an 800pt page
+        return [0, 72.0, y, 300.0, y + 10, 9.0, False, text]
+
+    forms = ["12", "- 13 -", "Page 14", "15 / 40", "16ページ", "p.17", "18쪽", "（１９）", "20 | Annual Report",
+             "Annual Report | 21"]
+    assert sorted(_folio_candidates([at(780, t) for t in forms], 800)) == list(range(12, 22))
+    assert _folio_candidates([at(20, "33")], 800) == {33}  # in the header
+    # not folios: mid-page numbers, numbers inside text
+    assert _folio_candidates([at(400, "22"), at(780, "Figure 3"), at(780, "2019 edition"), at(780, "1,234")],
+                             800) == set()
 
 
 def test_the_number_printed_on_a_page_goes_into_its_front_matter(isolated_env):
