@@ -458,10 +458,12 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
 
 
 # A folio: the page's printed number, alone in the top or bottom band ("12", "- 12 -", "Page 12", "12 / 40",
-# "12ページ", "p.12", "12쪽"), or at one end of a running header or footer ("12 | Annual Report").
+# "12ページ", "p.12", "12쪽"), or at one end of a running header or footer ("12 | Annual Report",
+# "Case 21-13199 Filed 01/05/2022 Page: 12 of 17").
 _FOLIO = re.compile(r"^\s*(?:page|p\.|pg\.?|ページ|페이지)?\s*[-–—(\[]?\s*(\d{1,4})\s*[-–—)\]]?\s*"
                     r"(?:/\s*\d{1,4}|ページ|頁|페이지|쪽)?\s*$", re.IGNORECASE)
-_FOLIO_EDGE = re.compile(r"^\s*(\d{1,4})\s*[|│·•]\s*\S.*$|^.*\S\s*[|│·•]\s*(\d{1,4})\s*$")
+_FOLIO_EDGE = re.compile(r"^\s*(\d{1,4})\s*[|│·•]\s*\S.*$|^.*\S\s*[|│·•]\s*(\d{1,4})\s*$"
+                         r"|^.*\bpage\s*:?\s*(\d{1,4})(?:\s*(?:of|/)\s*\d{1,4})?\s*$", re.IGNORECASE)
 _FOLIO_BAND = 0.12  # share of the page height at the top and at the bottom where folios are looked for
 _FOLIO_GAP = 4  # pages between two agreeing folios that take their numbering (chapter openers, full-page art)
 

@@ -163,8 +163,8 @@ def test_folio_forms_in_the_header_and_footer_bands():
         return [0, 72.0, y, 300.0, y + 10, 9.0, False, text]
 
     forms = ["12", "- 13 -", "Page 14", "15 / 40", "16ページ", "p.17", "18쪽", "（１９）", "20 | Annual Report",
-             "Annual Report | 21"]
-    assert sorted(_folio_candidates([at(780, t) for t in forms], 800)) == list(range(12, 22))
+             "Annual Report | 21", "Case: 21-13199 Date Filed: 01/05/2022 Page: 22 of 40"]
+    assert sorted(_folio_candidates([at(780, t) for t in forms], 800)) == list(range(12, 23))
     assert _folio_candidates([at(20, "33")], 800) == {33}  # in the header
     # not folios: mid-page numbers, numbers inside text
     assert _folio_candidates([at(400, "22"), at(780, "Figure 3"), at(780, "2019 edition"), at(780, "1,234")],
