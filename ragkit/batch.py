@@ -328,7 +328,9 @@ class _Scorer:
         rubric = None
         contain = llm_ok = None
         if gt:
-            contain = bool(J.contain_match(text, gt))
+            # the answer's words only: its sources list and citations name page files ("page_009.md p.9"),
+            # which would contain a ground truth such as "9"
+            contain = bool(J.contain_match(J.answer_text_for_judging(text), gt))
             out["Contain Match"] = contain
             try:
                 rubric = J.judge_rubric(self.judge, question=question, expected=gt, answer=text,

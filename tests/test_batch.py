@@ -485,6 +485,21 @@ def test_rubric_contain_match_and_llm_accuracy_with_ground_truth(isolated_env, s
     assert all(b["model"] == settings.judge_model for b in scripted_server.requests if is_judge(b))
 
 
+def test_contain_match_reads_the_answer_not_its_citations(isolated_env):
+    db = make_db(isolated_env)
+    # the offline answer quotes the reset sentence and cites ".../setup/page_001.md p.1"; "001" and "1" are
+    # only in the citation, "10 seconds" is in the answer
+    inp = write_input(isolated_env / "q.csv", [
+        HEADER, ["How do I reset the router?", "10 seconds", ROUTER, "1", ""],
+        ["How long do I hold the reset button of the router?", "001", ROUTER, "1", ""]])
+    report = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    rows = {r["Question"]: r for r in report.rows}
+    assert "page_001.md" in rows["How do I reset the router?"]["RAG Answer"]
+    assert str(rows["How do I reset the router?"]["Contain Match"]) == "True"
+    assert "page_001.md" in rows["How long do I hold the reset button of the router?"]["RAG Answer"]
+    assert str(rows["How long do I hold the reset button of the router?"]["Contain Match"]) == "False"
+
+
 def test_eval_rescores_without_asking(isolated_env, scripted_server):
     db = make_db(isolated_env)
     inp = write_input(isolated_env / "q.csv", _qrows(with_checklist=True))
