@@ -163,8 +163,10 @@ class Toolbox:
                 folders.append((entry.name, len(self._page_files(entry))))
             elif entry.suffix == ".md":
                 try:
-                    _, body = parse_page(self._read_text(entry))
+                    meta, body = parse_page(self._read_text(entry))
                     heading = first_heading(join_cjk_breaks(body))
+                    if meta.printed_page:  # "page 17" in a question may mean the number printed on the page
+                        heading = f"[printed page {meta.printed_page}] {heading}".rstrip()
                 except OSError:
                     heading = "(unreadable)"
                 pages.append((entry.name, heading))

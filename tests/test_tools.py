@@ -232,7 +232,7 @@ def test_read_page_shows_front_matter_and_joined_text_and_tracks(box):
     assert box.pages_read == ["家電/冷蔵庫/操作と機能/page_008.md", "manuals/router/setup/page_003.md"]
 
 
-def test_read_page_says_the_number_printed_on_the_page(tmp_path):
+def test_the_tools_say_the_number_printed_on_a_page(tmp_path):
     db = make_db(tmp_path, {"m/tv/pages_001-010/page_005.md": ("TV", "S", 5, "Remote control.")})
     page = db / "m/tv/pages_001-010/page_005.md"
     page.write_text(page.read_text(encoding="utf-8").replace("page: 5\n", "page: 5\nprinted_page: 3\n"),
@@ -240,6 +240,7 @@ def test_read_page_says_the_number_printed_on_the_page(tmp_path):
     box = Toolbox(db, index_for(db))
     assert "Page: 5 (printed on the page: 3)" in box.read_page("m/tv/pages_001-010/page_005.md")
     assert "(page 5, printed on the page: 3, score" in box.search("remote control")
+    assert "m/tv/pages_001-010/page_005.md  — [printed page 3] Remote control." in box.list_dir("m/tv/pages_001-010")
 
 
 def test_read_page_errors(box):
