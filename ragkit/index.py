@@ -1263,8 +1263,8 @@ class Index:
         if DOC_WEIGHT and scores.any():
             top = float(scores.max())
             gmax = float(gscores.max()) or 1.0
-            doc = np.where(self._alive.view(), (DOC_WEIGHT * top / gmax) * gscores[self._dgroup.view()],
-                           0.0).astype(np.float32)
+            # dead slots keep their group: callers that use `doc` alone must mask them (search does)
+            doc = ((DOC_WEIGHT * top / gmax) * gscores[self._dgroup.view()]).astype(np.float32)
             scores = np.where(scores > 0, scores + doc, 0.0).astype(np.float32)
         return scores, doc
 
@@ -1299,7 +1299,7 @@ class Index:
                     named |= self._last_pages()
                 # A named page may hold none of the query's words (a photo, a scan: "how many cars on page 3"):
                 # it then stands on its document's evidence, so only documents that match the query compete.
-                named &= (scores > 0) | (doc > 0)
+                named &= (scores > 0) | ((doc > 0) & self._alive.view())
                 scores = np.where(named, np.maximum(scores, doc) + PAGE_REF_WEIGHT * float(scores.max()), scores)
             cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
             rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
