@@ -261,6 +261,65 @@ def test_captions_weigh_like_headings(tmp_path):
                                     "papers/g/notes/page_002.md"}
 
 
+@pytest.mark.parametrize("query, labels", [
+    ("In figure 4, which nodes are retrieved?", ["§figure4"]),
+    ("For the examples in Figure 5 and Figure 6", ["§figure5", "§figure6"]),
+    ("Figures 5, 6 and 8", ["§figure5", "§figure6", "§figure8"]),
+    ("What does Fig. 3 show?", ["§figure3"]),
+    ("Among figure 1-3, how many", ["§figure1.3", "§figure1", "§figure2", "§figure3"]),
+    ("the blue items in Table1-1", ["§table1.1"]),
+    ("Table 2.1", ["§table2.1"]),
+    ("図4の温度は", ["§figure4"]),
+    ("表 2 の値", ["§table2"]),
+    ("그림 3에서", ["§figure3"]),
+    ("Exhibit 10", ["§exhibit10"]),
+    ("How many figures are in the paper?", []),
+    ("the config 3 file", []),
+    ("In subfigure 2", []),
+])
+def test_label_refs(query, labels):
+    assert ix.label_refs(query) == labels
+
+
+@pytest.mark.parametrize("caption, label", [
+    ("Figure 4: Querying process", "§figure4"),
+    ("Fig. 2. Overview", "§figure2"),
+    ("図3 製氷室の使いかた", "§figure3"),
+    ("Table 2-1 Results", "§table2.1"),
+    ("TABLE 3", "§table3"),
+    ("표 2 결과", "§table2"),
+    ("Figure 1,234 units", None),
+])
+def test_caption_label(caption, label):
+    assert ix.caption_label(caption) == label
+
+
+def test_a_figure_the_query_names_is_the_page_its_caption_is_on(tmp_path):
+    d = tmp_path / "database"
+    # page 7 shows Figure 4; pages 6 and 9 talk about it and about nodes more than page 7 does
+    write_page(d, "papers/raptor/method/page_006.md",
+               "# Method\nThe tree has nodes. Figure 4 shows which nodes are retrieved; the nodes of each layer "
+               "are retrieved by similarity, and 4 layers of nodes are built.", page=6)
+    write_page(d, "papers/raptor/results/page_007.md",
+               "# Results\nFigure 4: Querying process: highlighted nodes are the ones retrieved for two questions.",
+               page=7)
+    write_page(d, "papers/raptor/appendix/page_009.md",
+               "# Appendix\nThe nodes we retrieved: for each of 4 datasets, nodes of every layer (figure 2).", page=9)
+    write_page(d, "papers/other/results/page_004.md",
+               "# Results\nTable 4: nodes retrieved per question.", page=4)
+    idx = fresh(d)
+    assert top(idx, "In figure 4, which nodes are retrieved for both questions?")[0] == \
+        "papers/raptor/results/page_007.md"
+    # in Japanese, and as a table: page 13 says 消費電力 twice and holds a 2, page 12 is Table 2
+    write_page(d, "manuals/fridge/spec/page_012.md", "# 仕様\n表 2 消費電力と冷却性能\n| 項目 | 値 |\n| 消費電力 | 250 W |",
+               page=12)
+    write_page(d, "manuals/fridge/power/page_013.md",
+               "# 省エネ\n消費電力は表示の2倍になることがあります。消費電力を抑えるには", page=13)
+    write_page(d, "manuals/fridge/setup/page_002.md", "# 設置\n表 1 設置に必要な寸法\n| 幅 | 60 cm |", page=2)
+    idx.refresh()
+    assert top(idx, "表2の消費電力は?")[0] == "manuals/fridge/spec/page_012.md"
+
+
 def test_incremental_add_change_delete(db):
     idx = fresh(db)
     assert idx.search("firmware") == []
