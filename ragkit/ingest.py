@@ -35,7 +35,8 @@ Decisions (DESIGN §1 is the contract; these fill in what it leaves open):
   or give it a --category). Nothing is silently overwritten. A source whose recorded owner no longer
   exists on disk (a moved/renamed file) takes the folder over and the stale pages are removed.
 - Incremental: DB/.ragkit/ingest-manifest.json records, per source (absolute path), its sha256, its
-  folder and the page files it wrote. Unchanged (same hash, same folder) -> skipped; changed -> new pages
+  folder, the page files it wrote and the CONVERTER_VERSION that wrote them. Unchanged (same hash, same
+  folder) -> skipped, with one line naming those an earlier converter wrote (--force updates them); changed -> new pages
   written, then the old pages it wrote that were not rewritten are removed, and folders left empty by
   that removal are removed too. Nothing else is ever deleted. A source that fails keeps its old pages.
   One ingest at a time per database (a lock file under DB/.ragkit/; a second ingest waits).
@@ -83,6 +84,11 @@ from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks, one_line
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
 MANIFEST = "ingest-manifest.json"
+# What the page files written for one unchanged source look like. Bump it when that changes, and say what in
+# CONVERTER_CHANGES: a database ingested by an earlier ragkit is then told that `--force` brings it up to date
+# (an unchanged source is still never rewritten unasked). Manifest entries without the field are version 1.
+CONVERTER_VERSION = 2
+CONVERTER_CHANGES = {2: "printed page numbers"}
 FRONT_SECTION = "front matter"
 RANGE_SIZE = 10  # pages per fallback section
 _MAX_REASON = 240
@@ -94,6 +100,7 @@ class IngestReport:
     documents: int = 0  # documents (re)ingested in this run
     pages: int = 0  # page files written in this run
     skipped: int = 0  # unchanged documents left alone
+    outdated: list[str] = field(default_factory=list)  # of those, the ones an earlier converter wrote
     failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
     pages_without_text: int = 0
     written: list[str] = field(default_factory=list)  # db-relative page paths written
@@ -811,6 +818,22 @@ def _sniff(head: bytes, kind: str) -> str | None:
     return None
 
 
+def _converter_of(entry: dict) -> int:
+    v = entry.get("converter", 1)
+    return v if isinstance(v, int) else 1
+
+
+def outdated_note(report: IngestReport) -> str:
+    """One line for the unchanged documents an earlier ragkit converted, or ""."""
+    if not report.outdated:
+        return ""
+    what = ", ".join(CONVERTER_CHANGES[v] for v in sorted(CONVERTER_CHANGES))
+    n = len(report.outdated)
+    return (f"{n} unchanged document{'s' if n > 1 else ''} (e.g. {report.outdated[0]}) "
+            f"{'were' if n > 1 else 'was'} converted by an earlier ragkit; ingest again with --force to "
+            f"update {'their' if n > 1 else 'its'} pages ({what})")
+
+
 def _load_manifest(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -999,6 +1022,8 @@ def ingest_sources(
             prev = recorded.get(key)
             if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder:
                 report.skipped += 1
+                if _converter_of(prev) < CONVERTER_VERSION:
+                    report.outdated.append(shown)
                 continue
             hashes[key] = digest
             jobs.append(_Job(key, shown, kind, str(db.absolute()), folder))
@@ -1025,6 +1050,7 @@ def ingest_sources(
                     "sha256": hashes[res.src],
                     "folder": res.folder,
                     "pages": res.pages,
+                    "converter": CONVERTER_VERSION,
                     "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                 }
         finally:
@@ -1100,5 +1126,7 @@ def print_report(report: IngestReport, console) -> None:
         console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
     if report.ignored:
         console.print(f"ignored {report.ignored} file(s) of other types in the folders", highlight=False)
+    if report.outdated:
+        console.print(outdated_note(report), highlight=False, markup=False, soft_wrap=True)
     for path, reason in report.failed:
         console.print(f"failed: {path}: {reason}", highlight=False, markup=False, soft_wrap=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import json
 import os
 import re
 from pathlib import Path
@@ -14,10 +15,12 @@ from typer.testing import CliRunner
 from ragkit.cli import app
 from ragkit.errors import RagError
 from ragkit.ingest import (
+    CONVERTER_VERSION,
     IngestReport,
     _folio_candidates,
     ingest_sources,
     join_breaks,
+    outdated_note,
     outline_sections,
     print_report,
     printed_numbers,
@@ -273,8 +276,38 @@ def test_incremental_skip_replace_force(isolated_env):
 
     forced = ingest_sources([isolated_env / "s"], db=db, force=True, progress=False, workers=1)
     assert (forced.documents, forced.pages, forced.skipped) == (1, 2, 0)
+    assert not forced.outdated and not outdated_note(forced)
     code, out = run_cli("s", "--workers", "1")
     assert code == 0 and "Traceback" not in out
+
+
+def test_pages_from_an_earlier_converter_are_named_and_left_alone_until_forced(isolated_env):
+    make_pdf(isolated_env / "s" / "cat" / "doc.pdf", body_pages(2))
+    db = isolated_env / "database"
+    ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    manifest_path = db / ".ragkit" / "ingest-manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    (entry,) = manifest["sources"].values()
+    assert entry["converter"] == CONVERTER_VERSION
+    assert not ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1).outdated
+
+    # a database written before the manifest recorded the converter (version 1)
+    del entry["converter"]
+    manifest_path.write_text(json.dumps(manifest), encoding="utf-8")
+    page = db / "cat/doc/pages_001-002/page_001.md"
+    before = page.read_text(encoding="utf-8")
+    again = ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    assert (again.skipped, again.documents, again.outdated) == (1, 0, [str(Path("s/cat/doc.pdf"))])
+    assert page.read_text(encoding="utf-8") == before  # unchanged sources are not rewritten unasked
+    note = outdated_note(again)
+    assert "1 unchanged document (e.g. s/cat/doc.pdf) was converted by an earlier ragkit" in note
+    assert "--force" in note and "printed page numbers" in note
+    code, out = run_cli("s", "--workers", "1")
+    assert code == 0 and "converted by an earlier ragkit" in " ".join(out.split())
+
+    forced = ingest_sources([isolated_env / "s"], db=db, force=True, progress=False, workers=1)
+    assert forced.documents == 1 and not forced.outdated
+    assert not ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1).outdated
 
 
 def test_moved_source_takes_over_its_folder(isolated_env):
