@@ -147,6 +147,8 @@ def _numbers(norm: str) -> list[str]:
 
 
 def _stem(word: str) -> str:
+    # Bolder than text.stem on purpose: judging asks whether an answer says the same thing, so "stored" must
+    # meet "store"; search measured worse recall with the final "e" dropped, so it keeps it.
     for suffix in ("ing", "ed", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not (suffix == "s" and word.endswith("ss")):
             word = word[: -len(suffix)]
