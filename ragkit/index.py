@@ -179,7 +179,7 @@ def label_refs(query: str) -> list[str]:
                 out.extend(_label(kind, str(n)) for n in range(int(a), int(b) + 1))
             elif not b or sep != "." and sep not in "-–":
                 out.append(_label(kind, a))
-    return list(dict.fromkeys(t for t in out if not t.endswith("§")))
+    return list(dict.fromkeys(out))
 
 
 # --------------------------------------------------------------------------------------------- analysis
