@@ -199,7 +199,8 @@ class Toolbox:
         page number, title, score and a snippet. Read the promising pages with read_page before answering.
 
         Args:
-            query: What to look for: keywords or a short phrase, ideally in the documents' language.
+            query: What to look for: keywords or a short phrase, ideally in the documents' language. Naming a
+                page ("page 12") or a figure or table ("Figure 4", "Table 2") lifts the page it is on.
             path: Optional folder (relative to the database root) to search in; empty searches everything.
             k: How many pages to return (1-20).
         """
