@@ -1834,8 +1834,11 @@ def fuse(kw: np.ndarray, sims: np.ndarray) -> np.ndarray:
 
 
 def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
-    """Open (and refresh) the index of `db` and search it."""
+    """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
+    error (a mistyped folder would otherwise look like a search that found nothing)."""
     idx = open_index(db)
+    if path and not (db / idx._prefix(path)).exists():
+        raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
     return idx.search(query, k=k, path=path)
 
 

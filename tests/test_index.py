@@ -447,6 +447,15 @@ def test_cli_search_json(db, monkeypatch):
     assert res.exit_code == 0 and "設定の削除" in res.stdout
     res = runner.invoke(app, ["search", "x", "--db", str(db.parent / "missing")])
     assert res.exit_code == 1 and "not found" in res.output and "Traceback" not in res.output
+    # a mistyped folder is an error, not an empty result; a real one (also written as a reference) works
+    res = runner.invoke(app, ["search", "削除", "--db", str(db), "--path", "家電/冷凍庫"])
+    assert res.exit_code == 1 and "'家電/冷凍庫': no such folder" in res.output and "Traceback" not in res.output
+    monkeypatch.chdir(db.parent)  # where page references ("database/...") are relative to
+    for prefix in ("家電/冷蔵庫", f"{db.name}/家電/冷蔵庫/"):
+        res = runner.invoke(app, ["search", "削除", "--db", str(db), "--path", prefix, "--format", "json"])
+        assert res.exit_code == 0 and json.loads(res.stdout)[0]["title"] == "設定の削除", res.output
+    res = runner.invoke(app, ["search", "削除", "--db", str(db), "-k", "0"])
+    assert res.exit_code == 2 and "-k must be at least 1" in res.output
 
 
 def test_without_the_embedding_package_search_is_keyword_only_and_says_so_once(db, monkeypatch, caplog):
