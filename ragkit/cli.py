@@ -103,6 +103,8 @@ def search(
         raise UsageError(f"--format must be text or json, got {fmt!r}")
     if k < 1:
         raise UsageError(f"-k must be at least 1, got {k}")
+    if query is not None and not query.strip():
+        query = None
     if query is None and not embed:
         raise UsageError("give a QUERY to search for (or --embed to only embed the pages)")
     settings = load_settings(db=db)

@@ -456,6 +456,9 @@ def test_cli_search_json(db, monkeypatch):
         assert res.exit_code == 0 and json.loads(res.stdout)[0]["title"] == "設定の削除", res.output
     res = runner.invoke(app, ["search", "削除", "--db", str(db), "-k", "0"])
     assert res.exit_code == 2 and "-k must be at least 1" in res.output
+    for blank in ("", "  "):
+        res = runner.invoke(app, ["search", blank, "--db", str(db)])
+        assert res.exit_code == 2 and "give a QUERY" in res.output
 
 
 def test_without_the_embedding_package_search_is_keyword_only_and_says_so_once(db, monkeypatch, caplog):
