@@ -1273,19 +1273,10 @@ class Index:
         pnorm, gnorm, n_g = cached[1]
         gscores = np.zeros(ng, np.float64)
         for term, qtf in q.items():
-            tid = self._term_ids.get(term)
-            if tid is None:
+            found = self._postings(term)
+            if found is None:
                 continue
-            docs_l, tfs_l = [], []
-            for seg in self._segments:
-                p = seg.postings(tid)
-                if p is not None:
-                    docs_l.append(p[0])
-                    tfs_l.append(p[1])
-            if not docs_l:
-                continue
-            docs = np.concatenate(docs_l) if len(docs_l) > 1 else docs_l[0]
-            tfs = np.concatenate(tfs_l) if len(tfs_l) > 1 else tfs_l[0]
+            docs, tfs = found
             keep = alive[docs]
             docs, tfs = docs[keep], tfs[keep]
             df = len(docs)
@@ -1300,11 +1291,18 @@ class Index:
                 gscores += (qtf * gidf) * gtf * (DOC_K1 + 1.0) / (gtf + gnorm)
         return scores, gscores
 
-    def _term_docs(self, term: str) -> np.ndarray:
-        """Doc ids of the pages (live or not) that hold `term`. Called under the lock."""
+    def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(doc ids, weighted term frequencies) of `term` over every segment, dead pages included; None when no
+        page holds it. Called under the lock."""
         tid = self._term_ids.get(term)
-        parts = [p[0] for seg in self._segments if tid is not None and (p := seg.postings(tid)) is not None]
-        return np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        if tid is None:
+            return None
+        found = [p for seg in self._segments if (p := seg.postings(tid)) is not None]
+        if not found:
+            return None
+        if len(found) == 1:
+            return found[0]
+        return np.concatenate([d for d, _t in found]), np.concatenate([t for _d, t in found])
 
     def _keyword_scores(self, q: Counter) -> tuple[np.ndarray, np.ndarray]:
         """(final keyword score per page: its own BM25F plus the evidence of its document as a whole, that
@@ -1346,12 +1344,16 @@ class Index:
             if (refs or labels) and scores.any():
                 # the page's position in its file, or the number printed on it ("page 17" of a manual whose
                 # printed numbering starts after a cover and a contents page)
-                named = np.isin(self._pages.view(), list(refs)) | np.isin(self._printed.view(), list(refs))
+                if refs:
+                    named = np.isin(self._pages.view(), list(refs)) | np.isin(self._printed.view(), list(refs))
+                else:
+                    named = np.zeros(len(scores), bool)
                 if LAST_PAGE in refs:
                     named |= self._last_pages()
                 # "Figure 4" names the page whose caption is Figure 4, as "page 7" names page 7
                 for label in labels:
-                    named[self._term_docs(label)] = True
+                    if (found := self._postings(label)) is not None:
+                        named[found[0]] = True
                 # A named page may hold none of the query's words (a photo, a scan: "how many cars on page 3"):
                 # it then stands on its document's evidence, so only documents that match the query compete.
                 named &= (scores > 0) | ((doc > 0) & self._alive.view())
