@@ -20,7 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 console = Console()
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # an error is one line whatever the width
 
 DbOpt = Annotated[Path | None, typer.Option("--db", help="Database folder [env RAG_DB; default ./database].")]
 ResultsOpt = Annotated[
