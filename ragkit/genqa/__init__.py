@@ -5,7 +5,8 @@ INTERFACE (owned by the genqa work; cli relies on it):
     generate_questions(source: Path, settings: Settings, *, per_page=1, max_questions=30, lang=None,
                        progress=True) -> GenqaReport
     print_genqa_report(report: GenqaReport, console) -> None
-    GenqaReport: path (the CSV written), questions, errors (non-empty => exit 1), usage, skipped
+    GenqaReport: path (the CSV written), questions, errors (non-empty => exit 1), usage, skipped, dropped,
+                 notes
 
 How it works
 ------------
@@ -20,13 +21,13 @@ How it works
    generator uses 2), the rest
    single-page facts, `per_page` per sampled page.
 4. Two generators share that plan:
-   - offline (`provider.is_offline`): deterministic, no model. Questions from headings, table rows (and
-     "label: value" lines) and key sentences with numbers/units; the question names the distinctive terms
-     of its page (so retrieval can find it) but never the answer; the ground truth is the source
-     sentence(s) or row; the checklist holds the key terms and numbers of that answer (2-5, one per
-     line). Multi-page questions join the topics of two pages of one section; unanswerable ones come from
-     a fixed per-language list of plausible-but-absent topics that are checked absent against the index
-     and the pages. Templates exist for ja, en and ko; another --lang gets the English ones.
+   - offline (`provider.is_offline`): deterministic, no model (`offline.py`, `facts.py`). Each question asks
+     for one fact of its page in the page's own words and language: a figure with its subject, a table
+     cell by row and column, a "label: value" line, a definition, a numbered procedure. The checklist holds
+     whole claims. Multi-page questions ask a fact of each of two related pages. Unanswerable ones are
+     neighbours of real facts (a year the document does not cover) or questions typical of the
+     collection's kind of document, checked absent by search and by the page text. `--lang` keeps the
+     pages written in that language (ja, en, ko); nothing is translated.
    - LLM: per page (or page group) one `chat_json` call returning items {question, answer, checklist,
      pages}; a page whose reply is not valid JSON after 3 attempts is skipped and reported. Near-duplicate
      questions are dropped; a verification call per question drops those whose answer or checklist items
@@ -41,7 +42,8 @@ Where things are
   near-duplicate detection and the absence check of unanswerable questions.
 - `source.py`: source -> database root and usable pages (ingesting a document first).
 - `pagetext.py`: a page's markdown as blocks; numbers and content terms of a text.
-- `offline.py`: the offline generator (no model).
+- `facts.py`: a page's facts, each as a question, ground truth and checklist of whole claims (offline).
+- `offline.py`: the offline generator (no model): picks facts, joins pages, writes unanswerable questions.
 - `model.py`: the model generator (generation and verification calls).
 - `report.py`: what the command prints.
 """
@@ -49,7 +51,6 @@ Where things are
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -61,7 +62,9 @@ from ragkit.genqa.common import (
     COLUMNS,
     DUPLICATE_JACCARD,
     KINDS,
+    LANG_NAMES,
     MAX_CONSECUTIVE_FAILURES,
+    OFFLINE_LANGS,
     Context,
     GeneratedQuestion,
     GenqaReport,
@@ -71,18 +74,32 @@ from ragkit.genqa.common import (
     related_groups,
     sample_pages,
 )
+from ragkit.genqa.facts import Fact, page_facts
 from ragkit.genqa.model import generate_with_model
-from ragkit.genqa.offline import UNANSWERABLE_TOPICS, generate_offline, page_candidates
+from ragkit.genqa.offline import DOMAIN_TOPICS, domain_kinds, generate_offline
 from ragkit.genqa.pagetext import numbers_in, parse_blocks, terms_in
 from ragkit.genqa.report import print_genqa_report
 from ragkit.genqa.source import resolve_source, seed_for
 from ragkit.text import detect_lang
 
 __all__ = [
-    "COLUMNS", "DUPLICATE_JACCARD", "KINDS", "MAX_CONSECUTIVE_FAILURES", "UNANSWERABLE_TOPICS", "GeneratedQuestion",
-    "GenqaReport", "PageInfo", "detect_lang", "generate_questions", "is_duplicate", "numbers_in", "page_candidates",
+    "COLUMNS", "DOMAIN_TOPICS", "DUPLICATE_JACCARD", "KINDS", "LANG_NAMES", "MAX_CONSECUTIVE_FAILURES",
+    "OFFLINE_LANGS", "Fact", "GeneratedQuestion", "GenqaReport", "PageInfo", "check_lang", "detect_lang",
+    "domain_kinds", "generate_questions", "is_duplicate", "numbers_in", "page_facts",
     "parse_blocks", "print_genqa_report", "related_groups", "resolve_source", "sample_pages", "terms_in",
 ]
+
+
+def check_lang(lang: str | None, *, offline: bool) -> str | None:
+    """The --lang code normalized, or a usage error naming the codes that work."""
+    if lang is None:
+        return None
+    code = lang.strip().lower()
+    known = OFFLINE_LANGS if offline else tuple(LANG_NAMES)
+    if code not in known:
+        how = "offline questions are written in" if offline else "--lang must be one of"
+        raise UsageError(f"--lang {lang!r} is not supported: {how} {', '.join(known)}")
+    return code
 
 
 def generate_questions(
@@ -101,15 +118,17 @@ def generate_questions(
         raise UsageError(f"--per-page must be at least 1, got {per_page}")
     if max_questions < 1:
         raise UsageError(f"--max must be at least 1, got {max_questions}")
-    if lang is not None:
-        lang = lang.strip().lower()
-        if not re.fullmatch(r"[a-z]{2,3}(-[a-z0-9]+)?", lang):
-            raise UsageError(f"--lang must be a language code such as ja, en or ko, got {lang!r}")
+    provider = get_provider(settings)
+    lang = check_lang(lang, offline=provider.is_offline)
     source = Path(source)
     db, pages, stem = resolve_source(source, settings, progress=progress)
     if not pages:
         raise RagError(f"{source}: no pages with text to ask about")
-    provider = get_provider(settings)
+    if lang and provider.is_offline:
+        other = [p for p in pages if (p.lang if p.lang in OFFLINE_LANGS else "en") != lang]
+        if len(other) == len(pages):
+            raise RagError(f"{source}: no page is written in {LANG_NAMES[lang]} ({lang}); the offline generator "
+                           "asks in the page's language (a model can translate: --provider openai)")
     report = GenqaReport(source=source, db=db, provider=provider.name, model=provider.model,
                          pages_total=len(pages))
     ctx = Context(db=db, pages=pages, settings=settings, lang=lang, per_page=per_page, seed=seed_for(source, db),
@@ -120,6 +139,13 @@ def generate_questions(
         questions = generate_offline(ctx, plan, report)
     else:
         questions = generate_with_model(ctx, plan, report, provider)
+    if lang and provider.is_offline and other:
+        report.notes.append(f"{len(other)} page(s) in other languages left out: --lang {lang} offline keeps "
+                            "only pages written in it")
+    if 0 < len(questions) < max_questions:
+        why = ("the pages hold no more facts that make one clear question (offline questions are never padded "
+               "with templates)") if provider.is_offline else "the rest were dropped or not written (see above)"
+        report.notes.append(f"{len(questions)} of the {max_questions} questions asked for: {why}")
     report.questions = questions
     report.pages_used = len({r for q in questions for r in q.refs})
     if not questions:

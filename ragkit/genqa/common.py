@@ -34,7 +34,12 @@ UNANSWERABLE_SHARE = 0.15
 MULTI_SHARE = 0.20
 MAX_PAGE_CHARS = 6000  # page text shown to the model per page
 MAX_CONSECUTIVE_FAILURES = 3  # provider errors (not bad JSON) in a row: stop asking
-LANG_NAMES = {"ja": "Japanese", "en": "English", "ko": "Korean", "zh": "Chinese"}
+# --lang: the languages a model can be asked to write in; the offline generator writes OFFLINE_LANGS only
+LANG_NAMES = {"ja": "Japanese", "en": "English", "ko": "Korean", "zh": "Chinese", "fr": "French", "de": "German",
+              "es": "Spanish", "it": "Italian", "pt": "Portuguese", "nl": "Dutch", "ru": "Russian", "ar": "Arabic",
+              "hi": "Hindi", "th": "Thai", "vi": "Vietnamese", "id": "Indonesian", "sv": "Swedish", "pl": "Polish",
+              "tr": "Turkish"}
+OFFLINE_LANGS = ("en", "ja", "ko")
 
 
 # -- data ---------------------------------------------------------------------------------------------
@@ -71,6 +76,7 @@ class GenqaReport:
     errors: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     skipped: list[tuple[str, str]] = field(default_factory=list)  # (page Reference Document, reason)
+    notes: list[str] = field(default_factory=list)  # what the run left out on purpose, said in a sentence
     dropped: Counter = field(default_factory=Counter)  # duplicate / unsupported / present / invalid
     pages_total: int = 0  # usable pages in the source
     pages_used: int = 0  # pages some question refers to
@@ -279,9 +285,10 @@ def covered_by_corpus(ctx: Context, question: str, key_terms: list[str]) -> bool
     return False
 
 
+# the offline generator's own phrasing, and the document a question names, say nothing about what it asks
 _TEMPLATE = re.compile(
-    r"について|どのように記載されていますか|教えてください|それぞれ|では、|에 대해|어떻게 설명합니까|알려 주세요|각각|"
-    r"무엇입니까|what does the document (?:state|say) about|and what does it say about", re.I)
+    r",? according to [^?]*\?$|^[^、。？]{1,60}によると、|^[^?.]{1,60}에 따르면 |教えてください|の手順|何ですか|"
+    r"무엇입니까|순서는 어떻게 됩니까|what (?:is|are|was) the steps for|\bhow many\b|what percentage|how much", re.I)
 
 
 def _keyword_search(index, query: str, k: int = 10) -> list:

@@ -1,15 +1,23 @@
-"""The offline question generator: deterministic, no model. It reads each sampled page's facts (table
-cells, "label: value" lines, sentences with numbers, headings with the text under them) and turns them
-into questions, ground truths and checklists; multi-page questions join facts of related pages; and
-unanswerable questions come from a per-language list checked absent in the database."""
+"""The offline question generator: deterministic, no model.
+
+- single-page questions: the facts of each sampled page (`facts.py`), a mix of kinds (figures, table
+  cells, definitions, procedures), one clear answer each;
+- multi-page questions: one fact of each of two related pages asked together; the checklist holds the
+  claims of both pages, so an answer needs each page;
+- unanswerable questions: a neighbour of a real fact (the same table row or statement, asked for a year
+  the document does not cover), else a question typical of the collection's kind of document (a filing,
+  a manual, a survey report, a policy); each is kept only when neither the search index nor a scan of
+  the page text finds it (`common.covered_by_corpus`).
+
+Questions keep the language of their page: `--lang` keeps only the pages written in that language (the
+offline generator translates nothing; a model does, see `model.py`).
+"""
 
 from __future__ import annotations
 
 import re
 import sys
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass
 
 from ragkit.genqa.common import (
     Context,
@@ -21,368 +29,285 @@ from ragkit.genqa.common import (
     covered_by_corpus,
     refusal_point,
 )
-from ragkit.genqa.pagetext import (
-    HEADING_LINE,
-    covered,
-    is_boilerplate,
-    leaks,
-    line_shape,
-    numbers_in,
-    parse_blocks,
-    term_weight,
-    terms_in,
-)
-from ragkit.text import detect_lang, normalize, refusal_text, split_sentences, tokenize
+from ragkit.genqa.facts import Fact, page_facts
+from ragkit.genqa.pagetext import HEADING_LINE, line_shape
+from ragkit.text import normalize, refusal_text
 
-
-@dataclass
-class Candidate:
-    """One offline single-page question, before the plan picks among them."""
-
-    page: PageInfo
-    subtype: str  # table | numeric | heading | sentence
-    question: str
-    answer: str
-    checklist: list[str]
-    topic: str  # short phrase naming what it asks about (used to build multi-page questions)
-    score: float
-
-
-
-
-# -- language templates -------------------------------------------------------------------------------
-def _batchim(word: str) -> bool | None:
-    ch = word.strip()[-1:] if word.strip() else ""
-    if "가" <= ch <= "힣":
-        return (ord(ch) - 0xAC00) % 28 != 0
-    return None
-
-
-def _josa(word: str, with_final: str, without: str) -> str:
-    b = _batchim(word)
-    if b is None:
-        return f"{word}{with_final}({without})"
-    return word + (with_final if b else without)
-
-
-def _join_terms(terms: list[str], lang: str) -> str:
-    if len(terms) == 1:
-        return terms[0]
-    if lang == "ja":
-        return "と".join(terms)
-    if lang == "ko":
-        return " ".join(_josa(t, "과", "와") for t in terms[:-1]) + " " + terms[-1]
-    return ", ".join(terms[:-1]) + " and " + terms[-1]
-
-
-def q_heading(lang: str, heading: str) -> str:
-    heading = re.sub(r"(?:について|に関して|에 대하여|에 대해|에 관하여)$", "", heading.strip())
-    if lang == "ja":
-        return f"{heading}について教えてください。"
-    if lang == "ko":
-        return f"{heading}에 대해 알려 주세요."
-    return f"What does the document say about {heading}?"
-
-
-def q_table(lang: str, ctx: str, label: str, cols: list[str]) -> str:
-    if lang == "ja":
-        what = f"{label}の{'と'.join(cols)}" if cols else label
-        return f"{ctx}: {what}は？" if ctx else f"{what}は？"
-    if lang == "ko":
-        what = f"{label}의 {_join_terms(cols, 'ko')}" if cols else label
-        return f"{ctx}: {_josa(what, '은', '는')} 무엇입니까?" if ctx else f"{_josa(what, '은', '는')} 무엇입니까?"
-    what = f"the {_join_terms(cols, 'en')} of {label}" if cols else f"the {label}"
-    verb = "are" if len(cols) > 1 else "is"
-    return f"What {verb} {what} in {ctx}?" if ctx else f"What {verb} {what}?"
-
-
-def q_sentence(lang: str, ctx: str, terms: list[str]) -> str:
-    t = _join_terms(terms, lang)
-    if lang == "ja":
-        return f"「{ctx}」では、{t}についてどのように記載されていますか？" if ctx else \
-            f"{t}についてどのように記載されていますか？"
-    if lang == "ko":
-        return f"「{ctx}」에서는 {t}에 대해 어떻게 설명합니까?" if ctx else f"{t}에 대해 어떻게 설명합니까?"
-    return f"In {ctx}, what does the document state about {t}?" if ctx else \
-        f"What does the document state about {t}?"
-
-
-def q_multi(lang: str, a: str, b: str) -> str:
-    if lang == "ja":  # brackets keep "音がする" + "と" from reading as a condition
-        return f"「{a}」と「{b}」について、それぞれ教えてください。"
-    if lang == "ko":
-        return f"{_josa(a, '과', '와')} {b}에 대해 각각 알려 주세요."
-    return f"What does the document say about {a}, and what does it say about {b}?"
-
-
-GENERIC_HEADINGS = frozenset(normalize(h) for h in [
-    *"overview introduction contents index appendix notes note summary scope purpose definitions references "
-    "background contact".split(),
-    "table of contents", "revision history", "目次", "はじめに", "概要", "付録", "索引", "目的", "注意", "ご注意",
-    "お願い", "もくじ", "목차", "개요", "서론", "참고", "부록",
-])
-
-# Plausible questions on topics a manual, a policy or a notice usually leaves out. Each carries key terms:
-# a page holding all of them would mean the topic is covered after all (then the question is not used).
-UNANSWERABLE_TOPICS: dict[str, list[tuple[str, list[str]]]] = {
-    "en": [
-        ("What is the warranty period for this product when it is used in Brazil?", ["warranty", "brazil"]),
-        ("How do I connect the device to a smartphone app over Bluetooth?", ["bluetooth"]),
-        ("What was the company's net revenue in fiscal year 2019?", ["revenue", "2019"]),
-        ("Which cryptocurrency wallets are approved for paying employee salaries?", ["cryptocurrency"]),
-        ("What is the visitor parking fee at the Osaka office?", ["parking", "osaka"]),
-        ("How many vacation days do contractors receive in their first year?", ["vacation", "contractor"]),
-        ("Who won the company's employee of the year award in 2021?", ["award", "2021"]),
-        ("What is the recommended firmware for the solar panel inverter?", ["solar", "inverter"]),
-    ],
-    "ja": [
-        ("この製品をブラジルで使用した場合の保証期間は何年ですか？", ["ブラジル", "保証"]),
-        ("スマートフォンアプリとBluetoothで接続する方法を教えてください。", ["bluetooth"]),
-        ("2019年度の売上高はいくらでしたか？", ["売上高", "2019"]),
-        ("太陽光パネルの設置工事の費用はいくらですか？", ["太陽光"]),
-        ("社員食堂の営業時間は何時から何時までですか？", ["社員食堂"]),
-        ("電気自動車の充電ケーブルの長さは何メートルですか？", ["電気自動車"]),
-        ("この製品の音声アシスタント機能の対応言語は何ですか？", ["音声アシスタント"]),
-        ("海外転勤者向けの住宅手当の金額はいくらですか？", ["住宅手当", "海外"]),
-    ],
-    "ko": [
-        ("이 제품을 브라질에서 사용할 경우 보증 기간은 얼마입니까?", ["브라질", "보증"]),
-        ("스마트폰 앱과 블루투스로 연결하는 방법은 무엇입니까?", ["블루투스"]),
-        ("2019년도 매출액은 얼마였습니까?", ["매출액", "2019"]),
-        ("주차장 월 이용 요금은 얼마입니까?", ["주차장", "요금"]),
-        ("반려동물 동반 출입이 가능한 시간은 언제입니까?", ["반려동물"]),
-        ("전기차 충전소는 몇 층에 있습니까?", ["충전소"]),
-        ("태양광 패널 설치 지원금은 얼마입니까?", ["태양광"]),
-        ("해외 파견 직원의 주택 수당은 얼마입니까?", ["주택 수당"]),
-    ],
+# Questions typical of a kind of document that a given collection may not answer; each carries key terms:
+# a page holding all of them means the topic is covered after all (then the question is not used).
+# The kind is chosen from the collection's own words (DOMAIN_MARKERS), so a 10-K is asked about a filing's
+# topics, never about a visitor parking fee.
+DOMAIN_TOPICS: dict[str, dict[str, list[tuple[str, list[str]]]]] = {
+    "filing": {"en": [
+        ("How much did the company spend on its cryptocurrency holdings during the year?", ["cryptocurrency"]),
+        ("What was the company's revenue from its operations in Antarctica?", ["antarctica"]),
+        ("How many employees did the company have in its Reykjavik office?", ["reykjavik"]),
+        ("What dividend per share did the company pay to its preferred stock holders in Q5?", ["q5"]),
+        ("What was the carbon offset spending for the company's corporate jet fleet?", ["jet fleet"]),
+    ]},
+    "manual": {
+        "en": [
+            ("How do I pair the device with a smartwatch over Bluetooth?", ["smartwatch", "bluetooth"]),
+            ("What is the battery life of the device when used underwater?", ["underwater", "battery"]),
+            ("How do I update the firmware from a USB stick?", ["firmware", "usb"]),
+            ("Which voice assistants can control the device?", ["voice assistant"]),
+            ("What is the warranty period when the device is used in Brazil?", ["warranty", "brazil"]),
+        ],
+        "ja": [
+            ("スマートウォッチとBluetoothで接続する方法を教えてください。", ["スマートウォッチ"]),
+            ("この製品をブラジルで使用した場合の保証期間は何年ですか？", ["ブラジル", "保証"]),
+            ("音声アシスタントで操作するにはどうすればよいですか？", ["音声アシスタント"]),
+            ("USBメモリからファームウェアを更新する方法を教えてください。", ["ファームウェア"]),
+        ],
+        "ko": [
+            ("스마트워치와 블루투스로 연결하는 방법은 무엇입니까?", ["스마트워치"]),
+            ("브라질에서 사용할 경우 보증 기간은 얼마입니까?", ["브라질", "보증"]),
+            ("음성 비서로 제품을 조작할 수 있습니까?", ["음성 비서"]),
+        ],
+    },
+    "survey": {"en": [
+        ("What share of respondents in Iceland answered the survey by fax?", ["iceland", "fax"]),
+        ("How did respondents under 12 years old rate the economy?", ["under 12"]),
+        ("What was the survey's response rate among astronauts?", ["astronaut"]),
+        ("How many interviews were conducted in Antarctica?", ["antarctica"]),
+    ]},
+    "policy": {
+        "en": [
+            ("Which cryptocurrency wallets are approved for paying employee salaries?", ["cryptocurrency"]),
+            ("How many vacation days do contractors receive in their first year?", ["vacation", "contractor"]),
+            ("What is the dress code for remote workers on video calls?", ["dress code"]),
+            ("How often must drones used on company premises be inspected?", ["drone"]),
+        ],
+        "ja": [
+            ("海外転勤者向けの住宅手当の金額はいくらですか？", ["住宅手当", "海外"]),
+            ("社員食堂の営業時間は何時から何時までですか？", ["社員食堂"]),
+            ("在宅勤務時の服装規定はどうなっていますか？", ["服装"]),
+        ],
+        "ko": [
+            ("해외 파견 직원의 주택 수당은 얼마입니까?", ["주택 수당"]),
+            ("사내 식당의 운영 시간은 언제입니까?", ["식당"]),
+            ("반려동물 동반 출근이 가능한 요일은 언제입니까?", ["반려동물"]),
+        ],
+    },
 }
+DOMAIN_MARKERS = {
+    "filing": ("10-k", "annual report", "fiscal year", "shareholders", "stockholders", "securities and exchange",
+               "net income", "revenue", "earnings per share", "registrant", "有価証券報告書", "決算", "매출액",
+               "사업보고서"),
+    "manual": ("press", "button", "install", "cleaning", "warranty", "display", "setting", "battery", "user manual",
+               "instructions", "取扱説明書", "ボタン", "押し", "お手入れ", "설치", "버튼", "사용설명서"),
+    "survey": ("survey", "respondents", "adults", "poll", "interviews", "margin of error", "調査", "回答者", "설문",
+               "응답자"),
+    "policy": ("policy", "employees", "shall", "compliance", "procedure", "approval", "規程", "規定", "社員", "정책",
+               "직원", "안내"),
+}
+_KIND_ORDER = ("table", "number", "definition", "kv", "steps")
+
+
+def generate_offline(ctx: Context, plan: Plan, report: GenqaReport) -> list[GeneratedQuestion]:
+    from tqdm import tqdm
+
+    boiler = _boilerplate(ctx.pages)
+    docs = {p.doc for p in ctx.pages}
+    cache: dict[str, list[Fact]] = {}
+
+    def facts(p: PageInfo) -> list[Fact]:
+        if p.rel not in cache:
+            cache[p.rel] = page_facts(p, ctx, boiler) if _wanted(p, ctx) else []
+        return cache[p.rel]
+
+    def ask(f: Fact) -> str:
+        return with_document(f.question, f.page, f.lang) if len(docs) > 1 else f.question
+
+    kept: list[GeneratedQuestion] = []
+    used: set[str] = set()  # facts already asked (normalized answers)
+    bar = tqdm(total=plan.singles + plan.multi + plan.unanswerable, desc="genqa (offline)", unit="q",
+               file=sys.stderr, disable=not ctx.progress)
+    singles: list[GeneratedQuestion] = []
+    turn = 0
+    for page in plan.order:
+        if len(singles) >= plan.singles:
+            break
+        picked = _pick(facts(page), min(ctx.per_page, plan.singles - len(singles)), turn, used)
+        if picked:
+            turn += 1
+        for f in picked:
+            q = GeneratedQuestion(ask(f), f.answer, [page.rel], [page.page], f.checklist, "single", f.lang)
+            if add_unique(q, singles, report):
+                singles.append(q)
+                bar.update(1)
+    kept.extend(singles)
+    want_multi = plan.multi + plan.singles - len(singles)  # pages short of facts: more multi-page questions
+    multi = 0
+    for group in plan.groups:
+        if multi >= want_multi:
+            break
+        q = _multi(group, facts, used, ask)
+        if q and add_unique(q, kept, report):
+            kept.append(q)
+            multi += 1
+            bar.update(1)
+    asked = [f for p in plan.order[: max(len(kept) * 2, 20)] for f in facts(p)]
+    for q in _unanswerable(ctx, plan, report, asked, ask):
+        if add_unique(q, kept, report):
+            kept.append(q)
+            bar.update(1)
+    bar.close()
+    return kept
+
+
+def _wanted(page: PageInfo, ctx: Context) -> bool:
+    """With --lang, only the pages written in it: questions are never translated offline."""
+    return ctx.lang is None or _lang_key(page.lang) == ctx.lang
 
 
 def _lang_key(lang: str) -> str:
     return lang if lang in ("ja", "ko") else "en"
 
 
-
-# -- offline generator --------------------------------------------------------------------------------
-def page_candidates(page: PageInfo, ctx: Context, boiler: set[str]) -> list[Candidate]:
-    """Every honest single-page question the offline generator can make from one page, best first."""
-    lang = _lang_key(ctx.lang_of(page))
-    blocks = parse_blocks(page.body, boiler)
-    headings = [b.heading for b in blocks if b.heading]
-    out: list[Candidate] = []
-    title = normalize(page.doc_title)
-    for block in blocks:
-        context = next((h for h in (block.heading, headings[0] if headings else "", page.section)
-                        if _good_context(h)), "")
-        # tables: "仕様: 定格内容積は？" -> the cell
-        for table in block.tables:
-            out.extend(_table_candidates(page, ctx, table, context, lang))
-        sentences = [s for para in block.paragraphs for s in split_sentences(para)]
-        sentences = [s for s in sentences if not is_boilerplate(s) and line_shape(s) not in boiler]
-        # heading: "X について教えてください" -> the first sentences under it
-        # (not the document's own title: "What does the document say about <its title>?" asks for everything)
-        if block.heading and sentences and normalize(block.heading) not in GENERIC_HEADINGS \
-                and 2 <= len(block.heading) <= 60 and normalize(block.heading) != title:
-            c = _heading_candidate(page, ctx, block.heading, sentences, lang)
-            if c:
-                out.append(c)
-        # "label: value" lines are rows; key sentences with numbers/units (and, at lower priority, plain ones
-        # with distinctive terms)
-        for s in sentences:
-            c = _kv_candidate(page, ctx, s, context, lang) or _sentence_candidate(
-                page, ctx, s, context if context != s else "", lang)
-            if c:
-                out.append(c)
-    # most distinctive first; stable for ties
-    out.sort(key=lambda c: -c.score)
-    uniq, seen = [], set()
-    for c in out:
-        key = normalize(c.question)
-        if key not in seen:
-            seen.add(key)
-            uniq.append(c)
-    return uniq
-
-
-def _good_context(heading: str) -> bool:
-    """A heading worth naming in a question: short, not a fallback section ("pages_001-010")."""
-    h = heading.strip()
-    return 2 <= len(h) <= 40 and not re.fullmatch(r"pages_\d+-\d+|front matter", h) \
-        and not h.endswith((".", "。", "!", "?", "！", "？"))
-
-
-def _checklist(answer: str, exclude: str, ctx: Context, *, first: list[str] = ()) -> list[str]:
-    """2-5 key points of `answer`: given items first, then numbers, then its rarest terms not in `exclude`."""
-    items: list[str] = []
-
-    def add(t: str) -> None:
-        t = t.strip(" 、,.。:：;；")
-        if not t or len(items) >= 5 or not covered(t, answer):
-            return
-        low = normalize(t)
-        words = {w for w in low.split() if not w[:1].isdigit()} if " " in low or low.isascii() else set()
-        if any(low in normalize(i) or normalize(i) in low or words & set(normalize(i).split()) for i in items):
-            return
-        items.append(t)
-
-    for t in first:
-        add(t)
-    for n in numbers_in(answer):
-        add(n)
-    ex = normalize(exclude)
-    terms = [t for t in terms_in(answer, ctx.phrase_ok) if normalize(t) not in ex]
-    terms.sort(key=lambda t: -term_weight(t, ctx))
-    for t in terms[:4]:
-        add(t)
-    return items
-
-
-def _table_candidates(page: PageInfo, ctx: Context, table: list[list[str]], context: str,
-                      lang: str) -> list[Candidate]:
-    rows = [r for r in table if any(c for c in r)]
-    if len(rows) < 2 or max(len(r) for r in rows) < 2:
-        return []
-    header = rows[0]
-    out = []
-    for r in rows[1:]:
-        values = [(header[i] if i < len(header) else "", v.strip()) for i, v in enumerate(r) if i > 0]
-        c = _row_candidate(page, ctx, r[0].strip(), values, context, lang, "table")
-        if c:
-            out.append(c)
-    return out
-
-
-_KV_NOT_LABELS = frozenset("note notes source sources example examples e.g. figure table 注 注意 ※ 例 출처 참고 주".split())
-_KV = re.compile(r"^(?P<label>[^:：。.!?！？]{2,25}?)\s*[:：]\s*(?P<value>\S.*)$")
-
-
-def _kv_candidate(page: PageInfo, ctx: Context, sentence: str, context: str, lang: str) -> Candidate | None:
-    """A "label: value" line ("이사 날짜: 2026년 3월 14일", "チルドルーム：冷蔵室の最下段…") is a table row."""
-    m = _KV.match(sentence)
-    if not m or len(m.group("value")) > 150:
-        return None
-    label = m.group("label").strip()
-    if re.search(r"[()\[\]{}=,;\"“”]|https?$", label) or normalize(label) in _KV_NOT_LABELS \
-            or label[:1].islower() or re.match(r"(?i)(?:figure|fig\.|table|図|表|그림)\s*\d", label):
-        return None  # code, citations, "Note:" / "Source:" lines, a sentence that happens to hold a colon
-    return _row_candidate(page, ctx, m.group("label").strip(), [("", m.group("value").strip())], context, lang,
-                          "kv")
-
-
-def _row_candidate(page: PageInfo, ctx: Context, label: str, values: list[tuple[str, str]], context: str,
-                   lang: str, subtype: str) -> Candidate | None:
-    values = [(h, v) for h, v in values if v and v not in ("-", "—", "–", "―", "ー")]
-    if not label or not values or len(label) > 40 or re.fullmatch(r"[\d\s.,%-]+", label):
-        return None
-    cols = [h for h, _ in values] if len(values) > 1 and all(h for h, _ in values) else []
-    if len(values) > 1 and not cols:
-        return None  # several unnamed cells: no honest way to ask for them
-    values, cols = values[:3], cols[:3]
-    where = context if normalize(context) != normalize(label) else ""
-    if subtype == "kv" and lang == "en":
-        question = f'What does {where} give for "{label}"?' if where else f'What is given for "{label}"?'
-    else:
-        question = q_table(lang, where, label, cols)
-    if cols:
-        answer = f"{label}: " + ", ".join(f"{h} {v}" for h, v in values)
-    else:
-        answer = f"{label}: {values[0][1]}"
-    first = []
-    for _, v in values:  # a cell as one key point, or its numbers when it holds several ("2026년 3월 14일")
-        nums = numbers_in(v)
-        atomic = len(v) <= 20 and not re.search(r"[、,;；]|\s-\s", v)
-        first.extend(nums if len(nums) >= 2 or (nums and not atomic) else [v] if atomic else [])
-    checklist = _checklist(answer, question, ctx, first=first)
-    if len(checklist) < 2 and covered(label, answer):
-        checklist = _checklist(answer, "", ctx, first=[*first, label])
-    if not checklist or any(covered(v, question) for _, v in values):
-        return None  # the question would give the answer away
-    if len(checklist) < 2:
-        checklist.insert(0, label)
-    score = 3.0 + (0.5 if numbers_in(answer) else 0.0) + ctx.idf(label) / 5
-    return Candidate(page, subtype, question, answer, checklist, label, score)
-
-
-def _heading_candidate(page: PageInfo, ctx: Context, heading: str, sentences: list[str],
-                       lang: str) -> Candidate | None:
-    answer_parts: list[str] = []
-    for s in sentences[:2]:  # the key sentences right under the heading, not the whole section
-        answer_parts.append(s)
-        if sum(len(a) for a in answer_parts) > 100:
-            break
-    answer = _join_sentences(answer_parts)
-    if not set(tokenize(heading, drop_stopwords=True)) & set(tokenize(answer, drop_stopwords=True)):
-        return None  # the text under it does not speak of the heading (a cover page subtitle, say)
-    question = q_heading(lang, heading)
-    if leaks(question, answer):
-        return None
-    checklist = _checklist(answer, heading, ctx)
-    if len(checklist) < 2 or ctx.idf(heading) < 0.5:
-        return None
-    score = 2.0 + ctx.idf(heading) / 5
-    return Candidate(page, "heading", question, answer, checklist, heading, score)
-
-
-def _sentence_candidate(page: PageInfo, ctx: Context, sentence: str, context: str,
-                        lang: str) -> Candidate | None:
-    if not 15 <= len(sentence) <= 300:
-        return None
-    nums = numbers_in(sentence)
-    terms = [t for t in terms_in(sentence, ctx.phrase_ok) if ctx.idf(t) > 0.3]
-    if not terms:
-        return None
-    units = " ".join(nums)  # "30 days": "days" names no topic, and the question would hint at the answer
-    ranked = sorted((t for t in terms if not covered(t, context) and not covered(t, units)),
-                    key=lambda t: -term_weight(t, ctx))
-    # the question names the sentence's two most distinctive terms (not overlapping one another)
-    topic: list[str] = []
-    for t in ranked:
-        if any(normalize(t) in normalize(x) or normalize(x) in normalize(t) for x in topic):
+def _pick(facts: list[Fact], n: int, turn: int, used: set[str]) -> list[Fact]:
+    """Up to n facts of one page: the kind whose turn it is first (so a set mixes figures, table cells,
+    definitions and procedures), never the same fact or topic twice."""
+    prefer = ("table", "number", "steps", "number", "definition")[turn % 5]
+    ordered = sorted(facts, key=lambda f: (f.kind.replace("kv", "table") != prefer, -f.score))
+    out: list[Fact] = []
+    for f in ordered:
+        key = normalize(f.answer)
+        if key in used or any(normalize(f.topic) == normalize(o.topic) for o in out):
             continue
-        topic.append(t)
-        if len(topic) == 2:
-            break
-    if not topic:
-        return None
-    question = q_sentence(lang, context, topic)
-    if leaks(question, sentence):
-        return None
-    checklist = _checklist(sentence, " ".join(topic) + " " + context, ctx)
-    if len(checklist) < 2:
-        return None
-    distinct = sum(ctx.idf(t) for t in topic) / len(topic)
-    score = (2.5 if nums else 1.0) + distinct / 5
-    return Candidate(page, "numeric" if nums else "sentence", question, sentence, checklist,
-                     _join_terms(topic, lang), score)
-
-
-def _join_sentences(parts: list[str]) -> str:
-    out = ""
-    for p in parts:
-        if out and not (detect_lang(out[-1:]) in ("ja", "zh") and detect_lang(p[:1]) in ("ja", "zh")):
-            out += " "
-        out += p
-    return out
-
-
-_ROTATION = ("table", "numeric", "heading", "sentence", "kv")
-
-
-def _pick(cands: list[Candidate], n: int, turn: int, taken: set[str]) -> list[Candidate]:
-    """Up to n candidates of one page: the subtype whose turn it is first (so the set mixes tables,
-    numbers and headings), never the same answer or topic twice."""
-    prefer = _ROTATION[turn % 3]
-    ordered = sorted(cands, key=lambda c: (c.subtype.replace("kv", "table") != prefer, -c.score))
-    out: list[Candidate] = []
-    for c in ordered:
-        key = normalize(c.answer)
-        if key in taken or any(normalize(c.topic) == normalize(o.topic) for o in out):
-            continue
-        out.append(c)
-        taken.add(key)
+        out.append(f)
+        used.add(key)
         if len(out) == n:
             break
     return out
+
+
+def document_label(page: PageInfo) -> str:
+    """How a question names its document: the file name made readable ("3M 2018 10K"), or the title in the
+    front matter when the file name is a hash; "" when neither reads as a name."""
+    parts = page.rel.split("/")
+    stem = parts[-3] if len(parts) >= 3 else ""
+    stem = re.sub(r"[_\s]+", " ", stem).strip()
+    if stem and not re.fullmatch(r"[0-9a-f]{16,}", stem):
+        return stem
+    title = (page.doc_title or "").strip()
+    if 4 <= len(title) <= 60 and "/" not in title and sum(c.isalpha() for c in title) * 2 >= len(title):
+        return title
+    return ""
+
+
+def with_document(question: str, page: PageInfo, lang: str) -> str:
+    """The question naming its document, as one asks a collection of several: "..., according to X?"."""
+    doc = document_label(page)
+    if not doc:
+        return question
+    if lang == "ja":
+        return f"{doc}によると、{question}"
+    if lang == "ko":
+        return f"{doc}에 따르면 {question}"
+    return f"{question.rstrip('?')}, according to {doc}?"
+
+
+def _join_questions(a: str, b: str, lang: str) -> str:
+    if lang == "ja":
+        return f"{a}また、{b}"
+    if lang == "ko":
+        return f"{a} 또한 {b}"
+    second = b[:1].lower() + b[1:] if b[1:2].islower() else b
+    return f"{a.rstrip('?')}, and {second}"
+
+
+def _multi(group: list[PageInfo], facts, used: set[str], ask) -> GeneratedQuestion | None:
+    """One fact of each of two pages, asked together; the checklist needs both pages."""
+    chosen: list[Fact] = []
+    for p in group[:2]:
+        # short questions only: two long ones joined would not read as one question
+        options = sorted((f for f in facts(p) if len(f.question.split()) <= 16 or f.lang != "en"),
+                         key=lambda f: (_KIND_ORDER.index(f.kind), -f.score))
+        fresh = [f for f in options if normalize(f.answer) not in used]
+        pick = next((f for f in fresh if all(normalize(f.topic) != normalize(o.topic) for o in chosen)), None)
+        if pick is None:
+            return None
+        chosen.append(pick)
+    a, b = chosen
+    if a.lang != b.lang:
+        return None  # one language per question
+    for f in chosen:
+        used.add(normalize(f.answer))
+    question = _join_questions(a.question, b.question, a.lang)
+    if len(group) and len({p.doc for p in group}) == 1:
+        question = ask(Fact(a.page, a.kind, question, "", [], a.lang, a.topic, 0.0))
+    return GeneratedQuestion(question, f"{a.answer}\n{b.answer}", [a.page.rel, b.page.rel],
+                             [a.page.page, b.page.page], [*a.checklist[:3], *b.checklist[:3]], "multi", a.lang)
+
+
+# -- unanswerable ----------------------------------------------------------------------------------------
+def _unanswerable(ctx: Context, plan: Plan, report: GenqaReport, facts: list[Fact], ask) -> list[GeneratedQuestion]:
+    """Neighbours of real facts first (a year the document does not cover), then questions typical of the
+    collection's kind of document; every one checked absent by search and by the page text."""
+    if plan.unanswerable <= 0:
+        return []
+    out: list[GeneratedQuestion] = []
+    seen: set[str] = set()
+    for f in sorted((f for f in facts if f.year), key=lambda f: -f.score):
+        if len(out) >= plan.unanswerable:
+            return out
+        got = _year_neighbour(ctx, f)
+        if got is None:
+            continue
+        question, year = got
+        if normalize(f.topic) in seen:
+            continue
+        if covered_by_corpus(ctx, question, [year, f.topic]):
+            report.dropped["present"] += 1
+            continue
+        seen.add(normalize(f.topic))
+        out.append(GeneratedQuestion(ask(Fact(f.page, f.kind, question, "", [], f.lang, f.topic, 0.0)),
+                                     refusal_text(f.lang), [], [], [refusal_point(f.lang)], "unanswerable", f.lang))
+        if len(out) * 2 >= plan.unanswerable and plan.unanswerable > 1:
+            break  # leave room for the other kind, so the set is not all one shape
+    langs: list[str] = []
+    for p in plan.order:
+        if _wanted(p, ctx) and _lang_key(p.lang) not in langs:
+            langs.append(_lang_key(p.lang))
+    kinds = domain_kinds(ctx.pages)
+    pools = {lg: [t for k in kinds for t in DOMAIN_TOPICS[k].get(lg, [])] for lg in langs}
+    for lg in langs:
+        ctx.rng(f"unanswerable|{lg}").shuffle(pools[lg])
+    while len(out) < plan.unanswerable and any(pools.values()):
+        for lg in langs:
+            if len(out) >= plan.unanswerable or not pools[lg]:
+                continue
+            question, terms = pools[lg].pop(0)
+            if covered_by_corpus(ctx, question, terms):
+                report.dropped["present"] += 1
+                continue
+            out.append(GeneratedQuestion(question, refusal_text(lg), [], [], [refusal_point(lg)], "unanswerable", lg))
+    return out
+
+
+def domain_kinds(pages: list[PageInfo]) -> list[str]:
+    """The collection's kinds of document, most typical first (those whose marker words it uses)."""
+    text = normalize(" ".join(p.body[:3000] for p in pages[:400]))
+    scores = {k: sum(len(re.findall(rf"(?<![a-z]){re.escape(normalize(w))}", text)) for w in words)
+              for k, words in DOMAIN_MARKERS.items()}
+    ranked = sorted(scores, key=lambda k: -scores[k])
+    best = scores[ranked[0]]
+    return [k for k in ranked if scores[k] and scores[k] * 2 >= best] or ["manual", "policy"]
+
+
+def _year_neighbour(ctx: Context, f: Fact) -> tuple[str, str] | None:
+    """The fact's question asked for a year its document never mentions (the nearest earlier one)."""
+    doc_text = "\n".join(p.body for p in ctx.pages if p.doc == f.page.doc)
+    years = [int(y) for y in re.findall(r"(?<!\d)(?:19|20)\d\d(?!\d)", doc_text)]
+    if not years:
+        return None
+    low = min(y for y in years if y >= 1900)
+    for y in range(low - 1, low - 9, -1):
+        if str(y) not in doc_text:
+            question = re.sub(rf"(?<!\d){f.year}(?!\d)", str(y), f.question, count=1)
+            return (question, str(y)) if question != f.question else None
+    return None
 
 
 def _boilerplate(pages: list[PageInfo]) -> set[str]:
@@ -394,112 +319,3 @@ def _boilerplate(pages: list[PageInfo]) -> set[str]:
                   if line.strip() and not HEADING_LINE.match(line) and not line.lstrip().startswith("|")}
         per_doc.setdefault(p.doc, Counter()).update(shapes)
     return {s for c in per_doc.values() for s, n in c.items() if n >= 3}
-
-
-def generate_offline(ctx: Context, plan: Plan, report: GenqaReport) -> list[GeneratedQuestion]:
-    from tqdm import tqdm
-
-    boiler = _boilerplate(ctx.pages)
-    cache: dict[str, list[Candidate]] = {}
-
-    def cands(p: PageInfo) -> list[Candidate]:
-        if p.rel not in cache:
-            cache[p.rel] = page_candidates(p, ctx, boiler)
-        return cache[p.rel]
-
-    kept: list[GeneratedQuestion] = []
-    taken: set[str] = set()
-    singles: list[GeneratedQuestion] = []
-    bar = tqdm(total=plan.singles + plan.multi + plan.unanswerable, desc="genqa (offline)", unit="q",
-               file=sys.stderr, disable=not ctx.progress)
-    turn = 0
-    for page in plan.order:
-        if len(singles) >= plan.singles:
-            break
-        picked = _pick(cands(page), min(ctx.per_page, plan.singles - len(singles)), turn, taken)
-        if not picked:
-            continue
-        turn += 1
-        for c in picked:
-            q = GeneratedQuestion(c.question, c.answer, [page.rel], [page.page], c.checklist, "single",
-                                  ctx.lang_of(page))
-            if add_unique(q, singles + kept, report):
-                singles.append(q)
-                bar.update(1)
-    kept.extend(singles)
-    multi = 0
-    want_multi = plan.multi + plan.singles - len(singles)  # pages short of single questions: more multi
-    for group in plan.groups:
-        if multi >= want_multi:
-            break
-        q = _offline_multi(group, ctx, cands, taken)
-        if q and add_unique(q, kept, report):
-            kept.append(q)
-            multi += 1
-            bar.update(1)
-    for q in _offline_unanswerable(ctx, plan, report):
-        if add_unique(q, kept, report):
-            kept.append(q)
-            bar.update(1)
-    bar.close()
-    return kept
-
-
-def _offline_multi(group: list[PageInfo], ctx: Context, cands: Callable[[PageInfo], list[Candidate]],
-                   taken: set[str]) -> GeneratedQuestion | None:
-    """Join one topic of each page: "What does the document say about A, and about B?"."""
-    lang = ctx.lang_of(group[0])
-    chosen: list[Candidate] = []
-    for p in group:
-        options = sorted(cands(p), key=lambda c: ("heading", "table", "kv", "numeric", "sentence").index(c.subtype))
-        fresh = [c for c in options if normalize(c.answer) not in taken] or options
-        pick = next((c for c in fresh if all(normalize(c.topic) != normalize(o.topic) for o in chosen)), None)
-        if pick is None:
-            return None
-        chosen.append(pick)
-    if len(chosen) < 2:
-        return None
-    a, b = chosen[0], chosen[1]
-    question = q_multi(_lang_key(lang), _multi_topic(a, lang), _multi_topic(b, lang))
-    checklist: list[str] = []
-    for c in chosen:
-        checklist.extend(c.checklist[:2])
-    for c in chosen:
-        taken.add(normalize(c.answer))
-    return GeneratedQuestion(question, "\n".join(c.answer for c in chosen), [p.rel for p in group],
-                             [p.page for p in group], checklist[:5], "multi", lang)
-
-
-def _multi_topic(c: Candidate, lang: str) -> str:
-    """A single noun phrase per page, so "A and B" reads as two topics (a sentence's first term only)."""
-    topic = c.topic
-    if c.subtype in ("numeric", "sentence"):
-        topic = topic.split("と")[0] if lang == "ja" else re.split(r"(?:과|와)\s| and |, ", topic)[0]
-    return re.sub(r"(?:について|に関して|에 대하여|에 대해)$", "", topic.strip())
-
-
-def _offline_unanswerable(ctx: Context, plan: Plan, report: GenqaReport) -> list[GeneratedQuestion]:
-    if plan.unanswerable <= 0:
-        return []
-    langs = [ctx.lang or p.lang for p in plan.order]
-    order: list[str] = []
-    for lg in langs:  # languages in the sampled order, so the split follows the corpus
-        if _lang_key(lg) not in order:
-            order.append(_lang_key(lg))
-    pools = {lg: list(UNANSWERABLE_TOPICS[lg]) for lg in order}
-    for lg in order:
-        ctx.rng(f"unanswerable|{lg}").shuffle(pools[lg])
-    out: list[GeneratedQuestion] = []
-    while len(out) < plan.unanswerable and any(pools.values()):
-        for lg in order:
-            if len(out) >= plan.unanswerable or not pools[lg]:
-                continue
-            question, terms = pools[lg].pop(0)
-            if covered_by_corpus(ctx, question, terms):
-                report.dropped["present"] += 1
-                continue
-            out.append(GeneratedQuestion(question, refusal_text(lg), [], [], [refusal_point(lg)],
-                                         "unanswerable", ctx.lang or lg))
-    return out
-
-

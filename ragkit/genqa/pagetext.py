@@ -6,13 +6,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from ragkit.text import STOPWORDS, join_cjk_breaks, normalize, tokenize
-
-if TYPE_CHECKING:
-    from ragkit.genqa.common import Context
-
+from ragkit.text import STOPWORDS, join_cjk_breaks, normalize
 
 HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD_LINE = re.compile(r"^\s*(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$")
@@ -43,6 +38,10 @@ class _Block:
     heading: str
     paragraphs: list[str] = field(default_factory=list)
     tables: list[list[list[str]]] = field(default_factory=list)
+    steps: list[list[str]] = field(default_factory=list)  # numbered lists "1. ... 2. ..." (2+ items, in order)
+
+
+_STEP = re.compile(r"^\s*(\d{1,2})[.)]\s+\S")
 
 
 def parse_blocks(body: str, skip: set[str] | frozenset[str] = frozenset()) -> list[_Block]:
@@ -52,13 +51,28 @@ def parse_blocks(body: str, skip: set[str] | frozenset[str] = frozenset()) -> li
     blocks = [_Block(heading="")]
     para: list[str] = []
     table: list[list[str]] = []
+    run: list[str] = []  # the numbered list being read
+    step_no = [0]  # the number of the paragraph being read when it opened with "N." (0: not a step)
+
+    def flush_run() -> None:
+        if len(run) >= 2:
+            blocks[-1].steps.append(list(run))
+        run.clear()
 
     def flush_para() -> None:
         if para:
             text = _clean_inline(" ".join(para))
             if text:
                 blocks[-1].paragraphs.append(text)
+                if step_no[0]:
+                    if step_no[0] == 1:
+                        flush_run()
+                    if step_no[0] == len(run) + 1:
+                        run.append(text)
+                    else:
+                        flush_run()
             para.clear()
+        step_no[0] = 0
 
     def flush_table() -> None:
         if table:
@@ -81,6 +95,7 @@ def parse_blocks(body: str, skip: set[str] | frozenset[str] = frozenset()) -> li
         m = HEADING_LINE.match(line) or _BOLD_LINE.match(line)
         if m:
             flush_para()
+            flush_run()
             heading = _clean_inline(m.group(1))
             blocks.append(_Block(heading=heading))
             if len(heading) > 60:  # slide text run together into one heading: it is content too
@@ -90,10 +105,15 @@ def parse_blocks(body: str, skip: set[str] | frozenset[str] = frozenset()) -> li
             continue  # extractors put blank lines inside sentences; sentences end at punctuation instead
         if _BULLET.match(line):
             flush_para()
+            s = _STEP.match(line)
+            step_no[0] = int(s.group(1)) if s else 0
+            if not s:
+                flush_run()
         para.append(line.strip())
         if re.search(r"[.。!?！？:：]\s*$", line):
             flush_para()
     flush_para()
+    flush_run()
     flush_table()
     return [b for b in blocks if b.heading or b.paragraphs or b.tables]
 
@@ -212,38 +232,6 @@ def terms_in(text: str, phrase_ok: Callable[[str], bool] | None = None) -> list[
             seen.add(k)
             out.append(t)
     return out
-
-
-def term_weight(term: str, ctx: Context, avoid: str = "") -> float:
-    """How good a term is as a topic or key point: rare in the source, a phrase or a long CJK compound,
-    not a verb form ("locked", "reported") and not already in `avoid` (the question or its heading)."""
-    w = ctx.idf(term)
-    if " " in term:
-        w += 0.6
-    elif re.search(r"[一-龥ァ-ヴ가-힣]", term) and len(term) >= 3:
-        w += 0.4
-    if re.fullmatch(r"[A-Za-z]+(?:ed|ing|ly|ic|ive|ous|ful|less|able|ible|al)", term):
-        w -= 1.0  # verb and adjective forms make poor topics: "reported", "empathetic"
-    if term[:1].isupper() and term[1:2].isupper():
-        w += 0.3  # an acronym: VPN, SOC
-    if re.fullmatch(r"[a-z][a-z'-]*", term) and ctx.df_of(term) <= 1 and len(ctx.pages) > 3:
-        w -= 1.5  # a plain word used once in the whole source is incidental ("almost", "align"), not a topic
-    elif re.search(r"[A-Z]", term[1:]) or re.search(r"\d", term) or (term[:1].isupper() and " " in term):
-        w += 0.5  # names, codes and titled phrases: "Footwork FA12", "FLAN-T5", "Access Control"
-    if avoid and normalize(term) in normalize(avoid):
-        w -= 2.0
-    return w
-
-
-def covered(item: str, text: str) -> bool:
-    return normalize(item) in normalize(text)
-
-
-def leaks(question: str, answer: str) -> bool:
-    """True when the question carries most of the answer (it would be answered by reading the question)."""
-    a = set(tokenize(answer, drop_stopwords=True))
-    q = set(tokenize(question, drop_stopwords=True))
-    return bool(a) and len(a & q) / len(a) > 0.6
 
 
 def is_boilerplate(sentence: str) -> bool:

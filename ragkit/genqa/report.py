@@ -4,7 +4,17 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ragkit.genqa.common import KINDS, GenqaReport
+from ragkit.genqa.common import DUPLICATE_JACCARD, KINDS, GenqaReport
+
+# every count in `GenqaReport.dropped`, said so that a reader knows what was left out and why
+DROP_REASONS = {
+    "duplicate": f"near-duplicates of a question already kept (word overlap >= {DUPLICATE_JACCARD})",
+    "present": "unanswerable candidates the collection does answer after all (found by search or in the page "
+               "text), so not used as unanswerable",
+    "unsupported": "model questions whose answer or checklist the verification call found unsupported by the pages",
+    "unverified": "model questions whose verification call failed (no valid reply)",
+    "invalid": "model items without a question, an answer or a checklist",
+}
 
 
 def print_genqa_report(report: GenqaReport, console) -> None:
@@ -23,9 +33,11 @@ def print_genqa_report(report: GenqaReport, console) -> None:
         console.print("languages: " + ", ".join(f"{k} {v}" for k, v in sorted(langs.items())), highlight=False)
     console.print(f"pages: {report.pages_used} referenced of {report.pages_total} usable in {report.source}",
                   highlight=False)
-    dropped = {k: v for k, v in report.dropped.items() if v}
-    if dropped:
-        console.print("dropped: " + ", ".join(f"{k} {v}" for k, v in sorted(dropped.items())), highlight=False)
+    for reason, n in sorted(report.dropped.items()):
+        if n:
+            console.print(f"dropped {n}: {DROP_REASONS.get(reason, reason)}", highlight=False)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
     u = report.usage
     if report.provider == "offline":
         console.print("provider: offline (deterministic, no model; 0 tokens, cost 0)", highlight=False)
