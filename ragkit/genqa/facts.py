@@ -140,7 +140,7 @@ def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
     sentence = sentence[:1].upper() + sentence[1:]
     words = sentence.split()
     if not 6 <= len(words) <= 45 or not sentence.endswith(".") or _EN_SKIP.search(sentence) \
-            or re.search(r"\brespectively\b", sentence):
+            or re.search(r"\brespectively\b|\s=\s", sentence) or not re.match(r"[A-Za-z]{2}", sentence):
         return None  # "... $1.36 and $1.175 ..., respectively": which figure is asked would be unclear
     if not re.match(r"[A-Z]", sentence) or words[0].lower().strip(",") in _PRONOUN_START | _CONTINUES \
             or re.match(r"[A-Z][a-z]+,", sentence) and not _OPENER.match(sentence):
@@ -165,7 +165,7 @@ def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
         return None
     _, start, end, wh = best
     claim = _trim_clauses(sentence, end)
-    if len(claim.split()) > 30 or (best[0] == 2 and len(claim.split()) > 16) or _ABBREV_END.search(claim):
+    if len(claim.split()) > 30 or (best[0] == 2 and len(words) > 18) or _ABBREV_END.search(claim):
         return None  # too long to read as one question
     question_body = claim[:start] + wh + claim[end:]
     question = _third_person(question_body.rstrip(" .")) + "?"
@@ -193,7 +193,7 @@ def _trim_clauses(sentence: str, end: int) -> str:
 
 
 _EN_DEF = re.compile(r"^(?:An?|The)?\s*(?P<term>[A-Z][\w\-’' ]{1,50}?)\s(?P<verb>is|are|means|refers to)\s"
-                     r"(?P<rest>(?:an?|the|one of|any|used)\s.{8,220})\.$")
+                     r"(?P<rest>(?:an?|the|one of|any)\s.{8,220})\.$")
 
 
 def _en_definition_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
@@ -389,6 +389,8 @@ def _kv_fact(page: PageInfo, ctx: Context, line: str, lang: str) -> Fact | None:
     if not m:
         return None
     label, value = m.group("label").strip(), m.group("value").strip().rstrip("。.")
+    if value.endswith((":", "：")) or len(value) < 2:
+        return None  # a heading of a list ("Liabilities: Derivative instruments — liabilities:")
     if re.search(r"[()\[\]{}=,;\"“”]|https?$", label) or normalize(label) in _KV_NOT_LABELS \
             or label[:1].islower() or re.match(r"(?i)(?:figure|fig\.|table|図|表|그림)\s*\d", label) \
             or len(label.split()) > 5 or _EN_SKIP.search(value):

@@ -71,9 +71,10 @@ GEN_SYSTEM = (
     "pages. Write questions a real user of these documents would ask, answered by the pages given. Rules: "
     "each question must be answerable from the given page(s) alone; it names the distinctive subject (terms "
     "as the document uses them) so a search can find the page, but it must not contain the answer; the "
-    "answer is a short, complete ground truth taken from the pages; the checklist holds 3 to 6 atomic key "
-    "points (a fact, number, name or condition each) that a correct answer must contain, each stated in the "
-    "pages; pages lists the page numbers the answer needs."
+    "answer is a short, complete ground truth taken from the pages; the checklist holds 1 to 5 claims that a "
+    "correct answer must make, each a short sentence or phrase stating one checkable fact together with its "
+    "subject (\"Unit 2 holds 6 L at 3 L/min\", never a bare fragment such as \"6 L\"), each stated in the "
+    "pages; pages lists the page numbers the answer needs. Write every field in the one language asked for."
 )
 VERIFY_SYSTEM = (
     "You check a question-answer pair written about document pages. supported is true only when the answer "
@@ -81,10 +82,11 @@ VERIFY_SYSTEM = (
     "every checklist item or claim of the answer that the pages do not support (empty when all are)."
 )
 ABSENT_SYSTEM = (
-    "You write test questions that a document collection cannot answer. Given its documents and section "
-    "titles, write questions a user of these documents could plausibly ask about topics close to their "
-    "subject that the documents do not cover. For each question give key_terms: 1 to 3 specific words, "
-    "written as a document would write them, whose presence in a page would mean the topic is covered."
+    "You write test questions that a document collection cannot answer. Given its documents, section "
+    "titles and a few facts they state, write questions of the same kind a reader of these documents would "
+    "ask, about a close neighbour of such a fact that the documents do not hold (the same figure for another "
+    "year, product, region or unit). For each question give key_terms: 1 to 3 specific words, written as a "
+    "document would write them, whose presence together in a page would mean the question is answered."
 )
 
 
@@ -217,7 +219,7 @@ def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider)
                             got += 1
                             bar.update(1)
         if plan.unanswerable and not caller.stopped:
-            for q in _llm_unanswerable(caller, ctx, plan, report):
+            for q in _llm_unanswerable(caller, ctx, plan, report, [q.ground_truth for q in kept][:5]):
                 if add_unique(q, kept, report):
                     kept.append(q)
                     bar.update(1)
@@ -272,7 +274,8 @@ def _verify(caller: _Caller, ctx: Context, q: GeneratedQuestion, group: list[Pag
     return True
 
 
-def _llm_unanswerable(caller: _Caller, ctx: Context, plan: Plan, report: GenqaReport) -> list[GeneratedQuestion]:
+def _llm_unanswerable(caller: _Caller, ctx: Context, plan: Plan, report: GenqaReport,
+                      facts: list[str]) -> list[GeneratedQuestion]:
     langs: list[str] = []
     for p in plan.order:
         lg = ctx.lang or p.lang
@@ -289,7 +292,10 @@ def _llm_unanswerable(caller: _Caller, ctx: Context, plan: Plan, report: GenqaRe
         if len(out) >= plan.unanswerable:
             break
         want = min(per_lang, plan.unanswerable - len(out))
-        user = (f"Documents and sections:\n{titles}\n\nWrite {want + 2} such questions in {_lang_name(lg)}. "
+        stated = "".join(f"\n- {f[:300]}" for f in facts)
+        user = (f"Documents and sections:\n{titles}\n"
+                + (f"\nFacts the documents state:{stated}\n" if stated else "")
+                + f"\nWrite {want + 2} such questions in {_lang_name(lg)}. "
                 'Reply as JSON: {"items": [{"question": "...", "key_terms": ["..."]}]}')
         try:
             data = caller.json([{"role": "system", "content": ABSENT_SYSTEM}, {"role": "user", "content": user}],

@@ -199,7 +199,7 @@ def document_label(page: PageInfo) -> str:
 def with_document(question: str, page: PageInfo, lang: str) -> str:
     """The question naming its document, as one asks a collection of several: "..., according to X?"."""
     doc = document_label(page)
-    if not doc:
+    if not doc or "according to" in question or "によると" in question or "에 따르면" in question:
         return question
     if lang == "ja":
         return f"{doc}によると、{question}"
