@@ -87,7 +87,7 @@ def _en_wh(m: re.Match, sentence: str) -> tuple[str, str] | None:
     low = unit.lower()
     counted = bool(re.fullmatch(r"[a-z]{3,}s", unit)) and low not in _NOT_COUNTED and low not in STOPWORDS \
         and not low.endswith(("ss", "ous", "us", "is"))
-    if re.fullmatch(r"(?:19|20)\d\d", num) and not m.group("scale") and not counted and unit not in _EN_UNIT_NAMES:
+    if re.fullmatch(r"(?:19|20)\d\d", num) and not m.group("scale"):  # "2017 results" names a year, not a count
         return ("what year", "year") if prev in ("in", "since", "from", "until", "by", "before", "after") else None
     if unit in _EN_UNIT_NAMES:
         return f"how many {_EN_UNIT_NAMES[unit]}", "unit"
@@ -140,7 +140,9 @@ def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
     sentence = sentence[:1].upper() + sentence[1:]
     words = sentence.split()
     if not 6 <= len(words) <= 45 or not sentence.endswith(".") or _EN_SKIP.search(sentence) \
-            or re.search(r"\brespectively\b|\s=\s", sentence) or not re.match(r"[A-Za-z]{2}", sentence):
+            or re.search(r"\brespectively\b|\s=\s", sentence) or not re.match(r"[A-Za-z]{2}", sentence) \
+            or re.search(r"[a-z0-9]\s(?:You|The|This|These|It|If|When|To|For|In)\s", sentence[1:]):
+        # ("... between 2 devices You can switch ...": a heading run into its text)
         return None  # "... $1.36 and $1.175 ..., respectively": which figure is asked would be unclear
     if not re.match(r"[A-Z]", sentence) or words[0].lower().strip(",") in _PRONOUN_START | _CONTINUES \
             or re.match(r"[A-Z][a-z]+,", sentence) and not _OPENER.match(sentence):
@@ -322,8 +324,9 @@ def _merge_cells(cells: list[str]) -> list[str]:
 
 
 def _is_header_cell(c: str) -> bool:
-    return bool(c) and len(c) <= 40 and (bool(re.fullmatch(r"(?:FY\s?)?(?:19|20)\d\d", c))
-                                          or (sum(ch.isalpha() for ch in c) >= max(1, len(c) // 2)))
+    if re.fullmatch(r"(?:FY\s?)?(?:19|20)\d\d", c):
+        return True
+    return bool(c) and len(c) <= 40 and not re.search(r"\d|[.:]$", c) and sum(ch.isalpha() for ch in c) >= max(1, len(c) // 2)
 
 
 def _table_facts(page: PageInfo, ctx: Context, table: list[list[str]], lang: str) -> list[Fact]:
@@ -389,7 +392,7 @@ def _kv_fact(page: PageInfo, ctx: Context, line: str, lang: str) -> Fact | None:
     if not m:
         return None
     label, value = m.group("label").strip(), m.group("value").strip().rstrip("。.")
-    if value.endswith((":", "：")) or len(value) < 2:
+    if value.endswith((":", "：")) or len(value) < 2 or re.search(r"[\[\]{}<>]", value):
         return None  # a heading of a list ("Liabilities: Derivative instruments — liabilities:")
     if re.search(r"[()\[\]{}=,;\"“”]|https?$", label) or normalize(label) in _KV_NOT_LABELS \
             or label[:1].islower() or re.match(r"(?i)(?:figure|fig\.|table|図|表|그림)\s*\d", label) \

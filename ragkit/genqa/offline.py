@@ -299,11 +299,8 @@ def domain_kinds(pages: list[PageInfo]) -> list[str]:
 def _year_neighbour(ctx: Context, f: Fact) -> tuple[str, str] | None:
     """The fact's question asked for a year its document never mentions (the nearest earlier one)."""
     doc_text = "\n".join(p.body for p in ctx.pages if p.doc == f.page.doc)
-    years = [int(y) for y in re.findall(r"(?<!\d)(?:19|20)\d\d(?!\d)", doc_text)]
-    if not years:
-        return None
-    low = min(y for y in years if y >= 1900)
-    for y in range(low - 1, low - 9, -1):
+    asked = int(re.sub(r"\D", "", f.year))
+    for y in range(asked - 1, asked - 12, -1):  # the nearest earlier year the document never mentions
         if str(y) not in doc_text:
             question = re.sub(rf"(?<!\d){f.year}(?!\d)", str(y), f.question, count=1)
             return (question, str(y)) if question != f.question else None
