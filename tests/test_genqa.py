@@ -113,10 +113,44 @@ def check_questions(path: Path, *, offline: bool = True) -> pd.DataFrame:
             assert page_number(ref) == int(page) == parse_page(text)[0].page
         assert 1 <= len(items) <= 6
         if offline:
-            assert 2 <= len(items) <= 5
-            assert all(normalize(i) in normalize(row["Ground Truth"]) for i in items), row.to_dict()
-            assert normalize(row["Ground Truth"]) not in normalize(row["Question"])
+            texts = [Path(r).read_text(encoding="utf-8") for r in refs]
+            check_offline_row(row, items, texts)
     return df
+
+
+def _whole_claim(item: str) -> bool:
+    """A checkable statement, not a fragment such as "6 L", "2015 W" or "33 / 33"."""
+    if re.search(r"[぀-ヿ一-龥가-힣]", item):
+        return len(item) >= 6 and bool(re.search(r"[぀-ヿ一-龥가-힣]{2}", item))
+    return len(re.findall(r"[A-Za-z]{2,}", item)) >= 2
+
+
+def _foreign_words(question: str, lang: str) -> list[str]:
+    """Words of another script than the question's language (a Japanese question holding "become insolvent")."""
+    if lang == "en":
+        return re.findall(r"[぀-ヿ一-龥가-힣]+", question)
+    return re.findall(r"[A-Za-z][A-Za-z0-9-]*", question)
+
+
+def check_offline_row(row, items: list[str], texts: list[str]) -> None:
+    """An offline question: one language, its answer not in it, whole claims from the ground truth, and
+    (multi-page) a claim from each of its pages."""
+    q, gt = row["Question"], row["Ground Truth"]
+    assert q.rstrip().endswith(("?", "？", "。")), q
+    assert normalize(gt) not in normalize(q)
+    corpus = normalize(" ".join(texts) + " " + " ".join(Path(r).parts[-3] for r in split_multi(row["Reference Document"])))
+    for word in _foreign_words(q, row["Language"]):  # a name such as "LED" or "VPN" comes from the page itself
+        assert normalize(word) in corpus, (word, q)
+    for item in items:
+        assert normalize(item) in normalize(gt), (item, gt)
+        assert _whole_claim(item), (item, q)
+    if row["Kind"] == "multi":
+        from ragkit.text import tokenize
+
+        for text in texts:
+            page_tokens = set(tokenize(text))
+            assert any(len(set(tokenize(i)) & page_tokens) >= 0.6 * len(set(tokenize(i))) for i in items), \
+                (items, text[:200])
 
 
 def offline_settings(**kw) -> Settings:
@@ -196,10 +230,12 @@ def test_unanswerable_topics_present_in_the_corpus_are_not_used(monkeypatch):
                                           section="保証", page=5),
                                  "# Warranty\nProducts sold in Brazil carry a warranty of 2 years from delivery "
                                  "to the customer."), encoding="utf-8")
-    monkeypatch.setitem(genqa.UNANSWERABLE_TOPICS, "en", [
-        ("What is the warranty period for this product when it is used in Brazil?", ["warranty", "brazil"]),
-        ("Which cryptocurrency wallets are approved for paying salaries?", ["cryptocurrency"]),
-    ])
+    assert "policy" in genqa.domain_kinds(genqa.resolve_source(Path("database/policy"), offline_settings())[1])
+    for kind in list(genqa.DOMAIN_TOPICS):
+        monkeypatch.setitem(genqa.DOMAIN_TOPICS, kind, {"en": [
+            ("What is the warranty period for this product when it is used in Brazil?", ["warranty", "brazil"]),
+            ("Which cryptocurrency wallets are approved for paying salaries?", ["cryptocurrency"]),
+        ]} if kind == "policy" else {})
     r = genqa.generate_questions(Path("database/policy"), offline_settings(), max_questions=14, progress=False)
     unans = [q.question for q in r.questions if q.kind == "unanswerable"]
     assert unans == ["Which cryptocurrency wallets are approved for paying salaries?"]
@@ -256,11 +292,60 @@ def test_cli_genqa_offline_prints_kinds_and_path():
     assert bad.exit_code == 2
 
 
-def test_forced_language_changes_the_question_templates():
+def test_lang_keeps_the_pages_written_in_it_and_unknown_codes_are_usage_errors():
     db = build_db(Path("database"))
-    r = genqa.generate_questions(db / "家電", offline_settings(), max_questions=5, lang="en", progress=False)
+    r = genqa.generate_questions(db, offline_settings(), max_questions=6, lang="EN", progress=False)
     assert r.questions and all(q.lang == "en" for q in r.questions)
-    assert all(q.question.startswith(("What", "In ", "Which", "How", "Who")) for q in r.questions)
+    assert all(ref.startswith("policy/") for q in r.questions for ref in q.refs)  # never a translated template
+    assert any("left out" in n for n in r.notes) and "left out" in printed(r)
+    # offline, a language no page is written in: said plainly, nothing written
+    with pytest.raises(RagError, match="no page is written in English"):
+        genqa.generate_questions(db / "家電", offline_settings(), max_questions=5, lang="en", progress=False)
+    bad = CliRunner().invoke(app, ["genqa", "database", "--provider", "offline", "--lang", "xx"])
+    assert bad.exit_code == 2 and "--lang 'xx' is not supported" in bad.output and "Traceback" not in bad.output
+    fr = CliRunner().invoke(app, ["genqa", "database", "--provider", "offline", "--lang", "fr"])
+    assert fr.exit_code == 2 and "offline questions are written in en, ja, ko" in fr.output
+    assert list(Path("results").iterdir()) == [r.path]  # only the first run wrote a file
+    with pytest.raises(UsageError):
+        genqa.check_lang("english", offline=False)
+    assert genqa.check_lang(" FR ", offline=False) == "fr"
+
+
+def test_offline_questions_ask_for_one_fact_in_the_words_of_the_page():
+    build_db(Path("database"))
+    r = genqa.generate_questions(Path("database"), offline_settings(), max_questions=12, per_page=3, progress=False)
+    by_answer = {q.ground_truth: q for q in r.questions if q.kind == "single"}
+    # a figure with its subject: the question keeps the page's words and asks for the figure
+    q = by_answer.get("Passwords must be at least 14 characters long and are rotated every 90 days.")
+    assert q is not None and "how many characters" in q.question and "14" not in q.question
+    assert q.checklist == ["Passwords must be at least 14 characters long and are rotated every 90 days"]
+    ja = [q for q in r.questions if q.lang == "ja" and q.kind == "single"]
+    assert any(re.search(r"何時間|何回|何年|何ミリ", q.question) and q.question.endswith("？") for q in ja)
+    ko = [q for q in r.questions if q.lang == "ko" and q.kind == "single"]
+    assert any(re.search(r"몇 |며칠|얼마", q.question) and q.question.endswith("니까?") for q in ko)
+    # no templated question about "what the document states"
+    assert not any("document state" in q.question or "どのように記載" in q.question for q in r.questions)
+
+
+def test_facts_from_tables_and_sentences():
+    from ragkit.genqa.common import Context
+
+    page = genqa.PageInfo(rel="m/manual/s/page_001.md", page=1, doc="m", doc_title="manual", section="s", lang="en",
+                          body="""# Water units
+
+| Unit | Capacity | Flow |
+|---|---|---|
+| Unit 1 | 4 L | 2 L/min |
+| Unit 2 | 6 L | 3 L/min |
+
+The boiler heats the water to 95 °C within 12 minutes of switching on.
+""")
+    ctx = Context(db=Path("."), pages=[page], settings=offline_settings(), lang=None, per_page=3, seed=1, progress=False)
+    facts = {f.question: f for f in genqa.page_facts(page, ctx, set())}
+    assert facts["What is the Capacity of Unit 2?"].checklist == ["Unit 2, Capacity: 6 L"]
+    assert "6 L" not in "What is the Capacity of Unit 2?"
+    temp = [f for f in facts.values() if "what temperature" in f.question or "how many minutes" in f.question]
+    assert temp and all(_whole_claim(i) for f in temp for i in f.checklist)
 
 
 # -- LLM generator through the scripted OpenAI-compatible server ---------------------------------------

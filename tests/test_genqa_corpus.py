@@ -18,7 +18,9 @@ EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 
 def test_offline_on_sample_corpus_is_honest_mixed_and_deterministic(sample_db_copy):
     a = genqa.generate_questions(sample_db_copy, offline_settings(), max_questions=30, progress=False)
-    assert a.errors == [] and len(a.questions) == 30
+    assert a.errors == [] and 26 <= len(a.questions) <= 30
+    if len(a.questions) < 30:  # a shortfall is said, never padded
+        assert any(f"{len(a.questions)} of the 30 questions" in n for n in a.notes)
     df = check_questions(a.path)
     counts = df["Kind"].value_counts().to_dict()
     assert counts.get("single", 0) >= 15 and counts.get("multi", 0) >= 3 and counts.get("unanswerable", 0) >= 3

@@ -1,0 +1,480 @@
+"""Facts of one page, each turned into a question a person would ask, in the page's own language.
+
+A fact is something the page states once and plainly: a number with its subject (a sentence holding
+"14 characters", "40.1%", "$5.3 billion", "約2時間", "14일"), a table cell named by its row and column, a
+"label: value" line, a definition ("X is a ...", "XとはYです"), or a numbered procedure under a heading.
+The question asks for exactly that fact and never contains it; the ground truth is the page's sentence
+(or the cell as a sentence); the checklist holds whole claims ("Passwords must be at least 14
+characters long"), never fragments ("14", "6 L").
+
+Sentence questions keep the page's own words and put the question word where the number was ("Accounts
+are locked after how many failed login attempts?", "約何時間で最初の氷ができますか？", "최대 몇 권까지
+빌릴 수 있습니까?"): Japanese and Korean ask that way anyway, and in English it is the form a reader uses
+to check one figure. Nothing is translated, so a question is in one language.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragkit.genqa.common import Context, PageInfo
+from ragkit.genqa.pagetext import is_boilerplate, line_shape, parse_blocks, terms_in
+from ragkit.text import STOPWORDS, normalize, split_sentences
+
+
+@dataclass
+class Fact:
+    page: PageInfo
+    kind: str  # number | table | kv | definition | steps
+    question: str  # without the document prefix (see `with_document`)
+    answer: str  # the ground truth: the page's sentence(s)
+    checklist: list[str]  # whole claims
+    lang: str
+    topic: str  # what it is about (for multi-page questions and near-duplicate checks)
+    score: float
+    year: str = ""  # a year the question names (not its answer): a neighbour year makes it unanswerable
+
+
+# -- English -------------------------------------------------------------------------------------------
+_EN_NUM = re.compile(
+    r"(?P<cur>[$€£¥]\s?)?(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+    r"(?P<pct>\s?%|\s?percent\b)?(?:\s?(?P<scale>million|billion|thousand|trillion)\b)?"
+    r"(?:[\s-]?(?P<unit>°[CF]|[A-Za-z][A-Za-z/]*))?")
+_EN_UNIT_NAMES = {  # case matters: "3M" is a company, "3 m" three metres
+    "L": "litres", "l": "litres", "ml": "millilitres", "mL": "millilitres", "kg": "kilograms", "g": "grams",
+    "mm": "millimetres", "cm": "centimetres", "m": "metres", "km": "kilometres", "W": "watts", "kW": "kilowatts",
+    "V": "volts", "kWh": "kilowatt-hours", "Hz": "hertz", "GB": "gigabytes", "MB": "megabytes", "TB": "terabytes",
+    "min": "minutes", "mins": "minutes", "h": "hours", "hrs": "hours", "sec": "seconds", "lbs": "pounds",
+    "inches": "inches", "feet": "feet", "ft": "feet", "oz": "ounces", "mph": "miles per hour", "bar": "bar",
+    "hour": "hours", "day": "days", "week": "weeks", "month": "months", "year": "years", "minute": "minutes",
+    "second": "seconds", "person": "people",
+}
+_MONTHS = ("january february march april may june july august september october november december "
+           "jan feb mar apr jun jul aug sep sept oct nov dec").split()
+_REF_WORDS = frozenset("page pages item items note notes section sections figure figures fig table tables chapter "
+                       "step steps rule rules no number version form exhibit schedule appendix part article "
+                       "paragraph question q fiscal fy level grade class model type unit units series".split())
+_NOT_COUNTED = frozenset("percentage percent point points million billion thousand and or to the of in on at for "
+                         "from by with than as per".split())
+_EN_SKIP = re.compile(r"https?:|www\.|@|\||\.{3}|…|\bet al\b|\bcopyright\b|©|\bmust be read\b", re.I)
+_PRONOUN_START = frozenset("it this that these those there they he she such which".split())
+_CONTINUES = frozenset("and or but nor which that where whereas while because although though so".split())
+_ABBREV_END = re.compile(r"\b(?:No|Inc|Co|Corp|Ltd|U\.S|U\.K|vs|etc|approx|Mr|Mrs|Dr|Fig|St|[A-Z])\.?$")
+_NOT_TERMS = STOPWORDS | _PRONOUN_START | frozenset("we our you your i please following below above note each all "
+                                                     "one its first second last other another".split())
+
+
+def _en_wh(m: re.Match, sentence: str) -> tuple[str, str] | None:
+    """(question phrase, kind) for an English number match, or None when it is not an askable figure."""
+    before, after = sentence[: m.start()], sentence[m.end():]
+    b, a = before[-1:], after[:1]
+    if b.isalnum() or (b and b in "-./(#") or a.isalnum() or (a and a in "-/'’"):
+        return None  # "10-K", "COVID-19", "(3%)", "v2.1", "#5"
+    prev_words = re.findall(r"[A-Za-z.]+", before[-20:])
+    prev = prev_words[-1].lower().strip(".") if prev_words else ""
+    num = m.group("num")
+    unit = m.group("unit") or ""
+    if m.group("pct"):
+        return "what percentage", "pct"
+    if m.group("cur"):
+        return "how much", "money"
+    if prev in _MONTHS or prev in _REF_WORDS or (b and b in "~–") or (a and a in "~–"):
+        return None  # a date, a reference ("Note 12", "page 5", "fiscal 2018"), a range ("2~3")
+    if prev_words and prev_words[-1][:1].isupper() \
+            and not m.group("pct") and not m.group("cur"):
+        return None  # a name with a number ("Severity 1", "Windows 10"), not a quantity
+    low = unit.lower()
+    counted = bool(re.fullmatch(r"[a-z]{3,}s", unit)) and low not in _NOT_COUNTED and low not in STOPWORDS \
+        and not low.endswith(("ss", "ous", "us", "is"))
+    if re.fullmatch(r"(?:19|20)\d\d", num) and not m.group("scale"):  # "2017 results" names a year, not a count
+        return ("what year", "year") if prev in ("in", "since", "from", "until", "by", "before", "after") else None
+    if unit in _EN_UNIT_NAMES:
+        return f"how many {_EN_UNIT_NAMES[unit]}", "unit"
+    if unit in ("°C", "°F"):
+        return "what temperature", "unit"
+    if counted:
+        return f"how many {unit}", "count"  # "14 characters", "90 days", "93,000 employees"
+    return None
+
+
+def _en_span(m: re.Match, kind: str) -> tuple[int, int]:
+    """The characters the question phrase replaces: the figure with its unit or counted noun."""
+    if kind in ("pct", "year"):
+        return m.start(), (m.end("pct") if m.group("pct") else m.end("num"))
+    if kind == "money":
+        return m.start(), max(m.end("num"), m.end("scale") if m.group("scale") else 0)
+    return m.start(), m.end()
+
+
+_WE = {"have": "has", "are": "is", "were": "was", "do": "does", "go": "goes"}
+
+
+def _third_person(text: str) -> str:
+    """"we offer our members" -> "the company offers its members": a question about a filing names who."""
+    def we(m: re.Match) -> str:
+        verb = m.group(2)
+        low = verb.lower()
+        if low in _WE:
+            verb = _WE[low]
+        elif low in ("can", "could", "will", "would", "may", "might", "must", "should", "had", "did") \
+                or low.endswith("ed"):
+            pass
+        elif re.fullmatch(r"[a-z]+", low):
+            verb = verb + ("es" if re.search(r"(?:s|sh|ch|x|z|o)$", low) else "s")
+        return f"{m.group(1).replace('We', 'The company').replace('we', 'the company')} {verb}"
+
+    text = re.sub(r"\b([Ww]e) ([A-Za-z]+)", we, text)
+    text = re.sub(r"^Our\b", "The company's", text)
+    text = re.sub(r"\b[Oo]ur\b", "its", text)
+    return re.sub(r"\bus\b", "the company", text)
+
+
+_OPENER = re.compile(r"^(?:moreover|in addition|additionally|also|however|by contrast|in contrast|at the same time|"
+                     r"for example|for instance|similarly|overall|as a result|furthermore|meanwhile|still|indeed|"
+                     r"in fact|likewise|therefore|thus|as such|as noted|as shown),\s+", re.I)
+
+
+def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
+    sentence = _OPENER.sub("", sentence)
+    sentence = sentence[:1].upper() + sentence[1:]
+    words = sentence.split()
+    if not 6 <= len(words) <= 45 or not sentence.endswith(".") or _EN_SKIP.search(sentence) \
+            or re.search(r"\brespectively\b|\s=\s", sentence) or not re.match(r"[A-Za-z]{2}", sentence) \
+            or re.search(r"[a-z0-9]\s(?:You|The|This|These|It|If|When|To|For|In)\s", sentence[1:]):
+        # ("... between 2 devices You can switch ...": a heading run into its text)
+        return None  # "... $1.36 and $1.175 ..., respectively": which figure is asked would be unclear
+    if not re.match(r"[A-Z]", sentence) or words[0].lower().strip(",") in _PRONOUN_START | _CONTINUES \
+            or re.match(r"[A-Z][a-z]+,", sentence) and not _OPENER.match(sentence):
+        return None  # a fragment, or a sentence that needs the one before it
+    if sum(ch.isalpha() for ch in sentence) < 0.55 * len(sentence) or sentence.isupper():
+        return None
+    matches = list(_EN_NUM.finditer(sentence))
+    if not matches or len(matches) > 4:
+        return None
+    best = None
+    for m in matches:
+        got = _en_wh(m, sentence)
+        if got is None:
+            continue
+        start, end = _en_span(m, got[1])
+        if len(sentence[:start].split()) <= 2 and got[1] == "year":
+            continue  # "In 2011, we ...": a fronted date; the question would start with its wh-word
+        rank = {"pct": 0, "money": 0, "unit": 0, "count": 1, "year": 2}[got[1]]
+        if best is None or rank < best[0]:
+            best = (rank, start, end, got[0])
+    if best is None:
+        return None
+    _, start, end, wh = best
+    claim = _trim_clauses(sentence, end)
+    if len(claim.split()) > 30 or (best[0] == 2 and len(words) > 18) or _ABBREV_END.search(claim):
+        return None  # too long to read as one question
+    question_body = claim[:start] + wh + claim[end:]
+    question = _third_person(question_body.rstrip(" .")) + "?"
+    question = question[:1].upper() + question[1:]
+    figure = sentence[start:end]
+    years = [y for y in re.findall(r"(?<![\d,.$])(?:19|20)\d\d(?![\d,])", question)]
+    topic = _topic(claim, ctx, exclude=figure)
+    # short statements with one figure read best as questions
+    score = 3.0 + (0.3 if best[0] == 0 else 0.0) + (ctx.idf(topic) / 5 if topic else 0.0) \
+        - 0.05 * max(0, len(claim.split()) - 15) - 0.2 * (len(matches) - 1) - 0.3 * best[0]
+    return Fact(page, "number", question, sentence, [claim.rstrip(". ")], "en", topic or figure, score,
+                year=years[0] if years else "")
+
+
+def _trim_clauses(sentence: str, end: int) -> str:
+    """A long sentence cut after the clause holding the figure, so the claim stays one short statement (only
+    where a clause of its own follows: "; ", ", which", ", while", ", and", " (")."""
+    if len(sentence.split()) <= 18:
+        return sentence
+    m = re.search(r";\s|,\s(?:which|where|while|whereas|and|but|as|with|compared|up|down|an?)\s|\s[—–]\s|\s\(",
+                  sentence[end:])
+    if m and len(sentence[: end + m.start()].split()) >= 6:
+        return sentence[: end + m.start()].rstrip(" ,;") + "."
+    return sentence
+
+
+_EN_DEF = re.compile(r"^(?:An?|The)?\s*(?P<term>[A-Z][\w\-’' ]{1,50}?)\s(?P<verb>is|are|means|refers to)\s"
+                     r"(?P<rest>(?:an?|the|one of|any)\s.{8,220})\.$")
+
+
+def _en_definition_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
+    m = _EN_DEF.match(sentence)
+    if not m or _EN_SKIP.search(sentence):
+        return None
+    term = m.group("term").strip()
+    if len(term.split()) > 4 or any(w.lower() in _NOT_TERMS for w in term.split()) \
+            or ctx.idf(term) < 0.7 or len(sentence.split()) > 40:
+        return None
+    verb = "are" if m.group("verb") == "are" else "is"
+    question = f"What {verb} {term}?"
+    return Fact(page, "definition", question, sentence, [_trim_clauses(sentence, 0).rstrip(". ")], "en", term,
+                2.6 + ctx.idf(term) / 5)
+
+
+# -- Japanese ------------------------------------------------------------------------------------------
+_JA_NUM = re.compile(r"(?P<num>\d+(?:[.,]\d+)*)\s?(?P<unit>時間|分間|分|秒|日間|日|週間|か月|ヶ月|ヵ月|カ月|年間|年度|年|回|"
+                     r"個|枚|度|℃|円|人|件|倍|台|本|%|％|kWh|mL|ml|kg|mm|cm|L|g|m|W|V|GB|MB|歳|階|名|社)")
+_JA_UNIT_WH = {"円": "いくら", "%": "何パーセント", "％": "何パーセント", "℃": "何度", "L": "何リットル", "mL": "何ミリリットル",
+               "ml": "何ミリリットル", "kg": "何キログラム", "g": "何グラム", "mm": "何ミリ", "cm": "何センチ", "m": "何メートル",
+               "W": "何ワット", "V": "何ボルト", "kWh": "何キロワット時", "GB": "何ギガバイト", "MB": "何メガバイト"}
+_JA_ENDINGS = (("です。", "ですか？"), ("ます。", "ますか？"), ("ません。", "ませんか？"), ("ました。", "ましたか？"),
+               ("でした。", "でしたか？"))
+
+
+def _ja_question(text: str) -> str | None:
+    if text.endswith("してください。"):  # 補強してください -> 補強すれば (a noun + する); 干してください -> 干せば
+        stem = text[: -len("してください。")]
+        suru = len(stem) >= 2 and (all(_is_kanji(c) or c in "ー" or "ァ" <= c <= "ヴ" for c in stem[-2:])
+                                   or (stem[-1] in "いりれえけめ" and _is_kanji(stem[-2])))  # 水洗い, 手入れ
+        return stem + ("すればよいですか？" if suru else "せばよいですか？")
+    for end, repl in _JA_ENDINGS:
+        if text.endswith(end):
+            return text[: -len(end)] + repl
+    return None
+
+
+def _is_kanji(c: str) -> bool:
+    return "一" <= c <= "龥" or c == "々"
+
+
+def _ja_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
+    if not 10 <= len(sentence) <= 110 or _EN_SKIP.search(sentence) or not _ja_question(sentence):
+        return None
+    for m in _JA_NUM.finditer(sentence):
+        before = sentence[: m.start()]
+        b, a = before[-1:], sentence[m.end(): m.end() + 1]
+        if b.isascii() and b.isalnum() or (b and b in "第№#(（～~〜-") or (a and a in "～~〜-"):
+            continue
+        unit = m.group("unit")
+        if unit in ("年", "年度") and len(m.group("num")) == 4:
+            continue  # a date, not a quantity
+        if unit == "月" or (unit == "日" and re.search(r"\d月$", before)):
+            continue
+        wh = _JA_UNIT_WH.get(unit, "何" + unit)
+        question = _ja_question(sentence[: m.start()] + wh + sentence[m.end():])
+        if question is None:
+            continue
+        claim = sentence.rstrip("。")
+        topic = _topic(sentence, ctx, exclude=m.group(0))
+        return Fact(page, "number", question, sentence, [claim], "ja", topic or m.group(0),
+                    3.0 + (ctx.idf(topic) / 5 if topic else 0.0))
+    return None
+
+
+_JA_DEF = re.compile(r"^(?P<term>[^、。とは]{2,20})とは、?(?P<rest>.{5,150})(?:です|である|をいいます|のことです)。$")
+
+
+def _ja_definition_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
+    m = _JA_DEF.match(sentence)
+    if not m:
+        return None
+    term = m.group("term")
+    return Fact(page, "definition", f"{term}とは何ですか？", sentence, [sentence.rstrip("。")], "ja", term,
+                2.6 + ctx.idf(term) / 5)
+
+
+# -- Korean --------------------------------------------------------------------------------------------
+_KO_NUM = re.compile(r"(?P<num>\d+(?:[.,]\d+)*)\s?(?P<unit>시간|시|분|초|일|주|개월|년|월|원|명|회|권|층|번|개|%|세|km|kg|m)")
+_KO_UNIT_WH = {"일": "며칠", "원": "얼마", "%": "몇 퍼센트"}
+
+
+def _ko_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
+    if not 10 <= len(sentence) <= 120 or not sentence.endswith("니다.") or _EN_SKIP.search(sentence):
+        return None
+    for m in _KO_NUM.finditer(sentence):
+        before, after = sentence[: m.start()], sentence[m.end():]
+        unit = m.group("unit")
+        if before[-1:].isalnum() and before[-1:].isascii() or (unit == "년" and len(m.group("num")) == 4):
+            continue
+        if unit in ("월", "번") and re.match(r"\s?\d", after):
+            continue  # "3월 14일" (a date), "2번 출구" handled as its own figure
+        if unit == "일" and re.search(r"\d월\s?$", before):
+            continue
+        wh = _KO_UNIT_WH.get(unit, "몇 " + unit)
+        question = (before + wh + after)[: -len("니다.")] + "니까?"
+        topic = _topic(sentence, ctx, exclude=m.group(0))
+        return Fact(page, "number", question, sentence, [sentence.rstrip(".")], "ko", topic or m.group(0),
+                    3.0 + (ctx.idf(topic) / 5 if topic else 0.0))
+    return None
+
+
+# -- tables, "label: value" lines, procedures ------------------------------------------------------------
+_CURRENCY_CELL = frozenset("$ € £ ¥ ￥".split())
+_GENERIC_COLUMNS = frozenset(normalize(c) for c in "value values 値 内容 項目 설명 값 내용 항목 details description "
+                                                    "amount data 数値 수치".split())
+
+
+def _merge_cells(cells: list[str]) -> list[str]:
+    """Cells as a reader sees them: "$" joined to the figure after it, "%" to the one before, empties out."""
+    out: list[str] = []
+    carry = ""
+    for c in (c.strip() for c in cells):
+        if c in _CURRENCY_CELL:
+            carry = c
+            continue
+        if c in ("%", ")%", "％") and out:
+            out[-1] += c
+            continue
+        if not c:
+            continue
+        out.append(f"{carry}{c}" if carry else c)
+        carry = ""
+    return out
+
+
+def _is_header_cell(c: str) -> bool:
+    if re.fullmatch(r"(?:FY\s?)?(?:19|20)\d\d", c):
+        return True
+    return bool(c) and len(c) <= 40 and not re.search(r"\d|[.:]$", c) and sum(ch.isalpha() for ch in c) >= max(1, len(c) // 2)
+
+
+def _table_facts(page: PageInfo, ctx: Context, table: list[list[str]], lang: str) -> list[Fact]:
+    rows = [_merge_cells(r) for r in table]
+    rows = [r for r in rows if r]
+    if len(rows) < 2:
+        return []
+    header = rows[0]
+    if not all(_is_header_cell(c) for c in header):
+        return []  # no clean header row: a cell could not be named honestly
+    out = []
+    for r in rows[1:]:
+        label, values = r[0], r[1:]
+        if len(values) == len(header) - 1:
+            cols = header[1:]
+        elif len(values) == len(header):
+            cols = header
+        else:
+            continue  # cells out of line with the header
+        if not (2 <= len(label) <= 60) or sum(ch.isalpha() for ch in label) < 2 or re.match(r"\d+(\.\d+)+\s", label):
+            continue  # numbered contents lines ("4.12 Eco-mode | 55") are no facts
+        for col, value in list(zip(cols, values, strict=True))[:3]:
+            if not value or value in ("-", "—", "–", "―", "ー") or len(value) > 40 or normalize(value) == normalize(label):
+                continue
+            fact = _cell_fact(page, ctx, label, col, value, lang, single=len(values) == 1)
+            if fact:
+                out.append(fact)
+            break  # one cell per row: the first filled one (the latest year in a financial table)
+    return out
+
+
+def _cell_fact(page: PageInfo, ctx: Context, label: str, col: str, value: str, lang: str, *,
+               single: bool) -> Fact | None:
+    generic = single and (not col or normalize(col) in _GENERIC_COLUMNS)
+    is_year = bool(re.fullmatch(r"(?:FY\s?)?(?:19|20)\d\d", col))
+    if lang == "ja":
+        question = f"{label}を教えてください。" if generic else f"{label}の{col}を教えてください。"
+        claim = f"{label}は{value}" if generic else f"{label}の{col}は{value}"
+    elif lang == "ko":
+        what = label if generic else f"{label}의 {col}"
+        question = f"{_josa(what, '은', '는')} 무엇입니까?"
+        claim = f"{_josa(what, '은', '는')} {value}"
+    else:
+        if generic:
+            question, claim = f"What is the {label}?", f"{label}: {value}"
+        elif is_year:
+            question, claim = f"What was {label} in {col}?", f"{label} in {col}: {value}"
+        else:
+            question, claim = f"What is the {col} of {label}?", f"{label}, {col}: {value}"
+    if normalize(value) in normalize(question):
+        return None
+    return Fact(page, "table", question, claim, [claim], lang, label, 3.0 + ctx.idf(label) / 5,
+                year=col if is_year else "")
+
+
+_KV = re.compile(r"^(?P<label>[^:：。.!?！？]{2,25}?)\s*[:：]\s*(?P<value>\S.{0,80})$")
+_KV_NOT_LABELS = frozenset("note notes source sources example examples e.g. figure table 注 注意 ※ 例 출처 참고 주 "
+                           "tel phone fax email e-mail url web".split())
+
+
+def _kv_fact(page: PageInfo, ctx: Context, line: str, lang: str) -> Fact | None:
+    m = _KV.match(line)
+    if not m:
+        return None
+    label, value = m.group("label").strip(), m.group("value").strip().rstrip("。.")
+    if value.endswith((":", "：")) or len(value) < 2 or re.search(r"[\[\]{}<>]", value):
+        return None  # a heading of a list ("Liabilities: Derivative instruments — liabilities:")
+    if re.search(r"[()\[\]{}=,;\"“”]|https?$", label) or normalize(label) in _KV_NOT_LABELS \
+            or label[:1].islower() or re.match(r"(?i)(?:figure|fig\.|table|図|表|그림)\s*\d", label) \
+            or len(label.split()) > 5 or _EN_SKIP.search(value):
+        return None
+    fact = _cell_fact(page, ctx, label, "", value, lang, single=True)
+    if fact:
+        fact.kind, fact.score = "kv", fact.score - 0.6
+    return fact
+
+
+def _steps_fact(page: PageInfo, ctx: Context, heading: str, steps: list[str], lang: str) -> Fact | None:
+    if not heading or not 3 <= len(heading) <= 60 or len(steps) < 2:
+        return None
+    items = [s.rstrip("。. ") for s in steps[:5]]
+    if any(len(s) > 160 or len(s) < 3 for s in items):
+        return None
+    heading = re.sub(r"^\d+(?:\.\d+)*\s+", "", heading).strip()
+    if lang == "ja":
+        question = f"{heading}の手順を教えてください。"
+    elif lang == "ko":
+        question = f"{heading}의 순서는 어떻게 됩니까?"
+    else:
+        question = f"What are the steps for {heading[:1].lower() + heading[1:] if heading[1:2].islower() else heading}?"
+    answer = "\n".join(f"{i}. {s}" for i, s in enumerate(steps, 1))
+    return Fact(page, "steps", question, answer, items, lang, heading, 2.8 + ctx.idf(heading) / 5)
+
+
+# -- a page's facts ------------------------------------------------------------------------------------
+def _topic(text: str, ctx: Context, exclude: str = "") -> str:
+    terms = [t for t in terms_in(text, ctx.phrase_ok) if normalize(t) not in normalize(exclude)]
+    return max(terms, key=lambda t: (ctx.idf(t) + (0.5 if " " in t else 0.0), len(t)), default="")
+
+
+def _batchim(word: str) -> bool | None:
+    ch = word.strip()[-1:] if word.strip() else ""
+    if "가" <= ch <= "힣":
+        return (ord(ch) - 0xAC00) % 28 != 0
+    return None
+
+
+def _josa(word: str, with_final: str, without: str) -> str:
+    b = _batchim(word)
+    if b is None:
+        return f"{word}{with_final}({without})"
+    return word + (with_final if b else without)
+
+
+def page_facts(page: PageInfo, ctx: Context, boiler: set[str]) -> list[Fact]:
+    """Every fact of one page that makes an honest question, best first (one per sentence, cell row)."""
+    lang = page.lang if page.lang in ("ja", "ko") else "en"
+    out: list[Fact] = []
+    for block in parse_blocks(page.body, boiler):
+        for table in block.tables:
+            out.extend(_table_facts(page, ctx, table, lang))
+        for steps in block.steps:
+            f = _steps_fact(page, ctx, block.heading, steps, lang)
+            if f:
+                out.append(f)
+        for para in block.paragraphs:
+            kv = _kv_fact(page, ctx, para, lang) if len(para) <= 110 else None
+            if kv:
+                out.append(kv)
+                continue
+            for s in split_sentences(para):
+                s = re.sub(r"^[>\s]+", "", s).strip()
+                if is_boilerplate(s) or line_shape(s) in boiler:
+                    continue
+                if lang == "ja":
+                    f = _ja_number_fact(page, ctx, s) or _ja_definition_fact(page, ctx, s)
+                elif lang == "ko":
+                    f = _ko_number_fact(page, ctx, s)
+                else:
+                    f = _en_number_fact(page, ctx, s) or _en_definition_fact(page, ctx, s)
+                if f:
+                    out.append(f)
+    out.sort(key=lambda f: -f.score)
+    seen: set[str] = set()
+    uniq = []
+    for f in out:
+        key = normalize(f.question)
+        if key not in seen:
+            seen.add(key)
+            uniq.append(f)
+    return uniq

@@ -1,0 +1,325 @@
+"""The model question generator: per page (or group of related pages) one JSON call for questions,
+answers, checklists and pages; a verification call per question that drops what the pages do not
+support; unanswerable questions proposed by the model and kept only when checked absent."""
+
+from __future__ import annotations
+
+import math
+import re
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from ragkit import csvio
+from ragkit.errors import RagError
+from ragkit.genqa.common import (
+    LANG_NAMES,
+    MAX_CONSECUTIVE_FAILURES,
+    MAX_PAGE_CHARS,
+    Context,
+    GeneratedQuestion,
+    GenqaReport,
+    PageInfo,
+    Plan,
+    add_unique,
+    covered_by_corpus,
+    refusal_point,
+)
+from ragkit.models import Usage
+from ragkit.paths import reference_path
+from ragkit.text import refusal_text
+
+ITEMS_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "items": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string"},
+                    "answer": {"type": "string"},
+                    "checklist": {"type": "array", "items": {"type": "string"}},
+                    "pages": {"type": "array", "items": {"type": "integer"}},
+                },
+                "required": ["question", "answer", "checklist", "pages"],
+            },
+        }
+    },
+    "required": ["items"],
+}
+VERIFY_SCHEMA = {
+    "type": "object",
+    "properties": {"supported": {"type": "boolean"},
+                   "unsupported_items": {"type": "array", "items": {"type": "string"}}},
+    "required": ["supported", "unsupported_items"],
+}
+ABSENT_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "items": {"type": "array", "items": {
+            "type": "object",
+            "properties": {"question": {"type": "string"},
+                           "key_terms": {"type": "array", "items": {"type": "string"}}},
+            "required": ["question", "key_terms"]}}
+    },
+    "required": ["items"],
+}
+
+GEN_SYSTEM = (
+    "You write evaluation questions for a question-answering system that searches a collection of document "
+    "pages. Write questions a real user of these documents would ask, answered by the pages given. Rules: "
+    "each question must be answerable from the given page(s) alone; it names the distinctive subject (terms "
+    "as the document uses them) so a search can find the page, but it must not contain the answer; the "
+    "answer is a short, complete ground truth taken from the pages; the checklist holds 1 to 5 claims that a "
+    "correct answer must make, each a short sentence or phrase stating one checkable fact together with its "
+    "subject (\"Unit 2 holds 6 L at 3 L/min\", never a bare fragment such as \"6 L\"), each stated in the "
+    "pages; pages lists the page numbers the answer needs. Write every field in the one language asked for."
+)
+VERIFY_SYSTEM = (
+    "You check a question-answer pair written about document pages. supported is true only when the answer "
+    "and every checklist item are stated in, or follow directly from, the pages. List in unsupported_items "
+    "every checklist item or claim of the answer that the pages do not support (empty when all are)."
+)
+ABSENT_SYSTEM = (
+    "You write test questions that a document collection cannot answer. Given its documents, section "
+    "titles and a few facts they state, write questions of the same kind a reader of these documents would "
+    "ask, about a close neighbour of such a fact that the documents do not hold (the same figure for another "
+    "year, product, region or unit). For each question give key_terms: 1 to 3 specific words, written as a "
+    "document would write them, whose presence together in a page would mean the question is answered."
+)
+
+
+def _page_block(p: PageInfo, db: Path) -> str:
+    text = p.body if len(p.body) <= MAX_PAGE_CHARS else p.body[:MAX_PAGE_CHARS] + "\n[... page truncated]"
+    return f"=== Page {p.page} ({reference_path(db, p.rel)}) ===\n{text}"
+
+
+def _lang_name(lang: str) -> str:
+    return LANG_NAMES.get(lang, lang)
+
+
+def _gen_messages(group: list[PageInfo], n: int, lang: str, db: Path) -> list[dict]:
+    multi = len(group) > 1
+    need = (f"Each question must need information from at least two of these {len(group)} pages "
+            "(for example comparing or combining them); list those pages. ") if multi else ""
+    user = (f"Document: {group[0].doc_title}\nSection: {group[0].section}\n\n"
+            + "\n\n".join(_page_block(p, db) for p in group)
+            + f"\n\nWrite {n} question(s) in {_lang_name(lang)}. {need}"
+            "Answer and checklist in the same language as the question. "
+            'Reply as JSON: {"items": [{"question": "...", "answer": "...", "checklist": ["..."], '
+            '"pages": [page numbers]}]}')
+    return [{"role": "system", "content": GEN_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _verify_messages(q: GeneratedQuestion, group: list[PageInfo], db: Path) -> list[dict]:
+    items = "\n".join(f"- {c}" for c in q.checklist)
+    user = ("\n\n".join(_page_block(p, db) for p in group)
+            + f"\n\nQuestion: {q.question}\nAnswer: {q.ground_truth}\nChecklist:\n{items}\n\n"
+            'Reply as JSON: {"supported": true|false, "unsupported_items": ["..."]}')
+    return [{"role": "system", "content": VERIFY_SYSTEM}, {"role": "user", "content": user}]
+
+
+def _is_json_failure(e: RagError) -> bool:
+    return "no valid JSON" in str(e)
+
+
+def _as_items(data: dict, group: list[PageInfo], lang: str, n: int) -> tuple[list[GeneratedQuestion], int]:
+    """Validated questions from the model's items (and how many were unusable)."""
+    by_num = {p.page: p for p in group}
+    out, bad = [], 0
+    for item in (data.get("items") or [])[: max(n, 1) * 2]:
+        if not isinstance(item, dict):
+            bad += 1
+            continue
+        question = str(item.get("question") or "").strip()
+        answer = str(item.get("answer") or "").strip()
+        raw = item.get("checklist") or []
+        if isinstance(raw, str):
+            raw = csvio.split_checklist(raw)
+        checklist = [re.sub(r"\s+", " ", str(c)).strip() for c in raw if str(c).strip()][:6]
+        if not question or not answer or not checklist:
+            bad += 1
+            continue
+        nums = []
+        for v in item.get("pages") or []:
+            try:
+                num = int(str(v).strip())
+            except ValueError:
+                continue
+            if num in by_num and num not in nums:
+                nums.append(num)
+        refs = [by_num[x] for x in sorted(nums)] or list(group)
+        kind = "multi" if len(refs) > 1 else "single"
+        out.append(GeneratedQuestion(question, answer, [p.rel for p in refs], [p.page for p in refs],
+                                     checklist, kind, lang))
+    return out[:n], bad
+
+
+class _Caller:
+    """Counts usage and consecutive provider failures across threads."""
+
+    def __init__(self, provider, report: GenqaReport) -> None:
+        import threading
+
+        self.provider = provider
+        self.report = report
+        self.lock = threading.Lock()
+        self.failures = 0
+
+    @property
+    def stopped(self) -> bool:
+        return self.failures >= MAX_CONSECUTIVE_FAILURES
+
+    def json(self, messages: list[dict], schema: dict, name: str) -> dict:
+        from ragkit.llm import chat_json
+
+        try:
+            data, usage = chat_json(self.provider, messages, schema=schema, schema_name=name)
+        except RagError as e:
+            if not _is_json_failure(e):
+                with self.lock:
+                    self.failures += 1
+            raise
+        with self.lock:
+            self.report.usage.add(usage)
+            self.failures = 0
+        return data
+
+
+def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider) -> list[GeneratedQuestion]:
+    from ragkit.progress import progress_bar
+
+    caller = _Caller(provider, report)
+    report.usage = Usage(cost_usd=0.0)
+    kept: list[GeneratedQuestion] = []
+    bar = progress_bar(total=plan.singles + plan.multi + plan.unanswerable, desc=f"genqa ({provider.model})",
+               unit="q", file=sys.stderr, disable=not ctx.progress)
+    workers = max(1, min(ctx.settings.workers, 8))
+    with ThreadPoolExecutor(max_workers=workers) as pool:
+        for groups, quota, per in (([[p] for p in plan.order], plan.singles, ctx.per_page),
+                                   (plan.groups, plan.multi, ctx.per_page)):
+            if groups is plan.groups:  # pages short of single questions: more multi-page ones
+                quota += plan.singles - len(kept)
+            got = 0
+            pos = 0
+            while got < quota and pos < len(groups) and not caller.stopped:
+                wave = groups[pos: pos + max(1, math.ceil((quota - got) / per))]
+                pos += len(wave)
+                for group, items in zip(wave, pool.map(lambda g, n=per: _ask_group(caller, ctx, g, n), wave),
+                                        strict=True):
+                    fresh = []
+                    for q in items:
+                        if add_unique(q, kept + fresh, report):
+                            fresh.append(q)
+                    verdicts = list(pool.map(lambda q, g=group: _verify(caller, ctx, q, g), fresh))
+                    for q, ok in zip(fresh, verdicts, strict=True):
+                        if ok and got < quota:
+                            kept.append(q)
+                            got += 1
+                            bar.update(1)
+        if plan.unanswerable and not caller.stopped:
+            for q in _llm_unanswerable(caller, ctx, plan, report, [q.ground_truth for q in kept][:5]):
+                if add_unique(q, kept, report):
+                    kept.append(q)
+                    bar.update(1)
+    bar.close()
+    if caller.stopped:
+        report.errors.append(f"stopped after {MAX_CONSECUTIVE_FAILURES} provider failures in a row")
+    return kept
+
+
+def _ask_group(caller: _Caller, ctx: Context, group: list[PageInfo], n: int) -> list[GeneratedQuestion]:
+    where = "\n".join(reference_path(ctx.db, p.rel) for p in group)
+    if caller.stopped:
+        return []
+    lang = ctx.lang or group[0].lang
+    try:
+        data = caller.json(_gen_messages(group, n, lang, ctx.db), ITEMS_SCHEMA, "questions")
+    except RagError as e:
+        with caller.lock:
+            caller.report.skipped.append((where, str(e)))
+            if not _is_json_failure(e):
+                caller.report.errors.append(f"{where}: {e}")
+        return []
+    items, bad = _as_items(data, group, lang, n)
+    if bad:
+        with caller.lock:
+            caller.report.dropped["invalid"] += bad
+    if len(group) > 1:
+        items = [q for q in items if q.kind == "multi"] or items
+    return items
+
+
+def _verify(caller: _Caller, ctx: Context, q: GeneratedQuestion, group: list[PageInfo]) -> bool:
+    """One call per question: keep it only when the referenced pages support answer and checklist."""
+    if caller.stopped:
+        return False
+    refs = [p for p in group if p.rel in q.refs] or group
+    try:
+        data = caller.json(_verify_messages(q, refs, ctx.db), VERIFY_SCHEMA, "verification")
+    except RagError as e:
+        with caller.lock:
+            caller.report.dropped["unverified"] += 1
+            caller.report.skipped.append((reference_path(ctx.db, refs[0].rel),
+                                          f"verification failed for {q.question[:60]!r}: {e}"))
+            if not _is_json_failure(e):
+                caller.report.errors.append(f"verification: {e}")
+        return False
+    unsupported = [str(x) for x in (data.get("unsupported_items") or []) if str(x).strip()]
+    if data.get("supported") is not True or unsupported:
+        with caller.lock:
+            caller.report.dropped["unsupported"] += 1
+        return False
+    return True
+
+
+def _llm_unanswerable(caller: _Caller, ctx: Context, plan: Plan, report: GenqaReport,
+                      facts: list[str]) -> list[GeneratedQuestion]:
+    langs: list[str] = []
+    for p in plan.order:
+        lg = ctx.lang or p.lang
+        if lg not in langs:
+            langs.append(lg)
+    per_lang = math.ceil(plan.unanswerable / len(langs))
+    outline: dict[str, set[str]] = {}
+    for p in ctx.pages:
+        outline.setdefault(p.doc_title, set()).add(p.section)
+    titles = "\n".join(f"- {doc}: " + "; ".join(sorted(s for s in secs if s)[:15])
+                       for doc, secs in sorted(outline.items())[:30])
+    out: list[GeneratedQuestion] = []
+    for lg in langs:
+        if len(out) >= plan.unanswerable:
+            break
+        want = min(per_lang, plan.unanswerable - len(out))
+        stated = "".join(f"\n- {f[:300]}" for f in facts)
+        user = (f"Documents and sections:\n{titles}\n"
+                + (f"\nFacts the documents state:{stated}\n" if stated else "")
+                + f"\nWrite {want + 2} such questions in {_lang_name(lg)}. "
+                'Reply as JSON: {"items": [{"question": "...", "key_terms": ["..."]}]}')
+        try:
+            data = caller.json([{"role": "system", "content": ABSENT_SYSTEM}, {"role": "user", "content": user}],
+                               ABSENT_SCHEMA, "absent_questions")
+        except RagError as e:
+            report.skipped.append(("(unanswerable questions)", str(e)))
+            if not _is_json_failure(e):
+                report.errors.append(f"unanswerable questions: {e}")
+            continue
+        n = 0
+        for item in data.get("items") or []:
+            if n >= want or not isinstance(item, dict):
+                continue
+            question = str(item.get("question") or "").strip()
+            terms = [str(t) for t in item.get("key_terms") or [] if str(t).strip()]
+            if not question:
+                report.dropped["invalid"] += 1
+                continue
+            if covered_by_corpus(ctx, question, terms):
+                report.dropped["present"] += 1
+                continue
+            out.append(GeneratedQuestion(question, refusal_text(lg), [], [], [refusal_point(lg)],
+                                         "unanswerable", lg))
+            n += 1
+    return out
+
+
