@@ -301,9 +301,11 @@ class OpenAIProvider(Provider):
         self.max_attempts = MAX_ATTEMPTS
         # features this endpoint rejected: "json_schema", "json_object", "tool_choice", "temperature",
         # "max_tokens"; seeded from what other instances learnt about the same endpoint and model
+        # The set is shared by every instance (and so every thread) talking to the same endpoint and model:
+        # what one request learns applies at once to requests other threads have in flight (see _complete).
         self._endpoint = (self.base_url, self.model)
         with _REJECTED_LOCK:
-            self.rejected: set[str] = set(_REJECTED.get(self._endpoint, ()))
+            self.rejected: set[str] = _REJECTED.setdefault(self._endpoint, set())
         self.waits: list[float] = []  # backoff waits actually slept, for inspection
         self._lock = threading.Lock()
         self._client: Any = None
@@ -367,40 +369,46 @@ class OpenAIProvider(Provider):
 
     # -- the call -------------------------------------------------------------------------------------
     def _complete(self, request: dict) -> Completion:
-        for _ in range(6):  # at most five downgrades (one per feature), then the final answer
+        """Send the request, downgrading features the server rejects and retrying transient failures.
+
+        The API kwargs are rebuilt from `request` before every attempt, so a feature that another thread
+        learnt is rejected while this request was in flight is dropped from its retry too (a request
+        built before the lesson is never re-sent unchanged): such a failure is not counted as an attempt.
+        """
+        attempt, downgrades, reason = 0, 0, ""
+        while True:
             kwargs, blame = self._shape(request)
             try:
-                return self._with_retries(kwargs, blame)
-            except _Fatal as e:
-                if e.feature is not None and e.feature not in self.rejected:
-                    with self._lock:
-                        self.rejected.add(e.feature)  # remember, then ask again without the feature
-                    with _REJECTED_LOCK:
-                        _REJECTED.setdefault(self._endpoint, set()).add(e.feature)
-                    continue
-                raise self._error(e.reason) from None
-        raise self._error("the server rejected every fallback request format")
-
-    def _error(self, reason: str) -> RagError:
-        return RagError(scrub(f"openai ({self.model} at {self.base_url or 'api.openai.com'}): {reason}",
-                              self.settings.api_key))
-
-    def _with_retries(self, kwargs: dict, blame: str | None) -> Completion:
-        reason = ""
-        for attempt in range(1, self.max_attempts + 1):
-            try:
                 return self._once(kwargs, blame)
+            except _Fatal as e:
+                if e.feature is None:
+                    raise self._error(e.reason) from None
+                downgrades += 1
+                if downgrades > 6:  # one per feature at most; more means the server rejects everything
+                    raise self._error("the server rejected every fallback request format") from None
+                self._reject(e.feature)  # remember (for every instance), then ask again without it
             except _Retryable as e:
+                if self._shape(request)[0] != kwargs:
+                    continue  # another thread learnt a rejection meanwhile: the request is different now
+                attempt += 1
                 reason = e.reason
-                if attempt == self.max_attempts:
-                    break
+                if attempt >= self.max_attempts:
+                    raise self._error(f"{self.max_attempts} attempts failed: {reason}") from None
                 wait = self.settings.retry_base_delay * 2 ** (attempt - 1) * (1 + random.random() * 0.5)
                 if e.retry_after is not None:
                     wait = max(wait, e.retry_after)
                 wait = min(wait, self.settings.retry_max_delay)
                 self.waits.append(wait)
                 time.sleep(wait)
-        raise _Fatal(f"{self.max_attempts} attempts failed: {reason}")
+
+    def _reject(self, feature: str) -> None:
+        with _REJECTED_LOCK:
+            self.rejected.add(feature)
+            _REJECTED.setdefault(self._endpoint, self.rejected).add(feature)
+
+    def _error(self, reason: str) -> RagError:
+        return RagError(scrub(f"openai ({self.model} at {self.base_url or 'api.openai.com'}): {reason}",
+                              self.settings.api_key))
 
     def _once(self, kwargs: dict, blame: str | None) -> Completion:
         import openai
@@ -419,11 +427,12 @@ class OpenAIProvider(Provider):
             low = msg.lower()
             if status in (400, 422):  # "Unsupported value: 'temperature'", "use 'max_completion_tokens'"
                 for param in ("temperature", "max_tokens"):
-                    if param in low and param in kwargs and param not in self.rejected:
+                    if param in low and param in kwargs:
                         raise _Fatal(f"HTTP {status}: {msg}", param) from None
-            if blame is not None and blame not in self.rejected and (status in (400, 404, 415, 422)
-                                                                      or status >= 500):
-                raise _Fatal(f"HTTP {status}: {msg}", blame) from None  # maybe the feature: downgrade
+            if blame is not None and (status in (400, 404, 415, 422) or status >= 500):
+                # maybe the feature: downgrade (also when another thread has just learnt it: this request
+                # was built before, and its retry is rebuilt without the feature)
+                raise _Fatal(f"HTTP {status}: {msg}", blame) from None
             if status >= 500 or status == 408:
                 raise _Retryable(f"HTTP {status} server error: {msg}") from None
             hint = {401: " (check OPENAI_API_KEY)", 403: " (access denied)",
@@ -444,7 +453,7 @@ class OpenAIProvider(Provider):
             fn = getattr(tc, "function", None)
             if fn is None:
                 continue
-            calls.append(ToolCall(id=tc.id or f"call_{i}", name=fn.name or "", arguments=fn.arguments or ""))
+            calls.append(ToolCall(id=tc.id or f"call_{i}", name=fn.name or "", arguments=_arguments_text(fn.arguments)))
         usage = getattr(resp, "usage", None)
         if usage is not None and usage.prompt_tokens is not None:
             tin, tout = int(usage.prompt_tokens or 0), int(usage.completion_tokens or 0)
@@ -458,6 +467,18 @@ class OpenAIProvider(Provider):
                         calls=1),
             finish_reason=choice.finish_reason,
         )
+
+
+def _arguments_text(arguments: Any) -> str:
+    """A tool call's arguments as JSON text: OpenAI sends a string, some servers a JSON object."""
+    if arguments is None:
+        return ""
+    if isinstance(arguments, str):
+        return arguments
+    try:
+        return json.dumps(arguments, ensure_ascii=False)
+    except (TypeError, ValueError):
+        return str(arguments)
 
 
 def _with_json_instruction(messages: list[dict], schema: dict | None, *, always: bool) -> list[dict]:

@@ -81,6 +81,8 @@ class Answer:
     error: str | None = None
     timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     general_knowledge: bool = False  # synth found nothing relevant and answered from general knowledge
+    fallback: str | None = None  # "naive": the agent's model read no page, so the agent retrieved as naive does
+    engine: str | None = None  # what produced the answer when not the strategy itself ("offline-extractive")
 
     def to_json(self) -> dict:
         """The exact `rag ask --format json` shape of DESIGN §8, plus `error` when the question failed (an
@@ -91,6 +93,7 @@ class Answer:
             "refused": self.refused,
             "sources": [asdict(s) for s in self.sources],
             "confidence": round(self.confidence, 3),
+            "general_knowledge": self.general_knowledge,
             "metadata": {
                 "provider": self.provider,
                 "model": self.model,
@@ -101,6 +104,8 @@ class Answer:
                 "output_tokens": self.usage.output_tokens,
                 "cost_usd": self.usage.cost_usd,
                 "latency_ms": round(self.latency_ms, 1),
+                "engine": self.engine or self.strategy,
+                "fallback": self.fallback,
             },
         }
         if self.error:

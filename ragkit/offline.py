@@ -58,6 +58,7 @@ from ragkit.models import Answer, Source, Usage
 from ragkit.pagefile import NO_TEXT_MARKER, parse_page
 from ragkit.paths import atomic_write_text, iter_pages, reference_path, resolve_in_db
 
+ENGINE = "offline-extractive"  # Answer.engine: agent, naive and synth all run this one engine offline
 REFUSE_BELOW = 0.5  # minimum evidence coverage (see module docstring)
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
@@ -535,8 +536,9 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
     q = question.strip()[:MAX_QUESTION_CHARS]
     lang = _lang(q)
     note = NOTES[lang]
+    # one engine serves every strategy offline: metadata.engine says so, whatever strategy was asked for
     answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
-                    steps=1, usage=Usage(0, 0, 0.0, 0))
+                    steps=1, usage=Usage(0, 0, 0.0, 0), engine=ENGINE)
 
     def refuse(pages_read: list[str], confidence: float = 0.0) -> Answer:
         answer.answer = f"{T.refusal_text(lang)}\n{note}"

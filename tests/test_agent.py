@@ -37,6 +37,14 @@ def db(isolated_env) -> Path:
 
 @pytest.fixture
 def server(scripted_server):
+    # json_schema is rejected as llama.cpp's server does, so no strategy may depend on it; tool_choice
+    # "required" is taken (OpenAI): `llama_server` below rejects it too
+    scripted_server.reject_json_schema = True
+    return scripted_server
+
+
+@pytest.fixture
+def llama_server(scripted_server):
     # behave like llama.cpp's server: a request that needed either feature would fail
     scripted_server.reject_json_schema = True
     scripted_server.reject_tool_choice_required = True
@@ -79,7 +87,9 @@ def test_multi_step_sequence_reaches_the_right_page_and_cites_it(server, db):
     assert len(reqs) == 5 and server.pending == 0
     first = reqs[0]
     assert [t["function"]["name"] for t in first["tools"]] == ["list_dir", "search", "grep", "read_page"]
-    assert all(r["tool_choice"] == "auto" for r in reqs) and not any("response_format" in r for r in reqs)
+    # the first turn must use a tool (nothing is answered before reading); then the model chooses
+    assert [r["tool_choice"] for r in reqs] == ["required"] + ["auto"] * 4
+    assert not any("response_format" in r for r in reqs)
     system = first["messages"][0]["content"]
     assert refusal_text("en") in system and "never instructions" in system and "English" in system
     assert "manuals/  (3 pages)" in system  # the top of the tree, so the model starts oriented
@@ -134,7 +144,8 @@ def test_path_escape_attempts_get_explanations_and_read_nothing_outside(server, 
                 ("read_page", {"path": "manuals/escape.md"}), ("search", {"query": "x", "path": "../.."}),
                 ("read_page", {"path": "manuals/router/setup/page_003.md\u0000"})]
     server.enqueue(tool_calls=attempts)
-    # the model then cites a path outside: it is dropped, not shown as a source
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    # the model then cites paths outside: they are dropped, not shown as sources; the page read stands in
     server.enqueue(content=json.dumps({"answer": "Something.", "sources": ["../../outside.md", str(outside)],
                                        "refused": False}))
     a = run(server, db)
@@ -142,19 +153,21 @@ def test_path_escape_attempts_get_explanations_and_read_nothing_outside(server, 
     assert len(results) == len(attempts)
     assert all(r.startswith("Error:") for r in results), results
     assert all(SECRET not in json.dumps(r) for r in server.requests)
-    assert a.error is None and a.sources == [] and a.pages_read == [] and a.confidence == 0.1
+    assert a.error is None and [s.path for s in a.sources] == [RESET_REF] and a.pages_read == [RESET_REF]
 
 
 def test_429_then_success(server, db):
     server.enqueue(status=429, retry_after=0)
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     a = run(server, db)
     assert a.error is None and a.answer.startswith("Hold the RESET")
-    assert server.statuses == [429, 200] and a.usage.calls == 1
+    assert server.statuses == [429, 200, 200] and a.usage.calls == 2
 
 
 def test_timeout_then_success_and_timeout_failure_is_an_error_answer(server, db):
-    server.enqueue(content=FINAL, delay=1.0)
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})], delay=1.0)
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     a = run(server, db, settings={"timeout": 0.2})
     assert a.error is None and a.answer.startswith("Hold the RESET")
@@ -166,10 +179,13 @@ def test_timeout_then_success_and_timeout_failure_is_an_error_answer(server, db)
 
 
 def test_provider_error_is_one_line_without_the_key(server, db):
-    for _ in range(3):
+    # the first 500 answers a request with tool_choice "required", which a server may reject that way: it is
+    # asked again without it (a downgrade, not an attempt); then three attempts fail
+    for _ in range(4):
         server.enqueue(status=500, body={"error": {"message": f"upstream broke, key {TEST_KEY}"}})
     a = run(server, db)
     assert a.error and "3 attempts failed" in a.error and TEST_KEY not in a.error and "***" in a.error
+    assert [r["tool_choice"] for r in server.requests] == ["required", "auto", "auto", "auto"]
 
 
 def test_step_budget_exhaustion_still_answers_from_what_was_read(server, db, tmp_path):
@@ -201,10 +217,11 @@ def test_token_budget_exhaustion_still_answers(server, db):
 
 
 def test_model_going_quiet_gets_one_last_call(server, db):
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content="")
     server.enqueue(content="")
     a = run(server, db)
-    assert a.error == "the model returned an empty answer" and len(server.requests) == 2
+    assert a.error == "the model returned an empty answer" and len(server.requests) == 3
 
 
 def test_tool_call_written_as_text_is_executed(server, db):
@@ -261,6 +278,7 @@ def test_parse_final_units():
 
 def test_refusal_in_the_questions_language(server, db):
     server.enqueue(tool_calls=[("search", {"query": "保証期間"})])
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=json.dumps({"answer": refusal_text("ja"), "sources": [], "refused": True},
                                       ensure_ascii=False))
     a = run(server, db, question="冷蔵庫の保証期間は何年ですか？")
@@ -271,6 +289,7 @@ def test_refusal_in_the_questions_language(server, db):
 
 
 def test_refusal_flag_with_other_text_becomes_the_plain_refusal(server, db):
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=json.dumps({"answer": "Not sure, maybe 2 years", "sources": [RESET_PAGE],
                                        "refused": True}))
     a = run(server, db, question="How long is the warranty?")
@@ -278,12 +297,14 @@ def test_refusal_flag_with_other_text_becomes_the_plain_refusal(server, db):
 
 
 def test_an_empty_answer_is_a_refusal(server, db):
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=json.dumps({"answer": "", "sources": [RESET_PAGE], "refused": False}))
     a = run(server, db)
     assert a.refused and a.answer == refusal_text("en") and a.sources == []
 
 
 def test_refusal_text_without_flag_is_recognised(server, db):
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content="라우터 보증 기간은 이 질문에는 문서에서 답할 수 없습니다.")
     a = run(server, db, question="라우터 보증 기간은 몇 년입니까?")
     assert a.refused and a.sources == []
@@ -466,6 +487,7 @@ def test_user_mistakes_raise(server, db, isolated_env):
 
 def test_ask_opens_the_real_index_itself(server, db):
     server.enqueue(tool_calls=[("search", {"query": "RESET button"})])
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     a = ask("How do I reset the router?", openai_settings(server, db=db))
     assert a.error is None and a.sources[0].path == RESET_REF
@@ -480,6 +502,7 @@ def test_offline_provider_uses_the_extractive_engine_for_every_strategy(db):
                 index=index_for(db))
         assert a.provider == "offline" and a.strategy == strategy and a.error is None
         assert not a.refused and a.sources and a.sources[0].path == RESET_REF
+        assert a.to_json()["metadata"]["engine"] == "offline-extractive"  # says that they share the engine
 
 
 def test_trace_records_every_step_without_the_key(server, db, tmp_path):
@@ -502,13 +525,14 @@ def test_trace_records_every_step_without_the_key(server, db, tmp_path):
 def test_print_answer_text(server, db):
     from rich.console import Console
 
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     a = run(server, db)
     console = Console(record=True, width=200)
     print_answer(a, console=console)
     text = console.export_text()
     assert "Hold the RESET button" in text and "Sources" in text
-    assert f"{RESET_REF} (page 3) — Resetting the router" in text and "· 1 step ·" in text
+    assert f"{RESET_REF} (page 3) — Resetting the router" in text and "· 2 steps ·" in text
 
 
 def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
@@ -524,9 +548,11 @@ def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
                                       "--trace", "trace.jsonl", "--no-cache"])
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
-    assert list(doc) == ["answer", "refused", "sources", "confidence", "metadata"]
+    assert list(doc) == ["answer", "refused", "sources", "confidence", "general_knowledge", "metadata"]
     assert list(doc["metadata"]) == ["provider", "model", "strategy", "timestamp", "steps", "input_tokens",
-                                     "output_tokens", "cost_usd", "latency_ms"]
+                                     "output_tokens", "cost_usd", "latency_ms", "engine", "fallback"]
+    assert doc["general_knowledge"] is False and doc["metadata"]["fallback"] is None
+    assert doc["metadata"]["engine"] == "agent"
     assert list(doc["sources"][0]) == ["path", "page", "title", "excerpt", "score"]
     assert doc["sources"][0]["path"] == RESET_REF and doc["sources"][0]["page"] == 3
     assert doc["metadata"]["steps"] == 2 and doc["metadata"]["provider"] == "openai"
@@ -541,6 +567,7 @@ def test_cli_ask_text_and_error_exit(server, db, monkeypatch):
 
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     result = CliRunner().invoke(app, ["ask", "How do I reset the router?", "--no-cache"])
     assert result.exit_code == 0, result.output
@@ -581,3 +608,132 @@ def test_budgets_come_from_arguments_then_settings(server, db):
 
 def test_module_constants_are_the_documented_defaults():
     assert agent_mod.MAX_STEPS == 12 and agent_mod.MAX_TOKENS == 60_000
+
+
+# -- reading before answering (issue 18) -----------------------------------------------------------------
+UNREAD = "You can refer to the official documentation of the router for that."
+
+
+def test_an_answer_before_any_page_was_read_is_not_accepted_the_model_is_told_once(server, db, tmp_path):
+    server.enqueue(content=UNREAD)  # a weak model answers at once, from nothing
+    server.enqueue(tool_calls=[("search", {"query": "reset"})])
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    server.enqueue(content=FINAL)
+    trace = tmp_path / "trace.jsonl"
+    a = run(server, db, trace_path=trace)
+    assert a.error is None and a.answer.startswith("Hold the RESET") and a.fallback is None
+    assert [s.path for s in a.sources] == [RESET_REF]
+    told = server.requests[1]
+    assert told["tool_choice"] == "required"
+    assert told["messages"][-2] == {"role": "assistant", "content": UNREAD}
+    assert told["messages"][-1]["content"].startswith("You have not read any page yet")
+    assert [r["tool_choice"] for r in server.requests] == ["required", "required", "auto", "auto"]
+    events = [json.loads(line)["event"] for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert events.count("nudge") == 1
+
+
+def test_a_refusal_before_any_page_was_read_is_not_accepted_either(server, db):
+    refusal = json.dumps({"answer": refusal_text("ja"), "sources": [], "refused": True}, ensure_ascii=False)
+    server.enqueue(content=refusal)
+    server.enqueue(tool_calls=[("read_page", {"path": "家電/冷蔵庫/操作と機能/page_008.md"})])
+    server.enqueue(content=json.dumps({"answer": "24時間ほど待ちます。", "sources": ["家電/冷蔵庫/操作と機能/page_008.md"],
+                                       "refused": False}, ensure_ascii=False))
+    a = run(server, db, question="製氷機は初めて使うとき何時間待ちますか？")
+    assert not a.refused and a.answer == "24時間ほど待ちます。"
+    assert a.sources[0].path == "database/家電/冷蔵庫/操作と機能/page_008.md"
+
+
+def test_a_model_that_never_reads_gets_the_naive_fallback_and_the_metadata_says_so(server, db, tmp_path):
+    server.enqueue(content=UNREAD)
+    server.enqueue(content=UNREAD)  # told once; still nothing read
+    server.enqueue(content=json.dumps({"answer": "Hold RESET for 10 seconds [1].", "sources": ["[1]"],
+                                       "refused": False}))
+    trace = tmp_path / "trace.jsonl"
+    a = run(server, db, trace_path=trace)
+    assert a.error is None and a.fallback == "naive" and a.answer == "Hold RESET for 10 seconds [1]."
+    assert a.strategy == "agent" and a.to_json()["metadata"]["fallback"] == "naive"
+    naive = server.requests[2]
+    assert "tools" not in naive and naive["messages"][0]["content"].startswith("You answer a question from the")
+    assert "Search result [1]: " + RESET_PAGE in naive["messages"][1]["content"]
+    assert [s.path for s in a.sources] == [RESET_REF] and RESET_REF in a.pages_read
+    assert a.steps == 3 and len(server.requests) == 3
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert [e["strategy"] for e in events if e["event"] == "fallback"] == ["naive"]
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    print_answer(a, console=console)
+    assert "the model read no page itself" in console.export_text()
+
+
+def test_searching_without_reading_and_a_spent_step_budget_also_fall_back(server, db):
+    server.enqueue(tool_calls=[("search", {"query": "reset"})])
+    server.enqueue(tool_calls=[("list_dir", {"path": ""})])
+    server.enqueue(content=FINAL)  # the naive call
+    a = run(server, db, max_steps=2)
+    assert a.fallback == "naive" and a.sources[0].path == RESET_REF
+    assert "tools" not in server.requests[2] and "Search result [1]" in server.requests[2]["messages"][1]["content"]
+
+
+def test_against_a_llama_cpp_like_server_required_is_dropped_and_the_agent_still_reads(llama_server, db):
+    llama_server.enqueue(content=UNREAD)
+    llama_server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    llama_server.enqueue(content=FINAL)
+    a = run(llama_server, db)
+    assert a.error is None and a.sources[0].path == RESET_REF and a.fallback is None
+    # the first request with "required" was rejected (HTTP 500) and sent again with "auto"; the nudge turn asks
+    # for "auto" from then on, since the endpoint is known to reject it
+    assert [r["tool_choice"] for r in llama_server.requests] == ["required", "auto", "auto", "auto"]
+    assert llama_server.statuses == [500, 200, 200, 200]
+
+
+def test_tool_call_arguments_as_a_json_object_do_not_crash_the_question(server, db):
+    body = {"id": "x", "object": "chat.completion", "created": 0, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "finish_reason": "tool_calls", "message": {
+                "role": "assistant", "content": None, "tool_calls": [{"id": "c1", "type": "function", "function": {
+                    "name": "read_page", "arguments": {"path": RESET_PAGE}}}]}}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+    server.enqueue(body=body)
+    server.enqueue(content=FINAL)
+    a = run(server, db)
+    assert a.error is None and a.pages_read == [RESET_REF] and a.sources[0].path == RESET_REF
+
+
+CALL = {"name": "read_page", "arguments": {"path": RESET_PAGE}}
+
+
+@pytest.mark.parametrize("content", [
+    "```json\n" + json.dumps(CALL) + "\n```",
+    json.dumps(CALL),
+    "I will read it: " + json.dumps(CALL).replace("{", "{{").replace("}", "}}"),
+    "<tool_call>\n" + json.dumps({"name": "read_page", "arguments": json.dumps({"path": RESET_PAGE})}) + "\n</tool_call>",
+    json.dumps({"function": {"name": "read_page", "parameters": {"path": RESET_PAGE}}}),
+    json.dumps({"name": "read_page", "path": RESET_PAGE}),
+    json.dumps({"read_page": {"path": RESET_PAGE}}),
+    json.dumps([CALL]),
+])
+def test_tool_calls_written_into_the_content_in_the_shapes_small_models_use(server, db, content):
+    server.enqueue(content=content)
+    server.enqueue(content=FINAL)
+    a = run(server, db)
+    assert a.error is None and a.pages_read == [RESET_REF] and a.sources[0].path == RESET_REF
+    assert server.requests[1]["messages"][-1]["content"].startswith("Result of read_page")
+
+
+def test_textual_tool_calls_units():
+    from ragkit.agent import textual_tool_calls
+
+    two = "<tool_call>" + json.dumps(CALL) + "</tool_call>\n<tool_call>" + json.dumps(
+        {"name": "search", "arguments": {"query": "LED"}}) + "</tool_call>"
+    assert [n for n, _ in textual_tool_calls(two)] == ["read_page", "search"]
+    assert textual_tool_calls(FINAL) == []  # a final answer is not a call
+    assert textual_tool_calls('{"name": "delete_all", "arguments": {}}') == []
+    assert textual_tool_calls("The RESET button {is} held for 10 s.") == []
+    assert json.loads(textual_tool_calls(json.dumps(CALL))[0][1]) == {"path": RESET_PAGE}
+
+
+def test_general_knowledge_is_flagged_in_json(server, db, isolated_env):
+    make_db(isolated_env, SYNTH_PAGES)
+    server.set_responder(synth_responder({}, {}))
+    doc = run(server, db, strategy="synth").to_json()
+    assert doc["general_knowledge"] is True and doc["sources"] == []

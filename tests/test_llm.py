@@ -500,3 +500,77 @@ def test_other_400s_are_not_retried_or_downgraded(scripted_server):
     with pytest.raises(RagError, match="HTTP 400: messages: too long"):
         p.chat(USER, max_tokens=5)
     assert len(scripted_server.requests) == 1 and p.rejected == set()
+
+
+# -- what real servers send, and what many threads learn together -------------------------------------
+def _completion_body(message: dict) -> dict:
+    return {"id": "x", "object": "chat.completion", "created": 0, "model": "m",
+            "choices": [{"index": 0, "message": message, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
+
+
+def test_tool_call_arguments_sent_as_a_json_object_become_json_text(scripted_server):
+    # some servers send "arguments": {...} instead of a JSON string; it used to crash the question
+    scripted_server.enqueue(body=_completion_body({"role": "assistant", "content": None, "tool_calls": [
+        {"id": "c1", "type": "function", "function": {"name": "search", "arguments": {"query": "VPN 上限"}}}]}))
+    c = provider(scripted_server).chat(USER, tools=TOOLS)
+    assert c.tool_calls[0].name == "search"
+    assert isinstance(c.tool_calls[0].arguments, str)
+    assert json.loads(c.tool_calls[0].arguments) == {"query": "VPN 上限"}
+
+
+def test_a_rejection_learnt_by_one_thread_reaches_requests_already_in_flight(scripted_server):
+    # Both requests are sent with json_schema before either hears back; both are rejected. The thread that
+    # hears second must not retry its unchanged request (3 x HTTP 500 = a failed row): it is rebuilt.
+    barrier = threading.Barrier(2, timeout=10)
+
+    def responder(body):
+        if (body.get("response_format") or {}).get("type") == "json_schema":
+            try:
+                barrier.wait()
+            except threading.BrokenBarrierError:
+                pass
+            return {"status": 500, "body": {"error": {"message": "unsupported by this server"}}}
+        return {"content": '{"answer": "ok"}'}
+
+    scripted_server.set_responder(responder)
+    results: list = []
+    shared = provider(scripted_server)  # batch workers share one judge provider
+
+    def one():
+        try:
+            results.append(chat_json(shared, USER, schema=SCHEMA)[0])
+        except RagError as e:  # recorded, so the assertion below shows it
+            results.append(str(e))
+
+    threads = [threading.Thread(target=one) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(30)
+    assert results == [{"answer": "ok"}, {"answer": "ok"}]
+    kinds = [(r.get("response_format") or {}).get("type") for r in scripted_server.requests]
+    assert kinds.count("json_schema") == 2 and kinds.count("json_object") == 2 and len(kinds) == 4
+
+
+def test_five_workers_against_a_server_rejecting_json_schema_and_required_lose_no_row(scripted_server):
+    scripted_server.reject_json_schema = True
+    scripted_server.reject_tool_choice_required = True
+
+    def responder(body):
+        if body.get("tools"):
+            return {"tool_calls": [("search", {"query": "x"})], "delay": 0.02}
+        return {"content": '{"answer": "ok"}', "delay": 0.02}
+
+    scripted_server.set_responder(responder)
+    from concurrent.futures import ThreadPoolExecutor
+
+    def row(i: int):
+        p = provider(scripted_server)
+        if i % 2:
+            return p.chat(USER, tools=TOOLS, tool_choice="required").tool_calls[0].name
+        return chat_json(p, USER, schema=SCHEMA)[0]["answer"]
+
+    with ThreadPoolExecutor(5) as pool:
+        out = list(pool.map(row, range(18)))
+    assert out == ["ok" if i % 2 == 0 else "search" for i in range(18)]

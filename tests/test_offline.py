@@ -143,8 +143,9 @@ def test_deterministic_and_json_shape(mini):
     assert strip(first) == strip(second)
     assert first.pages_read == second.pages_read
     doc = json.loads(json.dumps(first.to_json()))
-    assert set(doc) == {"answer", "refused", "sources", "confidence", "metadata"}
+    assert set(doc) == {"answer", "refused", "sources", "confidence", "general_knowledge", "metadata"}
     assert doc["metadata"]["provider"] == "offline" and doc["metadata"]["cost_usd"] == 0.0
+    assert doc["metadata"]["engine"] == "offline-extractive"  # one engine, whatever strategy was asked
 
 
 @pytest.mark.parametrize("question", ["", "   ", "???", "\x00\x01\x02", "🙂🙂🙂", "../../etc/passwd",
