@@ -36,8 +36,10 @@ LONGCTX_SYSTEM = """You answer a question from whole documents given below, page
 
 {final_format}"""
 
+# One bracketed line without brackets or parentheses inside, so the offline judge strips it like the offline
+# engine's own notice (judge._NOTICE_BRACKET) instead of counting it as an extra key point of the answer.
 OFFLINE_NOTE = ("[longctx offline: no model reads the long context; this extractive answer is drawn only from "
-                "the {pages} page(s) of {docs} document(s) that fit in {budget} tokens]")
+                "{pages} pages of {docs} documents that fit in {budget} tokens]")
 
 _override: int | None = None
 
