@@ -703,7 +703,10 @@ def _synth(run: _Run, answer: Answer, toolbox: Any, *, workers: int = SYNTH_K) -
     return _finish(run, answer, final, candidates=[h.path for _, h, _ in relevant], numbered=numbered)
 
 
-_STRATEGIES: dict[str, Callable[..., Answer]] = {"agent": _agent, "naive": _naive, "synth": _synth}
+from ragkit.longctx import longctx as _longctx  # noqa: E402 - the long-context baseline (its own module)
+
+_STRATEGIES: dict[str, Callable[..., Answer]] = {"agent": _agent, "naive": _naive, "synth": _synth,
+                                                 "longctx": _longctx}
 
 
 # -- entry points --------------------------------------------------------------------------------------
@@ -761,7 +764,7 @@ def ask(
 
     toolbox = Toolbox(db, index)
     try:
-        if provider.is_offline:
+        if provider.is_offline and strategy != "longctx":  # longctx has its own offline path
             from ragkit.offline import answer_offline
 
             answer = answer_offline(question, index, db, k=5)

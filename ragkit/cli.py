@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragkit.config import load_settings
+from ragkit.config import STRATEGIES, load_settings
 from ragkit.console import make_console
 from ragkit.errors import RagError, UsageError
 from ragkit.text import one_line
@@ -39,8 +39,9 @@ ProviderOpt = Annotated[str | None, typer.Option(
 ModelOpt = Annotated[str | None, typer.Option(
     "--model", metavar="NAME", help="Model name.  [default: env RAG_MODEL, else gpt-4o-mini]", show_default=False)]
 StrategyOpt = Annotated[str, typer.Option(
-    "--strategy", metavar="agent|naive|synth",
-    help="agent: tool-using navigation; naive: one search, one call; synth: drafts per result, synthesised.")]
+    "--strategy", metavar="|".join(STRATEGIES),
+    help="agent: tool-using navigation; naive: one search, one call; synth: drafts per result, synthesised; "
+         "longctx: whole candidate documents in the context.")]
 FormatOpt = Annotated[str, typer.Option("--format", metavar="text|json", help="Output format.")]
 NoCacheOpt = Annotated[bool, typer.Option(
     "--no-cache", help="Bypass the on-disk LLM response cache.  [default: off]", show_default=False)]
@@ -54,6 +55,14 @@ MaxTokensOpt = Annotated[int | None, typer.Option(
     "--max-tokens", metavar="N", help="Agent token budget per question."
     "  [default: 60000, or env RAG_MAX_TOKENS]",
     show_default=False)]
+
+FailUnderOpt = Annotated[list[str] | None, typer.Option(
+    "--fail-under", metavar="METRIC=VALUE",
+    help='Quality gate, repeatable (e.g. "Ref Recall=0.8"): exit 3 when the metric\'s mean over the results '
+         "is below VALUE.  [default: no gate]", show_default=False)]
+ContextTokensOpt = Annotated[int | None, typer.Option(
+    "--context-tokens", metavar="N", help="longctx: token budget of the documents put in the context."
+    "  [default: 32000, or env RAG_CONTEXT_TOKENS]", show_default=False)]
 
 
 def _version(value: bool) -> None:
@@ -180,11 +189,13 @@ def ask(
     no_cache: NoCacheOpt = False,
     max_steps: MaxStepsOpt = None,
     max_tokens: MaxTokensOpt = None,
+    context_tokens: ContextTokensOpt = None,
 ) -> None:
     """Answer a question from the database and cite the pages used."""
     from ragkit.agent import ask as ask_question
     from ragkit.agent import print_answer
 
+    _set_context_tokens(context_tokens)
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, got {fmt!r}")
     settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache, max_steps=max_steps,
@@ -215,17 +226,21 @@ def batch(
     no_cache: NoCacheOpt = False,
     max_steps: MaxStepsOpt = None,
     max_tokens: MaxTokensOpt = None,
+    fail_under: FailUnderOpt = None,
+    context_tokens: ContextTokensOpt = None,
 ) -> None:
     """Answer every question of a CSV in parallel, score it, write results and summary CSVs."""
+    from ragkit import batch as batch_mod
     from ragkit.batch import print_batch_report, run_batch
 
+    gates = _gates(fail_under, getattr(batch_mod, "OUTPUT_COLUMNS", None))
+    _set_context_tokens(context_tokens)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens)
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume)
     print_batch_report(report, console)
-    if report.errors:
-        raise typer.Exit(1)
+    _finish_with_gates(report, gates)
 
 
 @app.command("eval")
@@ -243,17 +258,19 @@ def eval_(
     workers: Annotated[int | None, typer.Option(
         "--workers", metavar="N", help="Rows judged in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)] = None,
     no_cache: NoCacheOpt = False,
+    fail_under: FailUnderOpt = None,
 ) -> None:
     """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
+    from ragkit import batch as batch_mod
     from ragkit.batch import print_batch_report, run_eval
 
+    gates = _gates(fail_under, getattr(batch_mod, "OUTPUT_COLUMNS", None))
     settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
                              workers=workers, cache=not no_cache)
     _say_provider(settings)
     report = run_eval(results_csv, settings)
     print_batch_report(report, console)
-    if report.errors:
-        raise typer.Exit(1)
+    _finish_with_gates(report, gates)
 
 
 @app.command()
@@ -297,6 +314,105 @@ def demo(
     ok = run_demo(settings, console)
     if not ok:
         raise typer.Exit(1)
+
+
+# -- reports, comparisons and gates (issue 21) ---------------------------------------------------------
+def _set_context_tokens(n: int | None) -> None:
+    """--context-tokens wins over RAG_CONTEXT_TOKENS for this process (the longctx strategy reads it)."""
+    from ragkit.longctx import set_context_tokens
+
+    if n is not None:
+        set_context_tokens(n)
+
+
+def _gates(specs: list[str] | None, columns) -> list:
+    from ragkit.gates import check_names, parse_gates
+
+    gates = parse_gates(specs)
+    check_names(gates, columns)
+    return gates
+
+
+def _finish_with_gates(report, gates: list) -> None:
+    """Exit 1 when rows failed; else 3 when a --fail-under gate is not met (one line per failed gate)."""
+    from ragkit.gates import EXIT_GATE, check_results_file
+
+    results = check_results_file(report.results_path, gates) if gates and report.results_path else []
+    for r in results:
+        (console if r.passed else err).print(r.line(), markup=False, highlight=False)
+    if report.errors:
+        raise typer.Exit(1)
+    if any(not r.passed for r in results):
+        raise typer.Exit(EXIT_GATE)
+
+
+class _OptionalDeltaCommand(typer.core.TyperCommand):
+    """Lets `--fail-on-regression` stand alone (tolerance 0) or take a DELTA (click options need a value)."""
+
+    def parse_args(self, ctx, args):
+        args = list(args)
+        for i, a in enumerate(args):
+            if a == "--fail-on-regression":
+                nxt = args[i + 1] if i + 1 < len(args) else None
+                try:
+                    float(nxt) if nxt is not None else None
+                except ValueError:
+                    nxt = None
+                if nxt is None:
+                    args.insert(i + 1, "0")
+                break
+        return super().parse_args(ctx, args)
+
+
+@app.command(cls=_OptionalDeltaCommand)
+@handle_errors
+def compare(
+    old: Annotated[Path, typer.Argument(
+        metavar="OLD.csv", help="The earlier results CSV (the baseline).", show_default=False)],
+    new: Annotated[Path, typer.Argument(metavar="NEW.csv", help="The later results CSV.", show_default=False)],
+    fmt: Annotated[str, typer.Option(
+        "--format", metavar="text|json|markdown", help="Output format (markdown for a CI job summary).")] = "text",
+    fail_on_regression: Annotated[float | None, typer.Option(
+        "--fail-on-regression", metavar="[DELTA]",
+        help="Exit 3 when a quality metric's mean fell by more than DELTA (0 when no DELTA is given: any "
+             "drop).  [default: no gate]", show_default=False)] = None,
+) -> None:
+    """Question-by-question deltas between two results CSVs, with paired tests (bootstrap, McNemar)."""
+    from ragkit.compare import FORMATS, compare_files
+    from ragkit.gates import EXIT_GATE
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fail_on_regression is not None and fail_on_regression < 0:
+        raise UsageError(f"--fail-on-regression must be 0 or more, got {fail_on_regression}")
+    cmp = compare_files(old, new)
+    console.out(FORMATS[fmt](cmp), highlight=False)
+    if fail_on_regression is not None:
+        failed = cmp.regressions(fail_on_regression)
+        for m in failed:
+            err.print(f"gate failed: {m.metric} fell {m.old:.4f} -> {m.new:.4f} ({m.delta:+.4f}, more than "
+                      f"{fail_on_regression:g}; p={m.p if m.p is not None else float('nan'):.3g}, {m.n} paired)",
+                      markup=False, highlight=False)
+        if failed:
+            raise typer.Exit(EXIT_GATE)
+
+
+@app.command()
+@handle_errors
+def report(
+    results_csvs: Annotated[list[Path], typer.Argument(
+        metavar="RESULTS.csv...", help="One or more results CSVs (compared side by side).", show_default=False)],
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", metavar="FILE.html", help="The HTML file to write."
+        "  [default: next to the first CSV, .html]", show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace an existing output file.  [default: off]", show_default=False)] = False,
+) -> None:
+    """One self-contained HTML report (plots, filters, per-question details); no network needed to read it."""
+    from ragkit.report import write_report
+
+    path = write_report(results_csvs, output, overwrite=force)
+    console.print(f"report: {path}", markup=False, highlight=False)
 
 
 def main() -> None:

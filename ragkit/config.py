@@ -10,7 +10,7 @@ from stat import S_ISREG
 from dotenv import dotenv_values
 
 PROVIDERS = ("openai", "offline")
-STRATEGIES = ("agent", "naive", "synth")
+STRATEGIES = ("agent", "naive", "synth", "longctx")
 DEFAULT_MODEL = "gpt-4o-mini"
 
 

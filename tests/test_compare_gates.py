@@ -1,0 +1,205 @@
+"""rag compare (deltas against hand-computed values, paired tests) and the quality gates (exit 3)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragkit import gates as G
+from ragkit.cli import app
+from ragkit.compare import compare_files, format_markdown
+from ragkit.errors import UsageError
+from ragkit.runs import bootstrap_ci, load_run, mcnemar, paired_bootstrap
+
+COLS = ["Question", "Reference Document", "RAG Answer", "Retrieved Files", "Checklist Recall", "Ref Recall",
+        "Contain Match", "Refused", "Latency ms", "Error"]
+
+
+def write_results(path: Path, rows: list[dict]) -> Path:
+    buf = io.StringIO()
+    w = csv.DictWriter(buf, fieldnames=COLS, lineterminator="\r\n")
+    w.writeheader()
+    for r in rows:
+        w.writerow({c: r.get(c, "") for c in COLS})
+    path.write_bytes(buf.getvalue().encode("utf-8-sig"))
+    return path
+
+
+def row(q: str, ref: str | float, chk: str | float, contain: str, *, refused: str = "False",
+        doc: str = "database/cat/doc/sec/page_001.md") -> dict:
+    return {"Question": q, "Reference Document": doc, "RAG Answer": "a", "Ref Recall": ref,
+            "Checklist Recall": chk, "Contain Match": contain, "Refused": refused, "Latency ms": "100"}
+
+
+@pytest.fixture
+def two_runs(isolated_env) -> tuple[Path, Path]:
+    # hand-computed: Ref Recall old (1 + 0 + 0.5 + 1 + 1) / 5 = 0.7, new (1 + 1 + 1 + 0 + 1) / 5 = 0.8
+    # Checklist Recall: q5 is undefined in the new run, so the delta covers q1-q4 only:
+    #   old (1 + 0.5 + 0.5 + 1) / 4 = 0.75, new (1 + 1 + 0.5 + 0) / 4 = 0.625, delta -0.125
+    # Contain Match: 1->0 on q1, q4, q5 (b = 3), 0->1 on none (c = 0): McNemar p = 2 * 0.5**3 = 0.25
+    old = write_results(isolated_env / "old.csv", [
+        row("q1", 1, 1, "True"), row("q2", 0, 0.5, "False"), row("q3", 0.5, 0.5, "False"),
+        row("q4", 1, 1, "True"), row("q5", 1, 1, "True"), row("only-old", 1, 1, "True")])
+    new = write_results(isolated_env / "new.csv", [
+        row("q1", 1, 1, "False"), row("q2", 1, 1, "False"), row("q3", 1, 0.5, "False"),
+        row("q4", 0, 0, "False"), row("q5", 1, "", "False"), row("only-new", 0, 0, "False")])
+    return old, new
+
+
+def test_deltas_match_hand_computed_values(two_runs):
+    cmp = compare_files(*two_runs)
+    assert (cmp.paired, cmp.only_old, cmp.only_new) == (5, 1, 1)
+    ref = cmp.metric("Ref Recall")
+    assert ref.n == 5 and ref.old == pytest.approx(0.7) and ref.new == pytest.approx(0.8)
+    assert ref.delta == pytest.approx(0.1) and ref.test == "paired bootstrap"
+    assert (ref.worse, ref.better) == (1, 2)
+    chk = cmp.metric("Checklist Recall")
+    assert chk.n == 4 and chk.old == pytest.approx(0.75) and chk.new == pytest.approx(0.625)
+    assert chk.delta == pytest.approx(-0.125)
+    cm = cmp.metric("Contain Match")
+    assert cm.test == "mcnemar" and (cm.worse, cm.better) == (3, 0) and cm.p == pytest.approx(0.25)
+    assert cm.delta == pytest.approx(-0.6)
+    assert cmp.metric("Latency ms") is None  # not a quality
+    # per question: q2, q3 better; q4 worse (both recalls and contain fell); q1, q5 worse (contain fell)
+    assert sorted(q.question for q in cmp.better) == ["q2", "q3"]
+    assert sorted(q.question for q in cmp.worse) == ["q1", "q4", "q5"]
+    q4 = next(q for q in cmp.worse if q.question == "q4")
+    assert q4.changes["Ref Recall"] == (1.0, 0.0) and q4.new_row == 4
+
+
+def test_statistics_by_hand():
+    assert mcnemar(0, 0) == 1.0
+    assert mcnemar(4, 0) == pytest.approx(2 / 16)
+    assert mcnemar(1, 2) == pytest.approx(1.0)  # 2 * (1 + 3) / 8, capped at 1
+    assert mcnemar(1, 9) == pytest.approx(2 * (1 + 10) / 1024)
+    ci, p = paired_bootstrap([0.5, 0.5, 0.5], resamples=500)
+    assert ci == (0.5, 0.5) and p == pytest.approx(1 / 500)  # every resample is above 0
+    ci, p = paired_bootstrap([0.0, 0.0])
+    assert p == 1.0
+    ci, p = paired_bootstrap([1.0, -1.0, 1.0, -1.0] * 5)
+    assert ci[0] < 0 < ci[1] and p > 0.5
+    lo, hi = bootstrap_ci([0.0, 1.0] * 20)
+    assert 0.3 < lo < 0.5 < hi < 0.7
+    assert bootstrap_ci([1.0]) is None
+
+
+def test_compare_cli_formats(two_runs):
+    old, new = two_runs
+    r = CliRunner().invoke(app, ["compare", str(old), str(new)])
+    assert r.exit_code == 0, r.output
+    assert "Ref Recall" in r.output and "+0.100" in r.output and "-0.125" in r.output
+    assert "worse: 3 question(s)" in r.output and "better: 2 question(s)" in r.output
+    r = CliRunner().invoke(app, ["compare", str(old), str(new), "--format", "json"])
+    data = json.loads(r.output)
+    m = {x["metric"]: x for x in data["metrics"]}
+    assert m["Ref Recall"]["delta"] == pytest.approx(0.1) and m["Contain Match"]["p"] == pytest.approx(0.25)
+    assert {q["question"] for q in data["worse"]} == {"q1", "q4", "q5"}
+    r = CliRunner().invoke(app, ["compare", str(old), str(new), "--format", "markdown"])
+    assert r.exit_code == 0 and "| Ref Recall | 5 | 0.700 | 0.800 | +0.100 |" in r.output
+    assert "<summary>Worse: 3 question(s)</summary>" in r.output
+    r = CliRunner().invoke(app, ["compare", str(old), str(new), "--format", "xml"])
+    assert r.exit_code == 2
+
+
+def test_markdown_escapes_pipes(isolated_env):
+    old = write_results(isolated_env / "o.csv", [row("a | b", 1, 1, "True")])
+    new = write_results(isolated_env / "n.csv", [row("a | b", 0, 1, "True")])
+    md = format_markdown(compare_files(old, new))
+    assert "a \\| b" in md
+
+
+def test_fail_on_regression_exit_codes(two_runs):
+    old, new = two_runs
+    runner = CliRunner()
+    # bare flag: any drop fails (Checklist Recall -0.125, Contain Match -0.6)
+    r = runner.invoke(app, ["compare", str(old), str(new), "--fail-on-regression"])
+    assert r.exit_code == 3
+    failed = [ln for ln in r.stderr.splitlines() if ln.startswith("gate failed")]
+    assert len(failed) == 2 and any("Checklist Recall" in ln for ln in failed)
+    assert any("Contain Match" in ln for ln in failed)
+    # a tolerance larger than the checklist drop leaves only Contain Match
+    r = runner.invoke(app, ["compare", str(old), str(new), "--fail-on-regression", "0.2"])
+    assert r.exit_code == 3 and r.stderr.count("gate failed") == 1 and "Contain Match" in r.stderr
+    r = runner.invoke(app, ["compare", str(old), str(new), "--fail-on-regression", "0.7"])
+    assert r.exit_code == 0, r.output
+    # the flag before the files, bare
+    r = runner.invoke(app, ["compare", "--fail-on-regression", str(old), str(new)])
+    assert r.exit_code == 3
+    # the other way round only Ref Recall fell (-0.1), within a tolerance of 0.15
+    r = runner.invoke(app, ["compare", str(new), str(old), "--fail-on-regression", "0.15"])
+    assert r.exit_code == 0, r.stderr
+
+
+def test_compare_bad_input_is_one_line(isolated_env):
+    bad = isolated_env / "bad.csv"
+    bad.write_text("Name\nx\n", encoding="utf-8")
+    r = CliRunner().invoke(app, ["compare", str(bad), str(bad)])
+    assert r.exit_code == 1 and "missing column 'Question'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    r = CliRunner().invoke(app, ["compare", str(isolated_env / "none.csv"), str(bad)])
+    assert r.exit_code == 1 and "no such file" in r.stderr and "Traceback" not in r.output
+
+
+def test_parse_gates():
+    assert G.parse_gate("Ref Recall=0.8") == G.Gate("Ref Recall", 0.8)
+    assert G.parse_gate("ref_recall = 90%") == G.Gate("ref_recall", 0.9)
+    for bad in ("Ref Recall", "=0.8", "Ref Recall=high", "Ref Recall=nan"):
+        with pytest.raises(UsageError):
+            G.parse_gate(bad)
+
+
+def test_gates_on_a_results_file(two_runs):
+    old, _ = two_runs
+    run = load_run(old)
+    res = G.check_gates(run, G.parse_gates(["ref-recall=0.7", "Checklist Recall=0.85", "contain match=0.5"]))
+    assert [r.passed for r in res] == [True, False, True]  # 0.75 / 0.833 / 0.667 over 6 rows
+    assert res[1].line().startswith("gate failed: Checklist Recall 0.8333 < 0.85")
+    with pytest.raises(UsageError, match="no such metric column"):
+        G.check_gates(run, G.parse_gates(["Judge Overall=0.5"]))
+    with pytest.raises(UsageError, match="no such metric"):
+        G.check_names(G.parse_gates(["Recal=0.5"]), ["Ref Recall", "Checklist Recall"])
+
+
+PAGES = {
+    "cat/doc/sec/page_001.md": ("doc", "sec", 1, "The ice maker needs about 24 hours to make its first ice."),
+    "cat/doc/sec/page_002.md": ("doc", "sec", 2, "Replace the water filter every 3 months; model HF-2201."),
+}
+
+
+def _batch_setup(root: Path) -> Path:
+    from pagetree import write_pages
+
+    write_pages(root / "database", PAGES, source="x.pdf")
+    q = root / "q.csv"
+    q.write_text("Question,Ground Truth,Reference Document,Checklist\n"
+                 "How often do I replace the water filter?,Every 3 months.,"
+                 "database/cat/doc/sec/page_002.md,every 3 months\n", encoding="utf-8")
+    return q
+
+
+def test_batch_fail_under_exits_3_with_one_line_per_failed_gate(isolated_env, monkeypatch):
+    monkeypatch.setenv("RAG_EMBED", "0")
+    q = _batch_setup(isolated_env)
+    runner = CliRunner()
+    # a typo is a usage error before anything runs
+    r = runner.invoke(app, ["batch", str(q), "--provider", "offline", "--fail-under", "Ref Recal=0.5"])
+    assert r.exit_code == 2 and not (isolated_env / "results").exists()
+    r = runner.invoke(app, ["batch", str(q), "--provider", "offline", "--fail-under", "Ref Recall=0.5"])
+    assert r.exit_code == 0, r.output
+    assert "gate passed: Ref Recall 1.0000 >= 0.5" in r.output
+    # the offline engine cannot reach these: two failed gates, two lines, exit 3
+    r = runner.invoke(app, ["batch", str(q), "--provider", "offline", "--fail-under", "Ref Recall=1.01",
+                            "--fail-under", "checklist_recall=1.5", "--fail-under", "Checklist Recall=0"])
+    assert r.exit_code == 3, r.output
+    lines = [ln for ln in r.stderr.splitlines() if ln.startswith("gate failed")]
+    assert len(lines) == 2 and "Ref Recall 1.0000 < 1.01" in lines[0] and "Checklist Recall" in lines[1]
+    results = sorted((isolated_env / "results").glob("q_results_*[0-9].csv"))
+    # eval takes the same gates on the re-scored file
+    r = runner.invoke(app, ["eval", str(results[-1]), "--provider", "offline", "--fail-under", "Ref Recall=1.01"])
+    assert r.exit_code == 3 and "gate failed: Ref Recall" in r.stderr
+    r = runner.invoke(app, ["eval", str(results[-1]), "--provider", "offline", "--fail-under", "Ref Recall=1"])
+    assert r.exit_code == 0, r.output
