@@ -323,3 +323,14 @@ def test_ignored_files_are_named(isolated_env):
     assert res.returncode == 0, res.stderr
     line = next(ln for ln in res.stdout.splitlines() if ln.startswith("ignored "))
     assert line == "ignored 2 file(s) of other types: mixed/c/notes.txt, mixed/c/table.xlsx", line
+
+
+def test_a_table_in_a_pipe_does_not_depend_on_columns(isolated_env):
+    write_pages(isolated_env / "database", {
+        f"category/a-document-with-a-long-name/section {i}/page_00{i}.md":
+            ("doc", "s", i, f"Refrigerator defrosting procedure, part {i}.") for i in range(1, 4)})
+    narrow = rag("search", "defrosting procedure", columns="40", env={"RAG_EMBED": "0"})
+    wide = rag("search", "defrosting procedure", columns="300", env={"RAG_EMBED": "0"})
+    assert narrow.returncode == wide.returncode == 0, narrow.stderr
+    assert narrow.stdout == wide.stdout
+    assert "database/category/a-document-with-a-long-name/section 1/page_001.md" in narrow.stdout
