@@ -167,7 +167,7 @@ def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
         return None
     _, start, end, wh = best
     claim = _trim_clauses(sentence, end)
-    if len(claim.split()) > 30 or (best[0] == 2 and len(words) > 18) or _ABBREV_END.search(claim):
+    if len(claim.split()) > 24 or (best[0] == 2 and len(words) > 18) or _ABBREV_END.search(claim) or ": " in claim:
         return None  # too long to read as one question
     question_body = claim[:start] + wh + claim[end:]
     question = _third_person(question_body.rstrip(" .")) + "?"
@@ -376,8 +376,8 @@ def _cell_fact(page: PageInfo, ctx: Context, label: str, col: str, value: str, l
             question, claim = f"What was {label} in {col}?", f"{label} in {col}: {value}"
         else:
             question, claim = f"What is the {col} of {label}?", f"{label}, {col}: {value}"
-    if normalize(value) in normalize(question):
-        return None
+    if normalize(value) in normalize(question) or (not generic and not re.search(r"\d", value)):
+        return None  # (a named cell holds a figure; text there is most often a header split over two rows)
     return Fact(page, "table", question, claim, [claim], lang, label, 3.0 + ctx.idf(label) / 5,
                 year=col if is_year else "")
 
