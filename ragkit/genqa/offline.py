@@ -162,7 +162,7 @@ def _wanted(page: PageInfo, ctx: Context) -> bool:
 
 
 def _lang_key(lang: str) -> str:
-    return lang if lang in ("ja", "ko") else "en"
+    return lang if lang in ("ja", "ko", "zh") else "en"
 
 
 def _pick(facts: list[Fact], n: int, turn: int, used: set[str]) -> list[Fact]:
