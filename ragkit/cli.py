@@ -208,7 +208,9 @@ def genqa(
     model: ModelOpt = None,
     per_page: Annotated[int, typer.Option("--per-page", help="Questions per sampled page.")] = 1,
     max_questions: Annotated[int, typer.Option("--max", help="At most this many questions.")] = 30,
-    lang: Annotated[str | None, typer.Option("--lang", help="Question language (default: the document's).")] = None,
+    lang: Annotated[str | None, typer.Option("--lang", help="Question language (default: each page's): en, ja or ko "
+                                             "offline (only pages written in it); with a model also zh, fr, de, "
+                                             "es and more.")] = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
     """Generate anticipated questions with ground truth, page references and checklists."""
