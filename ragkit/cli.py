@@ -285,7 +285,8 @@ def genqa(
     per_page: Annotated[int, typer.Option("--per-page", metavar="N", help="Questions per sampled page.")] = 1,
     max_questions: Annotated[int, typer.Option("--max", metavar="N", help="At most this many questions.")] = 30,
     lang: Annotated[str | None, typer.Option(
-        "--lang", metavar="L", help="Question language.  [default: the document's]", show_default=False)] = None,
+        "--lang", metavar="L", help="Question language: en, ja or ko offline (only pages written in it); with a "
+        "model also zh, fr, de, es and more.  [default: each page's own]", show_default=False)] = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
     """Generate anticipated questions with ground truth, page references and checklists."""

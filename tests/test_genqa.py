@@ -486,6 +486,15 @@ def test_llm_language_follows_the_page_unless_forced(scripted_server):
     assert "cost unknown" in printed(report) and "no questions file written" in printed(report)
     genqa.generate_questions(db, settings, max_questions=1, lang="ko", progress=False)
     assert "in Korean" in scripted_server.requests[-1]["messages"][1]["content"]
+    # asked for French, a model may answer in Japanese (the page's language): that question is dropped
+    scripted_server.set_responder(lambda body: _reply({"items": [
+        _item("定格内容積は何リットルですか？", "540L", [1], ["定格内容積は540Lです"]),
+        _item("Quel est le volume utile du réfrigérateur ?", "540 L", [1], ["Le volume utile est de 540 L"]),
+    ]}) if not body["messages"][0]["content"].startswith("You check") else _reply({"supported": True,
+                                                                                    "unsupported_items": []}))
+    fr = genqa.generate_questions(db, settings, max_questions=1, per_page=2, lang="fr", progress=False)
+    assert [q.question for q in fr.questions] == ["Quel est le volume utile du réfrigérateur ?"]
+    assert fr.dropped["language"] == 1 and "not written in the language asked for" in printed(fr)
 
 
 def test_llm_provider_down_is_an_error_not_a_crash(scripted_server):

@@ -125,7 +125,7 @@ def generate_questions(
     if not pages:
         raise RagError(f"{source}: no pages with text to ask about")
     if lang and provider.is_offline:
-        other = [p for p in pages if (p.lang if p.lang in OFFLINE_LANGS else "en") != lang]
+        other = [p for p in pages if (p.lang if p.lang in ("ja", "ko", "zh") else "en") != lang]
         if len(other) == len(pages):
             raise RagError(f"{source}: no page is written in {LANG_NAMES[lang]} ({lang}); the offline generator "
                            "asks in the page's language (a model can translate: --provider openai)")

@@ -59,7 +59,10 @@ _NOT_COUNTED = frozenset("percentage percent point points million billion thousa
                          "from by with than as per".split())
 _EN_SKIP = re.compile(r"https?:|www\.|@|\||\.{3}|…|\bet al\b|\bcopyright\b|©|\bmust be read\b", re.I)
 _PRONOUN_START = frozenset("it this that these those there they he she such which".split())
-_CONTINUES = frozenset("and or but nor which that where whereas while because although though so".split())
+_ANAPHORA = re.compile(r"\b(?:below|above|that time|this time|the same|these|those|latter|former|such|this|it|they|"
+                       r"them|the amount|the following|aforementioned|additional)\b", re.I)
+_CONTINUES = frozenset("and or but nor which that where whereas while because although though so of than plus minus versus "
+                        "including".split())
 _ABBREV_END = re.compile(r"\b(?:No|Inc|Co|Corp|Ltd|U\.S|U\.K|vs|etc|approx|Mr|Mrs|Dr|Fig|St|[A-Z])\.?$")
 _NOT_TERMS = STOPWORDS | _PRONOUN_START | frozenset("we our you your i please following below above note each all "
                                                      "one its first second last other another".split())
@@ -167,9 +170,12 @@ def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
         return None
     _, start, end, wh = best
     claim = _trim_clauses(sentence, end)
-    if len(claim.split()) > 30 or (best[0] == 2 and len(words) > 18) or _ABBREV_END.search(claim):
+    if len(claim.split()) > 24 or (best[0] == 2 and len(words) > 18) or _ABBREV_END.search(claim) or ": " in claim:
         return None  # too long to read as one question
-    question_body = claim[:start] + wh + claim[end:]
+    if _ANAPHORA.search(claim[:start] + claim[end:]):
+        return None  # "The amount ...", "the disclosure below", "during that time": needs the text around it
+    lead = re.sub(r"\b(?:a|an)\s$", "", claim[:start])  # "used a 95 percent level" -> "used what percentage level"
+    question_body = lead + wh + claim[end:]
     question = _third_person(question_body.rstrip(" .")) + "?"
     question = question[:1].upper() + question[1:]
     figure = sentence[start:end]
@@ -376,8 +382,8 @@ def _cell_fact(page: PageInfo, ctx: Context, label: str, col: str, value: str, l
             question, claim = f"What was {label} in {col}?", f"{label} in {col}: {value}"
         else:
             question, claim = f"What is the {col} of {label}?", f"{label}, {col}: {value}"
-    if normalize(value) in normalize(question):
-        return None
+    if normalize(value) in normalize(question) or (not generic and not re.search(r"\d", value)):
+        return None  # (a named cell holds a figure; text there is most often a header split over two rows)
     return Fact(page, "table", question, claim, [claim], lang, label, 3.0 + ctx.idf(label) / 5,
                 year=col if is_year else "")
 

@@ -27,7 +27,7 @@ from ragkit.genqa.common import (
 )
 from ragkit.models import Usage
 from ragkit.paths import reference_path
-from ragkit.text import refusal_text
+from ragkit.text import detect_lang, refusal_text
 
 ITEMS_SCHEMA = {
     "type": "object",
@@ -243,12 +243,26 @@ def _ask_group(caller: _Caller, ctx: Context, group: list[PageInfo], n: int) -> 
                 caller.report.errors.append(f"{where}: {e}")
         return []
     items, bad = _as_items(data, group, lang, n)
-    if bad:
+    mixed = [q for q in items if not _in_language(q, lang)]
+    items = [q for q in items if q not in mixed]
+    if bad or mixed:
         with caller.lock:
             caller.report.dropped["invalid"] += bad
+            caller.report.dropped["language"] += len(mixed)
     if len(group) > 1:
         items = [q for q in items if q.kind == "multi"] or items
     return items
+
+
+def _in_language(q: GeneratedQuestion, lang: str) -> bool:
+    """The question is written in the language asked for (by script: a Japanese question is not English
+    with a few kana); names in Latin letters inside a CJK question are fine."""
+    script = detect_lang(q.question)
+    if lang in ("ja", "ko", "zh"):
+        return script == lang
+    if lang in ("en", "fr", "de", "es", "it", "pt", "nl", "sv", "pl", "tr", "id", "vi"):
+        return script == "en"  # a Latin-script language: no CJK question
+    return True  # other scripts: detect_lang cannot tell
 
 
 def _verify(caller: _Caller, ctx: Context, q: GeneratedQuestion, group: list[PageInfo]) -> bool:

@@ -162,7 +162,7 @@ def _wanted(page: PageInfo, ctx: Context) -> bool:
 
 
 def _lang_key(lang: str) -> str:
-    return lang if lang in ("ja", "ko") else "en"
+    return lang if lang in ("ja", "ko", "zh") else "en"
 
 
 def _pick(facts: list[Fact], n: int, turn: int, used: set[str]) -> list[Fact]:
@@ -222,7 +222,7 @@ def _multi(group: list[PageInfo], facts, used: set[str], ask) -> GeneratedQuesti
     chosen: list[Fact] = []
     for p in group[:2]:
         # short questions only: two long ones joined would not read as one question
-        options = sorted((f for f in facts(p) if len(f.question.split()) <= 16 or f.lang != "en"),
+        options = sorted((f for f in facts(p) if len(f.question.split()) <= 14 or f.lang != "en"),
                          key=lambda f: (_KIND_ORDER.index(f.kind), -f.score))
         fresh = [f for f in options if normalize(f.answer) not in used]
         pick = next((f for f in fresh if all(normalize(f.topic) != normalize(o.topic) for o in chosen)), None)

@@ -14,6 +14,7 @@ DROP_REASONS = {
     "unsupported": "model questions whose answer or checklist the verification call found unsupported by the pages",
     "unverified": "model questions whose verification call failed (no valid reply)",
     "invalid": "model items without a question, an answer or a checklist",
+    "language": "model questions not written in the language asked for",
 }
 
 
