@@ -67,6 +67,8 @@ from ragkit.text import (
 
 MAX_STEPS = 12  # tool-using turns of the agent before it must answer
 MAX_TOKENS = 60_000  # input + output tokens of one question before the agent must answer
+REPLY_MAX_TOKENS = 1024  # output cap of every model call: a final answer is short, and a server that pads a
+# reply (llama.cpp with tool_choice="required" lets some models emit newlines to the context's end) stops here
 MAX_CALLS_PER_TURN = 8  # tool calls executed from one model turn; the rest are told to wait
 NAIVE_K = 5
 SYNTH_K = 5
@@ -210,6 +212,7 @@ class _Run:
         """One model call: usage summed, step counted, traced (thread-safe: synth drafts run in parallel)."""
         t0 = time.perf_counter()
         try:
+            kw.setdefault("max_tokens", REPLY_MAX_TOKENS)
             c = self.provider.chat(messages, temperature=0.0, **kw)
         except Exception as e:
             self.trace.write("llm_error", purpose=purpose, ms=_ms(t0), error=_one_line(e))
