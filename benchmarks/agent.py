@@ -48,7 +48,11 @@ import unicodedata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO.parent / "shared" / "bench" / "mmlongbench-doc"
+# ../shared from the main checkout; ../../shared from a worktree under wt/ (RAG_BENCH_DIR overrides)
+BENCH = Path(os.environ.get("RAG_BENCH_DIR") or next(
+    (c for c in (REPO.parent / "shared" / "bench" / "mmlongbench-doc",
+               REPO.parent.parent / "shared" / "bench" / "mmlongbench-doc") if c.is_dir()),
+    REPO.parent / "shared" / "bench" / "mmlongbench-doc"))
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # fakeserver.ScriptedServer
 
@@ -307,8 +311,17 @@ def pick_questions(qs: list[dict], limit: int, unanswerable: int) -> list[dict]:
 
     text = [q for q in qs if q["answerable"] and q["pages"]
             and not any(("Chart" in e or "Figure" in e or "Table" in e) for e in q.get("evidence_sources", []))]
-    una = [q for q in qs if not q["answerable"]]
-    return spread(text, limit - unanswerable) + spread(una, unanswerable)
+    una = spread([q for q in qs if not q["answerable"]], unanswerable)
+    ans = spread(text, limit - unanswerable)
+    # interleaved, so a run stopped early (--deadline-min) still holds both kinds
+    out: list[dict] = []
+    every = max(1, round(limit / max(1, len(una))))
+    while ans or una:
+        if una and (len(out) % every == every - 1 or not ans):
+            out.append(una.pop(0))
+        else:
+            out.append(ans.pop(0))
+    return out
 
 
 def bench_real(args: argparse.Namespace) -> list[dict]:
@@ -318,7 +331,8 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
     from ragkit.config import Secret, Settings
 
     if not (BENCH / "questions.jsonl").exists():
-        return [{"skipped": f"{BENCH} not found"}]
+        print(json.dumps({"benchmark": "agent-real-model", "skipped": f"{BENCH} not found"}))
+        return []
     db_dir = args.db_dir or Path(tempfile.mkdtemp(prefix="ragkit-mmlb-"))
     db = db_dir / "database"
     report = ingest_sources([BENCH / "pdfs"], db=db, progress=False)
@@ -335,10 +349,15 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
                         judge_model=args.model, api_key=Secret(os.environ.get("OPENAI_API_KEY") or "sk-local"),
                         api_base=args.base_url, cache=False, timeout=args.timeout, max_steps=args.max_steps,
                         max_tokens=args.max_tokens)
-    lines = []
-    for strategy in [s.strip() for s in args.strategies.split(",") if s.strip()]:
-        rows = []
-        for q in chosen:
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    rows: list[dict] = []
+    started = time.perf_counter()
+    stopped = None
+    for q in chosen:  # question by question, every strategy on it, so a partial run compares like with like
+        if args.deadline_min and time.perf_counter() - started > args.deadline_min * 60:
+            stopped = f"--deadline-min {args.deadline_min} reached after {len(rows) // len(strategies)} questions"
+            break
+        for strategy in strategies:
             t0 = time.perf_counter()
             a = ask(q["question"], settings, strategy=strategy, index=index)
             secs = time.perf_counter() - t0
@@ -353,21 +372,24 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
                    "answer": a.answer[:160]}
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False), file=sys.stderr, flush=True)
-        A = [r for r in rows if r["answerable"]]
-        U = [r for r in rows if not r["answerable"]]
+    lines = []
+    for strategy in strategies:
+        mine = [r for r in rows if r["strategy"] == strategy]
+        A = [r for r in mine if r["answerable"]]
+        U = [r for r in mine if not r["answerable"]]
         lines.append({
-            "benchmark": "agent-real-model", "strategy": strategy, "model": args.model, "questions": len(rows),
-            "answerable": len(A), "unanswerable": len(U),
+            "benchmark": "agent-real-model", "strategy": strategy, "model": args.model, "questions": len(mine),
+            "planned": len(chosen), "stopped": stopped, "answerable": len(A), "unanswerable": len(U),
             "page_recall": ratio(sum(r["cited_right_page"] for r in A), len(A)),
             "read_right_page": ratio(sum(r["read_right_page"] for r in A), len(A)),
             "contain_match": ratio(sum(bool(r["cm"]) for r in A), len(A)),
             "refused_answerable": ratio(sum(r["refused"] for r in A), len(A)),
             "refused_unanswerable": ratio(sum(r["refused"] for r in U), len(U)),
-            "fallbacks": sum(bool(r["fallback"]) for r in rows), "errors": sum(bool(r["error"]) for r in rows),
-            "first_error": next((r["error"] for r in rows if r["error"]), None),
-            "steps_per_question": round(statistics.mean(r["steps"] for r in rows), 2) if rows else None,
-            "tokens_per_question": round(statistics.mean(r["tokens"] for r in rows)) if rows else None,
-            "seconds_per_question": round(statistics.mean(r["seconds"] for r in rows), 1) if rows else None,
+            "fallbacks": sum(bool(r["fallback"]) for r in mine), "errors": sum(bool(r["error"]) for r in mine),
+            "first_error": next((r["error"] for r in mine if r["error"]), None),
+            "steps_per_question": round(statistics.mean(r["steps"] for r in mine), 2) if mine else None,
+            "tokens_per_question": round(statistics.mean(r["tokens"] for r in mine)) if mine else None,
+            "seconds_per_question": round(statistics.mean(r["seconds"] for r in mine), 1) if mine else None,
             "max_steps": args.max_steps, "page_chars": args.page_chars or None,
             "ingest_failed": len(report.failed),
         })
@@ -392,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=30_000, help="real model: agent tokens per question")
     ap.add_argument("--timeout", type=float, default=600.0, help="real model: seconds per request")
     ap.add_argument("--page-chars", type=int, default=None, help="real model: page text cut for every strategy")
+    ap.add_argument("--deadline-min", type=float, default=None,
+                    help="real model: start no new question after this many minutes; report what finished")
     args = ap.parse_args(argv)
     if args.base_url:
         bench_real(args)
