@@ -17,6 +17,19 @@ Prints ONE JSON line:
     uv run python benchmarks/agent.py [--limit N] [--repeat R] [--db-dir DIR] [--skip-mm] [--skip-overhead]
 
 --db-dir keeps the ingested MMLongBench database between runs (default: a temporary folder, removed).
+
+With a real model (``--base-url``) it measures the model path instead, on MMLongBench-Doc, and prints one JSON
+line per strategy plus a final one:
+
+    uv run python benchmarks/agent.py --base-url http://127.0.0.1:8088/v1 --model qwen2.5-coder-1.5b \
+        --limit 20 [--unanswerable 5] [--strategies agent,naive] [--max-steps 6] [--page-chars 3000]
+
+``--limit N`` questions: N - U answerable ones whose evidence is text (this ingest reads no images), spread
+evenly over the file, and U unanswerable ones (``--unanswerable``, default a quarter). Per strategy: page
+recall (a required page cited; the pages read too), Contain-Match, refusals of answerable and unanswerable
+questions, agent fallbacks, steps, tokens and seconds per question. ``--page-chars`` cuts the page text every
+strategy is given (the tools' results and naive/synth's pages alike) so a small local model's context and
+speed allow the run; the JSON says which cut was used. Per-question lines go to stderr as they finish.
 """
 
 from __future__ import annotations
@@ -35,7 +48,11 @@ import unicodedata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-BENCH = REPO.parent / "shared" / "bench" / "mmlongbench-doc"
+# ../shared from the main checkout; ../../shared from a worktree under wt/ (RAG_BENCH_DIR overrides)
+BENCH = Path(os.environ.get("RAG_BENCH_DIR") or next(
+    (c for c in (REPO.parent / "shared" / "bench" / "mmlongbench-doc",
+               REPO.parent.parent / "shared" / "bench" / "mmlongbench-doc") if c.is_dir()),
+    REPO.parent / "shared" / "bench" / "mmlongbench-doc"))
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # fakeserver.ScriptedServer
 
@@ -283,6 +300,105 @@ def bench_mm(limit: int | None, db_dir: Path | None) -> dict:
             shutil.rmtree(tmp, ignore_errors=True)
 
 
+# -- 4. a real model on MMLongBench-Doc ----------------------------------------------------------------
+def pick_questions(qs: list[dict], limit: int, unanswerable: int) -> list[dict]:
+    """`limit` questions: answerable text-evidence ones and `unanswerable` ones, each spread evenly."""
+    def spread(pool: list[dict], n: int) -> list[dict]:
+        if n <= 0 or not pool:
+            return []
+        step = len(pool) / n
+        return [pool[int(i * step)] for i in range(min(n, len(pool)))]
+
+    text = [q for q in qs if q["answerable"] and q["pages"]
+            and not any(("Chart" in e or "Figure" in e or "Table" in e) for e in q.get("evidence_sources", []))]
+    una = spread([q for q in qs if not q["answerable"]], unanswerable)
+    ans = spread(text, limit - unanswerable)
+    # interleaved, so a run stopped early (--deadline-min) still holds both kinds
+    out: list[dict] = []
+    every = max(1, round(limit / max(1, len(una))))
+    while ans or una:
+        if una and (len(out) % every == every - 1 or not ans):
+            out.append(una.pop(0))
+        else:
+            out.append(ans.pop(0))
+    return out
+
+
+def bench_real(args: argparse.Namespace) -> list[dict]:
+    from ragkit import agent as agent_mod
+    from ragkit import tools as tools_mod
+    from ragkit.agent import ask
+    from ragkit.config import Secret, Settings
+
+    if not (BENCH / "questions.jsonl").exists():
+        print(json.dumps({"benchmark": "agent-real-model", "skipped": f"{BENCH} not found"}))
+        return []
+    db_dir = args.db_dir or Path(tempfile.mkdtemp(prefix="ragkit-mmlb-"))
+    db = db_dir / "database"
+    report = ingest_sources([BENCH / "pdfs"], db=db, progress=False)
+    index = open_index(db, progress=False)
+    pages = page_map(db, index)
+    qs = [json.loads(line) for line in (BENCH / "questions.jsonl").read_text(encoding="utf-8").splitlines()
+          if line.strip()]
+    chosen = pick_questions(qs, args.limit or 20, args.unanswerable if args.unanswerable is not None
+                            else max(1, (args.limit or 20) // 4))
+    if args.page_chars:  # one cut for every strategy: the agent's tool results and naive/synth's pages
+        agent_mod.CONTEXT_PAGE_CHARS = args.page_chars
+        tools_mod.MAX_RESULT_CHARS = args.page_chars
+    settings = Settings(db=db, provider="openai", provider_reason="benchmark", model=args.model,
+                        judge_model=args.model, api_key=Secret(os.environ.get("OPENAI_API_KEY") or "sk-local"),
+                        api_base=args.base_url, cache=False, timeout=args.timeout, max_steps=args.max_steps,
+                        max_tokens=args.max_tokens)
+    strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
+    rows: list[dict] = []
+    started = time.perf_counter()
+    stopped = None
+    for q in chosen:  # question by question, every strategy on it, so a partial run compares like with like
+        if args.deadline_min and time.perf_counter() - started > args.deadline_min * 60:
+            stopped = f"--deadline-min {args.deadline_min} reached after {len(rows) // len(strategies)} questions"
+            break
+        for strategy in strategies:
+            t0 = time.perf_counter()
+            a = ask(q["question"], settings, strategy=strategy, index=index)
+            secs = time.perf_counter() - t0
+            req = {(q["doc"], p) for p in q["pages"]}
+            cited = {pages.get(strip_db_prefix(db, s.path)) for s in a.sources}
+            read = {pages.get(strip_db_prefix(db, p)) for p in a.pages_read}
+            row = {"id": q["id"], "strategy": strategy, "answerable": q["answerable"], "refused": a.refused,
+                   "cited_right_page": bool(req & cited), "read_right_page": bool(req & read),
+                   "cm": contain_match(q["answer"], a.answer) if q["answerable"] else None,
+                   "steps": a.steps, "tokens": a.usage.input_tokens + a.usage.output_tokens,
+                   "seconds": round(secs, 1), "fallback": a.fallback, "error": a.error,
+                   "answer": a.answer[:160]}
+            rows.append(row)
+            print(json.dumps(row, ensure_ascii=False), file=sys.stderr, flush=True)
+    lines = []
+    for strategy in strategies:
+        mine = [r for r in rows if r["strategy"] == strategy]
+        A = [r for r in mine if r["answerable"]]
+        U = [r for r in mine if not r["answerable"]]
+        lines.append({
+            "benchmark": "agent-real-model", "strategy": strategy, "model": args.model, "questions": len(mine),
+            "planned": len(chosen), "stopped": stopped, "answerable": len(A), "unanswerable": len(U),
+            "page_recall": ratio(sum(r["cited_right_page"] for r in A), len(A)),
+            "read_right_page": ratio(sum(r["read_right_page"] for r in A), len(A)),
+            "contain_match": ratio(sum(bool(r["cm"]) for r in A), len(A)),
+            "refused_answerable": ratio(sum(r["refused"] for r in A), len(A)),
+            "refused_unanswerable": ratio(sum(r["refused"] for r in U), len(U)),
+            "fallbacks": sum(bool(r["fallback"]) for r in mine), "errors": sum(bool(r["error"]) for r in mine),
+            "first_error": next((r["error"] for r in mine if r["error"]), None),
+            "steps_per_question": round(statistics.mean(r["steps"] for r in mine), 2) if mine else None,
+            "tokens_per_question": round(statistics.mean(r["tokens"] for r in mine)) if mine else None,
+            "seconds_per_question": round(statistics.mean(r["seconds"] for r in mine), 1) if mine else None,
+            "max_steps": args.max_steps, "page_chars": args.page_chars or None,
+            "ingest_failed": len(report.failed),
+        })
+        print(json.dumps(lines[-1], ensure_ascii=False), flush=True)
+    if args.db_dir is None:
+        shutil.rmtree(db_dir, ignore_errors=True)
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--limit", type=int, default=None, help="MMLongBench: only the first N questions")
@@ -290,7 +406,20 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--db-dir", type=Path, default=None, help="keep/reuse the MMLongBench database here")
     ap.add_argument("--skip-mm", action="store_true")
     ap.add_argument("--skip-overhead", action="store_true")
+    ap.add_argument("--base-url", default=None, help="a real OpenAI-compatible server: measure the model path")
+    ap.add_argument("--model", default="qwen2.5-coder-1.5b")
+    ap.add_argument("--unanswerable", type=int, default=None, help="real model: how many of --limit")
+    ap.add_argument("--strategies", default="agent,naive", help="real model: comma-separated")
+    ap.add_argument("--max-steps", type=int, default=6, help="real model: agent tool-using turns per question")
+    ap.add_argument("--max-tokens", type=int, default=30_000, help="real model: agent tokens per question")
+    ap.add_argument("--timeout", type=float, default=600.0, help="real model: seconds per request")
+    ap.add_argument("--page-chars", type=int, default=None, help="real model: page text cut for every strategy")
+    ap.add_argument("--deadline-min", type=float, default=None,
+                    help="real model: start no new question after this many minutes; report what finished")
     args = ap.parse_args(argv)
+    if args.base_url:
+        bench_real(args)
+        return 0
 
     out: dict = {"benchmark": "agent"}
     rows = sample_questions()

@@ -379,7 +379,12 @@ class OpenAIProvider(Provider):
         while True:
             kwargs, blame = self._shape(request)
             try:
-                return self._once(kwargs, blame)
+                completion = self._once(kwargs, blame)
+                if blame == "tool_choice" and not completion.tool_calls:
+                    # a server that answers "required" without a tool call does not honour it (llama.cpp's
+                    # lets some models write free text, then pads to max_tokens): ask later requests "auto"
+                    self._reject("tool_choice")
+                return completion
             except _Fatal as e:
                 if e.feature is None:
                     raise self._error(e.reason) from None

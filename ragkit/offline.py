@@ -59,7 +59,8 @@ from ragkit.pagefile import NO_TEXT_MARKER, parse_page
 from ragkit.paths import atomic_write_text, iter_pages, reference_path, resolve_in_db
 
 ENGINE = "offline-extractive"  # Answer.engine: agent, naive and synth all run this one engine offline
-REFUSE_BELOW = 0.5  # minimum evidence coverage (see module docstring)
+REFUSE_BELOW = 0.5  # minimum confidence (see module docstring)
+ABSENT_PENALTY = 0.0  # confidence loses this much per share of the question its document never mentions
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
 MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
@@ -451,9 +452,29 @@ class _QWord:
         return sum(got) / len(w)
 
 
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _respell(term: str, df: Counter) -> str:
+    """A Latin term no page holds, replaced by the most frequent corpus term one edit away ("netfilx" ->
+    "netflix"), as search does: a misspelt word must not make the answerer refuse what search found."""
+    if df.get(term, 0) or len(term) < 4 or not term.isascii() or not term.isalpha():
+        return term
+    splits = [(term[:i], term[i:]) for i in range(len(term) + 1)]
+    edits = {a + b[1:] for a, b in splits if b}
+    edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    edits |= {a + c + b[1:] for a, b in splits if b for c in _LETTERS}
+    edits |= {a + c + b for a, b in splits for c in _LETTERS}
+    best = max((e for e in edits if df.get(e, 0)), key=lambda e: (df[e], e), default=None)
+    return best or term
+
+
 def _qwords(words: list[tuple[str, list[str]]], n: int, df: Counter) -> list[_QWord]:
     out = []
     for word, terms in words:
+        respelt = [_respell(t, df) for t in terms]
+        if respelt != terms:
+            word, terms = " ".join(respelt), respelt
         w = [_idf(n, df.get(t, 0)) * (HIRAGANA_WEIGHT if _HIRAGANA_ONLY.match(t) else 1.0) for t in terms]
         cjk = bool(T.CJK_RE.match(word)) and "".join(terms) != word  # bigrams (not one Latin/digit word)
         out.append(_QWord(word, terms, sum(w) / len(w), cjk or (len(word) == 1 and bool(T.CJK_RE.match(word)))))
@@ -503,6 +524,8 @@ def _select(units: list[_Unit], qwords: list[_QWord], page_terms: dict[str, set[
         pages = {c.rel for c in chosen}
         if u.rel not in pages and len(pages) >= MAX_PAGES_CITED:
             continue
+        if _doc_key(u.rel) != _doc_key(best.rel):
+            continue  # never splice in a sentence from another document: it answers another question
         gain = _evidence([*chosen, u], qwords, page_terms) - current
         if gain >= MIN_GAIN:
             chosen.append(u)
@@ -527,43 +550,66 @@ def _quote(u: _Unit, lang: str) -> str:
     return f"{left}{u.text}{right}"
 
 
-def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
-    """Answer from the database without a model: quote the best-matching sentences and cite their pages,
-    or refuse (text.refusal_text in the question's language) when the evidence is weak."""
-    t0 = time.perf_counter()
-    db = Path(db)
-    question = question if isinstance(question, str) else str(question)
+def _doc_key(rel: str) -> str:
+    """The document a page belongs to: its <category>/<document> folders (DESIGN §1)."""
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else "/".join(parts[:-1])
+
+
+_DOC_TERMS: dict[tuple[str, str], tuple[int, set[str]]] = {}
+_DOC_LOCK = threading.Lock()
+
+
+def _doc_terms(db: Path, index, doc: str) -> set[str]:
+    """Every term of a document's pages (cached per process; recounted when its page count changes)."""
+    try:
+        rels = [r for r in index.pages() if _doc_key(r) == doc]
+    except Exception:
+        rels = [r for r in iter_pages(db) if _doc_key(r) == doc]
+    key = (str(db.resolve()), doc)
+    with _DOC_LOCK:
+        hit = _DOC_TERMS.get(key)
+        if hit is not None and hit[0] == len(rels):
+            return hit[1]
+    terms: set[str] = set()
+    for rel in rels:
+        raw = _read_page(db, rel)
+        if raw is not None:
+            terms |= _term_set(raw)
+    with _DOC_LOCK:
+        _DOC_TERMS[key] = (len(rels), terms)
+    return terms
+
+
+@dataclass
+class _Analysis:
+    """What the engine found for one question, before deciding to answer or refuse."""
+
+    lang: str
+    pages_read: list[str]
+    chosen: list[_Unit] = field(default_factory=list)
+    coverage: float = 0.0  # IDF-weighted share of the question found in the quoted evidence (see _evidence)
+    absent: float = 0.0  # IDF-weighted share of the question found nowhere in the cited document
+    page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+
+def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     q = question.strip()[:MAX_QUESTION_CHARS]
     lang = _lang(q)
-    note = NOTES[lang]
-    # one engine serves every strategy offline: metadata.engine says so, whatever strategy was asked for
-    answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
-                    steps=1, usage=Usage(0, 0, 0.0, 0), engine=ENGINE)
-
-    def refuse(pages_read: list[str], confidence: float = 0.0) -> Answer:
-        answer.answer = f"{T.refusal_text(lang)}\n{note}"
-        answer.refused = True
-        answer.sources = []
-        answer.confidence = round(max(0.0, min(1.0, confidence)), 4)
-        answer.pages_read = pages_read
-        answer.latency_ms = (time.perf_counter() - t0) * 1000
-        return answer
-
     words = _question_words(q)
     if not words:
-        return refuse([])
+        return _Analysis(lang, [])
     n, df = _corpus_stats(db, index)
     qwords = _qwords(words, n, df)
     key_terms = [w.word for w in sorted(qwords, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)))
-    pages_read = [reference_path(db, rel) for rel, _, _ in candidates]
+    out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
     if not candidates:
-        return refuse(pages_read)
+        return out
 
     quantity = bool(_QUANTITY.search(q))
     q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
     units: list[_Unit] = []
-    page_info: dict[str, tuple[int, str]] = {}
     page_terms: dict[str, set[str]] = {}
     for rank, (rel, page_no, title) in enumerate(candidates):
         raw = _read_page(db, rel)
@@ -580,7 +626,7 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
         if not page_units:
             continue
         page_terms[rel] = _term_set(folders + "\n" + context_title + "\n" + body)
-        page_info[rel] = (meta.page or page_no, title or doc_title)
+        out.page_info[rel] = (meta.page or page_no, title or doc_title)
         prior = 1.0 / (1.0 + RANK_DECAY * rank)
         for u in page_units:
             u.terms = _term_set(u.text)
@@ -598,13 +644,41 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
             u.score = score
         units.extend(page_units)
     if not units:
-        return refuse(pages_read)
+        return out
+    out.chosen = _select(units, qwords, page_terms)
+    out.coverage = _evidence(out.chosen, qwords, page_terms)
+    doc = _doc_terms(db, index, _doc_key(out.chosen[0].rel))
+    total = sum(w.weight for w in qwords) or 1.0
+    out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
+    return out
 
-    chosen = _select(units, qwords, page_terms)
-    confidence = _evidence(chosen, qwords, page_terms)
-    if confidence < REFUSE_BELOW:
-        return refuse(pages_read, confidence)
 
+def _confidence(an: _Analysis) -> float:
+    """Confidence in [0, 1]: the evidence coverage, less what the question asks about that the cited
+    document does not mention at all (see the module docstring for the constants)."""
+    return max(0.0, min(1.0, an.coverage - ABSENT_PENALTY * an.absent))
+
+
+def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
+    """Answer from the database without a model: quote the best-matching sentences and cite their pages,
+    or refuse (text.refusal_text in the question's language) when the evidence is weak."""
+    t0 = time.perf_counter()
+    db = Path(db)
+    question = question if isinstance(question, str) else str(question)
+    # one engine serves every strategy offline: metadata.engine says so, whatever strategy was asked for
+    answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
+                    steps=1, usage=Usage(0, 0, 0.0, 0), engine=ENGINE)
+    an = _analyse(question, index, db, k)
+    lang, note = an.lang, NOTES[an.lang]
+    answer.pages_read = an.pages_read
+    confidence = _confidence(an) if an.chosen else 0.0
+    answer.confidence = round(confidence, 4)
+    answer.latency_ms = (time.perf_counter() - t0) * 1000
+    if not an.chosen or confidence < REFUSE_BELOW:
+        answer.answer = f"{T.refusal_text(lang)}\n{note}"
+        return answer
+
+    chosen = an.chosen
     # Cite pages in order of first use; number citations [1], [2] by page.
     cite: dict[str, int] = {}
     for u in chosen:
@@ -616,7 +690,7 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
     lines.append(SOURCES_LABEL[lang])
     sources: list[Source] = []
     for rel, num in cite.items():
-        page_no, title = page_info[rel]
+        page_no, title = an.page_info[rel]
         path = reference_path(db, rel)
         lines.append(f"[{num}] {path} p.{page_no}")
         mine = [u for u in chosen if u.rel == rel]
@@ -626,7 +700,5 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
     answer.answer = "\n".join(lines)
     answer.refused = False
     answer.sources = sources
-    answer.confidence = round(max(0.0, min(1.0, confidence)), 4)
-    answer.pages_read = pages_read
     answer.latency_ms = (time.perf_counter() - t0) * 1000
     return answer

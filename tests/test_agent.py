@@ -615,21 +615,39 @@ UNREAD = "You can refer to the official documentation of the router for that."
 
 
 def test_an_answer_before_any_page_was_read_is_not_accepted_the_model_is_told_once(server, db, tmp_path):
-    server.enqueue(content=UNREAD)  # a weak model answers at once, from nothing
-    server.enqueue(tool_calls=[("search", {"query": "reset"})])
+    server.enqueue(tool_calls=[("list_dir", {"path": ""})])  # folders only: no page text yet
+    server.enqueue(content=UNREAD)  # a weak model answers from the folder names, or from nothing
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     trace = tmp_path / "trace.jsonl"
     a = run(server, db, trace_path=trace)
     assert a.error is None and a.answer.startswith("Hold the RESET") and a.fallback is None
     assert [s.path for s in a.sources] == [RESET_REF]
-    told = server.requests[1]
+    told = server.requests[2]
     assert told["tool_choice"] == "required"
     assert told["messages"][-2] == {"role": "assistant", "content": UNREAD}
     assert told["messages"][-1]["content"].startswith("You have not read any page yet")
-    assert [r["tool_choice"] for r in server.requests] == ["required", "required", "auto", "auto"]
+    assert [r["tool_choice"] for r in server.requests] == ["required", "auto", "required", "auto"]
     events = [json.loads(line)["event"] for line in trace.read_text(encoding="utf-8").splitlines()]
     assert events.count("nudge") == 1
+
+
+def test_search_results_are_page_text_an_answer_from_them_is_accepted(server, db):
+    server.enqueue(tool_calls=[("search", {"query": "reset button"})])
+    server.enqueue(content=FINAL)
+    a = run(server, db)
+    assert a.error is None and a.fallback is None and a.sources[0].path == RESET_REF and len(server.requests) == 2
+
+
+def test_a_server_answering_required_without_a_tool_call_is_asked_auto_from_then_on(server, db):
+    # llama.cpp's server takes tool_choice="required" but lets some models answer in text anyway
+    server.enqueue(content=UNREAD)
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    server.enqueue(content=FINAL)
+    a = run(server, db)
+    assert a.error is None and a.sources[0].path == RESET_REF
+    assert [r["tool_choice"] for r in server.requests] == ["required", "auto", "auto"]
+    assert all(r["max_tokens"] == agent_mod.REPLY_MAX_TOKENS for r in server.requests)  # padding stops
 
 
 def test_a_refusal_before_any_page_was_read_is_not_accepted_either(server, db):
@@ -666,12 +684,13 @@ def test_a_model_that_never_reads_gets_the_naive_fallback_and_the_metadata_says_
     assert "the model read no page itself" in console.export_text()
 
 
-def test_searching_without_reading_and_a_spent_step_budget_also_fall_back(server, db):
-    server.enqueue(tool_calls=[("search", {"query": "reset"})])
+def test_a_search_that_found_nothing_and_a_spent_step_budget_also_fall_back(server, db):
+    server.enqueue(tool_calls=[("search", {"query": "qqqzzzxx"})])  # no page text reaches the model
     server.enqueue(tool_calls=[("list_dir", {"path": ""})])
     server.enqueue(content=FINAL)  # the naive call
     a = run(server, db, max_steps=2)
     assert a.fallback == "naive" and a.sources[0].path == RESET_REF
+    assert tool_messages(server.requests[1])[0].startswith("No pages match")
     assert "tools" not in server.requests[2] and "Search result [1]" in server.requests[2]["messages"][1]["content"]
 
 

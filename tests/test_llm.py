@@ -574,3 +574,13 @@ def test_five_workers_against_a_server_rejecting_json_schema_and_required_lose_n
     with ThreadPoolExecutor(5) as pool:
         out = list(pool.map(row, range(18)))
     assert out == ["ok" if i % 2 == 0 else "search" for i in range(18)]
+
+
+def test_required_answered_without_a_tool_call_is_not_asked_again(scripted_server):
+    scripted_server.enqueue(content="```json\n{\"name\": \"search\"}\n```\n\n\n\n")  # ignored "required"
+    scripted_server.enqueue(tool_calls=[("search", {"query": "y"})])
+    p = provider(scripted_server)
+    assert p.chat(USER, tools=TOOLS, tool_choice="required").tool_calls == []
+    p.chat(USER, tools=TOOLS, tool_choice="required")
+    assert [r["tool_choice"] for r in scripted_server.requests] == ["required", "auto"]
+    assert p.rejected == {"tool_choice"}

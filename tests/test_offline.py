@@ -219,3 +219,41 @@ def test_document_frequencies_are_cached_on_disk_and_invalidated(tmp_path):
     assert offline._corpus_stats(db, _PageList(db))[1]["zebra"] == 1  # stale cache file ignored
     (db / "c/doc/s/page_001.md").unlink()
     assert offline._corpus_stats(db, _PageList(db))[0] == 59  # a removed page: recounted
+
+
+# -- issue 18: typos, one document per answer, one engine ---------------------------------------------
+@pytest.mark.parametrize("question", ["How often must pasword be changed?", "How often must passwrods be changed?"])
+def test_a_misspelt_word_search_tolerates_does_not_make_the_answerer_refuse(mini, question):
+    db, index = mini
+    a = answer_offline(question, index, db)
+    assert not a.refused, a.answer
+    assert "90 days" in a.answer and a.sources[0].path.endswith("Access control/page_002.md")
+
+
+def test_respell_maps_only_unknown_words_one_edit_away():
+    from collections import Counter
+
+    from ragkit.offline import _respell
+
+    df = Counter({"password": 5, "passport": 1, "netflix": 2})
+    assert _respell("pasword", df) == "password"
+    assert _respell("netfilx", df) == "netflix"  # a transposition
+    assert _respell("password", df) == "password"  # known words stay
+    assert _respell("zzzzqq", df) == "zzzzqq"  # nothing near: unchanged
+    assert _respell("pas", df) == "pas"  # too short to guess
+
+
+def test_no_sentence_from_a_second_unrelated_document(tmp_path):
+    pages = {
+        "policy/security_policy/Access/page_002.md": (
+            "Security Policy", "Access", 2,
+            "# Passwords\nPasswords must be at least 12 characters long and changed every 90 days.\n"),
+        "manuals/router_guide/Setup/page_004.md": (
+            "Router Guide", "Setup", 4,
+            "# Router admin password\nThe router admin password must be changed at first login by the owner.\n"),
+    }
+    db = write_pages(tmp_path / "database", pages, source="src/{document}.pdf")
+    a = answer_offline("How long must passwords be, and when must the router admin password be changed?",
+                       open_index(db, progress=False), db)
+    docs = {s.path.split("/")[1] for s in a.sources}
+    assert len(docs) <= 1, a.answer  # the quote never mixes two documents
