@@ -338,11 +338,13 @@ def report(
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", help="The HTML file to write [default: next to the first CSV, .html].")] = None,
     force: Annotated[bool, typer.Option("--force", help="Replace an existing output file.")] = False,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", help="A name for each run, in order (repeatable) [default: the file names].")] = None,
 ) -> None:
     """One self-contained HTML report (plots, filters, per-question details); no network needed to read it."""
     from ragkit.report import write_report
 
-    path = write_report(results_csvs, output, overwrite=force)
+    path = write_report(results_csvs, output, overwrite=force, labels=label)
     console.print(f"report: {path}", markup=False, highlight=False)
 
 

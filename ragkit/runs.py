@@ -180,10 +180,14 @@ def load_run(path: Path | str, name: str | None = None) -> Run:
     return run
 
 
-def load_runs(paths: Sequence[Path | str]) -> list[Run]:
+def load_runs(paths: Sequence[Path | str], names: Sequence[str] | None = None) -> list[Run]:
+    """Several results CSVs; `names` label them (default: the file stems)."""
     if not paths:
         raise UsageError("give at least one results CSV")
-    runs = [load_run(p) for p in paths]
+    names = list(names or [])
+    if len(names) > len(paths):
+        raise UsageError(f"{len(names)} labels for {len(paths)} results CSV(s)")
+    runs = [load_run(p, names[i] if i < len(names) else None) for i, p in enumerate(paths)]
     # two files with one stem (results/a.csv, other/a.csv) would be indistinguishable in a report
     names = [r.name for r in runs]
     for r in runs:
