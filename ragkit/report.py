@@ -178,6 +178,13 @@ def _cost(runs: Sequence[Run]) -> str:
             + "".join(rows) + "</table></section>")
 
 
+def _direction(metric: str, delta: float | None) -> str:
+    """CSS class of a delta: green up, red down; none for Refused (a refusal can be the right answer)."""
+    if metric == "Refused" or not delta:
+        return ""
+    return "up" if delta > 0 else "down"
+
+
 def _wins(runs: Sequence[Run]) -> tuple[str, dict[str, dict[str, str]]]:
     """Wins and losses of every later run against the first; also each question's verdict per run."""
     verdicts: dict[str, dict[str, str]] = {}
@@ -194,7 +201,7 @@ def _wins(runs: Sequence[Run]) -> tuple[str, dict[str, dict[str, str]]]:
         same = cmp.paired - len(cmp.better) - len(cmp.worse) - len(cmp.mixed)
         deltas = "".join(
             f"<tr><th>{_e(m.metric)}</th><td>{m.n}</td><td>{_f(m.old)}</td><td>{_f(m.new)}</td>"
-            f"<td class=\"{'up' if (m.delta or 0) > 0 else 'down' if (m.delta or 0) < 0 else ''}\">"
+            f"<td class=\"{_direction(m.metric, m.delta)}\">"
             f"{'–' if m.delta is None else f'{m.delta:+.3f}'}</td><td>{_e(m.test)}</td>"
             f"<td>{'–' if m.p is None else f'{m.p:.3f}'}</td></tr>" for m in cmp.metrics if m.metric in HEADLINE)
         blocks.append(
