@@ -194,10 +194,10 @@ def _wins(runs: Sequence[Run]) -> tuple[str, dict[str, dict[str, str]]]:
     blocks = []
     for r in runs[1:]:
         cmp = compare_runs(base, r, resamples=RESAMPLES)
+        key_of = {row.index + 1: row.key for row in r.rows}
         for kind in ("better", "worse", "mixed"):
             for qc in getattr(cmp, kind):
-                key = next(row.key for row in r.rows if row.index + 1 == qc.new_row)
-                verdicts.setdefault(key, {})[r.name] = kind
+                verdicts.setdefault(key_of[qc.new_row], {})[r.name] = kind
         same = cmp.paired - len(cmp.better) - len(cmp.worse) - len(cmp.mixed)
         deltas = "".join(
             f"<tr><th>{_e(m.metric)}</th><td>{m.n}</td><td>{_f(m.old)}</td><td>{_f(m.new)}</td>"
