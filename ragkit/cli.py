@@ -408,11 +408,14 @@ def report(
         "  [default: next to the first CSV, .html]", show_default=False)] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="Replace an existing output file.  [default: off]", show_default=False)] = False,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", metavar="NAME", help="A name for each run, in order (repeatable).  [default: the file names]",
+        show_default=False)] = None,
 ) -> None:
     """One self-contained HTML report (plots, filters, per-question details); no network needed to read it."""
     from ragkit.report import write_report
 
-    path = write_report(results_csvs, output, overwrite=force)
+    path = write_report(results_csvs, output, overwrite=force, labels=label)
     console.print(f"report: {path}", markup=False, highlight=False)
 
 

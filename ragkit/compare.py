@@ -125,7 +125,13 @@ def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) ->
 
 
 def compare_files(old: Path | str, new: Path | str) -> Comparison:
-    return compare_runs(load_run(old), load_run(new))
+    """Compare two results CSVs; two files without a question in common are an error (not "no change")."""
+    from ragkit.errors import RagError
+
+    cmp = compare_runs(load_run(old), load_run(new))
+    if not cmp.paired:
+        raise RagError(f"{new}: no question in common with {old}; compare two runs of the same question CSV")
+    return cmp
 
 
 # -- output -------------------------------------------------------------------------------------------

@@ -39,7 +39,7 @@ LONGCTX_SYSTEM = """You answer a question from whole documents given below, page
 # One bracketed line without brackets or parentheses inside, so the offline judge strips it like the offline
 # engine's own notice (judge._NOTICE_BRACKET) instead of counting it as an extra key point of the answer.
 OFFLINE_NOTE = ("[longctx offline: no model reads the long context; this extractive answer is drawn only from "
-                "{pages} pages of {docs} documents that fit in {budget} tokens]")
+                "{pages} pages of {docs} that fit in {budget} tokens]")
 
 _override: int | None = None
 
@@ -210,7 +210,9 @@ def _offline(run: Any, answer: Answer, ctx: Context) -> Answer:
 
     out = answer_offline(run.question, _ContextIndex(run.index, ctx), run.db, k=OFFLINE_K)
     out.strategy = answer.strategy
-    note = OFFLINE_NOTE.format(pages=len(ctx.pages), docs=len(ctx.documents), budget=ctx.budget)
+    n_docs = len(ctx.documents)
+    note = OFFLINE_NOTE.format(pages=len(ctx.pages), docs=f"{n_docs} document{'' if n_docs == 1 else 's'}",
+                               budget=ctx.budget)
     out.answer = f"{note}\n{out.answer}" if out.answer else note
     out.pages_read = [reference_path(run.db, p) for p in ctx.pages]
     run.usage = out.usage

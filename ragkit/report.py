@@ -178,6 +178,13 @@ def _cost(runs: Sequence[Run]) -> str:
             + "".join(rows) + "</table></section>")
 
 
+def _direction(metric: str, delta: float | None) -> str:
+    """CSS class of a delta: green up, red down; none for Refused (a refusal can be the right answer)."""
+    if metric == "Refused" or not delta:
+        return ""
+    return "up" if delta > 0 else "down"
+
+
 def _wins(runs: Sequence[Run]) -> tuple[str, dict[str, dict[str, str]]]:
     """Wins and losses of every later run against the first; also each question's verdict per run."""
     verdicts: dict[str, dict[str, str]] = {}
@@ -187,14 +194,14 @@ def _wins(runs: Sequence[Run]) -> tuple[str, dict[str, dict[str, str]]]:
     blocks = []
     for r in runs[1:]:
         cmp = compare_runs(base, r, resamples=RESAMPLES)
+        key_of = {row.index + 1: row.key for row in r.rows}
         for kind in ("better", "worse", "mixed"):
             for qc in getattr(cmp, kind):
-                key = next(row.key for row in r.rows if row.index + 1 == qc.new_row)
-                verdicts.setdefault(key, {})[r.name] = kind
+                verdicts.setdefault(key_of[qc.new_row], {})[r.name] = kind
         same = cmp.paired - len(cmp.better) - len(cmp.worse) - len(cmp.mixed)
         deltas = "".join(
             f"<tr><th>{_e(m.metric)}</th><td>{m.n}</td><td>{_f(m.old)}</td><td>{_f(m.new)}</td>"
-            f"<td class=\"{'up' if (m.delta or 0) > 0 else 'down' if (m.delta or 0) < 0 else ''}\">"
+            f"<td class=\"{_direction(m.metric, m.delta)}\">"
             f"{'–' if m.delta is None else f'{m.delta:+.3f}'}</td><td>{_e(m.test)}</td>"
             f"<td>{'–' if m.p is None else f'{m.p:.3f}'}</td></tr>" for m in cmp.metrics if m.metric in HEADLINE)
         blocks.append(
@@ -406,9 +413,10 @@ def default_output(first: Path) -> Path:
     return Path(first).with_suffix(".html")
 
 
-def write_report(paths: Sequence[Path | str], output: Path | str | None = None, *, overwrite: bool = False) -> Path:
+def write_report(paths: Sequence[Path | str], output: Path | str | None = None, *, overwrite: bool = False,
+                 labels: Sequence[str] | None = None) -> Path:
     """Read the results CSVs and write the report (atomically; an existing file only with `overwrite`)."""
-    runs = load_runs(paths)
+    runs = load_runs(paths, labels)
     out = Path(output) if output is not None else default_output(Path(paths[0]))
     if out.suffix.lower() not in (".html", ".htm"):
         raise RagError(f"{out}: the report is an HTML file; name it .html")

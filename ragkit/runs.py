@@ -27,6 +27,10 @@ _NOT_QUALITY = {"Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency m
                 "Judge Output Tokens", "Judge Cost USD", "Page", "Attempts"}
 # Lower is better for these (a rise is a regression).
 LOWER_IS_BETTER = {"Refused"}
+# Text columns of DESIGN §4 (never metrics): not parsed as numbers.
+_TEXT = {"Question", "Ground Truth", "Reference Document", "Optimized Reference Document", "Checklist",
+         "RAG Answer", "Retrieved Files", "Evaluation Reason", "Pages Read", "Error", "Judge Error",
+         "Judge Hallucinations", "Judge Issues"}
 _TRUE = {"true", "yes", "1", "1.0"}
 _FALSE = {"false", "no", "0", "0.0"}
 
@@ -94,6 +98,8 @@ class Row:
     def document(self) -> tuple[str, str]:
         """(category, document) of the first required page, from its path
         (`.../<category>/<document>/<section>/page_NNN.md`); ("(none)", "(unanswerable)") without one."""
+        if self.answerable is None:
+            return ("(none)", "(no reference column)")
         refs = self.references
         if not refs or not refs[0]:
             return ("(none)", "(unanswerable)")
@@ -129,12 +135,15 @@ class Run:
     name: str
     columns: list[str]
     rows: list[Row] = field(default_factory=list)
+    _metrics: list[str] | None = field(default=None, repr=False)
 
     def metrics(self) -> list[str]:
-        """Numeric columns with at least one value, headline ones first."""
-        numeric = [c for c in self.columns if any(r.values.get(c) is not None for r in self.rows)]
-        first = [c for c in HEADLINE if c in numeric]
-        return first + [c for c in numeric if c not in first]
+        """Numeric columns with at least one value, headline ones first (computed once: rows are read once)."""
+        if self._metrics is None:
+            numeric = [c for c in self.columns if any(r.values.get(c) is not None for r in self.rows)]
+            first = [c for c in HEADLINE if c in numeric]
+            self._metrics = first + [c for c in numeric if c not in first]
+        return list(self._metrics)
 
     def quality_metrics(self) -> list[str]:
         return [m for m in self.metrics() if m not in _NOT_QUALITY and not m.endswith((" TP", " TN", " FP", " FN"))]
@@ -166,24 +175,29 @@ def load_run(path: Path | str, name: str | None = None) -> Run:
                        f"column); run `rag batch` first")
     run = Run(path=path, name=name or path.stem, columns=columns)
     seen: dict[str, int] = {}
-    for i, rec in enumerate(df.to_dict("records")):
-        cells = {str(k): str(v) for k, v in rec.items()}
+    numeric = [c for c in columns if c not in _TEXT]
+    for i, values in enumerate(df.itertuples(index=False, name=None)):
+        cells = dict(zip(columns, map(str, values), strict=True))
         q = " ".join(cells.get("Question", "").split())
         if not q:
             continue  # a blank line in the CSV
         n = seen.get(q, 0)
         seen[q] = n + 1
         key = q if n == 0 else f"{q} #{n + 1}"  # the same question asked twice pairs by occurrence
-        run.rows.append(Row(index=i, key=key, cells=cells, values={c: _cell_value(cells[c]) for c in columns}))
+        run.rows.append(Row(index=i, key=key, cells=cells, values={c: _cell_value(cells[c]) for c in numeric}))
     if not run.rows:
         raise RagError(f"{path}: no questions in this results CSV")
     return run
 
 
-def load_runs(paths: Sequence[Path | str]) -> list[Run]:
+def load_runs(paths: Sequence[Path | str], names: Sequence[str] | None = None) -> list[Run]:
+    """Several results CSVs; `names` label them (default: the file stems)."""
     if not paths:
         raise UsageError("give at least one results CSV")
-    runs = [load_run(p) for p in paths]
+    names = list(names or [])
+    if len(names) > len(paths):
+        raise UsageError(f"{len(names)} labels for {len(paths)} results CSV(s)")
+    runs = [load_run(p, names[i] if i < len(names) else None) for i, p in enumerate(paths)]
     # two files with one stem (results/a.csv, other/a.csv) would be indistinguishable in a report
     names = [r.name for r in runs]
     for r in runs:

@@ -144,6 +144,16 @@ def test_compare_bad_input_is_one_line(isolated_env):
     assert r.exit_code == 1 and "no such file" in r.stderr and "Traceback" not in r.output
 
 
+def test_repeated_questions_pair_by_occurrence_and_disjoint_files_are_an_error(isolated_env):
+    old = write_results(isolated_env / "o.csv", [row("same", 1, 1, "True"), row("same", 0, 1, "True")])
+    new = write_results(isolated_env / "n.csv", [row("same", 1, 1, "True"), row("same", 1, 1, "True")])
+    cmp = compare_files(old, new)
+    assert cmp.paired == 2 and [q.old_row for q in cmp.better] == [2]
+    other = write_results(isolated_env / "x.csv", [row("different", 1, 1, "True")])
+    r = CliRunner().invoke(app, ["compare", str(old), str(other), "--fail-on-regression"])
+    assert r.exit_code == 1 and "no question in common" in r.stderr
+
+
 def test_parse_gates():
     assert G.parse_gate("Ref Recall=0.8") == G.Gate("Ref Recall", 0.8)
     assert G.parse_gate("ref_recall = 90%") == G.Gate("ref_recall", 0.9)

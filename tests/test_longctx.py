@@ -91,7 +91,7 @@ def test_offline_longctx_reads_only_the_pages_in_budget_and_says_so(isolated_env
     db = write_pages(isolated_env / "database", PAGES)
     settings = Settings(db=db, provider="offline", model="offline", cache=False)
     a = ask("How often should the fridge water filter be replaced?", settings, strategy="longctx")
-    assert a.answer.startswith("[longctx offline:") and "4 pages of 1 documents" in a.answer
+    assert a.answer.startswith("[longctx offline:") and "4 pages of 1 document that fit in 32000 tokens" in a.answer
     assert not a.refused and "every 3 months" in a.answer.lower()
     assert all("/fridge/" in p for p in a.pages_read) and len(a.pages_read) == 4
     # the notice is not judged as a point of the answer (it would lower Checklist Precision)

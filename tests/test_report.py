@@ -87,8 +87,12 @@ def test_report_file_is_self_contained_and_refuses_to_overwrite(runs, isolated_e
     assert 'href="../database/%E5%AE%B6%E9%9B%BB/fridge/care/page_003.md"' in text
     r = CliRunner().invoke(app, ["report", str(runs[0]), "-o", str(out)])
     assert r.exit_code == 1 and "already exists" in r.stderr and len(r.stderr.strip().splitlines()) == 1
-    r = CliRunner().invoke(app, ["report", str(runs[0]), "-o", str(out), "--force"])
+    r = CliRunner().invoke(app, ["report", *map(str, runs), "-o", str(out), "--force", "--label", "baseline",
+                                 "--label", "candidate"])
     assert r.exit_code == 0 and "report:" in r.stdout
+    assert "<h3>candidate against baseline</h3>" in out.read_text(encoding="utf-8")
+    r = CliRunner().invoke(app, ["report", str(runs[0]), "-o", str(out), "--force", "--label", "a", "--label", "b"])
+    assert r.exit_code == 2 and "2 labels for 1 results CSV" in r.stderr
     r = CliRunner().invoke(app, ["report", str(runs[0])])  # default: next to the CSV
     assert r.exit_code == 0 and (isolated_env / "old_results.html").is_file()
     bad = isolated_env / "bad.csv"
