@@ -384,3 +384,57 @@ def test_settings_default_results_folder(isolated_env):
     csv = write_csv(isolated_env / "exp.csv", dummy_row(gens=1, k=1))
     report = run_experiments(csv, Settings(results=isolated_env / "res"))
     assert report.errors == [] and (isolated_env / "res/dummy/iter0/metrics.json").is_file()
+
+
+# -- the worked example: evolving the naive strategy's answer prompt -----------------------------------------
+def test_ragkit_naive_scores_prompts_by_checklist_and_reports_the_holdout(scripted_server, sample_db_copy,
+                                                                        isolated_env, repo_root):
+    """Prompts are scored by answering the training questions with `naive` under each prompt and judging the
+    answers' checklists; the best prompt and the built-in one are then scored on held-out questions."""
+    naive_systems: list[str] = []
+
+    def responder(body: dict) -> dict:
+        messages = body["messages"]
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if system.startswith(GEN_SYSTEM):
+            if "candidate 2 of 2 in the first generation" in user:
+                return {"content": "Quote every figure exactly. STYLE-NUMBERS"}
+            return {"content": "Answer briefly."}
+        if body.get("response_format"):  # the checklist judge
+            n = int(re.search(r"Checklist \((\d+) items\)", user).group(1))
+            good = "GOOD" in user.split("Answer:", 1)[1].split(">>>", 1)[0]
+            return {"content": json.dumps({"items": [{"item": j, "covered": good, "evidence": "e"}
+                                                     for j in range(1, n + 1)], "extra_points": []})}
+        naive_systems.append(system)  # a naive answer: good only under the prompt that asks for figures
+        answer = "GOOD 2℃" if "STYLE-NUMBERS" in system else "meh"
+        return {"content": json.dumps({"answer": answer, "sources": [], "refused": False})}
+
+    scripted_server.set_responder(responder)
+    examples = repo_root / "examples" / "evolve"
+    train = isolated_env / "train.csv"
+    from ragkit.csvio import read_csv
+
+    rows = read_csv(examples / "naive_train.csv")
+    rows.iloc[[0, 3]].to_csv(train, index=False)  # one Japanese, one English answerable question
+    holdout = isolated_env / "holdout.csv"
+    read_csv(examples / "naive_holdout.csv").iloc[[0]].to_csv(holdout, index=False)
+    csv = isolated_env / "exp.csv"
+    csv.write_text(HEADER + ",holdout_csv\n" + f"naive,2,2,gpt-4o-mini,openai,Write instructions for answering "
+                   f"questions from document pages.,{train},ragkit_naive,{holdout}\n", encoding="utf-8")
+    report = run_experiments(csv, openai_settings(scripted_server, db=Path("database")),
+                             results=isolated_env / "out")
+    root = isolated_env / "out" / "naive"
+    assert report.errors == [], report.errors
+    m0 = json.loads((root / "iter0/metrics.json").read_text(encoding="utf-8"))
+    assert [m["score"] for m in m0] == [0.0, 10.0]
+    assert "Checklist F1 1.000 over 2 question(s)" in m0[1]["reason"]
+    # the evolved text replaced the naive instructions; the rules and reply format stayed
+    evolved = [s for s in naive_systems if s.startswith("Quote every figure exactly. STYLE-NUMBERS")]
+    assert evolved and all("Reply with only this JSON object" in s for s in evolved)
+    assert any(s.startswith("You answer a question from the document pages") for s in naive_systems)  # built-in
+    held = json.loads((root / "holdout.json").read_text(encoding="utf-8"))
+    assert held["holdout_best"]["score"] == 10.0 and held["holdout_builtin_prompt"]["score"] == 0.0
+    assert held["train_builtin_prompt"]["score"] == 0.0
+    assert report.results[0].best["score"] == 10.0
+    usage = json.loads((root / "logs/token_usage.json").read_text(encoding="utf-8"))
+    assert usage["evaluator"]["calls"] > 0 and "holdout" in usage["generations"]

@@ -26,6 +26,12 @@ from ragkit.evolve.evaluators import SCORE_MAX, Evaluator, Score
 from ragkit.models import Usage
 
 
+def checklist_f1(m: dict) -> float | None:
+    """DESIGN §5: F1 = 2TP/(2TP+FP+FN), 0 (not undefined) when nothing was covered but something was missed."""
+    den = 2 * m["TP"] + m["FP"] + m["FN"]
+    return 2 * m["TP"] / den if den else None
+
+
 class ChecklistEvaluator(Evaluator):
     name = "ragkit_checklist"
 
@@ -45,7 +51,7 @@ class ChecklistEvaluator(Evaluator):
         covered = min(v.n_covered, len(self.items))
         m = checklist_metrics(answerable=True, refused=False, n_items=len(self.items), covered=covered,
                               extra=v.n_extra)
-        f1 = m["F1"] or 0.0
+        f1 = checklist_f1(m) or 0.0
         reason = f"{covered}/{len(self.items)} checklist items covered, {v.n_extra} extra point(s) ({v.judge} judge)"
         return Score(round(SCORE_MAX * f1, 4), reason, v.usage)
 
@@ -112,8 +118,9 @@ def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Sett
             continue  # nothing to score this row against
         m = checklist_metrics(answerable=answerable, refused=answer.refused, n_items=len(items),
                               covered=covered, extra=extra)
-        if m["F1"] is not None:
-            f1s.append(m["F1"])
+        f1 = checklist_f1(m)
+        if f1 is not None:
+            f1s.append(f1)
         if m["Recall"] is not None:
             recalls.append(m["Recall"])
     if not f1s:
