@@ -438,3 +438,12 @@ def test_ragkit_naive_scores_prompts_by_checklist_and_reports_the_holdout(script
     assert report.results[0].best["score"] == 10.0
     usage = json.loads((root / "logs/token_usage.json").read_text(encoding="utf-8"))
     assert usage["evaluator"]["calls"] > 0 and "holdout" in usage["generations"]
+
+
+def test_the_example_csv_runs_its_dummy_row_and_explains_the_rest_without_a_key(isolated_env, repo_root):
+    r = cli(str(repo_root / "examples/experiments.csv"), "--results", "out")
+    assert r.exit_code == 1  # the openai rows need a key or a server
+    assert (isolated_env / "out/pokemon_dummy/iter2/metrics.json").is_file()
+    errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
+    assert len(errors) == 4 and all("needs OPENAI_API_KEY" in e for e in errors)
+    assert not (isolated_env / "out/pokemon_fire").exists()
