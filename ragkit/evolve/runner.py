@@ -251,7 +251,7 @@ def print_evolve_report(report: EvolveReport, console: Any) -> None:
                           f"{r.holdout['holdout_builtin_prompt']['score']:g}", highlight=False)
         if r.tokens:
             cost = r.tokens.get("cost_usd")
-            console.print(f"  tokens: {r.tokens['total_tokens']} in {r.tokens['calls']} call(s); cost "
+            console.print(f"  {r.tokens['total_tokens']} tokens in {r.tokens['calls']} model call(s); cost "
                           f"{'unknown' if cost is None else f'${cost:.4f}'}", highlight=False)
         if r.error:
             console.print(f"  [red]error:[/red] {escape(r.error)}", highlight=False)
