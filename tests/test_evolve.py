@@ -85,7 +85,8 @@ def test_dummy_run_writes_the_seed_layout(isolated_env):
     assert set(usage["generations"]) == {"0", "1", "2"}
     log = (root / "logs/execution.log").read_text(encoding="utf-8")
     assert "iter2: done" in log and "response:" in log
-    assert "parent A iter" in (root / "iter1/logic/creation_prompt_1.txt").read_text(encoding="utf-8")
+    logic = (root / "iter1/logic/creation_prompt_1.txt").read_text(encoding="utf-8")
+    assert "P1 iter0/text" in logic and "raw reply" in logic
     summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
     assert summary["complete"] and [g["generation"] for g in summary["generations"]] == [0, 1, 2]
     assert "iter0: best" in r.stdout and "best:" in r.stdout

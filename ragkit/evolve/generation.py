@@ -5,10 +5,11 @@ target preference, nor an evaluator's reasons (a reason could spell the target o
 generator learns the hidden preference from scores alone.
 
 Generation 0: k independent texts from the task definition.
-Generation n > 0, candidate i: selection by tournament (two draws of two from the whole scored history, the
-higher score wins each; seeded by experiment, generation and candidate, so a resumed run makes the same
-choice), then one model call that sees the ranked history with scores and the two parents, and is asked to
-cross them over and mutate the result toward what scored well.
+Generation n > 0, candidate i: a pool of up to POOL parents is drawn by tournament from the whole scored
+history (each draw: two texts, the higher score wins; seeded by experiment, generation and candidate, so a
+resumed run draws the same pool and different candidates see different pools). One model call then sees the
+ranked history with scores and the pool, and is asked to select two parents from the pool (selection), combine
+them (crossover) and change one thing toward what scored well (mutation).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ GENERATOR_SYSTEM = """You write texts for a task. An evaluator will score them; 
 Reply with the text only: no title, no explanation, no quotes around it."""
 
 HISTORY_SHOWN = 8  # ranked history lines in the prompt: the best ones and a few of the worst, for contrast
-TEXT_CHARS = 600  # a text is cut to this in the history shown (keeps prompts small for local models)
+TEXT_CHARS = 600
+POOL = 4  # parents offered to the model per candidate; it selects two  # a text is cut to this in the history shown (keeps prompts small for local models)
 
 
 @dataclass(frozen=True)
@@ -51,12 +53,18 @@ def tournament(history: list[Scored], rng: random.Random, size: int = 2) -> Scor
     return max(contenders, key=lambda s: (s.score, -s.generation, -s.index))
 
 
-def select_parents(history: list[Scored], seed: str) -> tuple[Scored, Scored]:
+def select_pool(history: list[Scored], seed: str, size: int = 0) -> list[Scored]:
+    """Up to `size` (default POOL) distinct texts, each the winner of a tournament of two."""
+    size = size or POOL
     rng = random.Random(seed)
-    a = tournament(history, rng)
-    others = [s for s in history if s.label != a.label] or history
-    b = tournament(others, rng)
-    return a, b
+    pool: list[Scored] = []
+    for _ in range(size * 4):  # a few redraws when a winner is already in the pool
+        if len(pool) >= min(size, len(history)):
+            break
+        pick = tournament(history, rng)
+        if pick.label not in {p.label for p in pool}:
+            pool.append(pick)
+    return pool
 
 
 def ranked(history: list[Scored]) -> list[Scored]:
@@ -67,17 +75,18 @@ def ranked(history: list[Scored]) -> list[Scored]:
     return order[: HISTORY_SHOWN - worst] + order[-worst:]
 
 
-def evolve_messages(task: str, history: list[Scored], a: Scored, b: Scored, i: int, k: int) -> list[dict]:
+def evolve_messages(task: str, history: list[Scored], pool: list[Scored], i: int, k: int) -> list[dict]:
     lines = "\n".join(f"[score {s.score:g}] {_cut(s.text)}" for s in ranked(history))
+    offered = "\n".join(f"P{n} [score {s.score:g}]: {_cut(s.text)}" for n, s in enumerate(pool, 1))
     user = (
         f"Task: {task}\n\n"
         "Earlier texts for this task and the evaluator's scores (0-10, higher is better), best first:\n"
         f"{lines}\n\n"
-        f"Parent A [score {a.score:g}]: {_cut(a.text)}\n"
-        f"Parent B [score {b.score:g}]: {_cut(b.text)}\n\n"
-        f"Write candidate {i} of {k} of the next generation: combine what parent A and parent B have in common "
-        "with the traits of the best-scoring texts (crossover), then change one thing so it moves further in the "
-        "direction the scores reward (mutation). It must still fulfil the task."
+        f"Possible parents:\n{offered}\n\n"
+        f"Write candidate {i} of {k} of the next generation: select the two parents above that the scores suggest "
+        "are most promising (selection), combine their traits, favouring those of the best-scoring texts "
+        "(crossover), then change one thing so the text moves further in the direction the scores reward "
+        "(mutation). It must still fulfil the task."
     )
     return [{"role": "system", "content": GENERATOR_SYSTEM}, {"role": "user", "content": user}]
 

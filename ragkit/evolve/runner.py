@@ -19,7 +19,7 @@ from ragkit.evolve.generation import (
     evolve_messages,
     initial_messages,
     render_messages,
-    select_parents,
+    select_pool,
 )
 from ragkit.evolve.layout import ExecutionLog, ExperimentDir, TokenLedger
 from ragkit.llm import scrub
@@ -93,11 +93,12 @@ class _Run:
                 messages = initial_messages(exp.task_definition, i, exp.k)
                 decision = "generation 0: from the task definition alone"
             else:
-                a, b = select_parents(history, f"{exp.experiment_id}:{n}:{i}")
-                messages = evolve_messages(exp.task_definition, history, a, b, i, exp.k)
-                decision = (f"selection: tournament of 2 over {len(history)} scored texts -> parent A "
-                            f"{a.label} (score {a.score:g}), parent B {b.label} (score {b.score:g}); "
-                            "operators: LLM crossover + mutation")
+                pool = select_pool(history, f"{exp.experiment_id}:{n}:{i}")
+                messages = evolve_messages(exp.task_definition, history, pool, i, exp.k)
+                decision = (f"pool: {len(pool)} tournament winners (2 drawn each) over {len(history)} scored "
+                            "texts -> " + ", ".join(f"P{m} {s.label} (score {s.score:g})" for m, s in
+                                                     enumerate(pool, 1))
+                            + "; the model selects two of them, crosses them over and mutates the result")
             atomic_write_text(d.prompt_path(n, i), render_messages(messages))
             reply = self.adapter.complete(messages, temperature=GENERATION_TEMPERATURE,
                                           purpose=f"{exp.experiment_id} iter{n} text{i}",
