@@ -302,6 +302,36 @@ def genqa(
 
 @app.command()
 @handle_errors
+def evolve(
+    experiments_csv: Annotated[Path, typer.Argument(help="Experiment CSV (experiment_id, max_generations, k, "
+                                                         "model_name, adapter_type, task_definition, "
+                                                         "target_preference, evaluator_type).")],
+    results: ResultsOpt = None,
+    only: Annotated[list[str] | None, typer.Option("--only", help="Run only this experiment_id (repeatable).")] = None,
+    until: Annotated[int | None, typer.Option("--until", help="Stop after this generation (0-based).")] = None,
+    script: Annotated[Path | None, typer.Option("--script", help="Write a shell script with one idempotent step "
+                                                                 "per generation instead of running.")] = None,
+    db: DbOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """Evolve texts over generations against an evaluator's hidden preference (seed 003)."""
+    from ragkit.evolve import print_evolve_report, run_experiments, write_pipeline_script
+
+    settings = load_settings(db=db, results=results, cache=not no_cache)
+    if script is not None:
+        path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only)
+        console.print(f"wrote {path}", highlight=False)
+        return
+    report = run_experiments(experiments_csv, settings, only=only, until=until)
+    print_evolve_report(report, console)
+    for e in report.errors:
+        err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handle_errors
 def demo(
     db: DbOpt = None,
     results: ResultsOpt = None,

@@ -1,0 +1,169 @@
+"""Evaluators: the only code that sees an experiment's target_preference. Each scores texts 0-10 with a reason.
+
+- rule evaluators, registered by name in RULE_EVALUATORS (a new one = one class + one entry):
+  `rule_keyword` (share of the target's keywords found in the text) and `rule_regex` (share of the target's
+  patterns that match); their reason is empty, as the seed specifies;
+- `llm`: the model scores the text against the target and says why (the dummy adapter: a random score);
+- `ragkit_checklist` / `ragkit_rubric`: ragkit's own judges, treating the text as an answer to the task
+  (see ragkit/evolve/rag_evaluators.py, with `ragkit_naive`, which scores an answer prompt by `rag batch`'s
+  checklist metrics on a question CSV).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import regex
+
+from ragkit.errors import RagError
+from ragkit.evolve.adapters import Adapter, DummyAdapter
+from ragkit.llm import chat_json
+from ragkit.models import Usage
+
+SCORE_MAX = 10.0
+REGEX_TIMEOUT = 2.0  # seconds per pattern and text: a catastrophic pattern must not hang the run
+
+
+@dataclass
+class Score:
+    score: float
+    reason: str = ""
+    usage: Usage | None = None
+    cached: bool = False
+
+
+class Evaluator:
+    """Scores one text. `target` is set once, here, and nowhere on the generator's side."""
+
+    name = "base"
+
+    def __init__(self, target: str) -> None:
+        self.target = target
+
+    def evaluate(self, text: str, *, seed: str = "") -> Score:
+        raise NotImplementedError
+
+
+def _fold(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def split_terms(target: str) -> list[str]:
+    """Keywords or patterns: one per line; a single line may also list them with commas (, 、 ，)."""
+    lines = [ln.strip() for ln in target.splitlines() if ln.strip()]
+    if len(lines) == 1:
+        lines = [t.strip() for t in regex.split(r"[,、，]", lines[0]) if t.strip()]
+    return lines
+
+
+class KeywordEvaluator(Evaluator):
+    """Score = 10 x the share of the target's keywords that the text contains (NFKC, case-insensitive)."""
+
+    name = "rule_keyword"
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.keywords = [_fold(t) for t in split_terms(target)]
+        if not self.keywords:
+            raise RagError("rule_keyword: target_preference lists no keywords")
+
+    def evaluate(self, text: str, *, seed: str = "") -> Score:
+        folded = _fold(text)
+        hits = sum(1 for kw in self.keywords if kw in folded)
+        return Score(round(SCORE_MAX * hits / len(self.keywords), 4))
+
+
+class RegexEvaluator(Evaluator):
+    """Score = 10 x the share of the target's regular expressions (one per line) that match the text."""
+
+    name = "rule_regex"
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        lines = [ln.strip() for ln in target.splitlines() if ln.strip()]
+        if not lines:
+            raise RagError("rule_regex: target_preference has no pattern")
+        self.patterns = []
+        for n, pat in enumerate(lines, 1):
+            try:
+                self.patterns.append(regex.compile(pat, regex.IGNORECASE | regex.MULTILINE))
+            except regex.error as e:
+                # the pattern itself is the hidden target: name its position, not its text
+                raise RagError(f"rule_regex: pattern {n} of target_preference is not a valid regex ({e})") from None
+
+    def evaluate(self, text: str, *, seed: str = "") -> Score:
+        hits = 0
+        for pat in self.patterns:
+            try:
+                hits += pat.search(text, timeout=REGEX_TIMEOUT) is not None
+            except TimeoutError:
+                pass  # too slow to decide: no match
+        return Score(round(SCORE_MAX * hits / len(self.patterns), 4))
+
+
+# seed 003 §3.3: add a rule evaluator = a class above + one entry here
+RULE_EVALUATORS: dict[str, type[Evaluator]] = {
+    KeywordEvaluator.name: KeywordEvaluator,
+    RegexEvaluator.name: RegexEvaluator,
+}
+
+
+LLM_EVALUATOR_SYSTEM = """You are an evaluator with a hidden preference. You score texts written for a task by
+how well they match your preference, from 0 (not at all) to 10 (perfectly). Judge only the match with the
+preference, not style or length. Give a one-sentence reason."""
+
+SCORE_SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
+                "required": ["score", "reason"]}
+
+
+class LLMEvaluator(Evaluator):
+    """The model scores each text against the target; the dummy adapter returns a random score instead."""
+
+    name = "llm"
+
+    def __init__(self, target: str, adapter: Adapter, task: str) -> None:
+        super().__init__(target)
+        self.adapter = adapter
+        self.task = task
+
+    def evaluate(self, text: str, *, seed: str = "") -> Score:
+        if isinstance(self.adapter, DummyAdapter):
+            return Score(self.adapter.random_score(seed), "dummy adapter: random score",
+                         Usage(cost_usd=0.0, calls=1))
+        user = (f"Task the text was written for: {self.task}\n\nYour preference: {self.target or '(none)'}\n\n"
+                f"Text:\n<<<\n{text}\n>>>\n\nReply with JSON: {{\"score\": <0-10>, \"reason\": \"...\"}}")
+
+        def validate(data: dict) -> None:
+            s = data.get("score")
+            if isinstance(s, bool) or not isinstance(s, int | float) or not 0 <= float(s) <= SCORE_MAX:
+                raise ValueError("score must be a number from 0 to 10")
+
+        data, usage = chat_json(self.adapter.provider, [{"role": "system", "content": LLM_EVALUATOR_SYSTEM},
+                                                        {"role": "user", "content": user}],
+                                schema=SCORE_SCHEMA, schema_name="score", validate=validate)
+        return Score(float(data["score"]), " ".join(str(data.get("reason") or "").split()), usage)
+
+
+EvaluatorFactory = Callable[..., Evaluator]
+
+
+def evaluator_names() -> tuple[str, ...]:
+    from ragkit.evolve.rag_evaluators import RAG_EVALUATORS
+
+    return ("llm", *RULE_EVALUATORS, *RAG_EVALUATORS)
+
+
+def make_evaluator(kind: str, *, target: str, adapter: Adapter, task: str, experiment=None, settings=None) -> Evaluator:
+    """The evaluator for an experiment row (`experiment` and `settings` serve ragkit_naive)."""
+    from ragkit.evolve.rag_evaluators import RAG_EVALUATORS
+
+    if kind in RULE_EVALUATORS:
+        return RULE_EVALUATORS[kind](target)
+    if kind == "llm":
+        return LLMEvaluator(target, adapter, task)
+    if kind in RAG_EVALUATORS:
+        return RAG_EVALUATORS[kind](target=target, adapter=adapter, task=task, experiment=experiment,
+                                    settings=settings)
+    raise RagError(f"unknown evaluator_type {kind!r}: choose one of {', '.join(evaluator_names())}")

@@ -1,0 +1,176 @@
+"""ragkit's judges as evolution evaluators.
+
+- `ragkit_checklist`: the text is an answer to the task; target_preference is the checklist (one key point per
+  line). Score = 10 x checklist F1 (judge.judge_checklist: the model's judge, or the lexical judge when the
+  adapter is `dummy`, which has no model).
+- `ragkit_rubric`: target_preference is the expected answer; score = 10 x the rubric's overall score
+  (judge.judge_rubric, seed 002). Needs a model.
+- `ragkit_naive`: the text is the *instructions of the naive answer strategy*. target_preference is a question
+  CSV (the training set: Question, Reference Document, Checklist); every question is answered with
+  `agent.ask(strategy="naive", naive_prompt=text)` over the experiment's database and scored with `rag batch`'s
+  checklist metrics (judge.judge_checklist + metrics.checklist_metrics). Score = 10 x mean Checklist F1 over
+  the rows where it is defined. After the last generation the best prompt and the built-in one are both
+  scored on `holdout_csv`, questions that never drove the evolution (runner.py writes holdout.json).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import mean
+
+from ragkit.config import Settings
+from ragkit.csvio import read_csv, split_checklist
+from ragkit.errors import RagError
+from ragkit.evolve.adapters import Adapter
+from ragkit.evolve.evaluators import SCORE_MAX, Evaluator, Score
+from ragkit.models import Usage
+
+
+def checklist_f1(m: dict) -> float | None:
+    """DESIGN §5: F1 = 2TP/(2TP+FP+FN), 0 (not undefined) when nothing was covered but something was missed."""
+    den = 2 * m["TP"] + m["FP"] + m["FN"]
+    return 2 * m["TP"] / den if den else None
+
+
+class ChecklistEvaluator(Evaluator):
+    name = "ragkit_checklist"
+
+    def __init__(self, *, target: str, adapter: Adapter, task: str, **_: object) -> None:
+        super().__init__(target)
+        self.items = split_checklist(target)
+        if not self.items:
+            raise RagError("ragkit_checklist: target_preference has no checklist item (one per line)")
+        self.adapter = adapter
+        self.task = task
+
+    def evaluate(self, text: str, *, seed: str = "") -> Score:
+        from ragkit.judge import judge_checklist
+        from ragkit.metrics import checklist_metrics
+
+        v = judge_checklist(self.adapter.provider, self.task, text, self.items)
+        covered = min(v.n_covered, len(self.items))
+        m = checklist_metrics(answerable=True, refused=False, n_items=len(self.items), covered=covered,
+                              extra=v.n_extra)
+        f1 = checklist_f1(m) or 0.0
+        reason = f"{covered}/{len(self.items)} checklist items covered, {v.n_extra} extra point(s) ({v.judge} judge)"
+        return Score(round(SCORE_MAX * f1, 4), reason, v.usage)
+
+
+class RubricEvaluator(Evaluator):
+    name = "ragkit_rubric"
+
+    def __init__(self, *, target: str, adapter: Adapter, task: str, **_: object) -> None:
+        super().__init__(target)
+        if adapter.is_dummy:
+            raise RagError("ragkit_rubric needs a model: the dummy adapter has none (use adapter_type openai)")
+        self.adapter = adapter
+        self.task = task
+
+    def evaluate(self, text: str, *, seed: str = "") -> Score:
+        from ragkit.judge import judge_rubric
+
+        v = judge_rubric(self.adapter.provider, question=self.task, expected=self.target, answer=text,
+                         sources=None, required_info=None)
+        if v is None:
+            raise RagError("ragkit_rubric: the judge has no model")
+        why = "; ".join(f"{k}: {s}" for k, s in v.reasoning.items()) or "; ".join(v.issues)
+        return Score(round(SCORE_MAX * v.overall, 4), f"overall {v.overall:.2f} ({'pass' if v.passed else 'fail'}) "
+                     f"{why}".strip(), v.usage)
+
+
+def _questions(path: Path) -> list[dict]:
+    df = read_csv(path, required=("Question", "Checklist"))
+    rows = [r for r in df.to_dict("records") if str(r.get("Question") or "").strip()]
+    if not rows:
+        raise RagError(f"{path}: no questions")
+    return rows
+
+
+def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Settings, provider) -> Score:
+    """Answer every question with the naive strategy under `prompt` (None = the built-in one) and score the
+    answers with the checklist metrics of `rag batch`. A failed answer counts as an error in the reason and
+    leaves its row out; every row failing is a RagError (the experiment stops)."""
+    from ragkit.agent import ask
+    from ragkit.index import open_index
+    from ragkit.judge import judge_checklist
+    from ragkit.metrics import checklist_metrics
+
+    index = open_index(Path(settings.db))
+    usage = Usage(cost_usd=0.0)
+    f1s: list[float] = []
+    recalls: list[float] = []
+    errors: list[str] = []
+    for row in questions:
+        q = str(row["Question"])
+        answer = ask(q, settings, strategy="naive", index=index, provider=provider, naive_prompt=prompt)
+        usage.add(answer.usage)
+        if answer.error:
+            errors.append(answer.error)
+            continue
+        items = split_checklist(str(row.get("Checklist") or ""))
+        answerable = bool(str(row.get("Reference Document") or "").strip()) if "Reference Document" in row else True
+        covered = extra = 0
+        if answerable and items and not answer.refused:
+            v = judge_checklist(provider, q, answer.answer, items)
+            usage.add(v.usage)
+            covered, extra = min(v.n_covered, len(items)), v.n_extra
+        if answerable and not items:
+            continue  # nothing to score this row against
+        m = checklist_metrics(answerable=answerable, refused=answer.refused, n_items=len(items),
+                              covered=covered, extra=extra)
+        f1 = checklist_f1(m)
+        if f1 is not None:
+            f1s.append(f1)
+        if m["Recall"] is not None:
+            recalls.append(m["Recall"])
+    if not f1s:
+        raise RagError(f"ragkit_naive: no question could be scored ({len(errors)} error(s)"
+                       f"{': ' + errors[0] if errors else ''})")
+    reason = (f"Checklist F1 {mean(f1s):.3f} over {len(f1s)} question(s), Checklist Recall "
+              f"{mean(recalls) if recalls else 0:.3f}" + (f", {len(errors)} error(s)" if errors else ""))
+    return Score(round(SCORE_MAX * mean(f1s), 4), reason, usage)
+
+
+class NaivePromptEvaluator(Evaluator):
+    name = "ragkit_naive"
+
+    def __init__(self, *, target: str, adapter: Adapter, task: str, experiment=None, settings=None,
+                 **_: object) -> None:
+        super().__init__(target)
+        if adapter.is_dummy:
+            raise RagError("ragkit_naive needs a model to answer with (the naive strategy offline ignores its "
+                           "prompt): use adapter_type openai")
+        self.adapter = adapter
+        base = settings or Settings()
+        db = Path(experiment.db) if experiment is not None and experiment.db else Path(base.db)
+        if not db.is_dir():
+            raise RagError(f"ragkit_naive: {db}: no database here; run `rag ingest` first or set the db column")
+        self.settings = base.with_(db=db)
+        self.train = _questions(Path(target))
+        holdout = experiment.holdout_csv if experiment is not None else ""
+        self.holdout = _questions(Path(holdout)) if holdout else None
+
+    def evaluate(self, text: str, *, seed: str = "") -> Score:
+        return score_naive_prompt(text, self.train, self.settings, self.adapter.provider)
+
+    def holdout_report(self, best_text: str) -> dict | None:
+        """The best prompt and the built-in one on the held-out questions (None without a holdout CSV)."""
+        if self.holdout is None:
+            return None
+        best = score_naive_prompt(best_text, self.holdout, self.settings, self.adapter.provider)
+        base = score_naive_prompt(None, self.holdout, self.settings, self.adapter.provider)
+        train_base = score_naive_prompt(None, self.train, self.settings, self.adapter.provider)
+        usage = Usage(cost_usd=0.0)
+        for s in (best, base, train_base):
+            usage.add(s.usage or Usage())
+        return {"holdout_best": {"score": best.score, "reason": best.reason},
+                "holdout_builtin_prompt": {"score": base.score, "reason": base.reason},
+                "train_builtin_prompt": {"score": train_base.score, "reason": train_base.reason},
+                "_usage": usage}
+
+
+RAG_EVALUATORS: dict[str, type[Evaluator]] = {
+    ChecklistEvaluator.name: ChecklistEvaluator,
+    RubricEvaluator.name: RubricEvaluator,
+    NaivePromptEvaluator.name: NaivePromptEvaluator,
+}

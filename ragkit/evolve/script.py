@@ -1,0 +1,51 @@
+"""The seed's pipeline script: a shell script with one idempotent step per experiment and generation.
+
+Each step is `rag evolve CSV --only ID --until N`: a finished generation is skipped, so the script can be run
+again after any failure and continues where it stopped. `RAG` overrides the command (e.g. RAG="uv run rag").
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+from datetime import UTC, datetime
+from pathlib import Path
+
+from ragkit.errors import RagError
+from ragkit.evolve.runner import load
+from ragkit.paths import atomic_write_text
+
+
+def pipeline_script(csv_path: Path, *, results: Path, only: list[str] | None = None,
+                    workdir: Path | None = None) -> str:
+    experiments = load(Path(csv_path), only)
+    q = shlex.quote
+    lines = [
+        "#!/usr/bin/env bash",
+        f"# Written by `rag evolve {csv_path} --script` at "
+        f"{datetime.now(UTC).isoformat(timespec='seconds')}.",
+        "# One step per experiment generation; every step is idempotent (finished generations are skipped),",
+        "# so after a failure fix the cause and run this script again.",
+        "set -euo pipefail",
+        f"cd {q(str((workdir or Path.cwd()).absolute()))}",
+        'RAG=${RAG:-rag}',
+    ]
+    for exp in experiments:
+        lines.append("")
+        lines.append(f"# {exp.experiment_id}: {exp.max_generations} generation(s) of {exp.k}, "
+                     f"{exp.adapter_type}/{exp.model_name}, evaluator {exp.evaluator_type}")
+        for n in range(exp.max_generations):
+            lines.append(f"$RAG evolve {q(str(csv_path))} --results {q(str(results))} "
+                         f"--only {q(exp.experiment_id)} --until {n}")
+    return "\n".join(lines) + "\n"
+
+
+def write_pipeline_script(csv_path: Path, script: Path, *, results: Path, only: list[str] | None = None) -> Path:
+    """Write the script (executable); an existing file is never replaced."""
+    script = Path(script)
+    if script.exists():
+        raise RagError(f"{script}: already exists; remove it or choose another name (nothing was written)")
+    text = pipeline_script(csv_path, results=results, only=only)
+    atomic_write_text(script, text)
+    os.chmod(script, 0o755)
+    return script
