@@ -154,7 +154,14 @@ def batch(
     db: DbOpt = None,
     results: ResultsOpt = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Questions in parallel [default 5].")] = None,
-    enable_rl: Annotated[bool, typer.Option("--enable-rl", help="Optimize folders for missed pages.")] = False,
+    optimize: Annotated[bool, typer.Option(
+        "--optimize", help="Copy missed pages where the agent would look (one pass; changes the database).")] = False,
+    enable_rl: Annotated[bool, typer.Option(
+        "--enable-rl", help="Optimize with re-asks: keep only the copies that help (changes the database).")] = False,
+    holdout: Annotated[float | None, typer.Option(
+        "--holdout", help="Share of questions kept out of optimization to measure it [default 0.25].")] = None,
+    validate: Annotated[Path | None, typer.Option(
+        "--validate", help="A second question CSV that measures the optimization instead of --holdout.")] = None,
     strategy: StrategyOpt = "agent",
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -163,13 +170,15 @@ def batch(
     max_steps: MaxStepsOpt = None,
     max_tokens: MaxTokensOpt = None,
 ) -> None:
-    """Answer every question of a CSV in parallel, score it, write results and summary CSVs."""
+    """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
+    --optimize or --enable-rl)."""
     from ragkit.batch import print_batch_report, run_batch
 
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens)
     _say_provider(settings)
-    report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume)
+    report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
+                       holdout=holdout, validate=validate)
     print_batch_report(report, console)
     if report.errors:
         raise typer.Exit(1)
