@@ -955,7 +955,10 @@ def print_batch_report(report: BatchReport, console) -> None:
     headline = list(_HEADLINE)
     if report.optimize is not None:  # only when this run optimized, and said so
         headline.append(("Opt Ref Recall", "Opt Ref Recall (after optimize)"))
-    if "Judge Passed" not in by_metric or not parse_number(by_metric["Judge Passed"].get("Rows")):
+    judged = by_metric.get("Judge Passed") or {}
+    if not parse_number(judged.get("Rows")) or judged.get("Covers") == "unanswerable":
+        # no judge scored an answer (offline): the rule's refusals alone would read as a 100% pass rate
+        headline = [h for h in headline if h[0] != "Judge Passed"]
         headline.insert(3, ("Contain Match", "Contain-Match"))
     shown = 0
     for m, label in headline:
@@ -993,11 +996,11 @@ def print_batch_report(report: BatchReport, console) -> None:
         print_optimize_report(report.optimize, console)
     if report.measure is not None:
         for line in report.measure.lines():
-            console.print(f"optimize: {line}", highlight=False, markup=False)
+            console.print(f"optimize: {line}", highlight=False, markup=False, soft_wrap=True)
     if report.missed_pages:
         console.print(f"{report.missed_pages} reference page(s) were missed in {report.missed_rows} question(s); "
                       "nothing was changed: --optimize copies them where the agent would look, --enable-rl keeps "
-                      "only the copies that help", highlight=False, markup=False)
+                      "only the copies that help", highlight=False, markup=False, soft_wrap=True)
     if report.errors:
         console.print(f"[red]{len(report.errors)} error(s)[/red]:", highlight=False)
         for e in report.errors[:10]:
