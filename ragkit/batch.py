@@ -845,7 +845,7 @@ def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
         return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
     # the answer's own figures come from the batch that produced it, not from this re-scoring
     for k in ("Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", "Refused",
-              ATTEMPTS):
+              ATTEMPTS, SPLIT_COLUMN):
         if k in row:
             cols[k] = row[k]
     return cols, usage
@@ -907,7 +907,8 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     report.questions = len(rows)
     report.usage.add(report.judge_usage)
     report.wall_s = time.monotonic() - t0
-    columns = result_columns(input_cols, optimized=OPTIMIZED in input_cols, attempts=has_attempts)
+    columns = result_columns(input_cols, optimized=OPTIMIZED in input_cols, attempts=has_attempts,
+                             split=SPLIT_COLUMN in df.columns)
     _write_outputs(report, columns, stem=results_csv.stem, kind="eval", results_dir=settings.results)
     return report
 
@@ -915,7 +916,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
 def _kept(row: dict) -> dict:
     """The answer columns of a results row that re-scoring reads."""
     keys = ("RAG Answer", "Retrieved Files", "Refused", "Pages Read", "Steps", "Input Tokens", "Output Tokens",
-            "Cost USD", "Latency ms", "Error", ATTEMPTS)
+            "Cost USD", "Latency ms", "Error", ATTEMPTS, SPLIT_COLUMN)
     return {k: row[k] for k in keys if k in row}
 
 

@@ -34,7 +34,7 @@ from ragkit.text import one_line
 
 DEFAULT_HOLDOUT = 0.25
 REFERENCE = "Reference Document"
-SPLIT_COLUMN = "Optimize Split"
+SPLIT_COLUMN = "Optimize Split"  # the same name as scoring.SPLIT (a results column)
 TRAIN, HELD_OUT, VALIDATE = "train", "held-out", "validate"
 
 

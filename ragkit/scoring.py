@@ -50,8 +50,9 @@ ATTEMPTS = "Attempts"
 TAIL_COLUMNS = ["Error", "Judge Error"]
 
 # every column a run computes (an input CSV that already has them, e.g. a results CSV, gets them replaced)
+SPLIT = "Optimize Split"  # train | held-out, when an optimization held questions out (ragkit.heldout)
 OUTPUT_COLUMNS = [*CORE_COLUMNS, *CHECKLIST_MORE, *REF_MORE, *OPT_REF_COLUMNS, *JUDGE_COLUMNS,
-                  *DETAIL_COLUMNS, ATTEMPTS, *TAIL_COLUMNS]
+                  *DETAIL_COLUMNS, SPLIT, ATTEMPTS, *TAIL_COLUMNS]
 _OUTPUT_SET = frozenset(OUTPUT_COLUMNS)
 # columns the summary aggregates (metrics.summarize: means, micro-averages, totals)
 SUMMARY_METRICS = [
@@ -327,9 +328,7 @@ _PAGE_CELL = re.compile(r"\s*(?:\d+(?:\s*-\s*\d+)?(?:\s*[,;|/\r\n ]\s*\d+(?:\s*-
 
 def known_columns() -> tuple[str, ...]:
     """Every column name ragkit reads or writes (a near-miss of one of them is a typo)."""
-    from ragkit.heldout import SPLIT_COLUMN
-
-    return (*INPUT_COLUMNS, *OUTPUT_COLUMNS, SPLIT_COLUMN)
+    return (*INPUT_COLUMNS, *OUTPUT_COLUMNS)
 
 
 def read_questions(path: Path) -> Any:
