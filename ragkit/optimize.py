@@ -879,6 +879,7 @@ def _drop_deleted(ctx: _Ctx, report: OptimizeReport) -> None:
     Retrieved Files / Pages Read (an attempt, or another row's re-ask, may have read it while it existed), and
     that row's reference metrics are computed again without it."""
     from ragkit.metrics import prefixed, reference_metrics
+    from ragkit.scoring import with_copies
 
     gone = {rel for rel, state in ctx.copies.state.items() if state == "rolled_back"}
     if not gone:
@@ -898,7 +899,8 @@ def _drop_deleted(ctx: _Ctx, report: OptimizeReport) -> None:
             base = reference_path(ctx.db, "")
             universe = [x if base in ("", ".") else f"{base}/{x}" for x in ctx.index.pages()]
         retrieved = _retrieved(row)
-        row.update(prefixed("Ref", reference_metrics(str(row.get(REF_COL) or ""), retrieved, universe)))
+        ref = with_copies(str(row.get(REF_COL) or ""), retrieved, ctx.db)
+        row.update(prefixed("Ref", reference_metrics(ref, retrieved, universe)))
         if str(row.get(OPT_COL) or "").strip():
             row.update(prefixed("Opt Ref", reference_metrics(row[OPT_COL], retrieved, universe)))
 
@@ -1130,7 +1132,7 @@ def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str
     """The row as the final attempt left it: answer, retrieved files, reference metrics against the
     Reference Document and the optimized cell (copies kept), then batch.rescore_row for the rest."""
     from ragkit.metrics import prefixed, reference_metrics
-    from ragkit.scoring import rescore_row
+    from ragkit.scoring import rescore_row, with_copies
 
     out = {k: v for k, v in row.items() if not k.startswith(("Ref ", "Opt Ref "))}
     out["RAG Answer"] = answer.answer
@@ -1140,7 +1142,8 @@ def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str
         out[OPT_COL] = opt_cell
     base = reference_path(ctx.db, "")
     universe = [p if base in ("", ".") else f"{base}/{p}" for p in ctx.index.pages()]
-    out.update(prefixed("Ref", reference_metrics(str(row.get(REF_COL) or ""), retrieved, universe)))
+    ref = with_copies(str(row.get(REF_COL) or ""), retrieved, ctx.db)  # a kept copy is the page it copies
+    out.update(prefixed("Ref", reference_metrics(ref, retrieved, universe)))
     if str(out.get(OPT_COL) or "").strip():
         out.update(prefixed("Opt Ref", reference_metrics(out[OPT_COL], retrieved, universe)))
     return rescore_row(out, answer, ctx.settings)

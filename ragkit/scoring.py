@@ -153,7 +153,8 @@ class Scorer:
             return {}
         if universe is None:
             universe = self.universe()
-        out = prefixed("Ref", reference_metrics(str(row.get(REFERENCE) or ""), retrieved, universe))
+        ref = with_copies(str(row.get(REFERENCE) or ""), retrieved, self.db)
+        out = prefixed("Ref", reference_metrics(ref, retrieved, universe))
         opt = str(row.get(OPTIMIZED) or "").strip()
         if opt:
             out.update(prefixed("Opt Ref", reference_metrics(opt, retrieved, universe)))
@@ -237,6 +238,39 @@ class Scorer:
             refused=refused, checklist=verdict, items=items, ref=ref, opt_ref=opt_ref, rubric=rubric,
             contain=contain, llm_correct=llm_ok, notes=problems)
         return out, usage, problems
+
+
+def with_copies(ref_cell: str, retrieved: list[str], db: Path) -> str:
+    """The reference cell with every retrieved page that is a byte-for-byte copy of a required page added to
+    that page's aliases: an answer citing an optimizer's copy found the page (same content), so a CSV naming
+    only the original must not score it 0. Pages that differ in any byte are never merged."""
+    from ragkit.metrics import reference_groups
+    from ragkit.paths import normalize_ref, strip_db_prefix
+
+    groups = reference_groups(ref_cell)
+    required = {a for g in groups for a in g}
+    extra = [normalize_ref(p) for p in retrieved if normalize_ref(p) not in required]
+    if not groups or not extra:
+        return ref_cell
+    root = Path(db).resolve()
+
+    def content(path: str) -> bytes | None:
+        rel = strip_db_prefix(Path(db), path)
+        full = Path(rel) if rel.startswith("/") else root / rel
+        try:
+            return full.read_bytes() if full.resolve().is_relative_to(root) and full.is_file() else None
+        except OSError:
+            return None
+
+    got = {p: content(p) for p in extra}
+    changed = False
+    for g in groups:
+        want = {c for c in (content(a) for a in g) if c is not None}
+        for p, data in got.items():
+            if data is not None and data in want and p not in g:
+                g.append(p)
+                changed = True
+    return "\n".join("|".join(g) for g in groups) if changed else ref_cell
 
 
 def correct_refusal_verdict():

@@ -342,3 +342,22 @@ def test_rollback_removes_folders_created_for_earlier_copies(isolated_env):
     assert (db / "manuals/new topic/deeper").is_dir()  # b is still there
     assert cm.release(b, ("row", 2), keep=False) == "rolled_back"
     assert not (db / "manuals/new topic").exists()  # b's own record had no folders: they were made for a
+
+
+def test_an_answer_citing_a_copy_found_the_original(isolated_env):
+    """The issue's second CSV: it names the original page, the answer cites the optimizer's copy of it."""
+    import shutil
+
+    from ragkit.scoring import with_copies
+
+    db = make_db(isolated_env)
+    copy = db / "manuals/router/reset help/page_001.md"
+    copy.parent.mkdir(parents=True)
+    shutil.copy2(db / "manuals/router/setup/page_001.md", copy)
+    cited = "database/manuals/router/reset help/page_001.md"
+    assert with_copies(ROUTER, [cited], db) == f"{ROUTER}|{cited}"
+    assert with_copies(WIFI, [cited], db) == WIFI  # different content: never merged
+    edited = db / "manuals/router/edited/page_001.md"
+    edited.parent.mkdir(parents=True)
+    edited.write_bytes(copy.read_bytes() + b"\nmore")
+    assert with_copies(ROUTER, ["database/manuals/router/edited/page_001.md"], db) == ROUTER
