@@ -61,12 +61,7 @@ judge, provider or database) without asking again, into `<results stem>_eval_YYY
 from __future__ import annotations
 
 import glob
-import hashlib
-import json
-import os
-import queue
 import sys
-import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -77,6 +72,13 @@ from typing import Any
 
 import pandas as pd
 
+from ragkit.checkpoint import (  # noqa: F401 - Checkpoint and checkpoint_path are part of batch's API
+    _CK_VERSION,
+    CHECKPOINT_DIR,
+    Checkpoint,
+    _DaemonPool,
+    checkpoint_path,
+)
 from ragkit.config import STRATEGIES, Settings
 from ragkit.csvio import (
     read_csv,
@@ -119,9 +121,6 @@ from ragkit.scoring import (  # noqa: F401 - re-exported: the columns and rescor
     read_questions,
     rescore_row,
 )
-
-CHECKPOINT_DIR = ".checkpoints"
-_CK_VERSION = 1
 
 
 def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False) -> list[str]:
@@ -204,137 +203,6 @@ def _usage_from(d: dict | None) -> Usage:
     return Usage(**d) if d else Usage()
 
 
-
-
-# -- a pool whose threads never hold the process up ----------------------------------------------------
-class _DaemonPool:
-    """A minimal thread pool of daemon threads.
-
-    Why not ThreadPoolExecutor: its threads are joined at interpreter exit, so after Ctrl-C the process
-    would wait for every in-flight question (HTTP timeouts and retries included) before exiting. Finished
-    rows are already in the checkpoint; in-flight ones are simply asked again on resume.
-    """
-
-    def __init__(self, workers: int) -> None:
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"rag-batch-{i}", daemon=True)
-                         for i in range(max(1, workers))]
-        for t in self._threads:
-            t.start()
-
-    def _work(self) -> None:
-        while True:
-            item = self._q.get()
-            if item is None:
-                return
-            fut, fn, args = item
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn(*args))
-            except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
-                fut.set_exception(e)
-
-    def submit(self, fn: Callable, *args: Any) -> Future:
-        fut: Future = Future()
-        self._q.put((fut, fn, args))
-        return fut
-
-    def shutdown(self, *, cancel_futures: bool = False) -> None:
-        if cancel_futures:
-            while True:
-                try:
-                    item = self._q.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    item[0].cancel()
-        for _ in self._threads:
-            self._q.put(None)
-
-
-# -- the checkpoint -----------------------------------------------------------------------------------
-class Checkpoint:
-    """Append-only JSON lines, one per finished row, fsync'ed; locked against a second process."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self._fh = None
-
-    def load(self) -> dict[int, dict]:
-        """The last readable record per input position. A torn last line is cut off."""
-        if not self.path.is_file():
-            return {}
-        data = self.path.read_bytes()
-        good_end = data.rfind(b"\n") + 1
-        records: dict[int, dict] = {}
-        for line in data[:good_end].splitlines():
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and rec.get("v") == _CK_VERSION and isinstance(rec.get("i"), int):
-                records[rec["i"]] = rec
-        if good_end < len(data):  # a line cut short by a crash: drop it so the next append starts clean
-            with open(self.path, "r+b") as fh:
-                fh.truncate(good_end)
-        return records
-
-    def open(self) -> None:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open for the whole run
-        except OSError as e:
-            raise RagError(f"{self.path}: cannot write the checkpoint ({e.strerror or e})") from None
-        try:
-            import fcntl
-
-            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except ImportError:  # pragma: no cover - Windows: no advisory lock
-            pass
-        except BlockingIOError:
-            self._fh.close()
-            self._fh = None
-            raise RagError(f"{self.path}: another `rag batch` is running on this input; wait for it "
-                           "or stop it first") from None
-        except OSError:  # a filesystem without locks: run unlocked
-            pass
-
-    def append(self, record: dict) -> None:
-        line = json.dumps(record, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
-        self._fh.write(line)
-        self._fh.flush()
-        os.fsync(self._fh.fileno())
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-    def finish(self) -> None:
-        self.close()
-        self.path.unlink(missing_ok=True)
-
-
-def checkpoint_path(settings: Settings, input_csv: Path, df: pd.DataFrame, *, strategy: str) -> Path:
-    """`<results>/.checkpoints/<input stem>-<key>.jsonl` (see the module docstring for what the key covers)."""
-    cols = [c for c in df.columns if c != OPTIMIZED]
-    content = hashlib.sha256(json.dumps([cols, df[cols].values.tolist()], ensure_ascii=False).encode()).hexdigest()
-    material = {
-        "input": str(Path(input_csv).resolve()),
-        "content": content,
-        "db": str(Path(settings.db).resolve()),
-        "strategy": strategy,
-        "provider": settings.provider,
-        "model": settings.model,
-        "judge_model": settings.judge_model,
-        "api_base": settings.api_base or "",
-    }
-    key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
-    from ragkit.paths import sanitize_name
-
-    stem = sanitize_name(Path(input_csv).stem, fallback="input", max_len=60)
-    return Path(settings.results) / CHECKPOINT_DIR / f"{stem}-{key}.jsonl"
 
 
 # -- the batch ----------------------------------------------------------------------------------------
@@ -578,7 +446,9 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
 
     # the folder optimizer (DESIGN §6): only when asked; a plain batch changes nothing it evaluates
     if opts.active:
-        rows = _optimize(report, rows, scorer, answer_fn, provider, settings, strategy, opts, progress)
+        from ragkit.heldout import optimize_and_measure
+
+        rows = optimize_and_measure(report, rows, scorer, answer_fn, provider, settings, strategy, opts, progress)
     elif scorer.has_ref:
         report.missed_pages, report.missed_rows = _misses(rows)
 
@@ -619,90 +489,6 @@ def _misses(rows: list[dict]) -> tuple[int, int]:
             pages += int(fn)
             questions += 1
     return pages, questions
-
-
-def _optimize(report: BatchReport, rows: list[dict], scorer: Scorer, answer_fn: Callable, provider: Any,
-              settings: Settings, strategy: str, opts: OptimizeOptions, progress: bool) -> list[dict]:
-    """Split, optimize on the training rows' misses, then ask the measured questions again (ragkit.heldout)."""
-    from ragkit import heldout as H
-    from ragkit.optimize import optimize_missed
-
-    measure = H.OptimizeMeasure(holdout=None if opts.validate else opts.holdout,
-                                validate_path=str(opts.validate) if opts.validate else None)
-    held = H.split_holdout(rows, opts.holdout) if measure.holdout else set()
-    train = [i for i, r in enumerate(rows) if i not in held]
-    for i, r in enumerate(rows):
-        if measure.holdout is not None:
-            r[H.SPLIT_COLUMN] = H.HELD_OUT if i in held else H.TRAIN
-    splits = [(H.TRAIN, [rows[i] for i in train])]
-    if held:
-        splits.append((H.HELD_OUT, [rows[i] for i in sorted(held)]))
-    ask_kw = dict(answer_fn=answer_fn, strategy=strategy, index=scorer.index, provider=provider)
-    validate_items: list[tuple[str, str]] = []
-    validate_before = None
-    if opts.validate is not None:
-        validate_items = opts.validate_items
-        validate_before = H.measure(validate_items, settings, aliases={}, progress=progress,
-                                    label="validate (before)", **ask_kw)
-    figures = []
-    for name, part in splits:
-        before, n = H.mean_recall(part)
-        figures.append(H.SplitFigures(name, before=before, rows_before=n))
-    if validate_before is not None:
-        figures.append(H.SplitFigures(H.VALIDATE, before=validate_before.recall, rows_before=validate_before.rows))
-        measure.usage.add(validate_before.usage)
-        measure.errors += validate_before.errors
-
-    with _collect_rescore_usage() as sink:
-        try:
-            opt = optimize_missed(rows, input_csv=report.input_path, settings=settings, strategy=strategy,
-                                  enable_rl=opts.enable_rl, index=scorer.index, progress=progress,
-                                  only=set(train))
-        except RagError as e:
-            report.errors.append(f"optimize: {_one_line(e)}")
-            opt = None
-    if opt is None:
-        return rows
-    report.optimize = opt
-    rows = opt.rows
-    report.errors.extend(f"optimize: {e}" for e in opt.errors)
-    report.answer_usage.add(opt.usage)  # proposals and re-asks that were not a row's last
-    report.answer_usage.add(sink[0])  # the last re-ask of each row (through rescore_row)
-    report.judge_usage.add(sink[1])
-    _fill_opt_ref(rows, scorer)
-
-    # after: every measured question asked again against the optimized tree (copies count as their pages)
-    aliases = H.alias_map(opt.kept_copies(settings.db))
-    for fig in figures:
-        if fig.name == H.VALIDATE:
-            items = validate_items
-        else:
-            part = [rows[i] for i in (train if fig.name == H.TRAIN else sorted(held))]
-            items = [(str(r.get(QUESTION) or ""), str(r.get(REFERENCE) or "")) for r in part
-                     if str(r.get(REFERENCE) or "").strip() and not r.get("Error")]
-        m = H.measure(items, settings, aliases=aliases, progress=progress, label=f"{fig.name} (after)", **ask_kw)
-        fig.after, fig.rows_after = m.recall, m.rows
-        measure.usage.add(m.usage)
-        measure.errors += m.errors
-    measure.splits = figures
-    report.measure = measure
-    report.answer_usage.add(measure.usage)
-    report.errors.extend(f"optimize: {e}" for e in measure.errors)
-    return rows
-
-
-def _fill_opt_ref(rows: list[dict], scorer: Scorer) -> None:
-    """Rows the optimizer gave an `Optimized Reference Document` without re-asking: score it now."""
-    universe = None
-    for row in rows:
-        if str(row.get(OPTIMIZED) or "").strip() and row.get("Opt Ref TP") in (None, "") and not row.get("Error"):
-            if universe is None:
-                universe = scorer.universe()
-            from ragkit.metrics import prefixed, reference_metrics
-
-            row.update(prefixed("Opt Ref", reference_metrics(row[OPTIMIZED],
-                                                             split_multi(str(row.get("Retrieved Files") or "")),
-                                                             universe)))
 
 
 class _Running:

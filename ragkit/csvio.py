@@ -143,9 +143,9 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
     if missing:
         found = ", ".join(repr(c) for c in columns) or "none"
         seps = [name for s_, name in SEPARATORS.items() if s_ != sep and s_ in text.split("\n", 1)[0]]
-        also = f" (the header also contains {' and '.join(seps)}s)" if seps else ""
-        raise RagError(f"{path}: missing column {', '.join(repr(m) for m in missing)}; columns found with the "
-                       f"{SEPARATORS.get(sep, repr(sep))} separator: {found}{also}")
+        also = f"; the header also contains {' and '.join(seps)}s" if seps else ""
+        raise RagError(f"{path}: missing column {', '.join(repr(m) for m in missing)}; columns found: {found} "
+                       f"(read as {SEPARATORS.get(sep, repr(sep))}-separated{also})")
     df = pd.DataFrame(records, columns=columns, dtype=str)
     return df.map(unescape_cell)
 

@@ -15,6 +15,7 @@ INTERFACE (batch relies on it):
     measure(items, settings, *, answer_fn, strategy, index, provider, aliases, workers, progress, label)
         -> Measure(recall, rows, usage, errors)
     OptimizeMeasure: the per-split figures; summary_rows(), lines()
+    optimize_and_measure(report, rows, scorer, answer_fn, provider, settings, strategy, opts, progress) -> rows
 """
 
 from __future__ import annotations
@@ -179,3 +180,76 @@ class OptimizeMeasure:
             out.append("no held-out questions (--holdout 0): the figures above are on the questions that named "
                        "the copies and show memorisation, not a better tree")
         return out
+
+
+def optimize_and_measure(report: Any, rows: list[dict], scorer: Any, answer_fn: Callable, provider: Any,
+                         settings: Settings, strategy: str, opts: Any, progress: bool) -> list[dict]:
+    """`rag batch --optimize|--enable-rl` after the batch: split, let the training rows' misses drive copies
+    (ragkit.optimize), then ask every measured question again. Fills report.optimize / report.measure and
+    returns the rows (RL: the final attempts)."""
+    from ragkit.errors import RagError
+    from ragkit.optimize import optimize_missed
+    from ragkit.scoring import QUESTION, REFERENCE, _collect_rescore_usage, _one_line, fill_opt_ref
+
+    result = OptimizeMeasure(holdout=None if opts.validate else opts.holdout,
+                             validate_path=str(opts.validate) if opts.validate else None)
+    held = split_holdout(rows, opts.holdout) if result.holdout else set()
+    train = [i for i, r in enumerate(rows) if i not in held]
+    for i, r in enumerate(rows):
+        if result.holdout is not None:
+            r[SPLIT_COLUMN] = HELD_OUT if i in held else TRAIN
+    splits = [(TRAIN, [rows[i] for i in train])]
+    if held:
+        splits.append((HELD_OUT, [rows[i] for i in sorted(held)]))
+    ask_kw = dict(answer_fn=answer_fn, strategy=strategy, index=scorer.index, provider=provider)
+    validate_items: list[tuple[str, str]] = []
+    validate_before = None
+    if opts.validate is not None:
+        validate_items = opts.validate_items
+        validate_before = measure(validate_items, settings, aliases={}, progress=progress,
+                                  label="validate (before)", **ask_kw)
+    figures = []
+    for name, part in splits:
+        before, n = mean_recall(part)
+        figures.append(SplitFigures(name, before=before, rows_before=n))
+    if validate_before is not None:
+        figures.append(SplitFigures(VALIDATE, before=validate_before.recall, rows_before=validate_before.rows))
+        result.usage.add(validate_before.usage)
+        result.errors += validate_before.errors
+
+    with _collect_rescore_usage() as sink:
+        try:
+            opt = optimize_missed(rows, input_csv=report.input_path, settings=settings, strategy=strategy,
+                                  enable_rl=opts.enable_rl, index=scorer.index, progress=progress,
+                                  only=set(train))
+        except RagError as e:
+            report.errors.append(f"optimize: {_one_line(e)}")
+            opt = None
+    if opt is None:
+        return rows
+    report.optimize = opt
+    rows = opt.rows
+    report.errors.extend(f"optimize: {e}" for e in opt.errors)
+    report.answer_usage.add(opt.usage)  # proposals and re-asks that were not a row's last
+    report.answer_usage.add(sink[0])  # the last re-ask of each row (through rescore_row)
+    report.judge_usage.add(sink[1])
+    fill_opt_ref(rows, scorer)
+
+    # after: every measured question asked again against the optimized tree (copies count as their pages)
+    aliases = alias_map(opt.kept_copies(settings.db))
+    for fig in figures:
+        if fig.name == VALIDATE:
+            items = validate_items
+        else:
+            part = [rows[i] for i in (train if fig.name == TRAIN else sorted(held))]
+            items = [(str(r.get(QUESTION) or ""), str(r.get(REFERENCE) or "")) for r in part
+                     if str(r.get(REFERENCE) or "").strip() and not r.get("Error")]
+        m = measure(items, settings, aliases=aliases, progress=progress, label=f"{fig.name} (after)", **ask_kw)
+        fig.after, fig.rows_after = m.recall, m.rows
+        result.usage.add(m.usage)
+        result.errors += m.errors
+    result.splits = figures
+    report.measure = result
+    report.answer_usage.add(result.usage)
+    report.errors.extend(f"optimize: {e}" for e in result.errors)
+    return rows

@@ -354,6 +354,20 @@ def _collect_rescore_usage():
 
 
 
+def fill_opt_ref(rows: list[dict], scorer: Scorer) -> None:
+    """Rows the optimizer gave an `Optimized Reference Document` without re-asking: score it now."""
+    universe = None
+    for row in rows:
+        if str(row.get(OPTIMIZED) or "").strip() and row.get("Opt Ref TP") in (None, "") and not row.get("Error"):
+            if universe is None:
+                universe = scorer.universe()
+            from ragkit.metrics import prefixed, reference_metrics
+
+            row.update(prefixed("Opt Ref", reference_metrics(row[OPTIMIZED],
+                                                             split_multi(str(row.get("Retrieved Files") or "")),
+                                                             universe)))
+
+
 # -- strict input (DESIGN §4): checked before any question is asked ----------------------------------------
 PAGE = "Page"
 INPUT_COLUMNS = (QUESTION, GROUND_TRUTH, REFERENCE, OPTIMIZED, PAGE, CHECKLIST)

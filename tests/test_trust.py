@@ -192,7 +192,7 @@ def test_undecodable_file_says_which_encodings_were_tried(isolated_env):
 
 
 def test_a_separator_that_hides_the_question_column_says_what_was_found(isolated_env):
-    with pytest.raises(RagError, match=r"missing column 'Question'.*comma separator.*semicolon"):
+    with pytest.raises(RagError, match=r"missing column 'Question'.*comma-separated; the header also contains semicolons"):
         _run(isolated_env, b"Frage,Antwort;Question\r\na,b;c\r\n")
 
 
