@@ -1,9 +1,9 @@
 """`rag batch` and `rag eval`: parallel, resumable evaluation runs (DESIGN §4, §5).
 
-INTERFACE (owned by the batch work; cli/demo/optimize rely on it):
+INTERFACE (owned by the batch work; cli/demo rely on it):
 
     run_batch(input_csv: Path, settings: Settings, *, strategy="agent", enable_rl=False, resume=False,
-              progress=True) -> BatchReport
+              progress=True, optimize=False, holdout=None, validate=None) -> BatchReport
     run_eval(results_csv: Path, settings: Settings, *, progress=True) -> BatchReport
     print_batch_report(report: BatchReport, console) -> None
     BatchReport: results_path, summary_path, rows, errors (list[str]; non-empty => exit 1), usage, wall_s
@@ -17,7 +17,9 @@ summary CSV's rows); result_columns(); Checkpoint, checkpoint_path(). Result row
 
 How a batch runs
 ----------------
-1. The input CSV (UTF-8, BOM or Shift_JIS) is read; rows with an empty `Question` are skipped and counted.
+1. The input CSV is read strictly (scoring.read_questions: encodings, separators, near-miss column names,
+   extra fields, Page numbers) and every Reference Document is checked against the database before any
+   question is asked (scoring.check_references); rows with an empty `Question` are skipped and counted.
    Rows are identified by position and question, so duplicate questions are two rows.
 2. Each question runs in a pool of `settings.workers` threads: answer (agent.ask), then, in the same
    worker, the scoring: reference metrics over the pages of the index at that moment, the checklist judge,
@@ -26,8 +28,11 @@ How a batch runs
 3. Every finished row is appended at once (flushed and fsync'ed) to a checkpoint, one JSON line per row
    with its input position, its question, the answer and the scored columns.
    Finished rows are not kept in memory: they are read back from the checkpoint at the end.
-4. After the last row: the folder optimizer (ragkit.optimize, DESIGN §6) when the input has ground truth,
-   then `results/<stem>_results_YYYYMMDD_HHMMSS.csv` and `..._summary.csv`, written atomically, never over
+4. After the last row, only with `optimize`/`enable_rl` (a plain run changes neither the database nor the
+   input CSV; it counts the missed pages and says which flag would optimize them): ragkit.heldout splits the
+   answerable rows (`holdout`, default 0.25) or reads `validate`, the folder optimizer (ragkit.optimize,
+   DESIGN §6) works on the training rows' misses, and every measured question is asked again for Ref Recall
+   before/after per split. Then `results/<stem>_results_YYYYMMDD_HHMMSS.csv` and `..._summary.csv`, written atomically, never over
    an existing file.
 
 Results columns: the input columns (an input that already has result columns, e.g. a results CSV, gets them

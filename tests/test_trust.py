@@ -361,3 +361,28 @@ def test_an_answer_citing_a_copy_found_the_original(isolated_env):
     edited.parent.mkdir(parents=True)
     edited.write_bytes(copy.read_bytes() + b"\nmore")
     assert with_copies(ROUTER, ["database/manuals/router/edited/page_001.md"], db) == ROUTER
+
+
+def test_optimize_and_metrics_import_neither_batch_nor_llm_code():
+    """Layering: optimize does not import batch (the scoring both need is ragkit.scoring); metrics imports no LLM
+    code. Checked on the source, every import statement, including the ones inside functions."""
+    import ast
+
+    import ragkit
+
+    root = Path(ragkit.__file__).parent
+
+    def imports(name: str) -> set[str]:
+        tree = ast.parse((root / f"{name}.py").read_text(encoding="utf-8"))
+        out = set()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module:
+                out.add(node.module)
+                out.update(f"{node.module}.{a.name}" for a in node.names)
+            elif isinstance(node, ast.Import):
+                out.update(a.name for a in node.names)
+        return out
+
+    assert not {m for m in imports("optimize") if m.startswith("ragkit.batch")}
+    assert not {m for m in imports("metrics") if m.split(".")[1:2] and m.split(".")[1] in ("llm", "judge", "agent")}
+    assert not {m for m in imports("heldout") if m.startswith("ragkit.batch")}
