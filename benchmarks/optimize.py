@@ -44,7 +44,9 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=4)
     ap.add_argument("--embed", action="store_true", help="keep the index's dense re-ranking")
     ap.add_argument("--keep", type=Path, default=None, help="work in this folder and keep it")
+    ap.add_argument("--bench", type=Path, default=BENCH, help="the MMLongBench-Doc folder (pdfs/, questions.jsonl)")
     args = ap.parse_args()
+    bench = args.bench.resolve()
     if not args.embed:
         os.environ["RAG_EMBED"] = "0"
 
@@ -59,7 +61,7 @@ def main() -> None:
     os.chdir(work)  # Reference Documents are `database/...`, relative to the project root
     db = Path("database")
     t0 = time.perf_counter()
-    ing = ingest_sources([BENCH / "pdfs"], db=db, progress=False)
+    ing = ingest_sources([bench / "pdfs"], db=db, progress=False)
     ingest_s = time.perf_counter() - t0
 
     where: dict[tuple[str, int], str] = {}
@@ -67,7 +69,7 @@ def main() -> None:
         meta, _ = parse_page((db / rel).read_text(encoding="utf-8"))
         where[(Path(meta.source).name if meta.source else "", int(meta.page or 0))] = f"database/{rel}"
     rows = []
-    for line in (BENCH / "questions.jsonl").read_text(encoding="utf-8").splitlines():
+    for line in (bench / "questions.jsonl").read_text(encoding="utf-8").splitlines():
         q = json.loads(line)
         refs = [where.get((q["doc"], p)) for p in q.get("pages") or []]
         if not q.get("answerable") or not refs or None in refs:
