@@ -216,8 +216,18 @@ def batch(
     db: DbOpt = None,
     results: ResultsOpt = None,
     workers: WorkersOpt = None,
+    optimize: Annotated[bool, typer.Option(
+        "--optimize", help="Copy missed pages where the agent would look (one pass; changes the database)."
+        "  [default: off]", show_default=False)] = False,
     enable_rl: Annotated[bool, typer.Option(
-        "--enable-rl", help="Optimize folders for missed pages.  [default: off]", show_default=False)] = False,
+        "--enable-rl", help="Optimize with re-asks: keep only the copies that help (changes the database)."
+        "  [default: off]", show_default=False)] = False,
+    holdout: Annotated[float | None, typer.Option(
+        "--holdout", metavar="F", help="Share of questions kept out of optimization to measure it."
+        "  [default: 0.25]", show_default=False)] = None,
+    validate: Annotated[Path | None, typer.Option(
+        "--validate", metavar="CSV", help="A second question CSV that measures the optimization instead of "
+        "--holdout.  [default: none]", show_default=False)] = None,
     strategy: StrategyOpt = "agent",
     provider: ProviderOpt = None,
     model: ModelOpt = None,
@@ -229,7 +239,8 @@ def batch(
     fail_under: FailUnderOpt = None,
     context_tokens: ContextTokensOpt = None,
 ) -> None:
-    """Answer every question of a CSV in parallel, score it, write results and summary CSVs."""
+    """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
+    --optimize or --enable-rl)."""
     from ragkit import batch as batch_mod
     from ragkit.batch import print_batch_report, run_batch
 
@@ -238,7 +249,8 @@ def batch(
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens)
     _say_provider(settings)
-    report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume)
+    report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
+                       holdout=holdout, validate=validate)
     print_batch_report(report, console)
     _finish_with_gates(report, gates)
 

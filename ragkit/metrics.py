@@ -18,8 +18,9 @@ columns such as "Ref Recall"), `totals_rows` (token/cost/time/error rows for the
 
 Conventions shared by all of them:
 - A ratio with a zero denominator is None, written as an empty cell (never 0, never "nan").
-- F1 is the harmonic mean of Precision and Recall: None when either is None, 0.0 when both are 0.
-- Summary CSV (one row per metric, columns SUMMARY_COLUMNS = Metric, Mean, Micro, Total, Rows):
+- F1 = 2TP/(2TP+FP+FN) (DESIGN §5): the harmonic mean of Precision and Recall where both are defined, and
+  0 (not undefined) when TP = 0 and FP+FN > 0; None only when TP = FP = FN = 0.
+- Summary CSV (one row per metric, columns SUMMARY_COLUMNS = Metric, Mean, Micro, Total, Rows, Covers):
     * ratio metrics ("<prefix> Recall|Precision|Specificity|F1|Accuracy"): Mean = mean over the rows where the
       ratio is defined; Micro = the same ratio recomputed from the TP/FP/FN/TN of the same prefix summed over
       the rows where those counts are present; Total empty.
@@ -27,6 +28,8 @@ Conventions shared by all of them:
     * any other numeric column (judge scores, 0/1 flags such as Contain-Match, latency): Mean and Total;
       booleans count as 1/0, so the Mean of a flag is its rate.
     * Rows = number of rows where the metric is defined (a non-empty number).
+    * Covers = which rows those are: "all", "answerable", "unanswerable" or "N answerable + M unanswerable"
+      (a row is answerable when its Reference Document is not empty; without that column: "all").
   `totals_rows` appends run totals in the same shape (Metric = "Total input tokens", ...; value in Total).
 """
 
@@ -42,7 +45,7 @@ from ragkit.paths import normalize_ref
 COUNT_KEYS = ("TP", "TN", "FP", "FN")
 RATIO_KEYS = ("Recall", "Precision", "Specificity", "F1", "Accuracy")
 METRIC_KEYS = (*COUNT_KEYS, *RATIO_KEYS)
-SUMMARY_COLUMNS = ("Metric", "Mean", "Micro", "Total", "Rows")
+SUMMARY_COLUMNS = ("Metric", "Mean", "Micro", "Total", "Rows", "Covers")
 DECIMALS = 4
 
 # counts each ratio needs (the micro-average sums exactly these over the rows that have them)
@@ -60,13 +63,9 @@ def _div(num: float, den: float) -> float | None:
     return num / den if den else None
 
 
-def f1_score(precision: float | None, recall: float | None) -> float | None:
-    """Harmonic mean; None when either side is undefined, 0.0 when both are 0."""
-    if precision is None or recall is None:
-        return None
-    if precision + recall == 0:
-        return 0.0
-    return 2 * precision * recall / (precision + recall)
+def f1_score(tp: float, fp: float, fn: float) -> float | None:
+    """F1 = 2TP/(2TP+FP+FN): 0 when nothing was right but something was wrong; None when all three are 0."""
+    return _div(2 * tp, 2 * tp + fp + fn)
 
 
 def ratios(tp: float, tn: float, fp: float, fn: float) -> dict[str, float | None]:
@@ -77,7 +76,7 @@ def ratios(tp: float, tn: float, fp: float, fn: float) -> dict[str, float | None
         "Recall": recall,
         "Precision": precision,
         "Specificity": _div(tn, tn + fp),
-        "F1": f1_score(precision, recall),
+        "F1": f1_score(tp, fp, fn),
         "Accuracy": _div(tp + tn, tp + tn + fp + fn),
     }
 
@@ -208,12 +207,42 @@ def _split_metric(column: str) -> tuple[str, str]:
     return prefix, name
 
 
-def summarize(rows: list[dict], columns: list[str]) -> list[dict]:
+def covers(flags: Iterable[bool | None]) -> str:
+    """Which rows a figure covers, from the answerability of each row it was computed on (None = unknown)."""
+    flags = list(flags)
+    if not flags:
+        return ""
+    if any(f is None for f in flags):
+        return "all"
+    yes = sum(1 for f in flags if f)
+    no = len(flags) - yes
+    if not no:
+        return "answerable"
+    if not yes:
+        return "unanswerable"
+    return f"{yes} answerable + {no} unanswerable"
+
+
+def answerable_flag(row: Mapping[str, Any], reference_column: str | None) -> bool | None:
+    """True/False when the input says (a Reference Document column exists), else None."""
+    if reference_column is None:
+        return None
+    return bool(str(row.get(reference_column) or "").strip())
+
+
+def summarize(rows: list[dict], columns: list[str], *, reference_column: str | None = None) -> list[dict]:
     """One summary row per column (shape SUMMARY_COLUMNS; see the module docstring). Values are numbers or
-    None (undefined); pass the rows through format_row before writing them."""
+    None (undefined); pass the rows through format_row before writing them. `reference_column` names the
+    column that marks a row answerable (for `Covers`)."""
     out: list[dict] = []
+    if reference_column is not None and not any(reference_column in r for r in rows):
+        reference_column = None
     for column in columns:
-        values = [v for v in (parse_number(r.get(column)) for r in rows) if v is not None]
+        defined = [(v, r) for v, r in ((parse_number(r.get(column)), r) for r in rows) if v is not None]
+        values = [v for v, _ in defined]
+        cover = covers(answerable_flag(r, reference_column) for _, r in defined)
+        if cover and cover != "all" and len(defined) == len(rows):
+            cover = "all"
         mean = sum(values) / len(values) if values else None
         prefix, name = _split_metric(column)
         micro: float | None = None
@@ -234,7 +263,8 @@ def summarize(rows: list[dict], columns: list[str]) -> list[dict]:
             total = sum(values) if values else None
             if total is not None and total.is_integer():
                 total = int(total)
-        out.append({"Metric": column, "Mean": mean, "Micro": micro, "Total": total, "Rows": len(values)})
+        out.append({"Metric": column, "Mean": mean, "Micro": micro, "Total": total, "Rows": len(values),
+                    "Covers": cover})
     return out
 
 
@@ -266,6 +296,6 @@ def totals_rows(
         ("Total cost (USD)", f"{cost_usd:.6f}" if cost_usd is not None else _UNKNOWN),
         ("Wall time (s)", round(wall_s, 3) if wall_s is not None else None),
     ]
-    return [{"Metric": name, "Mean": None, "Micro": None, "Total": None if v is _UNKNOWN else v, "Rows": None}
-            for name, v in items if v is not None]
+    return [{"Metric": name, "Mean": None, "Micro": None, "Total": None if v is _UNKNOWN else v, "Rows": None,
+             "Covers": None} for name, v in items if v is not None]
 

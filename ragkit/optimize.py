@@ -8,6 +8,14 @@ of it at once, and the input CSV's `Optimized Reference Document` becomes `origi
 `enable_rl` each row gets up to 5 attempts (propose, copy, re-ask, score); an attempt that does not reach
 Ref Recall >= 1 has its copy and index entry removed, and the next proposal is told what failed.
 
+Folder names come from the page's content and what the question asks for (the question's terms that the
+page contains, the page heading, the page's own key terms), never from the question's raw words: a typo
+or the phrasing of one question must not be baked into the tree; a model's proposal that takes a question
+word the page lacks is refused. Copies keep the original page's permissions. A rollback removes the folders
+this run created once they are empty, and no row lists a copy that was rolled back (its reference metrics
+are computed again without it). Only the rows in `only` (the training questions, ragkit.heldout) drive
+copies. This module does not import ragkit.batch: the scoring both need is ragkit.scoring.
+
 Crash safety: every run journals its copies in its own file under DB/.ragkit/optimize-journal/ (fsync'ed,
 written BEFORE the copy appears): a header naming the process, then `created` -> `kept` | `rolled_back`
 per copy. `recover_journal` (called at the start of every run) removes the copies of a dead process that
@@ -15,8 +23,8 @@ were never confirmed, then the journal file. A finished run deletes its own jour
 
 INTERFACE (batch relies on it):
 
-    optimize_missed(rows, *, input_csv, settings, strategy, enable_rl, index=None, progress=True)
-        -> OptimizeReport: rows, summary(), usage, errors, notes, copies, recovered
+    optimize_missed(rows, *, input_csv, settings, strategy, enable_rl, index=None, progress=True, only=None)
+        -> OptimizeReport: rows, summary(), kept_copies(db), usage, errors, notes, copies, recovered
     recover_journal(db, index=None) -> list[str]      # db-relative copies removed
     print_optimize_report(report, console)
 """
@@ -29,6 +37,7 @@ import logging
 import os
 import re
 import socket
+import stat
 import sys
 import tempfile
 import threading
@@ -78,8 +87,9 @@ names, searches page text (folder names count) and reads pages. For the question
 the page shown. Choose the folder where a COPY of this page should also live so that someone asking this
 question would find it there. Rules:
 - Prefer an EXISTING folder from the listing when one fits the question; propose a new folder only when
-  none does (then set new_folder to true). Name a new folder with the words a user asking this question
-  would look for, in the question's language.
+  none does (then set new_folder to true). Name a new folder after what the page says about what the
+  question asks for, in the page's own words (its heading or key terms), never with the question's own
+  wording: a folder serves every question about this topic, not this one question and its typos.
 - The folder must be inside `{scope}`, written relative to the database root, at most {depth} levels
   below `{scope}`, without a file name, without `..`, without a leading `/` and without `\\`.
 - Do not propose the folder the page is already in.
@@ -125,6 +135,14 @@ class OptimizeReport:
     # last re-ask of a row, and its judging, go through batch.rescore_row, which counts them for the batch)
     usage: Usage = field(default_factory=Usage)
 
+    def kept_copies(self, db: Path) -> list[tuple[str, str]]:
+        """(copy, original) in Reference Document form for every copy still in the database."""
+        out = []
+        for r in self.copies:
+            if r.outcome in ("kept", "reused") and resolve_in_db(Path(db), r.copy).is_file():
+                out.append((reference_path(Path(db), r.copy), reference_path(Path(db), r.original)))
+        return out
+
     def summary(self) -> dict[str, Any]:
         """Figures for a batch summary CSV (one value each)."""
         return {
@@ -134,8 +152,6 @@ class OptimizeReport:
             "Optimize Copies Kept": self.kept,
             "Optimize Copies Rolled Back": self.rolled_back,
             "Optimize Copies Recovered": len(self.recovered),
-            "Ref Recall Before Optimize": _blank(self.recall_before),
-            "Ref Recall After Optimize": _blank(self.recall_after),
             "Optimize Errors": len(self.errors),
         }
 
@@ -153,14 +169,9 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
         return
     console.print(f"optimize: {report.analysed} rows analysed; copies created {report.created}, kept "
                   f"{report.kept}, rolled back {report.rolled_back}", highlight=False)
-    before = "n/a" if report.recall_before is None else f"{report.recall_before:.3f}"
     if report.enable_rl:
-        after = "n/a" if report.recall_after is None else f"{report.recall_after:.3f}"
-        console.print(f"optimize: Ref Recall before {before}, after {after} ({report.fixed} of "
-                      f"{report.analysed} rows fixed; {report.rows_scored} rows scored)", highlight=False)
-    else:
-        console.print(f"optimize: Ref Recall before {before}; run with --enable-rl to re-ask and keep only "
-                      "the copies that help", highlight=False)
+        console.print(f"optimize: {report.fixed} of {report.analysed} rows reached Ref Recall 1 after re-asking",
+                      highlight=False)
     if report.csv_path:
         console.print(f"optimize: updated {report.csv_path} (`{OPT_COL}`); previous file kept as "
                       f"{report.backup_path}", highlight=False)
@@ -460,37 +471,102 @@ def key_phrase(question: str, *, max_terms: int = 3, terms: list[str] | None = N
     return sanitize_name(" ".join(words), fallback="questions", max_len=MAX_COMPONENT)
 
 
+def page_terms(body: str, *, max_terms: int = 3) -> list[str]:
+    """The page's own most frequent content terms (in first-appearance order): its topic in its words."""
+    lang = detect_lang(body[:2000])
+    text = unicodedata.normalize("NFKC", body)
+    if lang in ("ja", "zh"):
+        words = _CJK_TERM.findall(text)
+    elif lang == "ko":
+        words = [_KO_PARTICLE.sub("", w) for w in re.findall(r"[^\W_]+", text)]
+    else:
+        words = [w for w in re.findall(r"[^\W_]+", normalize(text)) if len(w) > 3 and w not in STOPWORDS
+                 and not w.isdigit()]
+    counts: dict[str, int] = {}
+    for w in words:
+        if w and w.casefold() not in _QUESTION_WORDS:
+            counts[w] = counts.get(w, 0) + 1
+    top = sorted(counts, key=lambda w: -counts[w])[:max_terms]
+    return [w for w in counts if w in top]
+
+
+def asked_terms(question: str, body: str) -> list[str]:
+    """What the question asks for, as the page words it: the question's key terms that the page contains.
+    A misspelt or paraphrased word of the question is not on the page, so it never names a folder."""
+    page_norm = normalize(unicodedata.normalize("NFKC", body))
+    words = set(re.findall(r"[^\W_]+", page_norm))
+
+    def page_form(t: str) -> str | None:
+        n = normalize(t)
+        if not re.fullmatch(r"[a-z0-9]+", n):
+            return t if n in page_norm else None  # CJK and Hangul: a run of the page's text
+        if n in words:
+            return n
+        # the page's inflection of the same word ("defrost" -> "defrosts"); a typo is no prefix of a word
+        near = sorted(w for w in words if len(n) > 3 and len(w) > 3 and abs(len(w) - len(n)) <= 2
+                      and (w.startswith(n) or n.startswith(w)))
+        return near[0] if near else None
+
+    out: list[str] = []
+    for t in key_terms(question):
+        form = page_form(t)
+        if form and form not in out:
+            out.append(form)
+    return out
+
+
 def offline_proposals(question: str, original: str, page_text: str) -> list[tuple[str, str]]:
-    """Deterministic folders to try in order, as (folder, reason). The index weighs folder names, so each
-    attempt puts different question words into the copy's path: the key terms, all content terms, the
-    terms the page itself lacks (the vocabulary gap between asker and document), the key terms at other
-    places, and the key terms with the page heading."""
+    """Deterministic folders to try in order, as (folder, reason). Names come from the page's content and what
+    the question asks for (asked_terms: question terms found on the page; page_terms; the page heading),
+    never from the question's raw words. The index weighs folder names, so each attempt names the topic
+    differently or puts it at another level."""
     folders = original.split("/")[:-1]
     scope = scope_of(original)
     document = "/".join(folders[:2]) if len(folders) >= 2 else (folders[0] if folders else "")
     section = "/".join(folders)
     _, body = parse_page(page_text)
-    terms = key_terms(question)
-    page_norm = normalize(body)
-    gap = [t for t in terms if normalize(t) not in page_norm]
-    name = key_phrase(question, terms=terms)
+    asked = asked_terms(question, body)
+    topic = page_terms(body)
     heading = sanitize_name(first_heading(body), fallback="", max_len=MAX_COMPONENT)
+    name = key_phrase("", terms=asked) if asked else ""
+    topic_name = key_phrase("", terms=topic) if topic else ""
 
     def at(base: str, leaf: str) -> str:
-        return f"{base}/{leaf}" if base else leaf
+        return f"{base}/{leaf}" if base and leaf else leaf
 
-    out = [(at(document, name), "a folder named after the question's key terms, in the page's document"),
-           (at(document, key_phrase(question, max_terms=12, terms=terms)), "all the question's content terms"),
-           (at(document, key_phrase(question, max_terms=12, terms=gap)) if gap else "",
-            "the question's terms the page does not contain"),
-           (at(scope, name), "the question's key terms at category level"),
-           (at(section, name), "the question's key terms inside the page's section")]
-    if heading:
+    out = [(at(document, name), "what the question asks for, in the page's words, in the page's document"),
+           (at(document, key_phrase("", max_terms=12, terms=asked)) if asked else "",
+            "every term of the question that the page contains"),
+           (at(document, heading), "the page heading, in the page's document"),
+           (at(scope, name), "what the question asks for, in the page's words, at category level"),
+           (at(section, name), "what the question asks for, in the page's words, inside the page's section"),
+           (at(document, topic_name), "the page's own key terms")]
+    if heading and name:
         combo = sanitize_name(f"{name} {heading}", max_len=MAX_COMPONENT)
-        out += [(at(document, combo), "the key terms plus the page heading"),
-                (at(scope, combo), "the key terms plus the page heading at category level")]
+        out += [(at(document, combo), "the asked terms plus the page heading"),
+                (at(scope, combo), "the asked terms plus the page heading at category level")]
+    if topic_name:
+        out.append((at(scope, topic_name), "the page's own key terms at category level"))
     seen: set[str] = set()
-    return [(f, why) for f, why in out if f and not (f in seen or seen.add(f))]
+    return [(f, why) for f, why in out if f and "/" in f and not (f in seen or seen.add(f))]
+
+
+def check_folder_words(db: Path, folder: str, page_text: str, original: str, question: str) -> None:
+    """ValueError when a new folder's name takes a word from the question that the page does not contain
+    (Latin script): the question's own wording, typos included, must not be baked into the tree. Words of
+    the page, of the existing path, or the model's own (a synonym, a corrected spelling) are fine."""
+    _, body = parse_page(page_text)
+    known = set(re.findall(r"[^\W_]+", normalize(body + " " + original.replace("/", " "))))
+    asked = set(re.findall(r"[^\W_]+", normalize(question)))
+    parts = folder.split("/")
+    for i in range(1, len(parts) + 1):
+        if resolve_in_db(db, "/".join(parts[:i])).exists():
+            continue  # an existing folder: its name is already in the tree
+        for w in re.findall(r"[A-Za-z]{3,}", unicodedata.normalize("NFKC", parts[i - 1])):
+            n = normalize(w)
+            if n in asked and n not in known and n not in STOPWORDS:
+                raise ValueError(f"the new folder takes {w!r} from the question but the page does not contain it; "
+                                 "name the folder with the page's words")
 
 
 # -- copies ------------------------------------------------------------------------------------------
@@ -507,11 +583,13 @@ class CopyManager:
         self._claims: dict[str, set] = {}  # pending copy -> owners
         self._info: dict[str, dict] = {}  # copy -> {"id", "dirs"}
         self.state: dict[str, str] = {}  # every copy this run created -> pending | kept | rolled_back
+        self._made_dirs: set[str] = set()  # folders this run created (removed again when left empty)
 
     def place(self, original: str, folder: str, owner: Any) -> tuple[str, bool]:
         """Copy `original` into `folder` (both db-relative, folder validated). Returns (copy, created)."""
         src = resolve_in_db(self.db, original)
         data = src.read_bytes()
+        mode = stat.S_IMODE(src.stat().st_mode)
         stem = src.name[:-3] if src.name.endswith(".md") else src.name
         with self._lock:
             target = resolve_in_db(self.db, folder)
@@ -533,7 +611,8 @@ class CopyManager:
                 target.mkdir(parents=True, exist_ok=True)
                 if resolve_in_db(self.db, folder) != target:  # a symlink raced in
                     raise PathEscapeError(f"{folder!r} changed while copying")
-                name = _write_new(target, stem, name, data, cid)
+                name = _write_new(target, stem, name, data, cid, mode)
+                self._made_dirs.update(dirs)
             except BaseException:
                 _remove_empty_dirs(self.db, dirs)
                 self.journal.append("rolled_back", id=cid, note="copy failed")
@@ -575,7 +654,11 @@ class CopyManager:
             try:
                 resolve_in_db(self.db, rel).unlink(missing_ok=True)
             finally:
-                _remove_empty_dirs(self.db, info["dirs"])
+                # every folder of this run above the copy, not just the ones this copy created: a folder
+                # made for an earlier copy that is gone too would otherwise stay behind, empty
+                folder = rel.rsplit("/", 1)[0]
+                _remove_empty_dirs(self.db, [*info["dirs"], *(d for d in self._made_dirs
+                                                             if folder == d or folder.startswith(d + "/"))])
                 self.journal.append("rolled_back", id=info["id"], path=rel)
                 self.state[rel] = "rolled_back"
             return "rolled_back"
@@ -587,6 +670,8 @@ class CopyManager:
         for rel, owners in pending.items():
             for o in owners:
                 self.release(rel, o, keep=False)
+        with self._lock:
+            _remove_empty_dirs(self.db, self._made_dirs)
 
 
 def _is_copy_name(name: str, stem: str) -> bool:
@@ -603,7 +688,7 @@ def _free_name(target: Path, stem: str) -> str:
         n += 1
 
 
-def _write_new(target: Path, stem: str, name: str, data: bytes, cid: str) -> str:
+def _write_new(target: Path, stem: str, name: str, data: bytes, cid: str, mode: int = 0o644) -> str:
     """Write a hidden temp file, then hard-link it to the final name: the page appears complete or not at
     all, and the link fails instead of replacing a file that took the name meanwhile (another process)."""
     fd, tmp = tempfile.mkstemp(prefix=f".optimize-{cid}", suffix=".tmp", dir=target)
@@ -611,6 +696,7 @@ def _write_new(target: Path, stem: str, name: str, data: bytes, cid: str) -> str
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            os.fchmod(fh.fileno(), mode)  # the ingested page's permissions, not mkstemp's 0600
             os.fsync(fh.fileno())
         while True:
             try:
@@ -624,11 +710,12 @@ def _write_new(target: Path, stem: str, name: str, data: bytes, cid: str) -> str
         Path(tmp).unlink(missing_ok=True)
     while True:
         try:
-            fd = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            fd = os.open(target / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, mode)
         except FileExistsError:
             name = _free_name(target, stem)
             continue
         with os.fdopen(fd, "wb") as fh:
+            os.fchmod(fh.fileno(), mode)
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
@@ -722,12 +809,15 @@ def optimize_missed(
     enable_rl: bool = False,
     index=None,
     progress: bool = True,
+    only: set[int] | None = None,
 ) -> OptimizeReport:
     """Copy every missed reference page where its question would find it (DESIGN §6).
 
     `rows` are batch result rows (DESIGN §4 columns). Returns the rows (RL: the final attempt's answer,
     retrieved files and metrics, plus `Attempts`), what was copied, kept and rolled back, and Ref Recall
-    before/after (aliases counted). A row's failure goes to `.errors`; the other rows still run.
+    before/after (aliases counted). A row's failure goes to `.errors`; the other rows still run. With `only`,
+    just those rows (indices into `rows`: the training questions) may drive copies; the others are left as
+    they are, to measure the copies honestly (ragkit.heldout).
     """
     from ragkit.llm import get_provider
 
@@ -749,6 +839,8 @@ def optimize_missed(
     for i, row in enumerate(report.rows):
         if not str(row.get(REF_COL) or "").strip() or str(row.get("Error") or "").strip():
             continue  # unanswerable, or the question itself failed: nothing to learn from
+        if only is not None and i not in only:
+            continue  # a held-out question: it measures the copies, it must not drive one
         groups = _groups(db, _effective_cell(row))
         recall, missed = _recall(groups, {_db_rel(db, p) for p in _retrieved(row)})
         if recall is None:
@@ -773,6 +865,7 @@ def optimize_missed(
         raise
     ctx.copies.abandon_all()
     journal.close()
+    _drop_deleted(ctx, report)
 
     states = list(ctx.copies.state.values())
     report.created = len(states)
@@ -787,6 +880,37 @@ def optimize_missed(
             row.setdefault("Attempts", 0)
     report.usage = ctx.usage
     return report
+
+
+def _drop_deleted(ctx: _Ctx, report: OptimizeReport) -> None:
+    """Results never list a file that no longer exists: a copy rolled back is removed from every row's
+    Retrieved Files / Pages Read (an attempt, or another row's re-ask, may have read it while it existed), and
+    that row's reference metrics are computed again without it."""
+    from ragkit.metrics import prefixed, reference_metrics
+    from ragkit.scoring import with_copies
+
+    gone = {rel for rel, state in ctx.copies.state.items() if state == "rolled_back"}
+    if not gone:
+        return
+    universe: list[str] | None = None
+    for row in report.rows:
+        refs_changed = False
+        for col in ("Retrieved Files", "Pages Read"):
+            paths = split_multi(str(row.get(col) or ""))
+            kept = [x for x in paths if _db_rel(ctx.db, x) not in gone]
+            if len(kept) != len(paths):
+                row[col] = join_multi(kept)
+                refs_changed = refs_changed or col == "Retrieved Files"
+        if not refs_changed or not str(row.get(REF_COL) or "").strip() and "Ref TP" not in row:
+            continue
+        if universe is None:
+            base = reference_path(ctx.db, "")
+            universe = [x if base in ("", ".") else f"{base}/{x}" for x in ctx.index.pages()]
+        retrieved = _retrieved(row)
+        ref = with_copies(str(row.get(REF_COL) or ""), retrieved, ctx.db)
+        row.update(prefixed("Ref", reference_metrics(ref, retrieved, universe)))
+        if str(row.get(OPT_COL) or "").strip():
+            row.update(prefixed("Opt Ref", reference_metrics(row[OPT_COL], retrieved, universe)))
 
 
 def _run_rows(ctx: _Ctx, report: OptimizeReport, targets: list, results: dict[int, _RowResult],
@@ -903,6 +1027,7 @@ def propose(ctx: _Ctx, question: str, original: str, *, tried: list[dict]) -> Pr
             raw = data.get("folder")
             try:
                 folder = validate_folder(ctx.db, raw, original=original)
+                check_folder_words(ctx.db, folder, page_text, original, question)
                 if folder in tried_folders:
                     raise ValueError("that folder was already tried and did not help")
                 return Proposal(folder, str(data.get("reason") or "")[:300], "llm")
@@ -1014,8 +1139,8 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
 def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str, attempt: int) -> dict:
     """The row as the final attempt left it: answer, retrieved files, reference metrics against the
     Reference Document and the optimized cell (copies kept), then batch.rescore_row for the rest."""
-    from ragkit.batch import rescore_row
     from ragkit.metrics import prefixed, reference_metrics
+    from ragkit.scoring import rescore_row, with_copies
 
     out = {k: v for k, v in row.items() if not k.startswith(("Ref ", "Opt Ref "))}
     out["RAG Answer"] = answer.answer
@@ -1025,7 +1150,8 @@ def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str
         out[OPT_COL] = opt_cell
     base = reference_path(ctx.db, "")
     universe = [p if base in ("", ".") else f"{base}/{p}" for p in ctx.index.pages()]
-    out.update(prefixed("Ref", reference_metrics(str(row.get(REF_COL) or ""), retrieved, universe)))
+    ref = with_copies(str(row.get(REF_COL) or ""), retrieved, ctx.db)  # a kept copy is the page it copies
+    out.update(prefixed("Ref", reference_metrics(ref, retrieved, universe)))
     if str(out.get(OPT_COL) or "").strip():
         out.update(prefixed("Opt Ref", reference_metrics(out[OPT_COL], retrieved, universe)))
     return rescore_row(out, answer, ctx.settings)

@@ -261,7 +261,7 @@ def test_undefined_ratios_are_empty_cells_and_formulas_escaped(isolated_env, scr
     assert r1["RAG Answer"] == "'=HYPERLINK(\"http://x\")"  # a spreadsheet shows it, never runs it
     # unanswerable and answered: FP = 1, others 0; Recall = 0/0 is undefined, Precision = 0/1
     assert (r1["Checklist FP"], r1["Checklist Recall"], r1["Checklist Precision"]) == ("1", "", "0.0")
-    assert r1["Checklist F1"] == "" and r1["Checklist Specificity"] == "0.0"
+    assert r1["Checklist F1"] == "0.0" and r1["Checklist Specificity"] == "0.0"  # 2TP/(2TP+FP+FN) = 0/1
     assert r1["Ref Recall"] == "" and r1["Ref Precision"] == "0.0" and r1["Ref FP"] == "1"
     # answerable and refused (nothing cited): FN = all items; nothing retrieved: Ref Precision undefined
     assert r2["Refused"] == "True" and r2["Checklist FN"] == "1" and r2["Checklist Precision"] == ""
@@ -596,8 +596,11 @@ def test_enable_rl_adds_attempts_and_optimizer_figures(isolated_env):
     header = raw_rows(report.results_path)[0]
     assert header[-3:] == ["Attempts", "Error", "Judge Error"]
     summary = {r["Metric"]: r["Total"] for r in read_csv(report.summary_path).to_dict("records")}
+    assert header[-4] == "Optimize Split"
+    assert sorted(r["Optimize Split"] for r in report.rows) == ["held-out", "train"]
     for key in ("Optimize Rows Analysed", "Optimize Copies Created", "Optimize Copies Kept",
-                "Optimize Copies Rolled Back", "Ref Recall Before Optimize", "Ref Recall After Optimize"):
+                "Optimize Copies Rolled Back", "Train Ref Recall Before Optimize", "Train Ref Recall After Optimize",
+                "Held-out Ref Recall Before Optimize", "Held-out Ref Recall After Optimize"):
         assert key in summary, key
     assert summary["Optimize Rows Analysed"] == str(report.optimize.analysed)
     assert [r["Question"] for r in report.rows][0] == "How do I reset the router?"

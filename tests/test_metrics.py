@@ -63,7 +63,7 @@ def test_reference_both_aliases_retrieved_count_once():
 def test_reference_empty_reference_unanswerable():
     m = reference_metrics("", [A], UNIVERSE)
     assert approx(m) == {"TP": 0, "FN": 0, "FP": 1, "TN": 5, "Recall": None, "Precision": 0.0,
-                         "Specificity": 5 / 6, "F1": None, "Accuracy": 5 / 6}
+                         "Specificity": 5 / 6, "F1": 0.0, "Accuracy": 5 / 6}
     m = reference_metrics("  ", [], UNIVERSE)
     assert m == {"TP": 0, "FN": 0, "FP": 0, "TN": 6, "Recall": None, "Precision": None, "Specificity": 1.0,
                  "F1": None, "Accuracy": 1.0}
@@ -72,7 +72,8 @@ def test_reference_empty_reference_unanswerable():
 def test_reference_nothing_retrieved():
     m = reference_metrics(f"{A};{C}", [], UNIVERSE)
     assert (m["TP"], m["FN"], m["FP"], m["TN"]) == (0, 2, 0, 4)
-    assert m["Recall"] == 0.0 and m["Precision"] is None and m["F1"] is None and m["Specificity"] == 1.0
+    # F1 = 2TP/(2TP+FP+FN) = 0/2: defined and 0 although Precision is undefined (DESIGN §5)
+    assert m["Recall"] == 0.0 and m["Precision"] is None and m["F1"] == 0.0 and m["Specificity"] == 1.0
 
 
 def test_reference_retrieved_outside_universe_is_fp_and_paths_compared_normalised():
@@ -102,7 +103,7 @@ def test_checklist_answerable_answered_nothing_covered_f1_zero():
 
 def test_checklist_answerable_refused():
     m = checklist_metrics(answerable=True, refused=True, n_items=3, covered=2, extra=4)  # covered/extra ignored
-    assert m == {"TP": 0, "FN": 3, "FP": 0, "TN": 0, "Recall": 0.0, "Precision": None, "F1": None,
+    assert m == {"TP": 0, "FN": 3, "FP": 0, "TN": 0, "Recall": 0.0, "Precision": None, "F1": 0.0,
                  "Accuracy": 0.0, "Specificity": None}
 
 
@@ -114,7 +115,7 @@ def test_checklist_unanswerable_refused():
 
 def test_checklist_unanswerable_answered():
     m = checklist_metrics(answerable=False, refused=False, n_items=2, covered=1, extra=5)
-    assert m == {"TP": 0, "FN": 0, "FP": 1, "TN": 0, "Recall": None, "Precision": 0.0, "F1": None,
+    assert m == {"TP": 0, "FN": 0, "FP": 1, "TN": 0, "Recall": None, "Precision": 0.0, "F1": 0.0,
                  "Accuracy": 0.0, "Specificity": 0.0}
 
 
@@ -149,7 +150,8 @@ def test_undefined_ratios_are_empty_cells_in_the_csv(tmp_path):
     text = path.read_text(encoding="utf-8-sig")
     assert "nan" not in text.lower() and "None" not in text
     back = read_csv(path).iloc[0].to_dict()
-    assert back["Checklist Precision"] == "" and back["Checklist F1"] == "" and back["Ref Recall"] == ""
+    assert back["Checklist Precision"] == "" and back["Checklist F1"] == "0.0" and back["Ref Recall"] == ""
+    assert back["Ref F1"] == ""  # TP = FP = FN = 0: the only case F1 is undefined
     assert back["Checklist Recall"] == "0.0" and back["Checklist FN"] == "2" and back["Ref Specificity"] == "1.0"
 
 
@@ -176,9 +178,11 @@ def test_summarize_mean_vs_micro_hand_computed():
     assert prec["Mean"] == pytest.approx(1 / 3) and prec["Micro"] == pytest.approx(0.5) and prec["Rows"] == 3
     spec = out["Checklist Specificity"]  # rows: -, 0.0, 1.0, 0.0
     assert spec["Mean"] == pytest.approx(1 / 3) and spec["Micro"] == pytest.approx(0.25) and spec["Rows"] == 3
-    f1 = out["Checklist F1"]  # rows: 6/7, 0.0, -, -
+    f1 = out["Checklist F1"]  # rows: 6/7, 0.0, -, 0.0 (2TP/(2TP+FP+FN): the answered unanswerable row is 0)
     # the rows hold 4-decimal cells (0.8571), so the mean is that close; micro comes from exact counts
-    assert f1["Mean"] == pytest.approx(3 / 7, abs=1e-4) and f1["Micro"] == pytest.approx(6 / 11) and f1["Rows"] == 2
+    assert f1["Mean"] == pytest.approx(2 / 7, abs=1e-4) and f1["Micro"] == pytest.approx(6 / 11) and f1["Rows"] == 3
+    # the mean F1 is never above both mean recall and mean precision (the 0.617 vs 0.367/0.483)
+    assert f1["Mean"] <= max(rec["Mean"], prec["Mean"])
     acc = out["Checklist Accuracy"]  # rows: 0.75, 0, 1, 0
     assert acc["Mean"] == pytest.approx(0.4375) and acc["Micro"] == pytest.approx(4 / 9) and acc["Rows"] == 4
     tp = out["Checklist TP"]
@@ -206,7 +210,8 @@ def test_summarize_flags_scores_and_undefined_columns():
     assert out["Contain Match"]["Mean"] == pytest.approx(2 / 3) and out["Contain Match"]["Rows"] == 3
     assert out["Contain Match"]["Total"] == 2 and out["Contain Match"]["Micro"] is None
     assert out["Judge Overall"]["Mean"] == pytest.approx(0.7) and out["Judge Overall"]["Rows"] == 2
-    assert out["Nothing Here"] == {"Metric": "Nothing Here", "Mean": None, "Micro": None, "Total": None, "Rows": 0}
+    assert out["Nothing Here"] == {"Metric": "Nothing Here", "Mean": None, "Micro": None, "Total": None, "Rows": 0,
+                                   "Covers": ""}
     formatted = format_row(out["Nothing Here"])
     assert formatted["Mean"] == "" and formatted["Micro"] == "" and formatted["Rows"] == 0
 
@@ -276,8 +281,36 @@ def test_reference_metrics_match_plain_set_computation(universe, groups, retriev
                      ("Accuracy", tp + tn + fp + fn)):
         assert (m[key] is None) == (den == 0)
         assert m[key] is None or 0.0 <= m[key] <= 1.0
-    assert (m["F1"] is None) == (m["Recall"] is None or m["Precision"] is None)
+    assert (m["F1"] is None) == (tp + fp + fn == 0)
+    assert m["F1"] is None or m["F1"] == pytest.approx(2 * tp / (2 * tp + fp + fn))
     # order and duplicates of the retrieved list do not matter
     shuffled = retrieved * 2
     rng.shuffle(shuffled)
     assert reference_metrics(render_cell(groups, rng), shuffled, universe) == m
+
+
+def test_f1_is_2tp_over_2tp_fp_fn_on_every_branch():
+    for kw, want in ((dict(answerable=True, refused=False, n_items=4, covered=1, extra=2), 2 / 7),
+                     (dict(answerable=True, refused=True, n_items=3, covered=0, extra=0), 0.0),
+                     (dict(answerable=False, refused=False, n_items=0, covered=0, extra=0), 0.0),
+                     (dict(answerable=False, refused=True, n_items=0, covered=0, extra=0), None)):
+        assert checklist_metrics(**kw)["F1"] == (pytest.approx(want) if want is not None else None)
+
+
+def test_summary_says_which_rows_each_figure_covers():
+    rows = [
+        {"Reference Document": A, **_csv_row("Checklist", checklist_metrics(
+            answerable=True, refused=False, n_items=2, covered=1, extra=0)), "Refused": "False"},
+        {"Reference Document": A, **_csv_row("Checklist", checklist_metrics(
+            answerable=True, refused=True, n_items=2, covered=0, extra=0)), "Refused": "True"},
+        {"Reference Document": "", **_csv_row("Checklist", checklist_metrics(
+            answerable=False, refused=False, n_items=0, covered=0, extra=0)), "Refused": "False"},
+    ]
+    cols = ["Checklist Recall", "Checklist Precision", "Checklist Specificity", "Refused"]
+    out = {r["Metric"]: r for r in summarize(rows, cols, reference_column="Reference Document")}
+    assert out["Checklist Recall"]["Covers"] == "answerable"
+    assert out["Checklist Precision"]["Covers"] == "1 answerable + 1 unanswerable"
+    assert out["Checklist Specificity"]["Covers"] == "unanswerable"
+    assert out["Refused"]["Covers"] == "all"
+    # without a Reference Document column nobody can tell: "all" rows that have the figure
+    assert {r["Metric"]: r for r in summarize(rows, cols)}["Checklist Recall"]["Covers"] in ("all", "")

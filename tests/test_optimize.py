@@ -133,17 +133,41 @@ def test_offline_proposals_are_deterministic_and_valid(db):
     q = "Does the freezer in the ice box thaw by itself?"
     props = offline_proposals(q, ORIGINAL, text)
     assert props == offline_proposals(q, ORIGINAL, text)
+    # names come from the page and what the question asks: "freezer" is on the page; "ice box", "thaw" and
+    # "itself" are the asker's words, not the page's, and name nothing
     assert [f for f, _ in props] == [
-        "appliances/fridge/freezer ice box",  # the key terms, in the page's document
-        "appliances/fridge/freezer ice box thaw itself",  # all content terms
-        "appliances/fridge/ice box thaw itself",  # the words the page lacks (it says "freezer")
-        "appliances/freezer ice box",
-        "appliances/fridge/care/freezer ice box",
-        "appliances/fridge/freezer ice box Defrosting",  # with the page heading
-        "appliances/freezer ice box Defrosting",
+        "appliances/fridge/freezer",  # the asked terms, in the page's document
+        "appliances/fridge/Defrosting",  # the page heading
+        "appliances/freezer",
+        "appliances/fridge/care/freezer",
+        "appliances/fridge/defrosting freezer defrosts",  # the page's own key terms
+        "appliances/fridge/freezer Defrosting",  # asked terms with the page heading
+        "appliances/freezer Defrosting",
+        "appliances/defrosting freezer defrosts",
     ]
     folders = [validate_folder(db, f, original=ORIGINAL) for f, _ in props]
     assert len(set(folders)) == len(folders)
+
+
+def test_folder_names_never_copy_the_questions_typos(db):
+    text = (db / ORIGINAL).read_text(encoding="utf-8")
+    props = offline_proposals("How oftn does the frezer defrost automaticaly?", ORIGINAL, text)
+    words = {w.casefold() for f, _ in props for w in f.replace("/", " ").split()}
+    assert not words & {"oftn", "frezer", "automaticaly", "defrost"}  # typos, and "defrost" as the page spells it
+    assert props[0][0] == "appliances/fridge/defrosts"
+
+
+def test_a_models_folder_with_words_not_on_the_page_is_refused(db):
+    from ragkit.optimize import check_folder_words
+
+    text = (db / ORIGINAL).read_text(encoding="utf-8")
+    q = "How often does the frezer defrost in the ice box?"
+    for bad in ("appliances/fridge/frezer", "appliances/fridge/ice box"):
+        with pytest.raises(ValueError, match="from the question but the page does not contain it"):
+            check_folder_words(db, bad, text, ORIGINAL, q)
+    check_folder_words(db, "appliances/fridge/freezer defrosts", text, ORIGINAL, q)  # the page's words
+    check_folder_words(db, "appliances/fridge/thawing", text, ORIGINAL, q)  # the model's own word
+    check_folder_words(db, "appliances/fridge/care", text, ORIGINAL, q)  # an existing folder
 
 
 def test_folder_listing_is_bounded_and_focused():
@@ -364,7 +388,7 @@ def test_offline_pass_copies_missed_pages_and_updates_the_csv(db):
     report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
                              index=index, progress=False)
     assert report.errors == []
-    copy = "appliances/fridge/freezer defrost/page_011.md"
+    copy = "appliances/fridge/freezer defrosts/page_011.md"  # the page's words ("defrosts"), not the question's
     assert (report.analysed, report.created, report.kept, report.rolled_back) == (1, 1, 1, 0)
     assert report.recall_before == pytest.approx(0.5) and report.recall_after is None
     assert files(db) - set(PAGES) == {copy}

@@ -60,6 +60,8 @@ class Model:
             return {"tool_calls": [("list_dir", {"path": "appliances/fridge"})]}
         if tool_turns == 1:
             words = set(re.findall(r"\w+", question.lower()))
+            if {"ice", "thaw"} <= words:  # a model knows what the manual calls it
+                words |= {"freezer", "defrosts"}
             folders = re.findall(r"^  (.+)/  \(", msgs[-1]["content"], re.MULTILINE)
             overlap = {f: len(words & set(f.rsplit("/", 1)[-1].lower().split())) for f in folders}
             best = max(folders, key=lambda f: overlap[f], default="")
@@ -87,7 +89,7 @@ def write_input(db: Path, rows: list[dict]) -> Path:
 def test_batch_with_rl_keeps_the_copy_that_lets_the_agent_find_the_page(db, scripted_server):
     from ragkit.batch import run_batch
 
-    model = Model(lambda page, n, prompt: "appliances/fridge/ice box thaw")
+    model = Model(lambda page, n, prompt: "appliances/fridge/freezer defrosts")
     scripted_server.set_responder(model)
     csv = db.parent / "questions.csv"
     write_csv(pd.DataFrame([{"Question": QUESTION, "Reference Document": f"database/{ORIGINAL}"}]), csv)
@@ -96,8 +98,9 @@ def test_batch_with_rl_keeps_the_copy_that_lets_the_agent_find_the_page(db, scri
     report = run_batch(csv, settings, enable_rl=True, progress=False)
 
     assert report.errors == [] and scripted_server.unscripted == 0
-    copy = "appliances/fridge/ice box thaw/page_011.md"
+    copy = "appliances/fridge/freezer defrosts/page_011.md"
     assert files(db) - set(RL_PAGES) == {copy}  # the one copy that helped, nothing else
+    assert oct((db / copy).stat().st_mode & 0o777) == oct((db / ORIGINAL).stat().st_mode & 0o777)
     assert copy in open_index(db).pages()
     opt = report.optimize
     assert (opt.analysed, opt.fixed, opt.created, opt.kept, opt.rolled_back) == (1, 1, 1, 1, 0)
@@ -111,10 +114,11 @@ def test_batch_with_rl_keeps_the_copy_that_lets_the_agent_find_the_page(db, scri
     row = res.iloc[0]
     assert row["Attempts"] == "1" and row["Optimized Reference Document"] == cell
     assert row["Retrieved Files"] == f"database/{copy}" and row["Opt Ref Recall"] == "1.0"
-    assert row["Ref Recall"] == "0.0"  # against the Reference Document alone the copy is not the original
+    # the copy has the original's content: a CSV naming only the original still counts it as found
+    assert row["Ref Recall"] == "1.0"
     summary = read_csv(report.summary_path)
     text = summary.to_csv()
-    assert "Ref Recall Before Optimize" in text and "Optimize Copies Kept" in text
+    assert "Train Ref Recall Before Optimize" in text and "Optimize Copies Kept" in text
     # the model saw the question, the page (trimmed) and the folder tree with page counts
     prompt = model.proposal_prompts[0]
     assert QUESTION in prompt and "automatically every 12 hours" in prompt
@@ -189,7 +193,7 @@ def test_hostile_proposals_never_leave_the_database(db, scripted_server, tmp_pat
 def test_two_rows_missing_the_same_page_share_one_copy(db, scripted_server):
     other = "When does the ice box thaw?"
     # the agent finds the copy for QUESTION only; for the other question it keeps citing the decoy
-    model = Model(lambda page, n, prompt: "appliances/fridge/ice box thaw",
+    model = Model(lambda page, n, prompt: "appliances/fridge/freezer defrosts",
                   cite=lambda q, paths: paths[:1] if q == QUESTION else [DECOY])
     scripted_server.set_responder(model)
     rows = rows_for(db, [(QUESTION, ORIGINAL, DECOY), (other, ORIGINAL, DECOY)])
@@ -198,12 +202,12 @@ def test_two_rows_missing_the_same_page_share_one_copy(db, scripted_server):
     report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db, workers=2),
                              enable_rl=True, index=index, progress=False)
     assert report.errors == []
-    copy = "appliances/fridge/ice box thaw/page_011.md"
+    copy = "appliances/fridge/freezer defrosts/page_011.md"
     assert files(db) - set(RL_PAGES) == {copy} and copy in index.pages()
     assert report.kept == 1
     assert report.rows[0]["Optimized Reference Document"] == f"database/{ORIGINAL}|database/{copy}"
     assert report.rows[0]["Attempts"] == 1
-    assert report.rows[1]["Attempts"] == MAX_ATTEMPTS
+    assert 2 <= report.rows[1]["Attempts"] <= MAX_ATTEMPTS  # tried until no folder was left or 5 attempts
     assert "Optimized Reference Document" not in report.rows[1]
     assert list(read_csv(csv)["Optimized Reference Document"]) == [f"database/{ORIGINAL}|database/{copy}", ""]
     assert report.fixed == 1 and report.recall_after == 0.5
@@ -238,19 +242,29 @@ def test_offline_rl_loop_end_to_end(db):
     report = optimize_missed(rows, input_csv=csv, settings=settings, enable_rl=True, index=index, progress=False)
     expected = [f"{f}/page_011.md" for f, _ in offline_proposals(QUESTION, ORIGINAL,
                                                                  (db / ORIGINAL).read_text("utf-8"))]
-    # the engine counts a page's folder names (weakly): one of the proposed folders makes it cite the page
+    # the question's words ("ice box", "thaw") are not on the page, so no folder may carry them: the
+    # deterministic proposer names folders with the page's heading and key terms, which this offline engine
+    # may or may not then find. Either way every attempt is scored and only a copy that helped remains.
     attempts = report.rows[0]["Attempts"]
-    assert report.errors == [] and report.analysed == 1 and 1 <= attempts < MAX_ATTEMPTS
+    assert report.errors == [] and report.analysed == 1 and 1 <= attempts <= MAX_ATTEMPTS
     assert [c.copy for c in report.copies] == expected[:attempts]
+    assert not any(w in c.copy for c in report.copies for w in ("ice", "box", "thaw"))
     assert {c.proposer for c in report.copies} == {"offline"}
-    assert (report.created, report.kept, report.rolled_back) == (attempts, 1, attempts - 1)
-    kept = expected[attempts - 1]
-    assert files(db) == set(RL_PAGES) | {kept} and set(index.pages()) == files(db)  # only the copy that helped
-    assert csv.read_bytes() != before_csv
-    assert f"database/{ORIGINAL}|database/{kept}" in csv.read_text("utf-8-sig")
-    assert report.rows[0]["Refused"] is False and report.rows[0]["Ref Recall"] == 0.0
-    assert report.rows[0]["Opt Ref Recall"] == 1.0
-    assert (report.recall_before, report.recall_after) == (0.0, 1.0)
+    kept = [c.copy for c in report.copies if c.outcome == "kept"]
+    assert (report.created, report.kept, report.rolled_back) == (attempts, len(kept), attempts - len(kept))
+    assert len(kept) <= 1 and files(db) == set(RL_PAGES) | set(kept) and set(index.pages()) == files(db)
+    for c in report.copies:  # a rolled-back copy leaves no folder behind
+        if c.outcome == "rolled_back":
+            assert not (db / c.copy).parent.exists()
+    if kept:
+        assert f"database/{ORIGINAL}|database/{kept[0]}" in csv.read_text("utf-8-sig")
+        assert report.rows[0]["Opt Ref Recall"] == 1.0 and report.recall_after == 1.0
+    else:
+        assert csv.read_bytes() == before_csv and report.recall_after == 0.0
+    # results never list a file that is gone
+    for cell in (report.rows[0]["Retrieved Files"], report.rows[0].get("Pages Read", "")):
+        for path in filter(None, str(cell).splitlines()):
+            assert (db.parent / path).is_file(), path
 
 
 def test_offline_loop_stops_cleanly_when_no_folder_is_left(isolated_env):
@@ -262,6 +276,7 @@ def test_offline_loop_stops_cleanly_when_no_folder_is_left(isolated_env):
     report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=True, progress=False)
     # only two distinct folders exist for a page directly under its category: two attempts, then it stops
     assert report.errors == [] and report.rows[0]["Attempts"] == 2
-    assert [c.copy for c in report.copies] == ["notes/colour sky/page_001.md", "notes/colour sky Fridge/page_001.md"]
+    # the question's words are not on the page: the page's heading and its own key terms name the folders
+    assert [c.copy for c in report.copies] == ["notes/Fridge/page_001.md", "notes/fridge hums quietly/page_001.md"]
     assert (report.created, report.rolled_back, report.kept) == (2, 2, 0)
     assert files(db) == {"notes/page_001.md", "notes/page_002.md"}
