@@ -460,6 +460,29 @@ def report(
     path = write_report(results_csvs, output, overwrite=force, labels=label)
     console.print(f"report: {path}", markup=False, highlight=False)
 
+@app.command()
+@handle_errors
+def serve(
+    db: DbOpt = None,
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (another than loopback needs a token).")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    token: Annotated[str | None, typer.Option(
+        "--token", help="Require Authorization: Bearer TOKEN on every endpoint but /health [env RAG_API_TOKEN].")] = None,
+    max_upload_mb: Annotated[float, typer.Option("--max-upload-mb", help="Largest accepted upload.")] = 100.0,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """HTTP API (/chat with sessions, /search, /documents, /pages) and a web page at / over the database."""
+    from ragkit.config import env_value
+    from ragkit.serve import run_server
+
+    settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache)
+    _say_provider(settings)
+    run_server(settings, host=host, port=port, token=token or env_value("RAG_API_TOKEN") or None,
+               max_upload_mb=max_upload_mb, announce=lambda line: err.print(line, highlight=False, markup=False))
+
 
 def main() -> None:
     try:

@@ -1,0 +1,402 @@
+"""The FastAPI app of `rag serve` (the HTTP API of the Agentic RAG API seed, DESIGN §9) and its web page.
+
+Every handler calls the library the CLI calls: `ragkit.agent.ask`, `ragkit.index` search, `ragkit.ingest`.
+Handlers are plain functions, so FastAPI runs them in its thread pool; they share one index (thread-safe) and
+one model provider (the openai client is thread-safe). Errors are JSON `{"error": ...}`, never a traceback,
+and the model API key is scrubbed from anything sent back.
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import threading
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ragkit.config import STRATEGIES, Settings
+from ragkit.errors import PathEscapeError, RagError, UsageError
+from ragkit.serve import documents as docs
+from ragkit.serve.sessions import (
+    HISTORY_FOR_REWRITE,
+    SessionStore,
+    Turn,
+    rewrite_offline,
+    rewrite_with_model,
+    valid_session_id,
+)
+
+log = logging.getLogger("ragkit.serve")
+STATIC = Path(__file__).with_name("static")
+MAX_QUERY_CHARS = 4000
+MAX_JSON_BODY = 1 << 20  # bytes of any request that is not an upload
+OPEN_PATHS = ("/health", "/", "/static/")  # the page shell holds no data; its API calls carry the token
+STEP_FIELD_CHARS = 300  # a streamed step's text fields are cut to this
+
+
+@dataclass
+class ServeOptions:
+    token: str | None = None
+    max_upload_mb: float = 100.0
+
+
+class ChatRequest(BaseModel):
+    query: str = Field(..., max_length=MAX_QUERY_CHARS)
+    session_id: str | None = None
+    strategy: str | None = None
+    stream: bool = False
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware: a request body larger than its limit is cut off while it arrives (413), whether or not
+    the client sent a Content-Length, so an oversized upload never fills the disk or the memory."""
+
+    def __init__(self, app, upload_limit: int) -> None:
+        self.app = app
+        self.upload_limit = upload_limit
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http":
+            return await self.app(scope, receive, send)
+        limit = self.upload_limit + (1 << 20) if scope["path"].rstrip("/") == "/documents" else MAX_JSON_BODY
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > limit:
+                return await _send_json(send, 413, _too_large_message(self.upload_limit, scope))
+        seen = 0
+
+        async def limited():
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await _send_json(send, 413, _too_large_message(self.upload_limit, scope))
+
+
+def _too_large_message(upload_limit: int, scope) -> str:
+    if scope["path"].rstrip("/") == "/documents":
+        return f"the upload is larger than the limit of {upload_limit / (1 << 20):g} MB (--max-upload-mb)"
+    return f"the request body is larger than {MAX_JSON_BODY // 1024} KB"
+
+
+async def _send_json(send, status: int, message: str) -> None:
+    body = json.dumps({"error": message}).encode()
+    await send({"type": "http.response.start", "status": status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class _Capture:
+    """Stands in for a rich Console so `print_hits(fmt="json")` gives us exactly what `rag search` prints."""
+
+    def __init__(self) -> None:
+        self.text = ""
+
+    def out(self, text: str, **_: Any) -> None:
+        self.text += text
+
+
+def create_app(settings: Settings, options: ServeOptions | None = None, *, provider: Any = None) -> FastAPI:
+    """The app over the database at settings.db. `provider` overrides the one settings choose (tests)."""
+    from ragkit.index import open_index
+    from ragkit.llm import get_provider, scrub
+
+    options = options or ServeOptions()
+    db = Path(settings.db).resolve()
+    db.mkdir(parents=True, exist_ok=True)  # an empty database can be filled through POST /documents
+    secret = str(settings.api_key or "") or None
+    token = options.token or None
+    provider = provider if provider is not None else get_provider(settings)
+    store = SessionStore(db / ".ragkit")
+    open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
+    upload_limit = int(options.max_upload_mb * (1 << 20))
+    app = FastAPI(title="ragkit", version=_version(),
+                  description="Answer, search and manage the documents of one ragkit database.")
+    app.add_middleware(BodyLimit, upload_limit=upload_limit)
+
+    def clean(message: object) -> str:
+        return scrub(" ".join(str(message).split())[:500], secret)
+
+    def error(status: int, message: object, **extra: Any) -> JSONResponse:
+        return JSONResponse({"error": clean(message), **extra}, status_code=status)
+
+    @app.middleware("http")
+    async def auth(request: Request, call_next):
+        path = request.url.path
+        if token and not (path == "/" or path == "/health" or path.startswith("/static/")):
+            given = request.headers.get("authorization", "")
+            scheme, _, value = given.partition(" ")
+            if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+                return JSONResponse({"error": "missing or wrong token: send Authorization: Bearer <token>"},
+                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+        return await call_next(request)
+
+    @app.exception_handler(docs.ClientError)
+    async def _client_error(_: Request, e: docs.ClientError):
+        return error(e.status, e)
+
+    @app.exception_handler(UsageError)
+    async def _usage_error(_: Request, e: UsageError):
+        return error(400, e)
+
+    @app.exception_handler(PathEscapeError)
+    async def _escape_error(_: Request, e: PathEscapeError):
+        return error(400, e)
+
+    @app.exception_handler(RagError)
+    async def _rag_error(_: Request, e: RagError):
+        return error(409 if "no pages" in str(e) else 400, e)
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation_error(_: Request, e: RequestValidationError):
+        first = e.errors()[0] if e.errors() else {}
+        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
+        return error(422, f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request")
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(_: Request, e: StarletteHTTPException):
+        return error(e.status_code, e.detail if isinstance(e.detail, str) else "request refused")
+
+    @app.exception_handler(Exception)
+    async def _bug(_: Request, e: Exception):  # a bug: logged here, one line (no traceback) to the client
+        log.exception("internal error")
+        return error(500, f"internal error ({type(e).__name__})")
+
+    def index():
+        return open_index(db, progress=False)
+
+    # ------------------------------------------------------------------------------------------ endpoints
+    @app.get("/health")
+    def health() -> dict:
+        return {"status": "ok", "version": _version()}
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    @app.get("/static/{name}", include_in_schema=False)
+    def static(name: str) -> FileResponse:
+        files = {p.name: p for p in STATIC.iterdir() if p.is_file()}
+        if name not in files:
+            raise docs.ClientError(404, f"no static file {name[:80]!r}")
+        kind = {"js": "text/javascript", "css": "text/css"}.get(name.rsplit(".", 1)[-1], "text/plain")
+        return FileResponse(files[name], media_type=f"{kind}; charset=utf-8")
+
+    @app.get("/search")
+    def search(query: str = Query(..., max_length=MAX_QUERY_CHARS), k: int = Query(10, ge=1, le=100),
+               path: str | None = None) -> Response:
+        """What `rag search QUERY --format json` prints: [{path, page, title, score, snippet, printed_page?}]."""
+        from ragkit.index import print_hits, search_db
+
+        if not query.strip():
+            raise docs.ClientError(422, "query: the search query is empty")
+        hits = search_db(db, query, k=k, path=path or None)
+        out = _Capture()
+        print_hits(hits, db, fmt="json", console=out)
+        return Response(out.text, media_type="application/json")
+
+    @app.get("/documents")
+    def list_documents() -> dict:
+        return {"documents": [d.summary(db) for d in docs.list_documents(db)]}
+
+    @app.get("/documents/{document_id}")
+    def show_document(document_id: str) -> dict:
+        return docs.document_tree(db, docs.find_document(db, document_id))
+
+    @app.delete("/documents/{document_id}")
+    def delete_document(document_id: str) -> dict:
+        return docs.delete_document(db, docs.find_document(db, document_id), index())
+
+    @app.post("/documents", status_code=201)
+    async def upload(request: Request) -> JSONResponse:
+        from starlette.concurrency import run_in_threadpool
+
+        form = await request.form(max_files=1, max_fields=5)
+        try:
+            file = form.get("file")
+            if file is None or isinstance(file, str):
+                raise docs.ClientError(422, "file: send the document as the multipart field 'file'")
+            data = await file.read(upload_limit + 1)
+            if len(data) > upload_limit:
+                raise docs.ClientError(413, _too_large_message(upload_limit, {"path": "/documents"}))
+            category = form.get("category")
+            category = category if isinstance(category, str) else None
+            name = file.filename or ""
+        finally:
+            await form.close()
+        result = await run_in_threadpool(docs.upload_document, db, name, data, category, index())
+        return JSONResponse(result, status_code=200 if result.get("unchanged") else 201)
+
+    @app.get("/pages/{path:path}")
+    def read_page(path: str) -> dict:
+        return docs.read_page(db, path)
+
+    @app.post("/chat")
+    def chat(req: ChatRequest):
+        """Answer `query` in a session (a new one without `session_id`); with `stream`, server-sent events."""
+        query = req.query.strip()
+        if not query:
+            raise docs.ClientError(422, "query: the question is empty")
+        strategy = req.strategy or "agent"
+        if strategy not in STRATEGIES:
+            raise docs.ClientError(422, f"strategy: unknown strategy {strategy!r}; choose one of "
+                                        f"{', '.join(STRATEGIES)}")
+        if req.session_id is not None:
+            if not valid_session_id(req.session_id) or not store.exists(req.session_id):
+                raise docs.ClientError(404, f"session_id: no session {req.session_id[:80]!r} (start a new one "
+                                            "by leaving session_id out)")
+            sid = req.session_id
+        else:
+            sid = store.new()
+        if req.stream:
+            return StreamingResponse(_stream(sid, query, strategy), media_type="text/event-stream",
+                                     headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+        result, status = _answer(sid, query, strategy, None)
+        return JSONResponse(result, status_code=status)
+
+    def _prepare(sid: str, query: str, strategy: str) -> tuple[str, str, Any]:
+        """(standalone search query, question for the answerer, rewrite usage)."""
+        history = store.history(sid, HISTORY_FOR_REWRITE)
+        if provider.is_offline:
+            standalone, usage = rewrite_offline(query, history), None
+        else:
+            standalone, usage = rewrite_with_model(query, history, provider)
+        question = standalone
+        if history and not provider.is_offline and strategy == "agent":
+            # the agent chooses its own searches, so it can also be shown the conversation itself
+            convo = "\n".join(f"- Q: {t.query}\n  A: {t.answer[:300]}" for t in history)
+            question = f"{standalone}\n\n(Earlier in this conversation:\n{convo})"
+        return standalone, question, usage
+
+    def _answer(sid: str, query: str, strategy: str, trace_path: Path | None) -> tuple[dict, int]:
+        from ragkit.agent import ask
+
+        standalone, question, rewrite_usage = _prepare(sid, query, strategy)
+        answer = ask(question, settings, strategy=strategy, index=index(), provider=provider,
+                     trace_path=trace_path)
+        if rewrite_usage is not None:
+            answer.usage.add(rewrite_usage)
+        if answer.error:
+            return {"error": clean(answer.error), "session_id": sid}, 502
+        answer.question = query
+        store.add(sid, Turn(query, standalone, answer.answer, [s.path for s in answer.sources]))
+        return _chat_json(db, answer, sid, standalone, clean), 200
+
+    def _stream(sid: str, query: str, strategy: str):
+        """Yield the agent's steps (its trace, as it is written) and then the answer, as server-sent events."""
+        trace_dir = db / ".ragkit" / "serve-traces"
+        trace_dir.mkdir(parents=True, exist_ok=True)
+        trace = trace_dir / f"{uuid.uuid4().hex}.jsonl"
+        box: dict[str, Any] = {}
+
+        def work() -> None:
+            try:
+                box["result"] = _answer(sid, query, strategy, trace)
+            except docs.ClientError as e:
+                box["result"] = ({"error": clean(e)}, e.status)
+            except RagError as e:
+                box["result"] = ({"error": clean(e)}, 400)
+            except Exception as e:  # noqa: BLE001 - reported to the client as one line
+                log.exception("internal error")
+                box["result"] = ({"error": f"internal error ({type(e).__name__})"}, 500)
+
+        worker = threading.Thread(target=work, daemon=True)
+        worker.start()
+        yield _sse("session", {"session_id": sid})
+        pos = 0
+        try:
+            while True:
+                done = not worker.is_alive()
+                if trace.exists():
+                    with trace.open("rb") as fh:
+                        fh.seek(pos)
+                        chunk = fh.read()
+                    complete = chunk[: chunk.rfind(b"\n") + 1]
+                    pos += len(complete)
+                    for line in complete.decode("utf-8", "replace").splitlines():
+                        step = _step(line)
+                        if step is not None:
+                            yield _sse("step", step)
+                if done:
+                    break
+                time.sleep(0.05)
+            result, status = box.get("result", ({"error": "no answer"}, 500))
+            yield _sse("answer" if status == 200 else "error", {**result, "status": status})
+        finally:
+            trace.unlink(missing_ok=True)
+
+    def _step(line: str) -> dict | None:
+        try:
+            record = json.loads(line)
+        except ValueError:
+            return None
+        if not isinstance(record, dict) or record.get("event") == "answer":
+            return None  # the answer itself comes last, in the response's shape
+        return {k: (clean(v)[:STEP_FIELD_CHARS] if isinstance(v, str) else v) for k, v in record.items()
+                if isinstance(v, str | int | float | bool | list) or v is None}
+
+    return app
+
+
+def _sse(event: str, data: dict) -> str:
+    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
+    from ragkit.pagefile import parse_page
+    from ragkit.paths import resolve_in_db, strip_db_prefix
+
+    sources = []
+    for s in answer.sources:
+        printed = ""
+        try:
+            meta, _ = parse_page(resolve_in_db(db, strip_db_prefix(db, s.path)).read_text(encoding="utf-8"))
+            printed = meta.printed_page
+        except (OSError, RagError):
+            pass
+        sources.append({"path": s.path, "page": s.page, "printed_page": printed, "title": s.title,
+                        "excerpt": clean(s.excerpt), "score": round(float(s.score), 4)})
+    u = answer.usage
+    return {
+        "answer": answer.answer,  # ask() already scrubbed the key
+        "sources": sources,
+        "refused": answer.refused,
+        "general_knowledge": answer.general_knowledge,
+        "session_id": sid,
+        "metadata": {
+            "provider": answer.provider, "model": answer.model, "strategy": answer.strategy,
+            "steps": answer.steps, "tokens": u.input_tokens + u.output_tokens, "input_tokens": u.input_tokens,
+            "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "latency_ms": round(answer.latency_ms, 1),
+            "confidence": round(answer.confidence, 3), "search_query": standalone,
+        },
+    }
+
+
+def _version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("ragkit")
+    except Exception:  # noqa: BLE001 - not installed (running from a checkout)
+        return "0"

@@ -1,0 +1,236 @@
+"""Documents of `rag serve`: list, show, delete and upload, over the same page tree and ingest code as the CLI.
+
+A document is a `<category>/<document>` folder of the database (DESIGN §1). Its id is an opaque hash of that
+folder, so an id is only ever looked up among the folders that exist, never joined onto a path: an id cannot
+name anything outside the database. Page paths from clients go through `resolve_in_db`.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import hashlib
+import json
+import multiprocessing
+import re
+import threading
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+
+from ragkit.errors import PathEscapeError, RagError
+from ragkit.pagefile import first_heading, parse_page
+from ragkit.paths import (
+    atomic_write_bytes,
+    iter_pages,
+    page_number,
+    reference_path,
+    resolve_in_db,
+    sanitize_name,
+)
+
+UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<category>/
+DEFAULT_CATEGORY = "uploads"
+KINDS = (".pdf", ".docx", ".pptx")
+_ZIP_PART = {".docx": b"word/", ".pptx": b"ppt/"}
+
+
+class ClientError(RagError):
+    """A request the server refuses: `status` is the HTTP status (4xx), the message is safe to show."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def doc_id(folder: str) -> str:
+    return hashlib.sha256(folder.encode("utf-8")).hexdigest()[:16]
+
+
+@dataclass
+class DocInfo:
+    id: str
+    folder: str  # db-relative "<category>/<document>"
+    pages: list[str]  # db-relative page paths
+
+    def summary(self, db: Path) -> dict:
+        cat, _, name = self.folder.partition("/")
+        sections = sorted({p.split("/")[2] for p in self.pages if p.count("/") >= 3})
+        return {"id": self.id, "category": cat, "name": name, "path": reference_path(db, self.folder),
+                "pages": len(self.pages), "sections": sections}
+
+
+def list_documents(db: Path) -> list[DocInfo]:
+    """Every `<category>/<document>` folder that holds pages, sorted by folder."""
+    groups: dict[str, list[str]] = {}
+    for rel in iter_pages(db):
+        parts = rel.split("/")
+        folder = "/".join(parts[:2]) if len(parts) >= 3 else parts[0] if len(parts) == 2 else ""
+        if folder:
+            groups.setdefault(folder, []).append(rel)
+    return [DocInfo(doc_id(f), f, pages) for f, pages in sorted(groups.items())]
+
+
+def find_document(db: Path, document_id: str) -> DocInfo:
+    if not re.fullmatch(r"[0-9a-f]{16}", document_id or ""):
+        raise ClientError(404, f"no document with id {document_id[:40]!r}")
+    for d in list_documents(db):
+        if d.id == document_id:
+            return d
+    raise ClientError(404, f"no document with id {document_id!r}")
+
+
+def document_tree(db: Path, doc: DocInfo) -> dict:
+    """One document's sections and pages (each with its number, printed number and first heading)."""
+    sections: dict[str, list[dict]] = {}
+    for rel in doc.pages:
+        parts = rel.split("/")
+        section = parts[2] if len(parts) >= 4 else ""
+        try:
+            meta, body = parse_page((db / rel).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue  # deleted meanwhile
+        sections.setdefault(section, []).append({
+            "path": reference_path(db, rel), "page": meta.page or page_number(rel) or 0,
+            "printed_page": meta.printed_page, "title": first_heading(body)})
+    out = doc.summary(db)
+    out["sections"] = [{"name": name, "pages": pages} for name, pages in sections.items()]
+    return out
+
+
+def read_page(db: Path, path: str) -> dict:
+    """A page's markdown for a citation link; `path` is db-relative or a Reference Document. Anything that is
+    not a page file inside the database (an escape, a hidden file, a folder) is a 4xx."""
+    from ragkit.paths import strip_db_prefix
+
+    rel = strip_db_prefix(db, path)
+    try:
+        full = resolve_in_db(db, rel)
+    except PathEscapeError as e:
+        raise ClientError(400, str(e)) from None
+    root = db.resolve()
+    inner = full.relative_to(root).as_posix() if full != root else ""
+    if not inner or any(p.startswith(".") for p in inner.split("/")) or not inner.endswith(".md"):
+        raise ClientError(404, f"no page {path[:200]!r} in the database")
+    if not full.is_file():
+        raise ClientError(404, f"no page {path[:200]!r} in the database")
+    meta, body = parse_page(full.read_text(encoding="utf-8", errors="replace"))
+    return {"path": reference_path(db, inner), "page": meta.page or page_number(inner) or 0,
+            "printed_page": meta.printed_page, "document": meta.document, "section": meta.section,
+            "title": first_heading(body), "markdown": body}
+
+
+# ------------------------------------------------------------------------------------------------ upload
+def safe_upload_name(filename: str) -> tuple[str, str]:
+    """(stem, extension) of a client's file name with every directory part dropped: `../../x.pdf`,
+    `/etc/x.pdf` and `C:\\a\\x.pdf` all become `x`, `.pdf`. Only the last component survives."""
+    base = re.split(r"[\\/]", filename or "")[-1]
+    ext = PurePosixPath(base).suffix.lower()
+    if ext not in KINDS:
+        raise ClientError(415, f"unsupported file type {ext or '(none)'!r}: upload a PDF, DOCX or PPTX")
+    stem = sanitize_name(base[: -len(ext)], fallback="document").lstrip(". ") or "document"
+    return stem, ext
+
+
+def safe_category(category: str | None) -> str:
+    """One folder name from a client's category: path parts such as `..` dropped, never hidden (`.x`)."""
+    parts = [p for p in re.split(r"[\\/]", category or "") if p.strip(" .")]
+    return sanitize_name(" ".join(parts), fallback=DEFAULT_CATEGORY).lstrip(". ") or DEFAULT_CATEGORY
+
+
+def check_content(data: bytes, ext: str) -> None:
+    """The bytes must be what the extension says (a renamed text file is refused before any conversion)."""
+    if not data:
+        raise ClientError(422, "the uploaded file is empty")
+    if ext == ".pdf":
+        if b"%PDF-" not in data[:1024]:
+            raise ClientError(422, "the uploaded file is not a PDF (no %PDF header)")
+        return
+    if not data.startswith(b"PK\x03\x04") or _ZIP_PART[ext] not in data:
+        raise ClientError(422, f"the uploaded file is not a {ext[1:].upper()} document")
+
+
+_POOL: concurrent.futures.ProcessPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _ingest_pool() -> concurrent.futures.ProcessPoolExecutor:
+    """One separate process converts uploads: conversion is CPU-bound, and in the server's process it would
+    hold the GIL while chats and searches wait. forkserver: forking a threaded server can deadlock."""
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            methods = multiprocessing.get_all_start_methods()
+            ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
+            _POOL = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+        return _POOL
+
+
+def shutdown_pool() -> None:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is not None:
+            _POOL.shutdown(wait=False, cancel_futures=True)
+            _POOL = None
+
+
+def _ingest_one(src: str, db: str, category: str):
+    from ragkit.ingest import ingest_sources
+
+    return ingest_sources([Path(src)], db=Path(db), category=category, workers=1, progress=False)
+
+
+def upload_document(db: Path, filename: str, data: bytes, category: str | None, index) -> dict:
+    """Store an upload under `.ragkit/uploads/`, ingest it with `rag ingest`'s code in a separate process, and
+    bring the shared index up to date with the pages written and removed. Returns the document's summary."""
+    stem, ext = safe_upload_name(filename)
+    check_content(data, ext)
+    cat = safe_category(category)
+    src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
+    atomic_write_bytes(src, data)
+    try:
+        report = _ingest_pool().submit(_ingest_one, str(src), str(db.resolve()), cat).result()
+    except RagError as e:
+        src.unlink(missing_ok=True)
+        raise ClientError(422, str(e)) from None
+    for rel in report.removed:
+        index.remove_page(rel)
+    for rel in report.written:
+        index.add_page(rel)
+    if report.failed:
+        src.unlink(missing_ok=True)
+        reason = report.failed[0][1]
+        status = 409 if "same folder" in reason else 422
+        raise ClientError(status, f"{stem}{ext}: {reason}")
+    folder = f"{cat}/{stem}"
+    doc = DocInfo(doc_id(folder), folder, iter_pages(db, folder) if (db / folder).is_dir() else [])
+    out = doc.summary(db)
+    out["unchanged"] = report.skipped > 0
+    return out
+
+
+def delete_document(db: Path, doc: DocInfo, index) -> dict:
+    """Remove the document's page files (only page files), the folders left empty, its ingest-manifest entry
+    and its uploaded source, under the ingest lock; then the index forgets the pages."""
+    from ragkit.ingest import MANIFEST, _db_lock, _remove_pages
+
+    state = db / ".ragkit"
+    with _db_lock(state):
+        removed = _remove_pages(db, doc.pages, set())
+        manifest_path = state / MANIFEST
+        with contextlib.suppress(OSError, ValueError):
+            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+            sources = manifest.get("sources", {})
+            gone = [k for k, v in sources.items() if isinstance(v, dict) and v.get("folder") == doc.folder]
+            for key in gone:
+                del sources[key]
+                up = Path(key)
+                # an uploaded source goes too; a source the user ingested from their own folders never does
+                if (state / UPLOADS).resolve() in up.resolve().parents:
+                    up.unlink(missing_ok=True)
+            if gone:
+                from ragkit.paths import atomic_write_text
+
+                atomic_write_text(manifest_path, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+    for rel in doc.pages:
+        index.remove_page(rel)
+    return {"id": doc.id, "deleted_pages": len(removed)}

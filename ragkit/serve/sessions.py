@@ -1,0 +1,171 @@
+"""Chat sessions of `rag serve`: a bounded history per session in SQLite under the database's `.ragkit/`,
+and the rewrite of a follow-up question into a standalone search query (step 1 of the Agentic RAG API seed).
+
+Sessions survive a restart (the file is the state); each keeps its last MAX_TURNS turns and the store keeps
+its MAX_SESSIONS most recently used sessions, so neither a long chat nor many clients grow it without end.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragkit.text import CJK_CLASS, STOPWORDS, normalize
+
+SESSIONS_FILE = "sessions.sqlite3"
+MAX_TURNS = 20  # turns kept per session (older ones are dropped)
+MAX_SESSIONS = 1000  # sessions kept per database (the least recently used are dropped)
+HISTORY_FOR_REWRITE = 3  # turns shown to the rewriter / answerer
+MAX_CARRIED_TERMS = 8
+_ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
+
+
+@dataclass
+class Turn:
+    query: str  # what the user typed
+    search_query: str  # the standalone query it became
+    answer: str
+    sources: list[str] = field(default_factory=list)  # Reference Document paths
+
+
+def valid_session_id(session_id: str) -> bool:
+    """Session ids are opaque tokens; anything else (a path, SQL, a huge string) is refused before use."""
+    return bool(_ID_RE.match(session_id or ""))
+
+
+class SessionStore:
+    """Thread-safe store; one short-lived SQLite connection per operation (handlers run in many threads)."""
+
+    def __init__(self, state_dir: Path, *, max_turns: int = MAX_TURNS, max_sessions: int = MAX_SESSIONS) -> None:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        self.path = state_dir / SESSIONS_FILE
+        self.max_turns = max_turns
+        self.max_sessions = max_sessions
+        self._lock = threading.Lock()  # one writer at a time in this process (SQLite also locks the file)
+        with self._connect() as conn:
+            conn.executescript(
+                """
+                CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, created REAL, updated REAL);
+                CREATE TABLE IF NOT EXISTS turns (
+                    session_id TEXT NOT NULL, n INTEGER NOT NULL, query TEXT, search_query TEXT,
+                    answer TEXT, sources TEXT, created REAL, PRIMARY KEY (session_id, n));
+                """
+            )
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, timeout=30)
+        conn.execute("PRAGMA journal_mode=WAL")
+        return conn
+
+    def new(self) -> str:
+        sid = secrets.token_urlsafe(16)
+        now = time.time()
+        with self._lock, self._connect() as conn:
+            conn.execute("INSERT INTO sessions VALUES (?, ?, ?)", (sid, now, now))
+            n = conn.execute("SELECT COUNT(*) FROM sessions").fetchone()[0]
+            if n > self.max_sessions:
+                old = [r[0] for r in conn.execute("SELECT id FROM sessions ORDER BY updated LIMIT ?",
+                                                  (n - self.max_sessions,))]
+                conn.executemany("DELETE FROM turns WHERE session_id = ?", [(o,) for o in old])
+                conn.executemany("DELETE FROM sessions WHERE id = ?", [(o,) for o in old])
+        return sid
+
+    def exists(self, session_id: str) -> bool:
+        if not valid_session_id(session_id):
+            return False
+        with self._connect() as conn:
+            return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is not None
+
+    def history(self, session_id: str, limit: int | None = None) -> list[Turn]:
+        """The session's turns, oldest first (the last `limit` of them)."""
+        with self._connect() as conn:
+            rows = conn.execute("SELECT query, search_query, answer, sources FROM turns WHERE session_id = ? "
+                                "ORDER BY n DESC LIMIT ?", (session_id, limit or self.max_turns)).fetchall()
+        return [Turn(q, sq, a, json.loads(s or "[]")) for q, sq, a, s in reversed(rows)]
+
+    def add(self, session_id: str, turn: Turn) -> None:
+        now = time.time()
+        with self._lock, self._connect() as conn:
+            last = conn.execute("SELECT MAX(n) FROM turns WHERE session_id = ?", (session_id,)).fetchone()[0]
+            n = (last or 0) + 1
+            conn.execute("INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?, ?)",
+                         (session_id, n, turn.query, turn.search_query, turn.answer,
+                          json.dumps(turn.sources, ensure_ascii=False), now))
+            conn.execute("DELETE FROM turns WHERE session_id = ? AND n <= ?", (session_id, n - self.max_turns))
+            conn.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
+
+
+# ------------------------------------------------------------------------------------ follow-up rewrite
+# Words that point back at something said before: a question holding one needs the earlier question's subject.
+_BACK_WORDS = frozenset("it its they them their this that these those there he she his her one ones same also "
+                        "too else other another".split())
+_BACK_CJK = ("それ", "その", "これ", "この", "あれ", "あの", "そこ", "ここ", "そちら", "こちら", "では", "じゃあ",
+             "他に", "ほかに", "그것", "그거", "이것", "거기", "그럼", "그러면")
+_WORDS = re.compile(f"[^\\W_{CJK_CLASS}][^\\W{CJK_CLASS}]*|[{CJK_CLASS}]+")
+_KANA_RUN = re.compile("[\u3040-\u309f]+")  # hiragana: particles and endings, not subjects
+_SHORT_QUESTION_TERMS = 3
+
+
+def key_terms(text: str) -> list[str]:
+    """Content words of `text` in order: Latin words that are not function words, and CJK runs split at
+    hiragana (particles, endings), at least two characters long."""
+    out: list[str] = []
+    for tok in _WORDS.findall(normalize(text)):
+        if re.match(f"[{CJK_CLASS}]", tok):
+            parts = [p for p in _KANA_RUN.split(tok) if len(p) >= 2]
+        else:
+            parts = [tok] if tok not in STOPWORDS and tok not in _BACK_WORDS and len(tok) > 2 else []
+        for p in parts:
+            if p not in out:
+                out.append(p)
+    return out
+
+
+def is_follow_up(question: str) -> bool:
+    """A question that leans on an earlier one: it points back ("it", "その") or is too short to stand alone."""
+    norm = normalize(question)
+    words = set(re.findall(r"[a-z0-9]+", norm))
+    if words & _BACK_WORDS or any(w in norm for w in _BACK_CJK):
+        return True
+    return len(key_terms(question)) <= _SHORT_QUESTION_TERMS - 1
+
+
+def rewrite_offline(question: str, history: list[Turn]) -> str:
+    """Deterministic step 1 without a model: a follow-up carries the key terms of the previous standalone
+    query that it does not already contain; a question that stands alone is left as it is."""
+    if not history or not is_follow_up(question):
+        return question
+    have = set(key_terms(question))
+    carried = [t for t in key_terms(history[-1].search_query) if t not in have][:MAX_CARRIED_TERMS]
+    return f"{question} {' '.join(carried)}".strip() if carried else question
+
+
+REWRITE_SYSTEM = """You rewrite the user's latest question into ONE standalone question that can be understood
+without the conversation: replace pronouns and references ("it", "that one", "その") with what they refer to.
+Keep the user's language. If the question already stands alone, return it unchanged.
+Reply with the rewritten question only: no quotes, no explanation."""
+
+
+def rewrite_with_model(question: str, history: list[Turn], provider: Any) -> tuple[str, Any]:
+    """Step 1 with a model. Returns (standalone question, usage or None); any failure or an empty or runaway
+    reply falls back to the deterministic rewrite, so a flaky model never loses the user's question."""
+    if not history:
+        return question, None
+    convo = "\n".join(f"User: {t.query}\nAssistant: {t.answer[:500]}" for t in history[-HISTORY_FOR_REWRITE:])
+    messages = [{"role": "system", "content": REWRITE_SYSTEM},
+                {"role": "user", "content": f"Conversation so far:\n{convo}\n\nLatest question: {question}"}]
+    try:
+        c = provider.chat(messages, temperature=0.0, max_tokens=200)
+    except Exception:  # noqa: BLE001 - the rewrite is an aid; the answer path reports model failures itself
+        return rewrite_offline(question, history), None
+    text = " ".join((c.content or "").split()).strip().strip('"').strip("「」").strip()
+    if not text or len(text) > 4 * len(question) + 400:
+        return rewrite_offline(question, history), c.usage
+    return text, c.usage

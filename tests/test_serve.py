@@ -1,0 +1,362 @@
+"""`rag serve` against a real uvicorn server on 127.0.0.1 with a real HTTP client (httpx)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from functools import partial
+from pathlib import Path
+
+import httpx
+import pytest
+from fakeserver import TEST_KEY, openai_settings
+from liveserver import LiveServer
+from typer.testing import CliRunner
+
+from ragkit.config import Settings
+from ragkit.errors import UsageError
+from ragkit.serve import check_bind
+from ragkit.serve.app import ServeOptions
+from ragkit.serve.sessions import SessionStore, Turn, rewrite_offline
+
+# generous timeouts: the machine is shared and slow; nothing here measures speed
+get = partial(httpx.get, timeout=120)
+post = partial(httpx.post, timeout=120)
+delete = partial(httpx.delete, timeout=120)
+request = partial(httpx.request, timeout=120)
+
+MFA_Q = "Is multi-factor authentication required for VPN access?"
+FOLLOW_UP = "What about for email?"  # means nothing on its own: which rule, for email?
+PASSWORD_PAGE = "3. Passwords and Authentication/page_004.md"
+
+
+def offline(db: Path) -> Settings:
+    return Settings(db=db, provider="offline", provider_reason="test", cache=False)
+
+
+def make_pdf(path: Path, pages: list[str]) -> Path:
+    import pymupdf
+
+    doc = pymupdf.open()
+    for text in pages:
+        page = doc.new_page()
+        page.insert_text((72, 72), text, fontsize=12)
+    doc.save(path)
+    doc.close()
+    return path
+
+
+def cited(resp: dict) -> list[str]:
+    return [s["path"] for s in resp["sources"]]
+
+
+# ---------------------------------------------------------------------------------------------- chat
+def test_chat_offline_answers_with_sources_and_metadata(sample_db_copy):
+    with LiveServer(offline(sample_db_copy)) as srv:
+        r = post(srv.url + "/chat", json={"query": MFA_Q})
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["refused"] is False and body["general_knowledge"] is False
+        assert "Multi-factor authentication" in body["answer"]
+        assert any(p.endswith(PASSWORD_PAGE) for p in cited(body))
+        src = body["sources"][0]
+        assert set(src) == {"path", "page", "printed_page", "title", "excerpt", "score"}
+        assert src["page"] == 4 and src["path"].startswith("database/")
+        md = body["metadata"]
+        for key in ("provider", "model", "strategy", "steps", "tokens", "cost_usd", "latency_ms"):
+            assert key in md
+        assert md["provider"] == "offline" and md["strategy"] == "agent"
+        assert re.fullmatch(r"[A-Za-z0-9_-]{16,64}", body["session_id"])
+        # a Japanese question is answered from the Japanese manual
+        r = post(srv.url + "/chat", json={"query": "冷蔵室の温度設定を「強」にすると、庫内はだいたい何度になりますか？"},
+                       timeout=60)
+        assert r.status_code == 200 and "約2℃" in r.json()["answer"], r.text
+        # bad requests are JSON errors
+        assert post(srv.url + "/chat", json={"query": "  "}).json()["error"].startswith("query")
+        r = post(srv.url + "/chat", json={"query": "x", "strategy": "magic"})
+        assert r.status_code == 422 and "strategy" in r.json()["error"]
+        r = post(srv.url + "/chat", content=b"{not json", headers={"content-type": "application/json"})
+        assert r.status_code == 422 and "error" in r.json()
+
+
+def test_two_turn_session_uses_the_first_question(sample_db_copy):
+    with LiveServer(offline(sample_db_copy)) as srv:
+        first = post(srv.url + "/chat", json={"query": MFA_Q}).json()
+        sid = first["session_id"]
+        second = post(srv.url + "/chat", json={"query": FOLLOW_UP, "session_id": sid}).json()
+        assert second["session_id"] == sid
+        # the follow-up became a standalone query carrying the first question's subject...
+        query = second["metadata"]["search_query"]
+        assert "email" in query and "authentication" in query and "vpn" in query.lower()
+        assert any(p.endswith(PASSWORD_PAGE) for p in cited(second)), second
+        assert "mandatory for email" in second["answer"]
+        # ...which the same words without the session do not find
+        alone = post(srv.url + "/chat", json={"query": FOLLOW_UP}).json()
+        assert alone["session_id"] != sid and alone["metadata"]["search_query"] == FOLLOW_UP
+        assert not any(p.endswith(PASSWORD_PAGE) for p in cited(alone)), alone
+
+
+def test_session_survives_a_restart_and_unknown_sessions_are_refused(sample_db_copy):
+    settings = offline(sample_db_copy)
+    with LiveServer(settings) as srv:
+        sid = post(srv.url + "/chat", json={"query": MFA_Q}).json()["session_id"]
+    assert (sample_db_copy / ".ragkit" / "sessions.sqlite3").is_file()
+    with LiveServer(settings) as srv:
+        r = post(srv.url + "/chat", json={"query": FOLLOW_UP, "session_id": sid})
+        assert r.status_code == 200, r.text
+        assert "authentication" in r.json()["metadata"]["search_query"]
+        for bad in ("nosuchsessionxx", "../../etc/passwd", "x' OR 1=1 --"):
+            r = post(srv.url + "/chat", json={"query": "hi", "session_id": bad})
+            assert r.status_code == 404 and "session" in r.json()["error"]
+
+
+def test_history_is_bounded(tmp_path):
+    store = SessionStore(tmp_path, max_turns=3, max_sessions=2)
+    sid = store.new()
+    for i in range(5):
+        store.add(sid, Turn(f"q{i}", f"q{i}", f"a{i}"))
+    assert [t.query for t in store.history(sid)] == ["q2", "q3", "q4"]
+    s2, s3 = store.new(), store.new()
+    assert store.exists(s3) and store.exists(s2) and not store.exists(sid)  # least recently used dropped
+
+
+def test_offline_rewrite_leaves_standalone_questions_alone():
+    hist = [Turn(MFA_Q, MFA_Q, "…")]
+    assert rewrite_offline("What is the retention period for Confidential data records?", hist) \
+        == "What is the retention period for Confidential data records?"
+    assert rewrite_offline(FOLLOW_UP, []) == FOLLOW_UP
+    ja = rewrite_offline("「弱」ではどうですか？", [Turn("冷蔵室の温度設定を「強」にすると何度ですか", "冷蔵室の温度設定を「強」にすると何度ですか", "")])
+    assert "冷蔵室" in ja and "温度設定" in ja
+
+
+def _naive_responder(body: dict) -> dict:
+    """A model: rewrites follow-ups by naming MFA, and answers from the first search result it is given."""
+    system = body["messages"][0]["content"]
+    user = body["messages"][-1]["content"]
+    if "standalone question" in system:
+        return {"content": "Is multi-factor authentication required for email?"}
+    m = re.search(r"=== Search result \[1\]: (\S+)", user)
+    page = m.group(1) if m else ""
+    return {"content": json.dumps({"answer": "Yes, MFA is mandatory [1].", "sources": [page], "refused": False})}
+
+
+def test_chat_through_a_model_with_a_session(sample_db_copy, scripted_server):
+    scripted_server.set_responder(_naive_responder)
+    settings = openai_settings(scripted_server, db=sample_db_copy)
+    with LiveServer(settings) as srv:
+        r = post(srv.url + "/chat", json={"query": MFA_Q, "strategy": "naive"})
+        assert r.status_code == 200, r.text
+        first = r.json()
+        assert first["metadata"]["provider"] == "openai" and first["metadata"]["tokens"] > 0
+        assert first["answer"] == "Yes, MFA is mandatory [1]." and any(p.endswith(PASSWORD_PAGE) for p in cited(first))
+        n = len(scripted_server.requests)
+        assert n == 1  # no history yet: no rewrite call
+        r = post(srv.url + "/chat", json={"query": FOLLOW_UP, "strategy": "naive",
+                                                "session_id": first["session_id"]})
+        second = r.json()
+        rewrite, answer = scripted_server.requests[n:]
+        # step 1 saw the history; the answerer got the standalone question
+        assert MFA_Q in rewrite["messages"][-1]["content"] and FOLLOW_UP in rewrite["messages"][-1]["content"]
+        assert "Question: Is multi-factor authentication required for email?" in answer["messages"][-1]["content"]
+        assert second["metadata"]["search_query"] == "Is multi-factor authentication required for email?"
+        assert second["metadata"]["tokens"] > first["metadata"]["tokens"] * 0  # rewrite tokens are counted
+        assert TEST_KEY not in r.text
+        # a model failure is a JSON error without the key, not a traceback
+        scripted_server.set_responder(None)
+        scripted_server.enqueue(status=401, body={"error": {"message": f"Incorrect API key provided: {TEST_KEY}"}})
+        r = post(srv.url + "/chat", json={"query": MFA_Q, "strategy": "naive"})
+        assert r.status_code == 502 and "error" in r.json() and TEST_KEY not in r.text
+
+
+def test_chat_streams_steps_then_the_answer(sample_db_copy, scripted_server):
+    scripted_server.set_responder(_naive_responder)
+    with LiveServer(openai_settings(scripted_server, db=sample_db_copy)) as srv:
+        with httpx.stream("POST", srv.url + "/chat", json={"query": MFA_Q, "strategy": "naive", "stream": True},
+                          timeout=60) as r:
+            assert r.status_code == 200 and r.headers["content-type"].startswith("text/event-stream")
+            text = "".join(r.iter_text())
+    events = [(m.group(1), json.loads(m.group(2))) for m in re.finditer(r"event: (\w+)\ndata: (.*)\n\n", text)]
+    names = [e for e, _ in events]
+    assert names[0] == "session" and names[-1] == "answer", names
+    steps = [d["event"] for e, d in events if e == "step"]
+    assert "search" in steps and "llm" in steps, steps
+    final = events[-1][1]
+    assert final["answer"] == "Yes, MFA is mandatory [1]." and final["session_id"] == events[0][1]["session_id"]
+    assert TEST_KEY not in text
+
+
+# ------------------------------------------------------------------------------------- search, pages
+def test_search_returns_what_rag_search_json_prints(sample_db_copy):
+    from ragkit.cli import app
+
+    cli = CliRunner().invoke(app, ["search", "password length", "--db", str(sample_db_copy), "-k", "3",
+                                   "--format", "json"])
+    assert cli.exit_code == 0, cli.output
+    with LiveServer(offline(sample_db_copy)) as srv:
+        r = get(srv.url + "/search", params={"query": "password length", "k": 3})
+        assert r.status_code == 200
+        assert r.json() == json.loads(cli.stdout)
+        assert r.json()[0]["path"].endswith(PASSWORD_PAGE)
+        r = get(srv.url + "/search", params={"query": "password", "path": "policies"})
+        assert r.json() and all("/policies/" in h["path"] for h in r.json())
+        assert get(srv.url + "/search", params={"query": "x", "path": "nowhere"}).status_code == 400
+        assert get(srv.url + "/search", params={"query": "x", "k": 0}).status_code == 422
+        assert get(srv.url + "/search").json()["error"].startswith("query")
+
+
+def test_pages_open_citations_and_never_escape(sample_db_copy, isolated_env):
+    (isolated_env / "secret.md").write_text("TOP SECRET", encoding="utf-8")
+    with LiveServer(offline(sample_db_copy)) as srv:
+        ref = "database/policies/information_security_policy/" + PASSWORD_PAGE
+        r = get(srv.url + "/pages/" + ref)
+        assert r.status_code == 200 and "at least 14 characters" in r.json()["markdown"]
+        assert r.json()["page"] == 4 and r.json()["path"] == ref
+        rel = ref.removeprefix("database/")
+        assert get(srv.url + "/pages/" + rel).json()["markdown"] == r.json()["markdown"]
+        for bad in ("%2e%2e/secret.md", "..%2fsecret.md", "%2e%2e%2f%2e%2e%2fetc%2fpasswd", "%2Fetc%2Fpasswd",
+                    "policies%5c..%5c..%5csecret.md", ".ragkit/sessions.sqlite3", ".ragkit/ingest-manifest.json",
+                    "policies", "nope.md"):
+            r = get(srv.url + "/pages/" + bad)
+            assert r.status_code in (400, 404), (bad, r.status_code, r.text)
+            assert set(r.json()) == {"error"} and "TOP SECRET" not in r.text and "Traceback" not in r.text
+
+
+# ------------------------------------------------------------------------------------------ documents
+def test_upload_list_show_delete_and_search_follows(sample_db_copy, tmp_path):
+    pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual", "Crane zanzibarite maintenance"])
+    with LiveServer(offline(sample_db_copy)) as srv:
+        assert get(srv.url + "/search", params={"query": "zanzibarite"}).json() == []
+        with pdf.open("rb") as fh:
+            r = post(srv.url + "/documents", files={"file": ("harbor.pdf", fh, "application/pdf")},
+                           data={"category": "港湾"})
+        assert r.status_code == 201, r.text
+        doc = r.json()
+        assert doc["name"] == "harbor" and doc["category"] == "港湾" and doc["pages"] == 2 and doc["sections"]
+        listed = get(srv.url + "/documents").json()["documents"]
+        assert doc["id"] in [d["id"] for d in listed] and len(listed) == 6
+        tree = get(srv.url + f"/documents/{doc['id']}").json()
+        pages = [p for s in tree["sections"] for p in s["pages"]]
+        assert [p["page"] for p in pages] == [1, 2]
+        hits = get(srv.url + "/search", params={"query": "zanzibarite"}).json()
+        assert {h["path"] for h in hits} == {p["path"] for p in pages}
+        assert get(srv.url + "/pages/" + pages[0]["path"]).status_code == 200
+        # the same file again changes nothing
+        with pdf.open("rb") as fh:
+            r = post(srv.url + "/documents", files={"file": ("harbor.pdf", fh)}, data={"category": "港湾"},
+                           timeout=120)
+        assert r.status_code == 200 and r.json()["unchanged"] is True
+
+        r = delete(srv.url + f"/documents/{doc['id']}")
+        assert r.status_code == 200 and r.json()["deleted_pages"] == 2
+        assert get(srv.url + "/search", params={"query": "zanzibarite"}).json() == []
+        assert doc["id"] not in [d["id"] for d in get(srv.url + "/documents").json()["documents"]]
+        assert not (sample_db_copy / "港湾").exists()
+        assert not list((sample_db_copy / ".ragkit" / "uploads").rglob("harbor.pdf"))
+        assert delete(srv.url + f"/documents/{doc['id']}").status_code == 404
+        assert get(srv.url + "/documents/..%2F..%2Fetc").status_code == 404
+        # deleted, then uploaded again: ingested again (the manifest forgot it)
+        with pdf.open("rb") as fh:
+            r = post(srv.url + "/documents", files={"file": ("harbor.pdf", fh)})
+        assert r.status_code == 201 and r.json()["pages"] == 2
+
+
+def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isolated_env):
+    pdf = make_pdf(tmp_path / "ok.pdf", ["Quokka observation notes"]).read_bytes()
+    with LiveServer(offline(sample_db_copy), ServeOptions(max_upload_mb=0.05)) as srv:
+        up = srv.url + "/documents"
+        r = post(up, files={"file": ("notes.pdf", b"this is not a pdf at all", "application/pdf")})
+        assert r.status_code == 422 and "not a PDF" in r.json()["error"]
+        r = post(up, files={"file": ("broken.pdf", b"%PDF-1.7\n garbage garbage\n")})
+        assert r.status_code == 422 and "broken.pdf" in r.json()["error"], r.text
+        r = post(up, files={"file": ("slides.pptx", b"PK\x03\x04 not really a zip")})
+        assert r.status_code == 422
+        r = post(up, files={"file": ("run.exe", pdf)})
+        assert r.status_code == 415
+        r = post(up, files={"file": ("big.pdf", pdf + b"0" * 60_000)})
+        assert r.status_code == 413 and "limit" in r.json()["error"]
+        # the same body streamed without a Content-Length
+        def chunks():
+            yield b'--x\r\nContent-Disposition: form-data; name="file"; filename="a.pdf"\r\n\r\n%PDF-1.7\n'
+            for _ in range(1500):  # 1.5 MB: past the limit (0.05 MB) plus the form's allowance (1 MB)
+                yield b"0" * 1024
+        r = post(up, content=chunks(), headers={"content-type": "multipart/form-data; boundary=x"})
+        assert r.status_code == 413
+        for name in ("../../x.pdf", "/tmp/abs.pdf", "C:\\Windows\\..\\win.pdf", "..\\..\\back.pdf"):
+            r = post(up, files={"file": (name, pdf)})
+            assert r.status_code == 201, (name, r.text)
+            stem = re.split(r"[\\/]", name)[-1][:-4]
+            assert r.json()["name"] == stem
+            assert (sample_db_copy / "uploads" / stem).is_dir()
+            assert (sample_db_copy / ".ragkit" / "uploads" / "uploads" / f"{stem}.pdf").is_file()
+        assert not (isolated_env / "x.pdf").exists() and not (tmp_path / "x.pdf").exists()
+        assert not Path("/tmp/abs").exists()
+        r = post(up, files={"file": ("a.pdf", pdf)}, data={"category": "../../escape"})
+        assert r.status_code == 201 and r.json()["category"] == "escape"  # separators stripped
+        assert not (isolated_env.parent / "escape").exists()
+
+
+# ------------------------------------------------------------------------------------------ security
+def test_token_is_required_everywhere_but_health(sample_db_copy):
+    with LiveServer(offline(sample_db_copy), ServeOptions(token="s3cret-token")) as srv:
+        assert get(srv.url + "/health").status_code == 200
+        for method, path in (("GET", "/search?query=password"), ("GET", "/documents"), ("POST", "/chat"),
+                             ("GET", "/pages/policies"), ("GET", "/openapi.json"), ("DELETE", "/documents/x")):
+            for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"}):
+                r = request(method, srv.url + path, headers=headers, json={"query": "x"})
+                assert r.status_code == 401 and "token" in r.json()["error"], (path, headers)
+        ok = {"Authorization": "Bearer s3cret-token"}
+        assert get(srv.url + "/search", params={"query": "password"}, headers=ok).status_code == 200
+        assert get(srv.url + "/openapi.json", headers=ok).json()["paths"]["/chat"]
+
+
+def test_refuses_to_listen_beyond_loopback_without_a_token(sample_db_copy):
+    check_bind("127.0.0.1", None)
+    check_bind("::1", None)
+    check_bind("0.0.0.0", "tok")
+    with pytest.raises(UsageError):
+        check_bind("0.0.0.0", None)
+    from ragkit.cli import app
+
+    r = CliRunner().invoke(app, ["serve", "--db", str(sample_db_copy), "--host", "0.0.0.0"])
+    assert r.exit_code == 2
+    assert "without a token" in r.stderr and len(r.stderr.strip().splitlines()) == 2  # provider note + error
+
+
+def test_rag_serve_command_runs_uvicorn(sample_db_copy, tmp_path):
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "RAG_API_TOKEN": "cli-token", "OPENAI_API_KEY": TEST_KEY,
+           "OPENAI_API_BASE": "http://127.0.0.1:9/v1"}
+    log = (tmp_path / "serve.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "serve", "--db", str(sample_db_copy),
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env)
+    try:
+        url = f"http://127.0.0.1:{port}"
+        for _ in range(600):
+            try:
+                if get(url + "/health").status_code == 200:
+                    break
+            except httpx.TransportError:
+                time.sleep(0.1)
+        assert get(url + "/documents").status_code == 401
+        r = get(url + "/documents", headers={"Authorization": "Bearer cli-token"})
+        assert r.status_code == 200 and len(r.json()["documents"]) == 5
+        page = get(url + "/")
+        assert page.status_code == 200 and "<title>ragkit</title>" in page.text and "https://" not in page.text
+        # the model is unreachable: the chat fails as one JSON line, without the key
+        r = post(url + "/chat", json={"query": MFA_Q, "strategy": "naive"},
+                       headers={"Authorization": "Bearer cli-token"})
+        assert r.status_code == 502 and TEST_KEY not in r.text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        log.close()
+    out = (tmp_path / "serve.log").read_text()
+    assert f"127.0.0.1:{port}" in out and TEST_KEY not in out and "Traceback" not in out
