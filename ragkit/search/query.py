@@ -1,0 +1,96 @@
+"""Query understanding: what a question names besides its words — pages ("page 12", "the last page", "12ページ"),
+figures and tables ("Figure 4", "表2"), and the indexed words a misspelt word was meant to be."""
+
+from __future__ import annotations
+
+import re
+
+from ragkit.search.analysis import _label
+from ragkit.text import normalize
+
+_LABEL_REF = re.compile(
+    r"(?<![^\W\d_])(figures?|figs?|tables?|charts?|exhibits?|図|表|그림|표)\.?\s*"
+    r"(\d{1,3}(?:\s*(?:[,.&、・~〜\-–]|and|or|to)\s*(?:figures?|figs?|tables?|図|表)?\.?\s*\d{1,3})*)")
+_LABEL_ITEM = re.compile(r"(\d+)(?:\s*([.\-–~〜]|to)\s*(?:figures?|figs?|tables?|図|表)?\.?\s*(\d+))?")
+
+
+def label_refs(query: str) -> list[str]:
+    """The caption-label terms a query names: "In Figure 4", "Figures 5 and 6", "Fig. 3", "Table1-1", "図4",
+    "表 2", "그림 3". "Figures 1-4" is read both ways: figures 1 to 4, and figure 1-4 of a chapter."""
+    out: list[str] = []
+    for m in _LABEL_REF.finditer(normalize(query)):
+        kind = m[1] if not m[1].isascii() else m[1][:-1] if m[1].endswith("s") else m[1]
+        for a, sep, b in _LABEL_ITEM.findall(m[2]):
+            if b and sep in ".-–":
+                out.append(_label(kind, a, b))
+            if b and sep != "." and 0 < int(b) - int(a) <= 10:
+                out.extend(_label(kind, str(n)) for n in range(int(a), int(b) + 1))
+            elif not b or sep != "." and sep not in "-–":
+                out.append(_label(kind, a))
+    return list(dict.fromkeys(out))
+
+
+_ORDINALS = {w: i for i, w in enumerate(
+    "first second third fourth fifth sixth seventh eighth ninth tenth".split(), start=1)}
+_CARDINALS = {w: i for i, w in enumerate(
+    "one two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen "
+    "eighteen nineteen twenty".split(), start=1)}
+LAST_PAGE = -1  # page_refs(): "the last page" (the highest page number of each document)
+_NUMS = r"\d{1,4}(?:\s*(?:,|and|&|-|–|to|through)\s*(?:pages?\s*)?\d{1,4})*"
+_RANGE = re.compile(r"\d\s*(?:-|–|to|through)\s*(?:pages?\s*)?\d")
+_PAGE_REF = re.compile(
+    rf"\b(?:pages?|pp?\.|slides?)\s*\(?\s*(?P<en>{_NUMS})"
+    rf"|\b(?:page|slide)\s+(?P<card>{'|'.join(_CARDINALS)})\b"
+    r"|\b(?P<nth>\d{1,4})(?:st|nd|rd|th)\s+(?:page|slide)\b"
+    rf"|\b(?P<word>{'|'.join(_ORDINALS)})\s+(?:page|slide)\b"
+    r"|(?P<cover>\b(?:the|front)\s+cover\b|\bcover\s+page\b|表紙|표지)"
+    r"|(?P<last>\b(?:last|final)\s+(?:page|slide)\b|\bback\s+cover\b|最後のページ|最終ページ|裏表紙|"
+    r"最后一页|마지막\s*(?:페이지|쪽)|뒤표지)"
+    r"|第\s*(?P<zh>\d{1,4})\s*[页頁]"
+    r"|(?P<cjk>\d{1,4})\s*(?:ページ|頁|페이지|쪽)"
+)
+
+
+def page_refs(query: str) -> set[int]:
+    """Page numbers a query names: "page 12", "page (3)", "page three", "pages 3 and 4", "pp. 5-7",
+    "from page 3 to page 10", "the 3rd page", "the first slide", "the cover" (1), "12ページ", "第12页",
+    "12페이지". "The last page", "最後のページ" and "마지막 페이지" give LAST_PAGE."""
+    out: set[int] = set()
+    for m in _PAGE_REF.finditer(normalize(query)):
+        if m["en"]:
+            nums = [int(x) for x in re.findall(r"\d+", m["en"])]
+            if _RANGE.search(m["en"]) and len(nums) == 2 and 0 < nums[1] - nums[0] <= 20:
+                nums = list(range(nums[0], nums[1] + 1))
+            out.update(nums)
+        elif m["nth"] or m["zh"] or m["cjk"]:
+            out.add(int(m["nth"] or m["zh"] or m["cjk"]))
+        elif m["word"]:
+            out.add(_ORDINALS[m["word"]])
+        elif m["card"]:
+            out.add(_CARDINALS[m["card"]])
+        elif m["cover"]:
+            out.add(1)
+        elif m["last"]:
+            out.add(LAST_PAGE)
+    out.discard(0)
+    return out
+
+
+def _one_edit(word: str) -> set[str]:
+    """Latin words one edit away from `word` (a letter deleted, inserted, replaced, or two swapped): the
+    spellings a typo most often comes from. Only for words of 5+ letters (short words have too many
+    neighbours to guess from) and never for numbers."""
+    if len(word) < 5 or not (word.isascii() and word.isalpha()):
+        return set()
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    out: set[str] = set()
+    for i in range(len(word) + 1):
+        a, b = word[:i], word[i:]
+        if b:
+            out.add(a + b[1:])
+            out.update(a + c + b[1:] for c in letters)
+        if len(b) > 1:
+            out.add(a + b[1] + b[0] + b[2:])
+        out.update(a + c + b for c in letters)
+    out.discard(word)
+    return out

@@ -1,0 +1,91 @@
+"""Fusion and ranking: the phrase bonus, the pages a query names, top-n selection, keyword + meaning fusion."""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ragkit.search.analysis import _pairs
+from ragkit.search.vectors import DENSE_WEIGHT, RECALL_N
+from ragkit.text import STOPWORDS, search_terms
+
+if TYPE_CHECKING:
+    from ragkit.search.vectors import _Usem3
+
+log = logging.getLogger(__name__)
+
+# Meaning: how many keyword candidates the dense model re-ranks (its weight: vectors.DENSE_WEIGHT, see fuse()).
+RERANK_N = 20
+# Phrase/proximity: the best PHRASE_N keyword candidates gain up to PHRASE_WEIGHT x the top score for holding
+# the query's adjacent term pairs.
+PHRASE_N = 50
+PHRASE_WEIGHT = 1.0
+# A query that names a page ("on page 12", "the 3rd slide", "12ページ", "12페이지", "the cover") lifts the
+# matching pages with that number by this share of the best score: it still has to match the query's words.
+PAGE_REF_WEIGHT = 0.3
+
+
+def fuse(kw: np.ndarray, sims: np.ndarray) -> np.ndarray:
+    """Keyword candidates re-ranked by meaning: the keyword score (scaled to the best candidate) plus
+    DENSE_WEIGHT x cosine similarity. The dense model is weaker than keywords (NOTES-dependencies.md), so it
+    only reorders pages that keywords already found, and never by more than its weight."""
+    top = float(kw.max()) if len(kw) else 1.0
+    return kw / (top or 1.0) + DENSE_WEIGHT * sims
+
+
+class _Ranking:
+    """Ranking steps of Index.search (a part of Index: the attributes are Index's)."""
+
+    def _with_recalled(self, emb: _Usem3, query: str, prefix: str, rows: list[tuple[int, str, str]],
+                       kw: np.ndarray, sims: np.ndarray, k: int) -> tuple[list[tuple[int, str, str]], np.ndarray]:
+        """The fused candidates with the pages found by meaning alone put first (see _dense_recall)."""
+        try:
+            found = self._dense_recall(emb.encode_query(query), prefix, {d for d, _r, _s in rows},
+                                       float(sims.max()) if len(sims) else 0.0, min(k, RECALL_N))
+        except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
+            log.warning("finding pages by meaning skipped: %s", e)
+            return rows, kw
+        if not found:
+            return rows, kw
+        with self._lock:
+            extra = [(d, self._rels[d], self._shas[d]) for d, _sim in found]
+        # above every keyword candidate: those score at most 1 + DENSE_WEIGHT x (best cosine among them)
+        lifted = np.array([1.0 + DENSE_WEIGHT * sim for _d, sim in found])
+        return extra + rows, np.concatenate([lifted, kw])
+
+    def _phrase_bonus(self, query: str, rows: list[tuple[int, str, str]], kw: np.ndarray) -> np.ndarray:
+        """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score."""
+        toks = [t for t in search_terms(query) if t not in STOPWORDS]
+        qp = _pairs(np.array([self._term_ids.get(t, -1) for t in toks], dtype=np.int64))
+        if not len(qp) or len(rows) < 2 or not PHRASE_WEIGHT:
+            return kw
+        rels = [r for _d, r, _s in rows]
+        blobs = dict(self._conn.execute(
+            f"SELECT rel, pairs FROM pages WHERE rel IN ({','.join('?' * len(rels))})", rels).fetchall())
+        matched = np.zeros(len(rels))
+        for i, r in enumerate(rels):
+            have = np.frombuffer(blobs.get(r) or b"", dtype="<u8")
+            if len(have):
+                pos = np.minimum(np.searchsorted(have, qp), len(have) - 1)
+                matched[i] = np.count_nonzero(have[pos] == qp)
+        return kw + (PHRASE_WEIGHT * float(kw.max()) / len(qp)) * matched
+
+    def _last_pages(self) -> np.ndarray:
+        """Mask of the pages that are the last (highest-numbered) of their document. Called under the lock."""
+        cached = self._cache.get("last")
+        if cached is None or cached[0] != self._gen:
+            groups, pages = self._dgroup.view(), self._pages.view()
+            live = np.where(self._alive.view(), pages, -1)
+            top = np.full(len(self._group_ids), -1, dtype=np.int64)
+            np.maximum.at(top, groups, live)
+            self._cache["last"] = cached = (self._gen, (live == top[groups]) & (live > 0))
+        return cached[1]
+
+    @staticmethod
+    def _top(scores: np.ndarray, n: int) -> np.ndarray:
+        cand = np.flatnonzero(scores > 0)
+        if len(cand) > n:
+            cand = cand[np.argpartition(-scores[cand], n - 1)[:n]]
+        return cand[np.lexsort((cand, -scores[cand]))]
