@@ -78,7 +78,7 @@ from typing import Any
 
 import pandas as pd
 
-from ragkit.config import STRATEGIES, Settings
+from ragkit.config import BATCH_STRATEGIES, Settings
 from ragkit.csvio import (
     join_multi,
     read_csv,
@@ -92,6 +92,7 @@ from ragkit.errors import RagError, UsageError
 from ragkit.judge import RUBRIC_COLUMNS
 from ragkit.models import Answer, Source, Usage
 from ragkit.paths import page_number, reference_path
+from ragkit.retrieval_eval import SEARCH_COLUMNS
 from ragkit.text import one_line
 
 # -- columns (DESIGN §4) ------------------------------------------------------------------------------
@@ -119,7 +120,7 @@ ATTEMPTS = "Attempts"
 TAIL_COLUMNS = ["Error", "Judge Error"]
 
 # every column a run computes (an input CSV that already has them, e.g. a results CSV, gets them replaced)
-OUTPUT_COLUMNS = [*CORE_COLUMNS, *CHECKLIST_MORE, *REF_MORE, *OPT_REF_COLUMNS, *JUDGE_COLUMNS,
+OUTPUT_COLUMNS = [*CORE_COLUMNS, *CHECKLIST_MORE, *REF_MORE, *SEARCH_COLUMNS, *OPT_REF_COLUMNS, *JUDGE_COLUMNS,
                   *DETAIL_COLUMNS, ATTEMPTS, *TAIL_COLUMNS]
 _OUTPUT_SET = frozenset(OUTPUT_COLUMNS)
 # columns the summary aggregates (metrics.summarize: means, micro-averages, totals)
@@ -127,7 +128,7 @@ SUMMARY_METRICS = [
     "Checklist Recall", "Checklist Precision", "Checklist F1", "Checklist Accuracy", "Checklist Specificity",
     "Checklist TP", "Checklist FP", "Checklist FN", "Checklist TN",
     "Ref Recall", "Ref Precision", "Ref Specificity", "Ref F1", "Ref Accuracy",
-    "Ref TP", "Ref TN", "Ref FP", "Ref FN",
+    "Ref TP", "Ref TN", "Ref FP", "Ref FN", *SEARCH_COLUMNS,
     *OPT_REF_COLUMNS,
     "Judge Accuracy", "Judge Completeness", "Judge Citations", "Judge Context Relevance", "Judge Overall",
     "Judge Passed", "Contain Match", "LLM Accuracy", "Refused", "Steps", "Latency ms", ATTEMPTS,
@@ -250,6 +251,7 @@ class _Scorer:
     has_opt: bool
     has_checklist: bool
     has_gt: bool
+    search_k: int = 0  # --strategy search: rank metrics at this k instead of judges
 
     @classmethod
     def create(cls, settings: Settings, columns: Iterable[str], index: Any = None, judge: Any = None) -> _Scorer:
@@ -389,7 +391,13 @@ def _score(scorer: _Scorer, row: dict, answer: Answer, *, ref_cols: dict | None 
         ref_cols = scorer.reference_columns(row, retrieved, universe)
     cols.update(ref_cols)
     usage, problems = Usage(), []
-    if scorer.scored:
+    if scorer.search_k:
+        from ragkit.retrieval_eval import search_columns
+
+        if scorer.has_ref:
+            cols.update(search_columns(str(row.get(REFERENCE) or ""), retrieved, scorer.search_k))
+        cols["Evaluation Reason"] = ""
+    elif scorer.scored:
         jcols, usage, problems = scorer.judge_columns({**row, **cols}, answer)
         cols.update(jcols)
     else:
@@ -624,6 +632,7 @@ def run_batch(
     progress: bool = True,
     answer_fn: Callable[..., Answer] | None = None,
     index: Any = None,
+    k: int = 10,
 ) -> BatchReport:
     """Answer and score every question of `input_csv`; see the module docstring.
 
@@ -634,8 +643,8 @@ def run_batch(
     """
     t0 = time.monotonic()
     input_csv = Path(input_csv)
-    if strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if strategy not in BATCH_STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(BATCH_STRATEGIES)}")
     df = read_csv(input_csv, required=(QUESTION,))
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
     if enable_rl and REFERENCE not in input_cols:
@@ -663,12 +672,17 @@ def run_batch(
     if not index.pages():  # one clear line instead of the same error on every row
         raise RagError(f"{settings.db}: the database has no pages; run `rag ingest SOURCE --db {settings.db}` first")
     scorer = _Scorer.create(settings, input_cols, index=index)
+    if strategy == "search":  # retrieval alone: ranking metrics, no judge, no optimizer (ragkit.retrieval_eval)
+        from ragkit.retrieval_eval import search_answer_fn
+
+        answer_fn, scorer.search_k = answer_fn or search_answer_fn(k), k
     answer_fn = answer_fn or _default_answer_fn()
 
-    ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols], strategy=strategy))
+    ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols],
+                                    strategy=f"search-k{k}" if strategy == "search" else strategy))
     report = BatchReport(kind="batch", input_path=input_csv, skipped_blank=blank, checkpoint_path=ck.path,
                          provider=settings.provider, model=provider.model, judge_model=scorer.judge.model,
-                         strategy=strategy)
+                         strategy=f"search (k={k})" if strategy == "search" else strategy)
     others = [p for p in ck.path.parent.glob(f"{glob.escape(ck.path.name.rsplit('-', 1)[0])}-*.jsonl") if p != ck.path] \
         if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():
@@ -767,7 +781,7 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
         rows.append({**job.row, **cols, "_pos": job.pos})
 
     # the folder optimizer (DESIGN §6) after a batch with ground truth
-    if REFERENCE in input_cols or GROUND_TRUTH in input_cols:
+    if (REFERENCE in input_cols or GROUND_TRUTH in input_cols) and strategy != "search":
         from ragkit.optimize import optimize_missed
 
         with _collect_rescore_usage() as sink:
@@ -797,6 +811,8 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
 
     optimized = OPTIMIZED in input_cols or any(str(r.get(OPTIMIZED) or "").strip() for r in rows)
     columns = result_columns(input_cols, optimized=optimized, attempts=enable_rl)
+    if strategy == "search":
+        columns[columns.index("Ref Accuracy") + 1 : columns.index("Ref Accuracy") + 1] = SEARCH_COLUMNS
     report.rows = rows
     report.questions = len(rows)
     report.usage = Usage()

@@ -155,7 +155,10 @@ def batch(
     results: ResultsOpt = None,
     workers: Annotated[int | None, typer.Option("--workers", help="Questions in parallel [default 5].")] = None,
     enable_rl: Annotated[bool, typer.Option("--enable-rl", help="Optimize folders for missed pages.")] = False,
-    strategy: StrategyOpt = "agent",
+    strategy: Annotated[str, typer.Option(
+        "--strategy", help="agent | naive | synth | search (retrieval alone, no model: Ref Recall@k, MRR, nDCG@k)."
+    )] = "agent",
+    k: Annotated[int, typer.Option("-k", min=1, help="--strategy search: pages retrieved per question.")] = 10,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     resume: Annotated[bool, typer.Option("--resume", help="Continue the last interrupted run.")] = False,
@@ -169,7 +172,7 @@ def batch(
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens)
     _say_provider(settings)
-    report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume)
+    report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, k=k)
     print_batch_report(report, console)
     if report.errors:
         raise typer.Exit(1)
