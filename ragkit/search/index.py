@@ -21,15 +21,20 @@ from ragkit.paths import reference_path, resolve_in_db, strip_db_prefix
 from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
 from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_pages
 from ragkit.search.postings import _Grow, _Scoring, _Segment
-from ragkit.search.query import LAST_PAGE, _one_edit, label_refs, page_refs
+from ragkit.search.query import LAST_PAGE, _one_edit, derived_terms, frame_weight, label_refs, page_refs
 from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, RERANK_N, _Ranking, fuse
 from ragkit.search.snippets import make_snippet
+from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
 from ragkit.text import search_terms
 
 log = logging.getLogger(__name__)
 
 REFRESH_EVERY = 30.0  # seconds: open_index() re-scans the files when its last scan is older
+# query understanding switches (benchmarks turn them off to measure each one)
+FRAME_WEIGHTS = True
+SYNONYMS = True
+SUBTOKEN_CAP = True
 
 
 # --------------------------------------------------------------------------------------------- the index
@@ -74,6 +79,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         self._vec_of_len = -1  # len(self._vecs) when self._vec_of was last completed
         self._embed_lock = threading.Lock()  # one thread computes vectors at a time; the others wait, then reuse
         self._said_unembedded = False
+        self._synonyms = Synonyms(self.db)  # built-in + DB/synonyms.txt (query expansion)
         self._listings: dict[str, _Listing] = {}  # folder listings of the last scan (see scan_pages)
         self._snap_rows = 0  # rows applied (or stats updated) since the state last matched a snapshot file
         self._snap_lock = threading.Lock()
@@ -222,9 +228,46 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                     q[v] += n / len(near)
             else:
                 q[tok] += n
+        if SYNONYMS:
+            self._synonyms.expand(query, q)
+        self._weigh(query, q)
         for label in label_refs(query):
             q[label] += 1
         return q
+
+    def _df(self, term: str) -> int:
+        """How many live pages hold `term`. Called under the lock or with a stale answer being harmless."""
+        found = self._postings(term)
+        return 0 if found is None else int(np.count_nonzero(self._alive.view()[found[0]]))
+
+    def _frame_w(self, term: str) -> float:
+        """A term's question-frame weight (1 = not a frame word), or 1 with FRAME_WEIGHTS off."""
+        return frame_weight(term, self._df(term), self._n_alive) if FRAME_WEIGHTS else 1.0
+
+    def _idf(self, df: int) -> float:
+        n = max(self._n_alive, 1)
+        return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+
+    def _weigh(self, query: str, q: Counter) -> None:
+        """Query understanding on the terms' weights (see query.py): question-frame words weigh less, and a
+        term derived from a word of letters and digits ("fy" of "FY2019") never outweighs its source (a rare
+        sub-token would otherwise be the heaviest term of the query)."""
+        with self._lock:
+            dfs = {t: self._df(t) for t in q}
+            n = self._n_alive
+            if FRAME_WEIGHTS:
+                for t in q:
+                    q[t] *= frame_weight(t, dfs[t], n)
+            if SUBTOKEN_CAP:
+                for src, subs in derived_terms(query).items():
+                    src_df = dfs.get(src)
+                    if src_df is None:
+                        src_df = self._df(src)
+                    # an unknown source: the most common of its parts stands for it
+                    cap = self._idf(src_df) if src_df else min((self._idf(dfs[s]) for s in subs if s in q), default=float("inf"))
+                    for s in subs:
+                        if s in q and s != src and dfs[s]:
+                            q[s] *= min(1.0, cap / self._idf(dfs[s]))
 
     def search(self, query: str, k: int = 10, path: str | None = None, *,
                mode: str | None = None) -> list[SearchHit]:

@@ -3,10 +3,15 @@ figures and tables ("Figure 4", "表2"), and the indexed words a misspelt word w
 
 from __future__ import annotations
 
+import json
+import math
 import re
+from collections import Counter
+from collections.abc import Iterable
+from pathlib import Path
 
 from ragkit.search.analysis import _label
-from ragkit.text import normalize
+from ragkit.text import normalize, search_terms, tokenize
 
 _LABEL_REF = re.compile(
     r"(?<![^\W\d_])(figures?|figs?|tables?|charts?|exhibits?|図|表|그림|표)\.?\s*"
@@ -93,4 +98,67 @@ def _one_edit(word: str) -> set[str]:
             out.add(a + b[1] + b[0] + b[2:])
         out.update(a + c + b for c in letters)
     out.discard(word)
+    return out
+
+
+# --------------------------------------------------------------------------------------------- query weights
+# Question-frame words ("round", "decimal", "answer", "percentage", "according", "何", "ですか"...) say how to
+# answer, not where: they weigh less. Which words are frame words is learned, per language, from how questions
+# are phrased: a term in a larger share of questions than of pages is a frame word, by how much larger. The
+# question side is a table of question document frequencies (question_terms.json, made by
+# learn_question_terms from question sets; see benchmarks/search_eval.py); the page side is the index's own.
+FRAME_ALPHA = 1.0  # weight = 1 / (1 + FRAME_ALPHA x ln(question share / page share)) when that ratio is > 1
+FRAME_MIN_QUESTIONS = 3  # a term must occur in this many of the learning questions (names occur in one or two)
+_FRAME_FILE = Path(__file__).with_name("question_terms.json")
+_QUESTION_TERMS: dict | None = None
+
+
+def learn_question_terms(questions: Iterable[str]) -> dict:
+    """{"questions": n, "df": {term: questions holding it}} over the search terms of `questions` (stopwords
+    dropped), keeping terms in at least FRAME_MIN_QUESTIONS of them."""
+    df: Counter = Counter()
+    n = 0
+    for q in questions:
+        n += 1
+        df.update(set(search_terms(q, drop_stopwords=True)))
+    return {"questions": n, "df": {t: c for t, c in sorted(df.items()) if c >= FRAME_MIN_QUESTIONS}}
+
+
+def question_terms() -> dict:
+    """The built-in table (question_terms.json), or the one set with set_question_terms."""
+    global _QUESTION_TERMS
+    if _QUESTION_TERMS is None:
+        try:
+            _QUESTION_TERMS = json.loads(_FRAME_FILE.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            _QUESTION_TERMS = {"questions": 0, "df": {}}
+    return _QUESTION_TERMS
+
+
+def set_question_terms(table: dict | None) -> None:
+    """Use `table` (from learn_question_terms) instead of the built-in one; None: the built-in one again."""
+    global _QUESTION_TERMS
+    _QUESTION_TERMS = table
+
+
+def frame_weight(term: str, page_df: int, n_pages: int, table: dict | None = None) -> float:
+    """How much a query term counts (1 = fully): less the more often questions hold it compared with pages."""
+    table = question_terms() if table is None else table
+    qdf = table["df"].get(term) if table["questions"] else None
+    if not qdf:
+        return 1.0
+    ratio = (qdf / table["questions"]) / ((page_df + 1) / (n_pages + 1))
+    return 1.0 / (1.0 + FRAME_ALPHA * math.log(ratio)) if ratio > 1.0 else 1.0
+
+
+_RUNS = re.compile(r"[a-z]+|[0-9]+")
+
+
+def derived_terms(query: str) -> dict[str, list[str]]:
+    """Source token -> the terms derived from it: a word of letters and digits is also indexed as its runs
+    ("fy2019" -> "fy", "2019"; see text.search_terms). A derived term must never outweigh its source."""
+    out: dict[str, list[str]] = {}
+    for tok in tokenize(query, drop_stopwords=True):
+        if tok.isascii() and not tok.isalpha() and not tok.isdigit():
+            out[tok] = [t for run in _RUNS.findall(tok) for t in search_terms(run)]
     return out

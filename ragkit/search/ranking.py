@@ -7,7 +7,6 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragkit.search.analysis import _pairs
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_N
 from ragkit.text import STOPWORDS, search_terms
 
@@ -56,11 +55,23 @@ class _Ranking:
         return extra + rows, np.concatenate([lifted, kw])
 
     def _phrase_bonus(self, query: str, rows: list[tuple[int, str, str]], kw: np.ndarray) -> np.ndarray:
-        """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score."""
+        """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score. A pair
+        counts as much as the lighter of its two terms (see Index._frame_w): "one decimal place" is how to
+        answer, not what to find."""
         toks = [t for t in search_terms(query) if t not in STOPWORDS]
-        qp = _pairs(np.array([self._term_ids.get(t, -1) for t in toks], dtype=np.int64))
-        if not len(qp) or len(rows) < 2 or not PHRASE_WEIGHT:
+        ids = np.array([self._term_ids.get(t, -1) for t in toks], dtype=np.int64)
+        if len(ids) < 2 or len(rows) < 2 or not PHRASE_WEIGHT:
             return kw
+        w = {t: self._frame_w(t) for t in set(toks)}
+        weight: dict[int, float] = {}
+        for a, b, ta, tb in zip(ids[:-1], ids[1:], toks[:-1], toks[1:], strict=True):
+            if a >= 0 and b >= 0:
+                key = (int(a) << 32) | int(b)
+                weight[key] = max(weight.get(key, 0.0), min(w[ta], w[tb]))
+        if not weight:
+            return kw
+        qp = np.array(sorted(weight), dtype="<u8")
+        qw = np.array([weight[int(k)] for k in qp])
         rels = [r for _d, r, _s in rows]
         blobs = dict(self._conn.execute(
             f"SELECT rel, pairs FROM pages WHERE rel IN ({','.join('?' * len(rels))})", rels).fetchall())
@@ -69,7 +80,7 @@ class _Ranking:
             have = np.frombuffer(blobs.get(r) or b"", dtype="<u8")
             if len(have):
                 pos = np.minimum(np.searchsorted(have, qp), len(have) - 1)
-                matched[i] = np.count_nonzero(have[pos] == qp)
+                matched[i] = float(qw[have[pos] == qp].sum())
         return kw + (PHRASE_WEIGHT * float(kw.max()) / len(qp)) * matched
 
     def _last_pages(self) -> np.ndarray:

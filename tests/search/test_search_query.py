@@ -166,3 +166,51 @@ def test_a_figure_the_query_names_is_the_page_its_caption_is_on(tmp_path):
     write_page(d, "manuals/fridge/setup/page_002.md", "# 設置\n表 1 設置に必要な寸法\n| 幅 | 60 cm |", page=2)
     idx.refresh()
     assert top(idx, "表2の消費電力は?")[0] == "manuals/fridge/spec/page_012.md"
+
+
+# -- query weights ----------------------------------------------------------------------------------------
+def test_frame_weight_is_learned_from_question_phrasing():
+    table = q_mod.learn_question_terms([
+        "Round your answer to two decimal places: what is the revenue of Acme?",
+        "What is the margin of Zenith? Round to one decimal place.",
+        "How many stores does Corning have? Answer in decimal form, round it.",
+    ])
+    assert table["questions"] == 3 and {"round", "decimal"} <= set(table["df"])
+    assert "acme" not in table["df"]  # in one question only: a name, not phrasing
+    # "round" in every question, on 2 of 1000 pages: a frame word; a word as common in pages as in questions is not
+    assert q_mod.frame_weight("round", 2, 1000, table) < 0.3
+    assert q_mod.frame_weight("round", 999, 1000, table) > 0.99
+    assert q_mod.frame_weight("acme", 2, 1000, table) == 1.0
+
+
+def test_question_frame_words_weigh_less_than_the_entity(tmp_path):
+    db = tmp_path / "database"
+    for i in range(30):  # many pages about other things; two hold the instruction words
+        write_page(db, f"misc/doc{i}/s/page_001.md", f"# Notes {i}\nGeneral text about topic {i} and more.")
+    write_page(db, "misc/math/s/page_001.md", "# Rounding\nRound to one decimal place: decimal rounding rules.")
+    write_page(db, "fin/zenith/s/page_001.md", "# Zenith results\nZenith operating margin was 12 percent.")
+    idx = fresh(db)
+    table = q_mod.learn_question_terms(["round to one decimal place"] * 3 + ["what is it, round it"] * 3)
+    query = "What is the Zenith margin? Round to one decimal place."
+    q_mod.set_question_terms({"questions": 0, "df": {}})
+    try:
+        before = top(idx, query, k=1)
+        q_mod.set_question_terms(table)
+        after = top(idx, query, k=1)
+    finally:
+        q_mod.set_question_terms(None)
+    assert before == ["misc/math/s/page_001.md"]  # the instructions win without the learned weights
+    assert after == ["fin/zenith/s/page_001.md"]
+
+
+def test_a_derived_sub_token_never_outweighs_its_source(tmp_path):
+    db = tmp_path / "database"
+    for i in range(20):
+        write_page(db, f"filings/co{i}/s/page_001.md", f"# Annual report {i}\nFiscal 2019 results FY2019 revenue.")
+    write_page(db, "budget/us/s/page_001.md", "# Budget\nFY budget tables, FY totals, FY outlays.")
+    write_page(db, "filings/acme/s/page_002.md", "# Acme\nAcme revenue for FY2019 was 10 million.")
+    idx = fresh(db)
+    q = idx.query_terms("Acme revenue FY2019")
+    assert q["fy"] * idx._idf(idx._df("fy")) <= q["fy2019"] * idx._idf(idx._df("fy2019")) + 1e-9
+    assert "budget/us/s/page_001.md" not in top(idx, "Acme revenue FY2019", k=3)
+    assert q_mod.derived_terms("FY2019 revenue") == {"fy2019": ["fy", "2019"]}
