@@ -21,7 +21,15 @@ from ragkit.paths import reference_path, resolve_in_db, strip_db_prefix
 from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
 from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_pages
 from ragkit.search.postings import _Grow, _Scoring, _Segment
-from ragkit.search.query import LAST_PAGE, _one_edit, derived_terms, frame_weight, label_refs, page_refs
+from ragkit.search.query import (
+    LAST_PAGE,
+    _one_edit,
+    derived_terms,
+    frame_weight,
+    label_refs,
+    page_refs,
+    years,
+)
 from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, RERANK_N, _Ranking, fuse
 from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
@@ -310,6 +318,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                 # it then stands on its document's evidence, so only documents that match the query compete.
                 named &= (scores > 0) | ((doc > 0) & self._alive.view())
                 scores = np.where(named, np.maximum(scores, doc) + PAGE_REF_WEIGHT * float(scores.max()), scores)
+            scores = self._year_bonus(years(query), scores)
             cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
             rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
             kw = scores[cand].astype(np.float64)

@@ -162,3 +162,12 @@ def derived_terms(query: str) -> dict[str, list[str]]:
         if tok.isascii() and not tok.isalpha() and not tok.isdigit():
             out[tok] = [t for run in _RUNS.findall(tok) for t in search_terms(run)]
     return out
+
+
+# "FY2019", "fiscal 2019", "fiscal year 2019", "2019年度", "2019 회계연도", or a bare year
+_YEAR = re.compile(r"(?<![\d.,])(?:fy\s*'?)?((?:19|20)\d\d)(?![\d.,%])")
+
+
+def years(query: str) -> set[int]:
+    """The years (1900-2099) a query names, fiscal or not: "FY2019" and "in 2019" both give 2019."""
+    return {int(y) for y in _YEAR.findall(normalize(query))}

@@ -24,6 +24,11 @@ PHRASE_WEIGHT = 1.0
 # A query that names a page ("on page 12", "the 3rd slide", "12ページ", "12페이지", "the cover") lifts the
 # matching pages with that number by this share of the best score: it still has to match the query's words.
 PAGE_REF_WEIGHT = 0.3
+# A question naming a year prefers the documents that report that year: a document reports the year its first
+# FRONT_PAGES pages name most often (a cover says "fiscal year ended ... 2019"; later pages compare three years). Their pages that match
+# the question gain YEAR_WEIGHT x the best score.
+YEAR_WEIGHT = 0.2
+FRONT_PAGES = 3
 
 
 def fuse(kw: np.ndarray, sims: np.ndarray) -> np.ndarray:
@@ -82,6 +87,39 @@ class _Ranking:
                 pos = np.minimum(np.searchsorted(have, qp), len(have) - 1)
                 matched[i] = float(qw[have[pos] == qp].sum())
         return kw + (PHRASE_WEIGHT * float(kw.max()) / len(qp)) * matched
+
+    def _report_years(self) -> np.ndarray:
+        """Per document (group id): the year named most often on its first FRONT_PAGES pages (the later one on
+        a tie), 0 when none. From the postings of the year terms; cached until the index changes. Called under
+        the lock."""
+        cached = self._cache.get("years")
+        if cached is None or cached[0] != self._gen:
+            groups, pages, alive = self._dgroup.view(), self._pages.view(), self._alive.view()
+            ng = len(self._group_ids)
+            best = np.zeros(ng, np.int32)
+            most = np.zeros(ng, np.float64)
+            for year in range(1990, 2041):
+                found = self._postings(str(year))
+                if found is None:
+                    continue
+                docs, tfs = found
+                keep = alive[docs] & (pages[docs] >= 1) & (pages[docs] <= FRONT_PAGES)
+                n = np.bincount(groups[docs[keep]], weights=tfs[keep], minlength=ng)
+                better = (n > 0) & (n >= most)
+                best[better], most[better] = year, n[better]
+            self._cache["years"] = cached = (self._gen, best)
+        return cached[1]
+
+    def _year_bonus(self, query_years: set[int], scores: np.ndarray) -> np.ndarray:
+        """Pages of documents that report a year the query names gain YEAR_WEIGHT x the best score (only pages
+        that match the query otherwise, and only when some but not all matching documents report it)."""
+        if not (YEAR_WEIGHT and query_years and scores.any()):
+            return scores
+        reported = self._report_years()
+        hit = np.isin(reported, list(query_years))[self._dgroup.view()] & (scores > 0)
+        if not hit.any() or hit.sum() == np.count_nonzero(scores):
+            return scores
+        return np.where(hit, scores + YEAR_WEIGHT * float(scores.max()), scores).astype(np.float32)
 
     def _last_pages(self) -> np.ndarray:
         """Mask of the pages that are the last (highest-numbered) of their document. Called under the lock."""
