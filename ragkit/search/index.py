@@ -87,6 +87,8 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         self._vec_of_len = -1  # len(self._vecs) when self._vec_of was last completed
         self._embed_lock = threading.Lock()  # one thread computes vectors at a time; the others wait, then reuse
         self._said_unembedded = False
+        self._fill_lock = threading.Lock()  # one background embedding thread (vectors.fill_in_background)
+        self._filler: threading.Thread | None = None
         self._synonyms = Synonyms(self.db)  # built-in + DB/synonyms.txt (query expansion)
         self._listings: dict[str, _Listing] = {}  # folder listings of the last scan (see scan_pages)
         self._snap_rows = 0  # rows applied (or stats updated) since the state last matched a snapshot file
@@ -359,6 +361,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         return make_snippet(body, q, width), meta.printed_page
 
     def close(self) -> None:
+        self._closed = True
         with self._lock:
             self._conn.close()
         with _INSTANCES_LOCK:

