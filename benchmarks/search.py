@@ -42,10 +42,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from ragkit import index as ix  # noqa: E402
 from ragkit.pagefile import PageMeta, parse_page, render_page  # noqa: E402
+from ragkit.paths import page_number  # noqa: E402
+from ragkit.search import persistence, vectors  # noqa: E402
+from ragkit.search.index import Index  # noqa: E402
 
-BENCH = ROOT.parent / "shared" / "bench" / "mmlongbench-doc"
+# ../shared from the main checkout, ../../shared from a worktree under /work/wt/
+BENCH = next((d / "shared" / "bench" / "mmlongbench-doc" for d in ROOT.parents
+              if (d / "shared" / "bench" / "mmlongbench-doc").is_dir()), ROOT.parent / "shared" / "bench" / "mmlongbench-doc")
 
 
 # ------------------------------------------------------------------------------------------------ quality
@@ -64,7 +68,7 @@ def page_map(db: Path, rels: list[str]) -> dict[str, tuple[str, int]]:
     for rel in rels:
         meta, _ = parse_page((db / rel).read_text(encoding="utf-8"))
         src = Path(meta.source).name if meta.source else ""
-        out[rel] = (src, meta.page or ix.page_number(rel) or 0)
+        out[rel] = (src, meta.page or page_number(rel) or 0)
     return out
 
 
@@ -133,15 +137,15 @@ def distinguishing(questions: list[dict], bodies: dict[str, str], pmap: dict[str
 @contextmanager
 def no_recall():
     """Hybrid search as it was before pages could be found by meaning alone (keyword candidates re-ranked)."""
-    saved = ix.RECALL_MARGIN
-    ix.RECALL_MARGIN = float("inf")
+    saved = vectors.RECALL_MARGIN
+    vectors.RECALL_MARGIN = float("inf")
     try:
         yield
     finally:
-        ix.RECALL_MARGIN = saved
+        vectors.RECALL_MARGIN = saved
 
 
-def cross_lingual(idx: ix.Index, pmap: dict[str, tuple[str, int]]) -> dict:
+def cross_lingual(idx: Index, pmap: dict[str, tuple[str, int]]) -> dict:
     """The same database asked in another language: 40 of its questions translated by hand into Japanese and
     Korean (benchmarks/data), against the English originals of the same 40."""
     src = Path(__file__).parent / "data" / "mmlongbench_questions_ja_ko.tsv"
@@ -173,7 +177,7 @@ def quality(args) -> dict:
     out.update(ingest_bench(tmp))  # incremental: with --workdir, a second run re-ingests nothing
     t0 = time.perf_counter()
     os.environ["RAG_EMBED"] = "1"
-    idx = ix.Index(tmp, progress=False)
+    idx = Index(tmp, progress=False)
     idx.refresh()
     out["pages"] = len(idx.pages())
     out["index_s"] = round(time.perf_counter() - t0, 1)
@@ -316,7 +320,7 @@ def speed(args) -> dict:
         os.environ["RAG_EMBED"] = "1"
         rss0 = rss_mb()
         t0, c0 = time.perf_counter(), cpu_s()
-        idx = ix.Index(db, progress=False)
+        idx = Index(db, progress=False)
         idx.refresh()
         build = time.perf_counter() - t0
         out["build_pages_per_s"] = round(n / build, 1)
@@ -325,17 +329,17 @@ def speed(args) -> dict:
         out["rss_mb_before_build"] = rss0
         idx.close()
         # reopening from the cache (a new process would do exactly this): from the snapshot the build wrote
-        snap = db / ix.CACHE_DIR / ix.SNAPSHOT_FILE
+        snap = db / persistence.CACHE_DIR / persistence.SNAPSHOT_FILE
         out["snapshot_mb"] = round(snap.stat().st_size / 1e6, 1) if snap.exists() else 0.0
         t0 = time.perf_counter()
-        idx = ix.Index(db, progress=False)
+        idx = Index(db, progress=False)
         idx.refresh()
         out["reopen_s"] = round(time.perf_counter() - t0, 2)
         idx.close()
         # ... and without it (first open after an upgrade, or a damaged snapshot): every row, then a new snapshot
         snap.unlink(missing_ok=True)
         t0 = time.perf_counter()
-        idx = ix.Index(db, progress=False)
+        idx = Index(db, progress=False)
         idx.refresh()
         out["reopen_without_snapshot_s"] = round(time.perf_counter() - t0, 2)
         rng = random.Random(1)

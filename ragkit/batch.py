@@ -84,7 +84,7 @@ from ragkit.checkpoint import (  # noqa: F401 - Checkpoint and checkpoint_path a
     _DaemonPool,
     checkpoint_path,
 )
-from ragkit.config import STRATEGIES, Settings
+from ragkit.config import BATCH_STRATEGIES, Settings
 from ragkit.csvio import (
     read_csv,
     split_multi,
@@ -96,6 +96,7 @@ from ragkit.errors import RagError, UsageError
 from ragkit.heldout import DEFAULT_HOLDOUT, SPLIT_COLUMN
 from ragkit.models import Answer, Source, Usage
 from ragkit.paths import page_number
+from ragkit.retrieval_eval import SEARCH_COLUMNS
 from ragkit.scoring import (  # noqa: F401 - re-exported: the columns and rescore_row are part of batch's API
     _OUTPUT_SET,
     ATTEMPTS,
@@ -276,6 +277,7 @@ def run_batch(
     optimize: bool = False,
     holdout: float | None = None,
     validate: Path | None = None,
+    k: int = 10,
 ) -> BatchReport:
     """Answer and score every question of `input_csv`; see the module docstring.
 
@@ -289,8 +291,10 @@ def run_batch(
     """
     t0 = time.monotonic()
     input_csv = Path(input_csv)
-    if strategy not in STRATEGIES:
-        raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if strategy not in BATCH_STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(BATCH_STRATEGIES)}")
+    if strategy == "search" and (optimize or enable_rl):
+        raise UsageError("--strategy search measures retrieval alone: it does not run --optimize or --enable-rl")
     opts = _options(optimize, enable_rl, holdout, validate)
     df = read_questions(input_csv)
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
@@ -330,12 +334,17 @@ def run_batch(
         opts.validate_items = [(str(r.get(QUESTION) or "").strip(), str(r.get(REFERENCE) or ""))
                                for r in vrecords if str(r.get(QUESTION) or "").strip()]
     scorer = Scorer.create(settings, input_cols, index=index)
+    if strategy == "search":  # retrieval alone: ranking metrics, no judge, no optimizer (ragkit.retrieval_eval)
+        from ragkit.retrieval_eval import search_answer_fn
+
+        answer_fn, scorer.search_k = answer_fn or search_answer_fn(k), k
     answer_fn = answer_fn or _default_answer_fn()
 
-    ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols], strategy=strategy))
+    ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols],
+                                    strategy=f"search-k{k}" if strategy == "search" else strategy))
     report = BatchReport(kind="batch", input_path=input_csv, skipped_blank=blank, checkpoint_path=ck.path,
                          provider=settings.provider, model=provider.model, judge_model=scorer.judge.model,
-                         strategy=strategy)
+                         strategy=f"search (k={k})" if strategy == "search" else strategy)
     others = [p for p in ck.path.parent.glob(f"{glob.escape(ck.path.name.rsplit('-', 1)[0])}-*.jsonl") if p != ck.path] \
         if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():
@@ -469,6 +478,8 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     optimized = OPTIMIZED in input_cols or any(str(r.get(OPTIMIZED) or "").strip() for r in rows)
     columns = result_columns(input_cols, optimized=optimized, attempts=opts.enable_rl,
                              split=report.measure is not None and report.measure.holdout is not None)
+    if strategy == "search":
+        columns[columns.index("Ref Accuracy") + 1 : columns.index("Ref Accuracy") + 1] = SEARCH_COLUMNS
     report.rows = rows
     report.questions = len(rows)
     report.usage = Usage()

@@ -11,7 +11,7 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
-from ragkit.config import STRATEGIES, load_settings
+from ragkit.config import BATCH_STRATEGIES, STRATEGIES, load_settings
 from ragkit.console import make_console
 from ragkit.errors import RagError, UsageError
 from ragkit.text import one_line
@@ -228,7 +228,11 @@ def batch(
     validate: Annotated[Path | None, typer.Option(
         "--validate", metavar="CSV", help="A second question CSV that measures the optimization instead of "
         "--holdout.  [default: none]", show_default=False)] = None,
-    strategy: StrategyOpt = "agent",
+    strategy: Annotated[str, typer.Option(
+        "--strategy", metavar="|".join(BATCH_STRATEGIES),
+        help="As for ask, or search: retrieval alone, no model (Ref Recall@k, MRR, nDCG@k).")] = "agent",
+    k: Annotated[int, typer.Option(
+        "-k", metavar="N", min=1, help="--strategy search: pages retrieved per question.")] = 10,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     resume: Annotated[bool, typer.Option(
@@ -250,7 +254,7 @@ def batch(
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens)
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
-                       holdout=holdout, validate=validate)
+                       holdout=holdout, validate=validate, k=k)
     print_batch_report(report, console)
     _finish_with_gates(report, gates)
 

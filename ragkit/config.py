@@ -11,6 +11,8 @@ from dotenv import dotenv_values
 
 PROVIDERS = ("openai", "offline")
 STRATEGIES = ("agent", "naive", "synth", "longctx")
+# `rag batch` also takes "search": retrieval alone, no model (ragkit.retrieval_eval)
+BATCH_STRATEGIES = (*STRATEGIES, "search")
 DEFAULT_MODEL = "gpt-4o-mini"
 
 

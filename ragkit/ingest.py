@@ -527,13 +527,36 @@ def _printed_pages(doc, candidates: list[set[int]]) -> list[str]:
     return printed_numbers(candidates)
 
 
-def _pdf_title(doc, first_heading: str, stem: str) -> str:
-    meta_title = ((doc.metadata or {}).get("title") or "").strip()
-    if meta_title and meta_title.lower() not in ("untitled", "untitled document") and not meta_title.endswith(
-        (".pdf", ".doc", ".docx")
-    ):
-        return meta_title
-    return first_heading or stem
+_GENERIC_TITLES = frozenset(
+    "untitled|untitled document|document|title|contents|table of contents|index|cover|slide 1|presentation|"
+    "目次|表紙|목차|표지".split("|"))
+_HEADING = re.compile(r"^(#{1,6}) (.+?)\s*#*$", re.MULTILINE)
+
+
+def title_like(text: str) -> bool:
+    """Whether a PDF's metadata title (or a heading) reads as a document title: not empty or generic
+    ("Contents", "Untitled"), not an id or a file name ("0001065280-16-000047", "report_v2.pdf",
+    "PH_2016.06.08_Economy-Final"), not a section of someone's site ("About Pew Research Center")."""
+    s = " ".join(text.split())
+    low = s.lower().removeprefix("microsoft word - ").strip()
+    if not (2 < len(low) <= 200) or low in _GENERIC_TITLES or low.startswith("about "):
+        return False
+    if re.search(r"\.(pdf|docx?|pptx?|xlsx?|indd|qxd)$", low) or (" " not in low and re.search(r"[_/\\]", low)):
+        return False
+    letters = sum(ch.isalpha() for ch in low)
+    return letters >= 3 and letters >= len(low.replace(" ", "")) / 2
+
+
+def document_title(meta_title: str, first_page: str, stem: str) -> str:
+    """The front matter's `document`: the PDF metadata title when it is title-like, else the first page's
+    dominant heading (its largest, then first), else the file name."""
+    if title_like(meta_title or ""):
+        return " ".join(meta_title.split())
+    heads = [(len(m[1]), " ".join(m[2].replace("*", "").split())) for m in _HEADING.finditer(first_page or "")]
+    heads = [h for h in heads if title_like(h[1])]
+    if heads:
+        return min(heads, key=lambda h: h[0])[1][:200]
+    return stem
 
 
 def _convert_pdf(job: _Job) -> _DocResult:
@@ -594,7 +617,7 @@ def _convert_pdf(job: _Job) -> _DocResult:
         except Exception:
             toc = []
         sections = outline_sections(toc, n) or _range_sections(n)
-        title = _pdf_title(doc, first_heading, path.stem)
+        title = document_title((doc.metadata or {}).get("title") or "", bodies[0] if bodies else "", path.stem)
         printed = _printed_pages(doc, folios)
         repaired = doc.is_repaired
     res = _emit_pages(job, title, bodies, sections, printed)

@@ -23,6 +23,7 @@ from ragkit.errors import RagError
 from ragkit.judge import RUBRIC_COLUMNS
 from ragkit.models import Answer, Usage
 from ragkit.paths import reference_path
+from ragkit.retrieval_eval import SEARCH_COLUMNS
 from ragkit.text import one_line
 
 # -- columns (DESIGN §4) ------------------------------------------------------------------------------
@@ -51,7 +52,7 @@ TAIL_COLUMNS = ["Error", "Judge Error"]
 
 # every column a run computes (an input CSV that already has them, e.g. a results CSV, gets them replaced)
 SPLIT = "Optimize Split"  # train | held-out, when an optimization held questions out (ragkit.heldout)
-OUTPUT_COLUMNS = [*CORE_COLUMNS, *CHECKLIST_MORE, *REF_MORE, *OPT_REF_COLUMNS, *JUDGE_COLUMNS,
+OUTPUT_COLUMNS = [*CORE_COLUMNS, *CHECKLIST_MORE, *REF_MORE, *SEARCH_COLUMNS, *OPT_REF_COLUMNS, *JUDGE_COLUMNS,
                   *DETAIL_COLUMNS, SPLIT, ATTEMPTS, *TAIL_COLUMNS]
 _OUTPUT_SET = frozenset(OUTPUT_COLUMNS)
 # columns the summary aggregates (metrics.summarize: means, micro-averages, totals)
@@ -59,7 +60,7 @@ SUMMARY_METRICS = [
     "Checklist Recall", "Checklist Precision", "Checklist F1", "Checklist Accuracy", "Checklist Specificity",
     "Checklist TP", "Checklist FP", "Checklist FN", "Checklist TN",
     "Ref Recall", "Ref Precision", "Ref Specificity", "Ref F1", "Ref Accuracy",
-    "Ref TP", "Ref TN", "Ref FP", "Ref FN",
+    "Ref TP", "Ref TN", "Ref FP", "Ref FN", *SEARCH_COLUMNS,
     *OPT_REF_COLUMNS,
     "Judge Accuracy", "Judge Completeness", "Judge Citations", "Judge Context Relevance", "Judge Overall",
     "Judge Passed", "Contain Match", "LLM Accuracy", "Refused", "Steps", "Latency ms", ATTEMPTS,
@@ -121,6 +122,7 @@ class Scorer:
     has_opt: bool
     has_checklist: bool
     has_gt: bool
+    search_k: int = 0  # --strategy search: rank metrics at this k instead of judges
 
     @classmethod
     def create(cls, settings: Settings, columns: Iterable[str], index: Any = None, judge: Any = None) -> Scorer:
@@ -312,7 +314,13 @@ def _score(scorer: Scorer, row: dict, answer: Answer, *, ref_cols: dict | None =
         ref_cols = scorer.reference_columns(row, retrieved, universe)
     cols.update(ref_cols)
     usage, problems = Usage(), []
-    if scorer.scored:
+    if scorer.search_k:
+        from ragkit.retrieval_eval import search_columns
+
+        if scorer.has_ref:
+            cols.update(search_columns(str(row.get(REFERENCE) or ""), retrieved, scorer.search_k))
+        cols["Evaluation Reason"] = ""
+    elif scorer.scored:
         jcols, usage, problems = scorer.judge_columns({**row, **cols}, answer)
         cols.update(jcols)
     else:

