@@ -319,14 +319,19 @@ def genqa(
 @app.command()
 @handle_errors
 def evolve(
-    experiments_csv: Annotated[Path, typer.Argument(help="Experiment CSV (experiment_id, max_generations, k, "
+    experiments_csv: Annotated[Path, typer.Argument(metavar="EXPERIMENTS.csv", show_default=False, help="Experiment CSV (experiment_id, max_generations, k, "
                                                          "model_name, adapter_type, task_definition, "
                                                          "target_preference, evaluator_type).")],
     results: ResultsOpt = None,
-    only: Annotated[list[str] | None, typer.Option("--only", help="Run only this experiment_id (repeatable).")] = None,
-    until: Annotated[int | None, typer.Option("--until", help="Stop after this generation (0-based).")] = None,
-    script: Annotated[Path | None, typer.Option("--script", help="Write a shell script with one idempotent step "
-                                                                 "per generation instead of running.")] = None,
+    only: Annotated[list[str] | None, typer.Option(
+        "--only", metavar="ID", help="Run only this experiment_id (repeatable).  [default: every row]",
+        show_default=False)] = None,
+    until: Annotated[int | None, typer.Option(
+        "--until", metavar="N", help="Stop after this generation (0-based).  [default: max_generations]",
+        show_default=False)] = None,
+    script: Annotated[Path | None, typer.Option(
+        "--script", metavar="FILE", help="Write a shell script with one idempotent step per generation instead "
+        "of running.  [default: run now]", show_default=False)] = None,
     db: DbOpt = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
@@ -468,12 +473,14 @@ def report(
 @handle_errors
 def serve(
     db: DbOpt = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (another than loopback needs a token).")]
-    = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
+    host: Annotated[str, typer.Option(
+        "--host", metavar="ADDR", help="Address to listen on (another than loopback needs a token).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 8000,
     token: Annotated[str | None, typer.Option(
-        "--token", help="Require Authorization: Bearer TOKEN on every endpoint but /health [env RAG_API_TOKEN].")] = None,
-    max_upload_mb: Annotated[float, typer.Option("--max-upload-mb", help="Largest accepted upload.")] = 100.0,
+        "--token", metavar="TOKEN", help="Require Authorization: Bearer TOKEN on every endpoint but /health."
+        "  [default: env RAG_API_TOKEN, else none]", show_default=False)] = None,
+    max_upload_mb: Annotated[float, typer.Option(
+        "--max-upload-mb", metavar="MB", help="Largest accepted upload.")] = 100.0,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     no_cache: NoCacheOpt = False,

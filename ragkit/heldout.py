@@ -93,7 +93,7 @@ def measure(items: list[tuple[str, str]], settings: Settings, *, answer_fn: Call
             provider: Any, aliases: Mapping[str, str], progress: bool = False, label: str = "measure") -> Measure:
     """Ask each (question, Reference Document) again and return the mean Ref Recall (copies counted as their
     originals). Only references are scored: no judge is called. A failed question is an error, not a 0."""
-    from tqdm import tqdm
+    from ragkit.progress import progress_bar
 
     out = Measure()
     todo = [(q, ref) for q, ref in items if str(ref or "").strip()]
@@ -109,7 +109,7 @@ def measure(items: list[tuple[str, str]], settings: Settings, *, answer_fn: Call
 
     with ThreadPoolExecutor(max_workers=max(1, min(settings.workers, len(todo))),
                             thread_name_prefix="measure") as pool, \
-            tqdm(total=len(todo), desc=label, unit="q", file=sys.stderr, disable=not progress) as bar:
+            progress_bar(total=len(todo), desc=label, unit="q", file=sys.stderr, disable=not progress) as bar:
         futs = {pool.submit(one, q, ref): q for q, ref in todo}
         for fut in as_completed(futs):
             try:

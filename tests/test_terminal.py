@@ -200,7 +200,8 @@ def test_the_readme_command_table_and_help_agree():
     commands = _commands()
     assert set(readme) == set(commands), f"README {sorted(readme)} vs --help {sorted(commands)}"
     for name, cmd in commands.items():
-        in_help = {o for p in _options(cmd) for o in p.opts}
+        # an option is named by its long form where it has one (`-o, --output` is `--output`)
+        in_help = {next((o for o in p.opts if o.startswith("--")), p.opts[0]) for p in _options(cmd)}
         assert in_help
         assert readme[name] == in_help, (
             f"rag {name}: README names {sorted(readme[name] - in_help)} that --help lacks, "
