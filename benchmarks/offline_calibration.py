@@ -71,7 +71,10 @@ def collect(db: Path, index, qs: list[dict]) -> list[dict]:
         req = {(q["doc"], p) for p in q["pages"]}
         text = " ".join(u.text for u in an.chosen)
         rows.append({"i": i, "id": q["id"], "answerable": q["answerable"], "coverage": round(an.coverage, 4),
-                     "absent": round(an.absent, 4), "chosen": bool(an.chosen), "right": bool(req & cited),
+                     "absent": round(an.absent, 4), "absent_top": round(an.absent_top, 4),
+                     "years_absent": an.years_absent, "own": round(an.own, 4),
+                     "doc": offline._doc_key(an.chosen[0].rel) if an.chosen else "",
+                     "chosen": bool(an.chosen), "right": bool(req & cited),
                      "cm": contain_match(q["answer"], text) if q["answerable"] and an.chosen else False})
     return rows
 

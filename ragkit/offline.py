@@ -19,17 +19,24 @@ How it answers
    ですか, 입니까, 何 in 何分 while 分 stays). A CJK word is a group of character bigrams, so "交換品" is
    partly found in "交換用"; a lone Han/Hangul character matches inside compounds. Each word weighs its
    IDF over the whole database (document frequencies cached per database, updated when pages are added);
-   hiragana-only bigrams weigh 0.1 of theirs.
+   hiragana-only bigrams weigh 0.1 of theirs. A Latin word no page holds is read as the most frequent
+   corpus word one edit away ("pasword" -> "password", `_respell`), as search does, so a typo that search
+   tolerates does not make the answerer refuse.
 4. coverage(evidence) = sum over question words of weight x share of the word found x level, divided by
    the sum of weights; the level is 1.0 in the quoted unit itself, CONTEXT_WEIGHT (0.6) in its headings,
    PAGE_WEIGHT (0.3) elsewhere on its page. A unit's score is its coverage times a rank prior
    1/(1 + 0.05 r), plus small bonuses (a number when the question asks for a quantity, Latin phrase
    matches), with bare headings and run-on units (tables of contents) discounted.
-5. Select the best unit; then units (same or another page, two pages at most, three units at most) that
-   score at least 0.45 x the best and raise the coverage by MIN_GAIN — the second half of a two-part
-   question; and the next line when the best unit only introduces a list (ends in ':').
-6. confidence = coverage of the question by the selected evidence, in [0, 1]. Below REFUSE_BELOW the
-   engine refuses: text.refusal_text(lang) plus the offline note, no sources.
+5. Select the best unit; then units (same or another page of the SAME document, two pages at most, three
+   units at most) that score at least 0.45 x the best and raise the coverage by MIN_GAIN — the second half
+   of a two-part question; and the next line when the best unit only introduces a list (ends in ':'). A
+   sentence from another document is never spliced in: it answers another question.
+6. confidence = coverage of the question by the selected evidence, less ABSENT_PENALTY x the (IDF-weighted)
+   share of the question that the cited document never mentions anywhere, in [0, 1]. Below REFUSE_BELOW
+   the engine refuses: text.refusal_text(lang) plus the offline note, no sources.
+
+Offline, agent, naive and synth are this one engine: Answer.engine ("offline-extractive", metadata.engine in
+the JSON) says so, whatever strategy was asked for.
 
 Why ``REFUSE_BELOW = 0.5``: an extractive answer only quotes; if the quoted sentences, their headings and
 their pages do not hold at least half of what the question asks about (by information weight), they are
@@ -590,6 +597,9 @@ class _Analysis:
     chosen: list[_Unit] = field(default_factory=list)
     coverage: float = 0.0  # IDF-weighted share of the question found in the quoted evidence (see _evidence)
     absent: float = 0.0  # IDF-weighted share of the question found nowhere in the cited document
+    absent_top: float = 0.0  # weight of the heaviest such word / the question's heaviest word's weight
+    years_absent: int = 0  # years (1900-2099) the question names that the cited document never mentions
+    own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
@@ -650,7 +660,15 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     doc = _doc_terms(db, index, _doc_key(out.chosen[0].rel))
     total = sum(w.weight for w in qwords) or 1.0
     out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
+    top = max(w.weight for w in qwords) or 1.0
+    out.absent_top = max((w.weight * (1.0 - w.found(doc)) for w in qwords), default=0.0) / top
+    out.years_absent = sum(1 for y in set(_YEAR.findall(q)) if y not in doc)
+    own: set[str] = set().union(*(u.terms for u in out.chosen))
+    out.own = _coverage(qwords, [(own, 1.0)])
     return out
+
+
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
 
 def _confidence(an: _Analysis) -> float:
