@@ -585,6 +585,8 @@ def test_cli_ask_offline_without_a_key(db):
     result = CliRunner().invoke(app, ["ask", "How long do I hold the RESET button?"])
     assert result.exit_code == 0, result.output
     assert "offline" in result.output and f"{RESET_REF} (page 3)" in result.stdout
+    synth = CliRunner().invoke(app, ["ask", "How long do I hold the RESET button?", "--strategy", "synth"])
+    assert "agent, naive and synth are one engine offline" in " ".join(synth.stdout.split())
 
 
 def test_every_page_in_the_test_db_is_reachable(db):
