@@ -2,7 +2,8 @@
 unanswerable questions over 73 PDFs in one database).
 
 The engine refuses when its confidence is below ``REFUSE_BELOW``; confidence is the evidence coverage less
-``ABSENT_PENALTY`` x the share of the question its cited document never mentions (ragkit/offline.py). This
+``ABSENT_PENALTY`` x the share of the question its cited document never mentions, less ``YEAR_PENALTY`` when
+the question names a year the document never mentions (ragkit/offline.py). This
 script analyses every question once (the engine's own ``_analyse``, so retrieval and selection are the real
 ones), then, for a grid of the two constants, computes the refusal rates. It tunes on one half of the questions
 (even positions) and reports the other half (odd positions), and the reverse, so no reported figure comes from
@@ -71,18 +72,23 @@ def collect(db: Path, index, qs: list[dict]) -> list[dict]:
         req = {(q["doc"], p) for p in q["pages"]}
         text = " ".join(u.text for u in an.chosen)
         rows.append({"i": i, "id": q["id"], "answerable": q["answerable"], "coverage": round(an.coverage, 4),
-                     "absent": round(an.absent, 4), "chosen": bool(an.chosen), "right": bool(req & cited),
+                     "absent": round(an.absent, 4), "absent_top": round(an.absent_top, 4),
+                     "years_absent": an.years_absent, "own": round(an.own, 4),
+                     "doc": offline._doc_key(an.chosen[0].rel) if an.chosen else "",
+                     "chosen": bool(an.chosen), "right": bool(req & cited),
                      "cm": contain_match(q["answer"], text) if q["answerable"] and an.chosen else False})
     return rows
 
 
-def confidence(r: dict, penalty: float) -> float:
+def confidence(r: dict, penalty: tuple[float, float]) -> float:
+    """The engine's rule (offline._confidence) with (ABSENT_PENALTY, YEAR_PENALTY) = penalty."""
     if not r["chosen"]:
         return 0.0
-    return max(0.0, min(1.0, r["coverage"] - penalty * r["absent"]))
+    absent, year = penalty
+    return max(0.0, min(1.0, r["coverage"] - absent * r["absent"] - (year if r.get("years_absent") else 0.0)))
 
 
-def rates(rows: list[dict], threshold: float, penalty: float) -> dict:
+def rates(rows: list[dict], threshold: float, penalty: tuple[float, float]) -> dict:
     A = [r for r in rows if r["answerable"]]
     U = [r for r in rows if not r["answerable"]]
     ref = lambda r: confidence(r, penalty) < threshold  # noqa: E731
@@ -99,22 +105,23 @@ def rates(rows: list[dict], threshold: float, penalty: float) -> dict:
     }
 
 
-def tune(rows: list[dict]) -> tuple[float, float]:
+def tune(rows: list[dict]) -> tuple[float, tuple[float, float]]:
     best = None
-    for p10 in range(0, 31):
-        penalty = p10 / 10
-        for t100 in range(20, 91):
-            threshold = t100 / 100
-            r = rates(rows, threshold, penalty)
-            if r["answerable_refused"] > MAX_ANSWERABLE_REFUSED - MARGIN:
-                continue
-            key = (r["unanswerable_refused"], -r["answerable_refused"], -penalty)
-            if best is None or key > best[0]:
-                best = (key, threshold, penalty)
-    return (best[1], best[2]) if best else (0.0, 0.0)
+    for a10 in range(0, 11, 2):
+        for year in (0.0, 0.25, 0.5, 1.0):
+            penalty = (a10 / 10, year)
+            for t100 in range(20, 91, 2):
+                threshold = t100 / 100
+                r = rates(rows, threshold, penalty)
+                if r["answerable_refused"] > MAX_ANSWERABLE_REFUSED - MARGIN:
+                    continue
+                key = (r["unanswerable_refused"], -r["answerable_refused"], -sum(penalty))
+                if best is None or key > best[0]:
+                    best = (key, threshold, penalty)
+    return (best[1], best[2]) if best else (0.0, (0.0, 0.0))
 
 
-def bands(rows: list[dict], penalty: float) -> list[dict]:
+def bands(rows: list[dict], penalty: tuple[float, float]) -> list[dict]:
     A = [r for r in rows if r["answerable"]]
     out = []
     for lo, hi in ((0.0, 0.3), (0.3, 0.5), (0.5, 0.7), (0.7, 0.9), (0.9, 1.01)):
@@ -152,11 +159,13 @@ def main(argv: list[str] | None = None) -> int:
     held_out = {}
     for name, other in (("odd", "even"), ("even", "odd")):
         threshold, penalty = tune(halves[other])
-        held_out[name] = {"tuned_on": other, "refuse_below": threshold, "absent_penalty": penalty,
+        held_out[name] = {"tuned_on": other, "refuse_below": threshold, "absent_penalty": penalty[0],
+                          "year_penalty": penalty[1],
                           **rates(halves[name], threshold, penalty)}
-    current = {"refuse_below": offline.REFUSE_BELOW, "absent_penalty": offline.ABSENT_PENALTY,
-               **rates(rows, offline.REFUSE_BELOW, offline.ABSENT_PENALTY),
-               "bands": bands(rows, offline.ABSENT_PENALTY)}
+    mine = (offline.ABSENT_PENALTY, offline.YEAR_PENALTY)
+    current = {"refuse_below": offline.REFUSE_BELOW, "absent_penalty": mine[0], "year_penalty": mine[1],
+               **rates(rows, offline.REFUSE_BELOW, mine), "bands": bands(rows, mine),
+               "held_out_odd": rates([r for r in rows if r["i"] % 2 == 1], offline.REFUSE_BELOW, mine)}
     print(json.dumps({"benchmark": "offline-calibration", "questions": len(rows), "current": current,
                       "held_out": held_out, "seconds": round(time.perf_counter() - t0, 1)}, ensure_ascii=False))
     return 0

@@ -701,9 +701,11 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
         return
     if answer.error:
         console.print(f"[red]error:[/red] {escape(answer.error)}", highlight=False)
-    if answer.provider == "offline" and "offline" not in answer.answer.lower():
-        console.print("[yellow]offline:[/yellow] deterministic extractive answer (no model; agent, naive and "
-                      "synth share this engine); set OPENAI_API_KEY for model answers", highlight=False)
+    if answer.provider == "offline":
+        # said even when the answer text carries its own offline note: the strategy name alone would suggest
+        # that agent, naive and synth differ offline
+        console.print("[yellow]offline:[/yellow] deterministic extractive answer, no model; agent, naive and "
+                      "synth are one engine offline; set OPENAI_API_KEY for model answers", highlight=False)
     if answer.fallback:
         console.print(f"[yellow]note:[/yellow] the model read no page itself, so the agent searched as "
                       f"{answer.fallback} does and answered from those pages", highlight=False)

@@ -244,10 +244,11 @@ class _Retryable(Exception):
 
 
 class _Fatal(Exception):
-    def __init__(self, reason: str, feature: str | None = None) -> None:
+    def __init__(self, reason: str, feature: str | None = None, *, transient: bool = False) -> None:
         super().__init__(reason)
         self.reason = reason
         self.feature = feature  # a request feature the server seems to reject: downgrade it and ask again
+        self.transient = transient  # a 5xx: the feature, or just a failing server (so it costs an attempt)
 
 
 def _retry_after(headers: Any) -> float | None:
@@ -391,6 +392,13 @@ class OpenAIProvider(Provider):
                 downgrades += 1
                 if downgrades > 6:  # one per feature at most; more means the server rejects everything
                     raise self._error("the server rejected every fallback request format") from None
+                if e.transient and e.feature not in self.rejected:
+                    # a 5xx may be the feature (llama.cpp) or a failing server: the request without the
+                    # feature is also the next of the 3 attempts (DESIGN §3), so a dead server is asked 3 times
+                    attempt += 1
+                    reason = e.reason
+                    if attempt >= self.max_attempts:
+                        raise self._error(f"{self.max_attempts} attempts failed: {reason}") from None
                 self._reject(e.feature)  # remember (for every instance), then ask again without it
             except _Retryable as e:
                 if self._shape(request)[0] != kwargs:
@@ -437,7 +445,7 @@ class OpenAIProvider(Provider):
             if blame is not None and (status in (400, 404, 415, 422) or status >= 500):
                 # maybe the feature: downgrade (also when another thread has just learnt it: this request
                 # was built before, and its retry is rebuilt without the feature)
-                raise _Fatal(f"HTTP {status}: {msg}", blame) from None
+                raise _Fatal(f"HTTP {status}: {msg}", blame, transient=status >= 500) from None
             if status >= 500 or status == 408:
                 raise _Retryable(f"HTTP {status} server error: {msg}") from None
             hint = {401: " (check OPENAI_API_KEY)", 403: " (access denied)",
