@@ -124,19 +124,23 @@ def _distributions(runs: Sequence[Run]) -> str:
 
 
 def _group_table(runs: Sequence[Run], key, title: str, label: str) -> str:
-    groups: dict[str, None] = {}
+    # one pass over the rows: per run, group -> rows
+    buckets: list[dict[str, list[Row]]] = []
     for r in runs:
+        b: dict[str, list[Row]] = {}
         for row in r.rows:
-            groups.setdefault(key(row), None)
+            b.setdefault(key(row), []).append(row)
+        buckets.append(b)
+    groups = sorted({g for b in buckets for g in b})
     metrics = [m for m in BREAKDOWN_METRICS if any(r.values(m) for r in runs)]
     head = "".join(f"<th>{_e(m)}<br><small>{_e(r.name)}</small></th>" for m in metrics for r in runs)
     body = []
-    for g in sorted(groups):
+    for g in groups:
         cells = []
-        n = max(sum(1 for row in r.rows if key(row) == g) for r in runs)
+        n = max(len(b.get(g, ())) for b in buckets)
         for m in metrics:
-            for r in runs:
-                vs = [v for row in r.rows if key(row) == g and (v := row.values.get(m)) is not None]
+            for b in buckets:
+                vs = [v for row in b.get(g, ()) if (v := row.values.get(m)) is not None]
                 cells.append(f"<td>{_f(sum(vs) / len(vs)) if vs else '–'}</td>")
         body.append(f"<tr><th>{_e(g)}</th><td>{n}</td>{''.join(cells)}</tr>")
     return (f"<h3>{_e(title)}</h3><table class=\"grid\"><tr><th>{_e(label)}</th><th>questions</th>{head}</tr>"

@@ -8,11 +8,13 @@ No LLM code here: this is the metrics layer.
 from __future__ import annotations
 
 import math
-import random
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path, PurePosixPath
+
+import numpy as np
 
 from ragkit.csvio import read_csv, split_multi
 from ragkit.errors import RagError, UsageError
@@ -77,7 +79,7 @@ class Row:
             return None
         return bool(self.get("Reference Document").strip())
 
-    @property
+    @cached_property
     def references(self) -> list[list[str]]:
         """Required pages, each a group of alias paths (`a.md|b.md`)."""
         return [[p.strip() for p in grp.split("|") if p.strip()] for grp in split_multi(self.get("Reference Document"))]
@@ -94,7 +96,7 @@ class Row:
     def error(self) -> str:
         return self.get("Error").strip()
 
-    @property
+    @cached_property
     def document(self) -> tuple[str, str]:
         """(category, document) of the first required page, from its path
         (`.../<category>/<document>/<section>/page_NNN.md`); ("(none)", "(unanswerable)") without one."""
@@ -207,18 +209,29 @@ def load_runs(paths: Sequence[Path | str], names: Sequence[str] | None = None) -
 
 
 # -- statistics ---------------------------------------------------------------------------------------
+def _resampled_means(values: Sequence[float], resamples: int, seed: int) -> np.ndarray:
+    """Means of `resamples` bootstrap samples of `values`, sorted (numpy, in chunks to bound memory)."""
+    arr = np.asarray(values, dtype=float)
+    n = len(arr)
+    rng = np.random.default_rng(seed)
+    chunk = max(1, 2_000_000 // n)
+    out = [arr[rng.integers(0, n, size=(min(chunk, resamples - i), n))].mean(axis=1)
+           for i in range(0, resamples, chunk)]
+    return np.sort(np.concatenate(out))
+
+
+def _interval(means: np.ndarray, level: float) -> tuple[float, float]:
+    k = len(means)
+    return float(means[int((1 - level) / 2 * k)]), float(means[min(k - 1, int((1 + level) / 2 * k))])
+
+
 def bootstrap_ci(values: Sequence[float], *, resamples: int = 2000, level: float = 0.95,
                  seed: int = 0) -> tuple[float, float] | None:
     """Percentile bootstrap confidence interval of the mean; None for fewer than 2 values. A fixed seed makes
     a report reproducible."""
-    n = len(values)
-    if n < 2:
+    if len(values) < 2:
         return None
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(values, k=n)) / n for _ in range(resamples))
-    lo = means[int((1 - level) / 2 * resamples)]
-    hi = means[min(resamples - 1, int((1 + level) / 2 * resamples))]
-    return lo, hi
+    return _interval(_resampled_means(values, resamples, seed), level)
 
 
 def paired_bootstrap(diffs: Sequence[float], *, resamples: int = 2000, level: float = 0.95,
@@ -227,19 +240,15 @@ def paired_bootstrap(diffs: Sequence[float], *, resamples: int = 2000, level: fl
 
     p is twice the share of resampled mean differences on the far side of 0 (at least 1/resamples when
     none is); 1.0 when every difference is 0. None for fewer than 2 pairs."""
-    n = len(diffs)
-    if n < 2:
+    if len(diffs) < 2:
         return None, None
     if all(d == 0 for d in diffs):
         return (0.0, 0.0), 1.0
-    rng = random.Random(seed)
-    means = sorted(sum(rng.choices(diffs, k=n)) / n for _ in range(resamples))
-    lo = means[int((1 - level) / 2 * resamples)]
-    hi = means[min(resamples - 1, int((1 + level) / 2 * resamples))]
-    below = sum(1 for m in means if m <= 0) / resamples
-    above = sum(1 for m in means if m >= 0) / resamples
+    means = _resampled_means(diffs, resamples, seed)
+    below = float(np.count_nonzero(means <= 0)) / resamples
+    above = float(np.count_nonzero(means >= 0)) / resamples
     p = min(1.0, max(2 * min(below, above), 1 / resamples))
-    return (lo, hi), p
+    return _interval(means, level), p
 
 
 def mcnemar(b: int, c: int) -> float:
