@@ -247,7 +247,8 @@ def summarize(rows: list[dict], columns: list[str], *, reference_column: str | N
         prefix, name = _split_metric(column)
         micro: float | None = None
         total: float | None = None
-        if prefix and name in RATIO_KEYS:
+        # a ratio of counts ("Ref Recall" next to "Ref TP"...), not a score that shares its name ("Judge Accuracy")
+        if prefix and name in RATIO_KEYS and any(f"{prefix} TP" in r for r in rows):
             sums = {k: 0.0 for k in COUNT_KEYS}
             used = 0
             for r in rows:

@@ -314,3 +314,10 @@ def test_summary_says_which_rows_each_figure_covers():
     assert out["Refused"]["Covers"] == "all"
     # without a Reference Document column nobody can tell: "all" rows that have the figure
     assert {r["Metric"]: r for r in summarize(rows, cols)}["Checklist Recall"]["Covers"] in ("all", "")
+
+
+def test_a_score_named_like_a_ratio_is_summed_not_micro_averaged():
+    rows = [{"Judge Accuracy": "1.0", "LLM Accuracy": "True"}, {"Judge Accuracy": "0.5", "LLM Accuracy": "False"}]
+    out = {r["Metric"]: r for r in summarize(rows, ["Judge Accuracy", "LLM Accuracy"])}
+    assert out["Judge Accuracy"]["Mean"] == pytest.approx(0.75) and out["Judge Accuracy"]["Total"] == 1.5
+    assert out["LLM Accuracy"]["Total"] == 1 and out["LLM Accuracy"]["Micro"] is None
