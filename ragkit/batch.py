@@ -1039,8 +1039,8 @@ def _as_completed(futs: Iterable[Future]):
 
 
 # -- printing -----------------------------------------------------------------------------------------
-_HEADLINE = ("Ref Recall", "Ref Precision", "Checklist Recall", "Checklist Precision", "Opt Ref Recall",
-             "Judge Overall", "Judge Passed", "Contain Match", "LLM Accuracy")
+_HEADLINE = ("Ref Recall", "Ref Precision", *SEARCH_COLUMNS, "Checklist Recall", "Checklist Precision",
+             "Opt Ref Recall", "Judge Overall", "Judge Passed", "Contain Match", "LLM Accuracy")
 
 
 def print_batch_report(report: BatchReport, console) -> None:
