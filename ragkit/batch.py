@@ -732,6 +732,7 @@ def _as_completed(futs: Iterable[Future]):
 # what a user needs first (DESIGN §5); TN and accuracy stay in the CSVs: over a whole database they say little
 _HEADLINE = (
     ("Ref Recall", "Ref Recall"),
+    *((c, c) for c in SEARCH_COLUMNS),  # only --strategy search computes them; absent columns are not shown
     ("Checklist Recall", "Checklist Recall"),
     ("Checklist Precision", "Checklist Precision"),
     ("Judge Passed", "Judge pass rate"),
@@ -760,8 +761,7 @@ def print_batch_report(report: BatchReport, console) -> None:
     judged = by_metric.get("Judge Passed") or {}
     if not parse_number(judged.get("Rows")) or judged.get("Covers") == "unanswerable":
         # no judge scored an answer (offline): the rule's refusals alone would read as a 100% pass rate
-        headline = [h for h in headline if h[0] != "Judge Passed"]
-        headline.insert(3, ("Contain Match", "Contain-Match"))
+        headline = [("Contain Match", "Contain-Match") if h[0] == "Judge Passed" else h for h in headline]
     shown = 0
     for m, label in headline:
         r = by_metric.get(m)
