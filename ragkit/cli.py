@@ -243,7 +243,7 @@ def demo(
 @handle_errors
 def serve(
     db: DbOpt = None,
-    host: Annotated[str, typer.Option("--host", help="Address to listen on (another than loopback needs a token).")]
+    host: Annotated[str, typer.Option("--host", help="Address to listen on (any but loopback needs a token).")]
     = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", help="Port to listen on.")] = 8000,
     token: Annotated[str | None, typer.Option(
