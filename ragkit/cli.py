@@ -474,7 +474,7 @@ def report(
 def serve(
     db: DbOpt = None,
     host: Annotated[str, typer.Option(
-        "--host", metavar="ADDR", help="Address to listen on (another than loopback needs a token).")] = "127.0.0.1",
+        "--host", metavar="ADDR", help="Address to listen on (any but loopback needs a token).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 8000,
     token: Annotated[str | None, typer.Option(
         "--token", metavar="TOKEN", help="Require Authorization: Bearer TOKEN on every endpoint but /health."

@@ -360,3 +360,42 @@ def test_rag_serve_command_runs_uvicorn(sample_db_copy, tmp_path):
         log.close()
     out = (tmp_path / "serve.log").read_text()
     assert f"127.0.0.1:{port}" in out and TEST_KEY not in out and "Traceback" not in out
+
+
+def test_upload_while_searching_and_chatting(sample_db_copy, tmp_path):
+    """Handlers share the index: searches and chats during an upload all succeed, and afterwards both the old
+    pages and the new ones are found."""
+    import threading
+
+    pdf = make_pdf(tmp_path / "late.pdf", ["Wombatite conveyor belt manual"] * 3)
+    failures: list[str] = []
+    done = threading.Event()
+    counts = {"search": 0, "chat": 0}
+
+    def hammer(url: str) -> None:
+        while not done.is_set():
+            r = get(url + "/search", params={"query": "password length"})
+            if r.status_code != 200 or not r.json() or not r.json()[0]["path"].endswith(PASSWORD_PAGE):
+                failures.append(f"search {r.status_code} {r.text[:200]}")
+            counts["search"] += 1
+            r = post(url + "/chat", json={"query": MFA_Q})
+            if r.status_code != 200 or "Multi-factor" not in r.json().get("answer", ""):
+                failures.append(f"chat {r.status_code} {r.text[:200]}")
+            counts["chat"] += 1
+
+    with LiveServer(offline(sample_db_copy)) as srv:
+        threads = [threading.Thread(target=hammer, args=(srv.url,)) for _ in range(3)]
+        for t in threads:
+            t.start()
+        try:
+            with pdf.open("rb") as fh:
+                r = post(srv.url + "/documents", files={"file": ("late.pdf", fh)})
+            assert r.status_code == 201, r.text
+        finally:
+            done.set()
+            for t in threads:
+                t.join(300)
+        assert not failures, failures[:3]
+        assert counts["search"] >= 3 and counts["chat"] >= 3
+        hits = get(srv.url + "/search", params={"query": "wombatite"}).json()
+        assert len(hits) == 3 and all("/uploads/late/" in h["path"] for h in hits)

@@ -32,6 +32,16 @@ def check_bind(host: str, token: str | None) -> None:
                          "set RAG_API_TOKEN or pass --token")
 
 
+def _warm_up(settings: Settings) -> None:
+    """One search before listening, so the embedding model is loaded now and not in the first user's request."""
+    from ragkit.index import open_index
+
+    try:
+        open_index(settings.db, progress=False).search("warm up", k=1)
+    except RagError:
+        pass  # an empty database: nothing to warm
+
+
 def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
                max_upload_mb: float = 100.0, announce: Any = print) -> None:
     """Serve until interrupted."""
@@ -49,6 +59,7 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
     from ragkit.serve.documents import shutdown_pool
 
     app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb))
+    _warm_up(settings)
     shown = f"[{host}]" if ":" in host else host
     announce(f"serving {settings.db} on http://{shown}:{port}/ (API docs at /docs"
              f"{'; token required' if token else ''}); Ctrl-C stops")

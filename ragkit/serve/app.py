@@ -245,7 +245,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             name = file.filename or ""
         finally:
             await form.close()
-        result = await run_in_threadpool(docs.upload_document, db, name, data, category, index())
+        # in the thread pool: the conversion waits on another process, and index() may re-scan the files
+        result = await run_in_threadpool(lambda: docs.upload_document(db, name, data, category, index()))
         return JSONResponse(result, status_code=200 if result.get("unchanged") else 201)
 
     @app.get("/pages/{path:path}")
