@@ -711,7 +711,7 @@ def ask(
             answer.pages_read = [reference_path(db, p) for p in toolbox.pages_read]
         if secret:
             answer.answer = answer.answer.replace(secret, "***")
-        trace.write("answer", **answer.to_json(), error=answer.error, pages_read=answer.pages_read,
+        trace.write("answer", **{**answer.to_json(), "error": answer.error}, pages_read=answer.pages_read,
                     general_knowledge=answer.general_knowledge)
         trace.close()
     return answer
@@ -727,7 +727,9 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
     if fmt == "json":
         console.out(json.dumps(answer.to_json(), ensure_ascii=False), highlight=False)
         if answer.error:
-            Console(stderr=True).print(f"[red]error:[/red] {escape(answer.error)}", highlight=False)
+            from ragkit.console import make_console
+
+            make_console(stderr=True).print(f"[red]error:[/red] {escape(one_line(answer.error))}", highlight=False)
         return
     if answer.error:
         console.print(f"[red]error:[/red] {escape(answer.error)}", highlight=False)

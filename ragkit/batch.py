@@ -690,7 +690,7 @@ def run_batch(
 def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list[str], scorer: _Scorer,
          answer_fn: Callable, provider: Any, settings: Settings, strategy: str, enable_rl: bool,
          progress: bool, t0: float) -> BatchReport:
-    from tqdm import tqdm
+    from ragkit.progress import progress_bar
 
     # Finished rows live in the checkpoint, not in memory (a long run stays flat); they are read back at the end.
     done: set[int] = set()
@@ -710,8 +710,8 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     report.resumed = len(done)
     del prior
 
-    bar = tqdm(total=len(jobs), initial=len(done), desc="batch", unit="q", file=sys.stderr,
-               disable=not progress, dynamic_ncols=True)
+    bar = progress_bar(total=len(jobs), initial=len(done), desc="batch", unit="q", file=sys.stderr,
+                       disable=not progress)
     if done and progress:
         bar.write(f"resuming: {len(done)} finished rows from {ck.path}", file=sys.stderr)
     bar.set_postfix_str(running.text(), refresh=False)
@@ -949,7 +949,7 @@ def _eval_job(row: dict, scorer: _Scorer) -> tuple[dict, Usage]:
 
 def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, index: Any = None) -> BatchReport:
     """Re-score an existing results CSV without asking again (another judge, provider or database)."""
-    from tqdm import tqdm
+    from ragkit.progress import progress_bar
 
     t0 = time.monotonic()
     results_csv = Path(results_csv)
@@ -970,8 +970,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
                          provider=settings.provider, model="", judge_model=scorer.judge.model)
 
     out: dict[int, dict] = {}
-    bar = tqdm(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress,
-               dynamic_ncols=True)
+    bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
     pool = _DaemonPool(min(max(1, settings.workers), len(jobs)))
     try:
         futs = {pool.submit(_eval_job, {c: r[c] for c in input_cols} | _kept(r), scorer): (pos, r)

@@ -3,41 +3,83 @@
 from __future__ import annotations
 
 import functools
+import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
+from rich.markup import escape
 
 from ragkit.config import load_settings
+from ragkit.console import make_console
 from ragkit.errors import RagError, UsageError
+from ragkit.text import one_line
 
 app = typer.Typer(
     help="ragkit: build, run and measure RAG over a per-page markdown tree of your documents.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    # plain click help: Rich's markup would eat "[...]" in help texts and box-draw into logs
+    rich_markup_mode=None,
 )
-console = Console()
-err = Console(stderr=True, soft_wrap=True)  # an error is one line whatever the width
+console = make_console()
+err = make_console(stderr=True)
 
-DbOpt = Annotated[Path | None, typer.Option("--db", help="Database folder [env RAG_DB; default ./database].")]
-ResultsOpt = Annotated[
-    Path | None, typer.Option("--results", help="Results folder [env RAG_RESULTS; default ./results].")
-]
-ProviderOpt = Annotated[
-    str | None, typer.Option("--provider", help="openai | offline [env RAG_PROVIDER; offline when no key].")
-]
-ModelOpt = Annotated[str | None, typer.Option("--model", help="Model name [env RAG_MODEL].")]
-StrategyOpt = Annotated[str, typer.Option("--strategy", help="agent | naive | synth.")]
-NoCacheOpt = Annotated[bool, typer.Option("--no-cache", help="Bypass the on-disk LLM response cache.")]
-MaxStepsOpt = Annotated[
-    int | None, typer.Option("--max-steps", help="Agent tool-using turns per question [env RAG_MAX_STEPS; 12].")
-]
-MaxTokensOpt = Annotated[
-    int | None, typer.Option("--max-tokens", help="Agent token budget per question [env RAG_MAX_TOKENS; 60000].")
-]
+# Every option shows its default (the value, or where it comes from when the environment can set it).
+DbOpt = Annotated[Path | None, typer.Option(
+    "--db", metavar="DIR", help="Database folder.  [default: ./database, or env RAG_DB]", show_default=False)]
+ResultsOpt = Annotated[Path | None, typer.Option(
+    "--results", metavar="DIR", help="Results folder.  [default: ./results, or env RAG_RESULTS]", show_default=False)]
+ProviderOpt = Annotated[str | None, typer.Option(
+    "--provider", metavar="openai|offline", help="Who answers."
+    "  [default: env RAG_PROVIDER, else openai with a key, offline without]",
+    show_default=False)]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", metavar="NAME", help="Model name.  [default: env RAG_MODEL, else gpt-4o-mini]", show_default=False)]
+StrategyOpt = Annotated[str, typer.Option(
+    "--strategy", metavar="agent|naive|synth",
+    help="agent: tool-using navigation; naive: one search, one call; synth: drafts per result, synthesised.")]
+FormatOpt = Annotated[str, typer.Option("--format", metavar="text|json", help="Output format.")]
+NoCacheOpt = Annotated[bool, typer.Option(
+    "--no-cache", help="Bypass the on-disk LLM response cache.  [default: off]", show_default=False)]
+WorkersOpt = Annotated[int | None, typer.Option(
+    "--workers", metavar="N", help="Questions in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)]
+MaxStepsOpt = Annotated[int | None, typer.Option(
+    "--max-steps", metavar="N", help="Agent tool-using turns per question."
+    "  [default: 12, or env RAG_MAX_STEPS]",
+    show_default=False)]
+MaxTokensOpt = Annotated[int | None, typer.Option(
+    "--max-tokens", metavar="N", help="Agent token budget per question."
+    "  [default: 60000, or env RAG_MAX_TOKENS]",
+    show_default=False)]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ragkit import __version__
+
+        console.out(f"ragkit {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", callback=_version, is_eager=True)] = False,
+) -> None:
+    """ragkit: build, run and measure RAG over a per-page markdown tree of your documents."""
+
+
+def _fail(message: str, code: int, json_out: bool) -> None:
+    """One line on stderr; with --format json also `{"error": ...}` on stdout, so a script reading JSON
+    sees the failure as JSON."""
+    message = one_line(message)
+    if json_out:
+        console.out(json.dumps({"error": message}, ensure_ascii=False), highlight=False)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    raise typer.Exit(code) from None
 
 
 def handle_errors(fn):
@@ -45,14 +87,13 @@ def handle_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        json_out = kwargs.get("fmt") == "json"
         try:
             return fn(*args, **kwargs)
         except UsageError as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
-            raise typer.Exit(2) from None
+            _fail(str(e), 2, json_out)
         except RagError as e:
-            err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
-            raise typer.Exit(1) from None
+            _fail(str(e), 1, json_out)
         except KeyboardInterrupt:
             err.print("interrupted; finished work is on disk, run the same command again to continue")
             raise typer.Exit(130) from None
@@ -68,11 +109,17 @@ def _say_provider(settings) -> None:
 @app.command()
 @handle_errors
 def ingest(
-    sources: Annotated[list[Path], typer.Argument(help="PDF/DOCX/PPTX files or folders to ingest.")],
+    sources: Annotated[list[Path], typer.Argument(
+        metavar="SOURCE...", help="PDF/DOCX/PPTX files or folders to ingest.", show_default=False)],
     db: DbOpt = None,
-    category: Annotated[str | None, typer.Option("--category", help="Category folder for every source.")] = None,
-    force: Annotated[bool, typer.Option("--force", help="Re-ingest sources even when unchanged.")] = False,
-    workers: Annotated[int | None, typer.Option("--workers", help="Parallel processes (default: cores).")] = None,
+    category: Annotated[str | None, typer.Option(
+        "--category", metavar="NAME", help="Category folder for every source."
+        "  [default: the source's parent folder name]",
+        show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Re-ingest sources even when unchanged.  [default: off]", show_default=False)] = False,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", metavar="N", help="Parallel processes.  [default: the number of cores]", show_default=False)] = None,
 ) -> None:
     """Turn documents into one markdown file per page: DB/<category>/<document>/<section>/page_NNN.md."""
     from ragkit.ingest import ingest_sources, print_report
@@ -87,14 +134,16 @@ def ingest(
 @app.command()
 @handle_errors
 def search(
-    query: Annotated[str | None, typer.Argument(help="What to look for (any language).")] = None,
+    query: Annotated[str | None, typer.Argument(
+        metavar="QUERY", help="What to look for (any language).", show_default=False)] = None,
     db: DbOpt = None,
-    path: Annotated[str | None, typer.Option("--path", help="Only pages under this folder.")] = None,
-    k: Annotated[int, typer.Option("-k", help="Number of results.")] = 10,
-    fmt: Annotated[str, typer.Option("--format", help="text | json.")] = "text",
+    path: Annotated[str | None, typer.Option(
+        "--path", metavar="PREFIX", help="Only pages under this folder.  [default: the whole database]", show_default=False)] = None,
+    k: Annotated[int, typer.Option("-k", metavar="N", help="Number of results.")] = 10,
+    fmt: FormatOpt = "text",
     embed: Annotated[bool, typer.Option(
         "--embed", help="First give every page a vector (~60 pages/s), so meaning finds pages on its own in a "
-                        "database of more than 1,000 pages; QUERY is then optional.")] = False,
+                        "database of more than 1,000 pages; QUERY is then optional.  [default: off]", show_default=False)] = False,
 ) -> None:
     """Hybrid keyword + meaning search over the page tree."""
     from ragkit.index import embed_db, print_hits, search_db
@@ -120,13 +169,14 @@ def search(
 @app.command()
 @handle_errors
 def ask(
-    question: Annotated[str, typer.Argument(help="The question.")],
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question.", show_default=False)],
     db: DbOpt = None,
     strategy: StrategyOpt = "agent",
     provider: ProviderOpt = None,
     model: ModelOpt = None,
-    fmt: Annotated[str, typer.Option("--format", help="text | json.")] = "text",
-    trace: Annotated[Path | None, typer.Option("--trace", help="Write every step as JSONL here.")] = None,
+    fmt: FormatOpt = "text",
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", metavar="FILE", help="Write every step as JSONL here.  [default: no trace]", show_default=False)] = None,
     no_cache: NoCacheOpt = False,
     max_steps: MaxStepsOpt = None,
     max_tokens: MaxTokensOpt = None,
@@ -150,15 +200,18 @@ def ask(
 @app.command()
 @handle_errors
 def batch(
-    input_csv: Annotated[Path, typer.Argument(help="Question CSV (Question[, Ground Truth, ...]).")],
+    input_csv: Annotated[Path, typer.Argument(
+        metavar="INPUT.csv", help="Question CSV (Question[, Ground Truth, ...]).", show_default=False)],
     db: DbOpt = None,
     results: ResultsOpt = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Questions in parallel [default 5].")] = None,
-    enable_rl: Annotated[bool, typer.Option("--enable-rl", help="Optimize folders for missed pages.")] = False,
+    workers: WorkersOpt = None,
+    enable_rl: Annotated[bool, typer.Option(
+        "--enable-rl", help="Optimize folders for missed pages.  [default: off]", show_default=False)] = False,
     strategy: StrategyOpt = "agent",
     provider: ProviderOpt = None,
     model: ModelOpt = None,
-    resume: Annotated[bool, typer.Option("--resume", help="Continue the last interrupted run.")] = False,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the last interrupted run.  [default: off]", show_default=False)] = False,
     no_cache: NoCacheOpt = False,
     max_steps: MaxStepsOpt = None,
     max_tokens: MaxTokensOpt = None,
@@ -178,12 +231,17 @@ def batch(
 @app.command("eval")
 @handle_errors
 def eval_(
-    results_csv: Annotated[Path, typer.Argument(help="A results CSV from `rag batch`.")],
+    results_csv: Annotated[Path, typer.Argument(
+        metavar="RESULTS.csv", help="A results CSV from `rag batch`.", show_default=False)],
     db: DbOpt = None,
     results: ResultsOpt = None,
     provider: ProviderOpt = None,
-    judge_model: Annotated[str | None, typer.Option("--judge-model", help="Judge model [env RAG_JUDGE_MODEL].")] = None,
-    workers: Annotated[int | None, typer.Option("--workers", help="Rows judged in parallel [default 5].")] = None,
+    judge_model: Annotated[str | None, typer.Option(
+        "--judge-model", metavar="NAME", help="Judge model."
+        "  [default: env RAG_JUDGE_MODEL, else gpt-4o-mini]",
+        show_default=False)] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", metavar="N", help="Rows judged in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)] = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
     """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
@@ -201,14 +259,16 @@ def eval_(
 @app.command()
 @handle_errors
 def genqa(
-    source: Annotated[Path, typer.Argument(help="A database folder, or a PDF/DOCX/PPTX to ingest first.")],
+    source: Annotated[Path, typer.Argument(
+        metavar="SOURCE", help="A database folder, or a PDF/DOCX/PPTX to ingest first.", show_default=False)],
     db: DbOpt = None,
     results: ResultsOpt = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
-    per_page: Annotated[int, typer.Option("--per-page", help="Questions per sampled page.")] = 1,
-    max_questions: Annotated[int, typer.Option("--max", help="At most this many questions.")] = 30,
-    lang: Annotated[str | None, typer.Option("--lang", help="Question language (default: the document's).")] = None,
+    per_page: Annotated[int, typer.Option("--per-page", metavar="N", help="Questions per sampled page.")] = 1,
+    max_questions: Annotated[int, typer.Option("--max", metavar="N", help="At most this many questions.")] = 30,
+    lang: Annotated[str | None, typer.Option(
+        "--lang", metavar="L", help="Question language.  [default: the document's]", show_default=False)] = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
     """Generate anticipated questions with ground truth, page references and checklists."""
@@ -225,14 +285,19 @@ def genqa(
 @app.command()
 @handle_errors
 def evolve(
-    experiments_csv: Annotated[Path, typer.Argument(help="Experiment CSV (experiment_id, max_generations, k, "
-                                                         "model_name, adapter_type, task_definition, "
-                                                         "target_preference, evaluator_type).")],
+    experiments_csv: Annotated[Path, typer.Argument(
+        metavar="EXPERIMENTS.csv", help="Experiment CSV: experiment_id, max_generations, k, model_name, adapter_type, "
+        "task_definition, target_preference, evaluator_type.", show_default=False)],
     results: ResultsOpt = None,
-    only: Annotated[list[str] | None, typer.Option("--only", help="Run only this experiment_id (repeatable).")] = None,
-    until: Annotated[int | None, typer.Option("--until", help="Stop after this generation (0-based).")] = None,
-    script: Annotated[Path | None, typer.Option("--script", help="Write a shell script with one idempotent step "
-                                                                 "per generation instead of running.")] = None,
+    only: Annotated[list[str] | None, typer.Option(
+        "--only", metavar="ID", help="Run only this experiment_id (repeatable).  [default: every row]",
+        show_default=False)] = None,
+    until: Annotated[int | None, typer.Option(
+        "--until", metavar="N", help="Stop after generation N (0-based).  [default: max_generations - 1]",
+        show_default=False)] = None,
+    script: Annotated[Path | None, typer.Option(
+        "--script", metavar="FILE", help="Write a shell script with one idempotent step per generation instead "
+        "of running.  [default: run now]", show_default=False)] = None,
     db: DbOpt = None,
     no_cache: NoCacheOpt = False,
 ) -> None:
@@ -242,12 +307,12 @@ def evolve(
     settings = load_settings(db=db, results=results, cache=not no_cache)
     if script is not None:
         path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only)
-        console.print(f"wrote {path}", highlight=False)
+        console.print(f"wrote {escape(str(path))}", highlight=False)
         return
     report = run_experiments(experiments_csv, settings, only=only, until=until)
     print_evolve_report(report, console)
     for e in report.errors:
-        err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
+        err.print(f"[red]error:[/red] {escape(one_line(e))}", highlight=False)
     if report.errors:
         raise typer.Exit(1)
 

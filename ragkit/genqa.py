@@ -1052,7 +1052,7 @@ def _boilerplate(pages: list[PageInfo]) -> set[str]:
 
 
 def _generate_offline(ctx: _Context, plan: _Plan, report: GenqaReport) -> list[GeneratedQuestion]:
-    from tqdm import tqdm
+    from ragkit.progress import progress_bar
 
     boiler = _boilerplate(ctx.pages)
     cache: dict[str, list[Candidate]] = {}
@@ -1065,7 +1065,7 @@ def _generate_offline(ctx: _Context, plan: _Plan, report: GenqaReport) -> list[G
     kept: list[GeneratedQuestion] = []
     taken: set[str] = set()
     singles: list[GeneratedQuestion] = []
-    bar = tqdm(total=plan.singles + plan.multi + plan.unanswerable, desc="genqa (offline)", unit="q",
+    bar = progress_bar(total=plan.singles + plan.multi + plan.unanswerable, desc="genqa (offline)", unit="q",
                file=sys.stderr, disable=not ctx.progress)
     turn = 0
     for page in plan.order:
@@ -1397,12 +1397,12 @@ class _Caller:
 
 
 def _generate_llm(ctx: _Context, plan: _Plan, report: GenqaReport, provider) -> list[GeneratedQuestion]:
-    from tqdm import tqdm
+    from ragkit.progress import progress_bar
 
     caller = _Caller(provider, report)
     report.usage = Usage(cost_usd=0.0)
     kept: list[GeneratedQuestion] = []
-    bar = tqdm(total=plan.singles + plan.multi + plan.unanswerable, desc=f"genqa ({provider.model})",
+    bar = progress_bar(total=plan.singles + plan.multi + plan.unanswerable, desc=f"genqa ({provider.model})",
                unit="q", file=sys.stderr, disable=not ctx.progress)
     workers = max(1, min(ctx.settings.workers, 8))
     with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -1142,9 +1142,9 @@ class Index:
         workers = min(ANALYSE_WORKERS, os.cpu_count() or 1, len(chunks))
         bar = None
         if show and len(todo) > 200:
-            from tqdm import tqdm
+            from ragkit.progress import progress_bar
 
-            bar = tqdm(total=len(todo), desc="indexing pages", unit="page", file=sys.stderr)
+            bar = progress_bar(total=len(todo), desc="indexing pages", unit="page", file=sys.stderr)
         pool = None
         try:
             # Processes only when this process has no other thread: fork is then safe, and spawn would
@@ -1512,9 +1512,9 @@ class Index:
         # (batch workers searching at once would draw bars over the batch's own).
         if (show_progress and self.progress and len(todo) >= 8
                 and threading.current_thread() is threading.main_thread()):
-            from tqdm import tqdm
+            from ragkit.progress import progress_bar
 
-            bar = tqdm(total=len(todo), desc=desc, unit="page", file=sys.stderr, leave=False)
+            bar = progress_bar(total=len(todo), desc=desc, unit="page", file=sys.stderr, leave=False)
         try:
             for i in range(0, len(todo), 8):
                 part_todo = todo[i : i + 8]
@@ -1632,9 +1632,9 @@ class Index:
         show = self.progress if progress is None else progress
         bar = None
         if show and todo:
-            from tqdm import tqdm
+            from ragkit.progress import progress_bar
 
-            bar = tqdm(total=len(todo), desc="embedding pages", unit="page", file=sys.stderr)
+            bar = progress_bar(total=len(todo), desc="embedding pages", unit="page", file=sys.stderr)
         try:
             for i in range(0, len(todo), batch):
                 self._vectors(todo[i : i + batch], show_progress=False)

@@ -68,7 +68,9 @@ import io
 import json
 import os
 import re
+import signal
 import stat
+import threading
 import time
 import unicodedata
 import zipfile
@@ -80,7 +82,7 @@ from pathlib import Path
 from ragkit.errors import RagError
 from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, render_page
 from ragkit.paths import MAX_NAME, atomic_write_text, page_filename, sanitize_name
-from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks, one_line
+from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks, one_line, strip_controls
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
 MANIFEST = "ingest-manifest.json"
@@ -105,7 +107,8 @@ class IngestReport:
     pages_without_text: int = 0
     written: list[str] = field(default_factory=list)  # db-relative page paths written
     removed: list[str] = field(default_factory=list)  # db-relative page paths removed (stale)
-    ignored: int = 0  # files of other types met while walking folders
+    ignored: list[str] = field(default_factory=list)  # files of other types met while walking folders
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, what may be lost): ingested anyway
     seconds: float = 0.0
     db: str = ""
     # per worker process: pid -> (peak RSS KiB, CPU seconds); what a benchmark needs to size the run
@@ -129,6 +132,7 @@ class _DocResult:
     pages: list[str] = field(default_factory=list)  # db-relative
     no_text: int = 0
     error: str | None = None
+    warning: str | None = None  # ingested, but something may be missing (a repaired PDF)
     worker: tuple[int, int, float] = (0, 0, 0.0)  # (pid, peak RSS KiB, CPU seconds) of the process
 
 
@@ -229,11 +233,14 @@ def _write_page(path: Path, text: str) -> None:
 def _emit_pages(job: _Job, title: str, bodies: list[str], sections: list[str],
                 printed: list[str] | None = None) -> _DocResult:
     res = _DocResult(job.src, job.shown, job.folder)
+    # nothing a document wrote may drive a terminal later: control characters never reach a page file
+    title = one_line(title)
+    sections = [one_line(s) for s in sections]
     names = _unique_names(sections)
     total = len(bodies)
     db = Path(job.db)
     for i, body in enumerate(bodies, start=1):
-        body = body.strip()
+        body = strip_controls(body).strip()
         if not body or body == NO_TEXT_MARKER:
             body = NO_TEXT_MARKER
             res.no_text += 1
@@ -589,7 +596,13 @@ def _convert_pdf(job: _Job) -> _DocResult:
         sections = outline_sections(toc, n) or _range_sections(n)
         title = _pdf_title(doc, first_heading, path.stem)
         printed = _printed_pages(doc, folios)
-    return _emit_pages(job, title, bodies, sections, printed)
+        repaired = doc.is_repaired
+    res = _emit_pages(job, title, bodies, sections, printed)
+    if repaired:  # MuPDF rebuilt a damaged file (truncated, broken xref): what it could not rebuild is gone
+        blank = f"{res.no_text} of {n} page(s) have no text" if res.no_text else f"all {n} page(s) have text"
+        res.warning = (f"damaged PDF repaired by MuPDF: {n} page(s) recovered, {blank}; content past the damage "
+                       "may be missing")
+    return res
 
 
 # ---------------------------------------------------------------------------------------------- Office
@@ -755,7 +768,37 @@ class _Fail(Exception):
     """An expected, user-facing reason a document cannot be ingested."""
 
 
-def _init_worker() -> None:
+def _exit_with(parent: int) -> None:
+    """Block until process `parent` is gone, then end this worker at once: a killed `rag ingest` (kill -9,
+    a crashed terminal) must not leave workers that go on writing pages into the database."""
+    try:
+        fd = os.pidfd_open(parent)
+    except (AttributeError, OSError):  # no pidfd (old kernel, not Linux): poll instead
+        fd = None
+    if fd is not None:
+        import select
+
+        poller = select.poll()
+        poller.register(fd, select.POLLIN)
+        while not poller.poll():
+            pass
+    else:
+        while True:
+            try:
+                os.kill(parent, 0)
+            except ProcessLookupError:
+                break
+            except OSError:
+                pass
+            time.sleep(0.1)
+    os._exit(1)
+
+
+def _init_worker(parent: int | None = None) -> None:
+    if parent is not None and parent != os.getpid():
+        # Ctrl-C reaches the whole process group: the parent decides, and stops the workers itself
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="ragkit-parent-watch").start()
     with contextlib.suppress(Exception):
         import pymupdf
 
@@ -926,7 +969,7 @@ def _collect(sources: list[Path], category: str | None, report: IngestReport) ->
                         continue
                     p = Path(dirpath) / f
                     if p.suffix.lower() not in SUPPORTED:
-                        report.ignored += 1
+                        report.ignored.append(_shown_path(p.absolute()))
                         continue
                     found += 1
                     if p.is_symlink() and not p.exists():
@@ -1036,6 +1079,8 @@ def ingest_sources(
                 if res.error:
                     report.failed.append((res.shown, res.error))
                     continue
+                if res.warning:
+                    report.warnings.append((res.shown, res.warning))
                 report.documents += 1
                 report.pages += len(res.pages)
                 report.pages_without_text += res.no_text
@@ -1061,14 +1106,14 @@ def ingest_sources(
 
 
 def _run_jobs(jobs: list[_Job], workers: int | None, progress: bool):
-    from tqdm import tqdm
+    from ragkit.progress import progress_bar
 
     if not jobs:
         return
     n_workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     # biggest first, so one large document does not finish alone at the end
     jobs = sorted(jobs, key=lambda j: -_size(j.src))
-    bar = tqdm(total=len(jobs), unit="doc", desc="ingest", disable=not progress, leave=False, dynamic_ncols=True)
+    bar = progress_bar(total=len(jobs), unit="doc", desc="ingest", disable=not progress, leave=False)
     try:
         if n_workers == 1:
             _init_worker()
@@ -1077,15 +1122,21 @@ def _run_jobs(jobs: list[_Job], workers: int | None, progress: bool):
                 bar.update(1)
                 yield res
             return
-        with ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker, mp_context=_mp_context()) as pool:
+        with ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker, initargs=(os.getpid(),),
+                                 mp_context=_mp_context()) as pool:
             futures = [pool.submit(_process, job) for job in jobs]
             try:
                 for fut in as_completed(futures):
                     bar.update(1)
                     yield fut.result()
             except BaseException:
+                # Ctrl-C or an error: stop now, not after the running documents are written. A document cut
+                # short is not in the manifest, so the next run converts it again.
                 for f in futures:
                     f.cancel()
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    with contextlib.suppress(Exception):
+                        proc.kill()
                 raise
     finally:
         bar.close()
@@ -1110,11 +1161,15 @@ def _size(path: str) -> int:
         return 0
 
 
+_SHOW_IGNORED = 10  # names listed before "and N more"
+
+
 def print_report(report: IngestReport, console) -> None:
     """A summary table, then one line per failure."""
+    from rich.markup import escape
     from rich.table import Table
 
-    table = Table(title=f"rag ingest -> {report.db}", title_justify="left")
+    table = Table(title=f"rag ingest -> {escape(strip_controls(report.db))}", title_justify="left")
     for col in ("documents", "pages", "skipped (unchanged)", "failed", "pages without text", "seconds"):
         table.add_column(col, justify="right")
     table.add_row(
@@ -1125,8 +1180,14 @@ def print_report(report: IngestReport, console) -> None:
     if report.removed:
         console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
     if report.ignored:
-        console.print(f"ignored {report.ignored} file(s) of other types in the folders", highlight=False)
+        shown = ", ".join(report.ignored[:_SHOW_IGNORED])
+        more = f" and {len(report.ignored) - _SHOW_IGNORED} more" if len(report.ignored) > _SHOW_IGNORED else ""
+        console.print(f"ignored {len(report.ignored)} file(s) of other types: {strip_controls(shown)}{more}",
+                      highlight=False, markup=False)
+    for path, warning in report.warnings:
+        console.print(f"warning: {strip_controls(path)}: {warning}", highlight=False, markup=False)
     if report.outdated:
         console.print(outdated_note(report), highlight=False, markup=False, soft_wrap=True)
     for path, reason in report.failed:
-        console.print(f"failed: {path}: {reason}", highlight=False, markup=False, soft_wrap=True)
+        console.print(f"failed: {strip_controls(path)}: {one_line(reason)}", highlight=False, markup=False,
+                      soft_wrap=True)

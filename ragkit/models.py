@@ -83,8 +83,10 @@ class Answer:
     general_knowledge: bool = False  # synth found nothing relevant and answered from general knowledge
 
     def to_json(self) -> dict:
-        """The exact `rag ask --format json` shape of DESIGN §8."""
-        return {
+        """The exact `rag ask --format json` shape of DESIGN §8, plus `error` when the question failed (an
+        unreachable server, a budget that ran out before any answer): a script must not read a failure as
+        an empty answer."""
+        out = {
             "answer": self.answer,
             "refused": self.refused,
             "sources": [asdict(s) for s in self.sources],
@@ -101,3 +103,6 @@ class Answer:
                 "latency_ms": round(self.latency_ms, 1),
             },
         }
+        if self.error:
+            out["error"] = self.error
+        return out

@@ -791,12 +791,12 @@ def optimize_missed(
 
 def _run_rows(ctx: _Ctx, report: OptimizeReport, targets: list, results: dict[int, _RowResult],
               progress: bool) -> None:
-    from tqdm import tqdm
+    from ragkit.progress import progress_bar
 
     pool = ThreadPoolExecutor(max_workers=max(1, ctx.settings.workers), thread_name_prefix="optimize")
     try:
         futures = {pool.submit(_work_row, ctx, i, report.rows[i], missed): i for i, missed in targets}
-        with tqdm(total=len(futures), desc="optimize", unit="question", file=sys.stderr,
+        with progress_bar(total=len(futures), desc="optimize", unit="question", file=sys.stderr,
                   disable=not progress or not futures) as bar:
             for fut in as_completed(futures):
                 i = futures[fut]

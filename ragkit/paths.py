@@ -14,7 +14,7 @@ from pathlib import Path
 from ragkit.errors import PathEscapeError
 
 MAX_NAME = 80  # characters of one folder name; keeps paths readable and under OS limits
-_BAD_CHARS = re.compile(r'[<>:"|?*\\/\x00-\x1f\x7f]')
+_BAD_CHARS = re.compile(r'[<>:"|?*\\/\x00-\x1f\x7f-\x9f]')
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
 # `page_008_2.md` is the optimizer's second copy of page 8 in one folder: still page 8.
 PAGE_RE = re.compile(r"^page_(\d{3,})(?:_\d+)?\.md$")
@@ -25,7 +25,10 @@ def sanitize_name(name: str, *, fallback: str = "untitled", max_len: int = MAX_N
     no Windows device names, at most `max_len` characters. Japanese stays Japanese."""
     s = unicodedata.normalize("NFC", name)
     s = _BAD_CHARS.sub(" ", s)
-    s = re.sub(r"\s+", " ", s).strip().strip(".").strip()
+    # no leading dot (a hidden folder is not part of the database: `../../x` must not become `.. .. x`),
+    # no trailing dot or space (Windows drops them)
+    s = re.sub(r"\s+", " ", s)
+    s = re.sub(r"^[\s.]+|[\s.]+$", "", s)
     if _WINDOWS_RESERVED.match(s):
         s = f"_{s}"
     if len(s) > max_len:

@@ -39,10 +39,20 @@ STOPWORDS = frozenset(
 )
 
 
+# C0 controls but tab and newline, DEL, and the C1 controls (0x9b is a one-byte CSI on some terminals).
+_CONTROLS = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def strip_controls(text: str) -> str:
+    """`text` without control characters other than newline and tab: an ESC in a document or a model's
+    reply (`ESC[2J`, `ESC]0;title`) must not reach a terminal. A CR becomes a newline, so lines survive."""
+    return _CONTROLS.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
 def one_line(value: object, limit: int | None = None) -> str:
-    """`value` as text on one line (runs of whitespace become one space), cut to `limit` characters with
-    "…" when longer: for error messages, CSV reasons and front matter values."""
-    s = " ".join(str(value).split())
+    """`value` as text on one line (runs of whitespace become one space, control characters are removed),
+    cut to `limit` characters with "…" when longer: for error messages, CSV reasons and front matter values."""
+    s = " ".join(strip_controls(str(value)).split())
     return s if limit is None or len(s) <= limit else s[: limit - 1] + "…"
 
 
