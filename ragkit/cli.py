@@ -319,15 +319,15 @@ def genqa(
 @app.command()
 @handle_errors
 def evolve(
-    experiments_csv: Annotated[Path, typer.Argument(metavar="EXPERIMENTS.csv", show_default=False, help="Experiment CSV (experiment_id, max_generations, k, "
-                                                         "model_name, adapter_type, task_definition, "
-                                                         "target_preference, evaluator_type).")],
+    experiments_csv: Annotated[Path, typer.Argument(
+        metavar="EXPERIMENTS.csv", help="Experiment CSV: experiment_id, max_generations, k, model_name, adapter_type, "
+        "task_definition, target_preference, evaluator_type.", show_default=False)],
     results: ResultsOpt = None,
     only: Annotated[list[str] | None, typer.Option(
         "--only", metavar="ID", help="Run only this experiment_id (repeatable).  [default: every row]",
         show_default=False)] = None,
     until: Annotated[int | None, typer.Option(
-        "--until", metavar="N", help="Stop after this generation (0-based).  [default: max_generations]",
+        "--until", metavar="N", help="Stop after generation N (0-based).  [default: max_generations - 1]",
         show_default=False)] = None,
     script: Annotated[Path | None, typer.Option(
         "--script", metavar="FILE", help="Write a shell script with one idempotent step per generation instead "
@@ -341,12 +341,12 @@ def evolve(
     settings = load_settings(db=db, results=results, cache=not no_cache)
     if script is not None:
         path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only)
-        console.print(f"wrote {path}", highlight=False)
+        console.print(f"wrote {escape(str(path))}", highlight=False)
         return
     report = run_experiments(experiments_csv, settings, only=only, until=until)
     print_evolve_report(report, console)
     for e in report.errors:
-        err.print(f"[red]error:[/red] {e}", highlight=False, markup=True)
+        err.print(f"[red]error:[/red] {escape(one_line(e))}", highlight=False)
     if report.errors:
         raise typer.Exit(1)
 

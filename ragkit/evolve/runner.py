@@ -254,5 +254,5 @@ def print_evolve_report(report: EvolveReport, console: Any) -> None:
             cost = r.tokens.get("cost_usd")
             console.print(f"  {r.tokens['total_tokens']} tokens in {r.tokens['calls']} model call(s); cost "
                           f"{'unknown' if cost is None else f'${cost:.4f}'}", highlight=False)
-        if r.error:
-            console.print(f"  [red]error:[/red] {escape(r.error)}", highlight=False)
+        if r.error:  # the error itself is one line on stderr (the CLI); here only where to look
+            console.print("  stopped: see the error for this experiment", highlight=False)
