@@ -183,6 +183,14 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             st = full.stat()
             self._ingest([(rel, st.st_mtime_ns, st.st_size)], [], False)
         self._maybe_snapshot()
+        # searchable by meaning too: a page added on purpose (the optimizer's copy, re-asked at once) must not
+        # wait for the background filler; one page is a few ms to embed
+        if self.semantic and get_embedder() is not None:
+            with self._lock:
+                d = self._rel_doc.get(rel)
+                row = [(d, rel, self._shas[d])] if d is not None else []
+            if row:
+                self._vectors(row, compute=True, show_progress=False)
 
     def remove_page(self, rel: str) -> None:
         """Forget one page now (whether or not its file still exists)."""

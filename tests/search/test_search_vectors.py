@@ -253,3 +253,4 @@ def test_vector_store_bulk_load_equals_one_at_a_time():
     got = dict(zip(sorted(vecs, key=bulk.number), vectors._closest(*bulk.rows(), q), strict=True))
     want = dict(zip(sorted(vecs, key=one.number), vectors._closest(*one.rows(), q), strict=True))
     assert got == pytest.approx(want, rel=1e-6)
+
