@@ -202,6 +202,7 @@ class _Run:
     max_tokens: int
     lang: str = "en"
     naive_prompt: str | None = None  # replaces the first part of NAIVE_SYSTEM (rag evolve tunes it)
+    context_tokens: int = 32_000  # longctx's budget (Settings.context_tokens)
     usage: Usage = field(default_factory=lambda: Usage(cost_usd=0.0))
     calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -654,7 +655,8 @@ def ask(
     trace.write("start", question=question, strategy=strategy, provider=provider.name, model=provider.model,
                 db=str(db), max_steps=max_steps, max_tokens=max_tokens)
     run = _Run(question=question, db=db, index=index, provider=provider, trace=trace, max_steps=max_steps,
-               max_tokens=max_tokens, lang=detect_lang(question), naive_prompt=naive_prompt)
+               max_tokens=max_tokens, lang=detect_lang(question), naive_prompt=naive_prompt,
+               context_tokens=settings.context_tokens)
     from ragkit.tools import Toolbox
 
     toolbox = Toolbox(db, index)

@@ -195,11 +195,10 @@ def ask(
     from ragkit.agent import ask as ask_question
     from ragkit.agent import print_answer
 
-    _set_context_tokens(context_tokens)
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, got {fmt!r}")
     settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache, max_steps=max_steps,
-                             max_tokens=max_tokens)
+                             max_tokens=max_tokens, context_tokens=context_tokens)
     if fmt == "text":
         _say_provider(settings)
     result = ask_question(question, settings, strategy=strategy, trace_path=trace)
@@ -249,9 +248,9 @@ def batch(
     from ragkit.batch import print_batch_report, run_batch
 
     gates = _gates(fail_under, getattr(batch_mod, "OUTPUT_COLUMNS", None))
-    _set_context_tokens(context_tokens)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
-                             cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens)
+                             cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
+                             context_tokens=context_tokens)
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
                        holdout=holdout, validate=validate, k=k)
@@ -369,14 +368,6 @@ def demo(
 
 
 # -- reports, comparisons and gates (issue 21) ---------------------------------------------------------
-def _set_context_tokens(n: int | None) -> None:
-    """--context-tokens wins over RAG_CONTEXT_TOKENS for this process (the longctx strategy reads it)."""
-    from ragkit.longctx import set_context_tokens
-
-    if n is not None:
-        set_context_tokens(n)
-
-
 def _gates(specs: list[str] | None, columns) -> list:
     from ragkit.gates import check_names, parse_gates
 

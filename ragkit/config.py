@@ -41,6 +41,7 @@ class Settings:
     retry_max_delay: float = 20.0  # cap on any single wait, including a server's Retry-After
     max_steps: int = 12  # agent: tool-using turns per question [env RAG_MAX_STEPS]
     max_tokens: int = 60_000  # agent: input+output tokens per question [env RAG_MAX_TOKENS]
+    context_tokens: int = 32_000  # longctx: tokens of whole documents put in the context [env RAG_CONTEXT_TOKENS]
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -92,6 +93,7 @@ def load_settings(
     cache: bool | None = None,
     max_steps: int | None = None,
     max_tokens: int | None = None,
+    context_tokens: int | None = None,
     env_file: Path | None = None,
 ) -> Settings:
     """Build Settings from flags (arguments), then env, then `.env`.
@@ -118,6 +120,10 @@ def load_settings(
               else _positive_int(env.get("RAG_MAX_TOKENS"), "RAG_MAX_TOKENS", 60_000))
     if steps < 1 or tokens < 1:
         raise UsageError("--max-steps and --max-tokens must be at least 1")
+    context = (context_tokens if context_tokens is not None
+               else _positive_int(env.get("RAG_CONTEXT_TOKENS"), "RAG_CONTEXT_TOKENS", 32_000))
+    if context < 1:
+        raise UsageError(f"--context-tokens must be at least 1, got {context}")
     default_model = env.get("RAG_MODEL") or DEFAULT_MODEL
     return Settings(
         db=Path(db or env.get("RAG_DB") or "database"),
@@ -134,6 +140,7 @@ def load_settings(
         timeout=_positive_float(env.get("RAG_TIMEOUT"), "RAG_TIMEOUT", 60.0),
         max_steps=steps,
         max_tokens=tokens,
+        context_tokens=context,
     )
 
 

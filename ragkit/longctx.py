@@ -19,10 +19,8 @@ import time
 from pathlib import PurePosixPath
 from typing import Any
 
-from ragkit.errors import UsageError
 from ragkit.models import Answer, SearchHit
 
-DEFAULT_CONTEXT_TOKENS = 32_000
 SEARCH_K = 10  # hits whose documents are candidates
 MAX_DOCUMENTS = 3  # candidate documents at most (the budget usually stops earlier)
 OFFLINE_K = 5  # pages the offline engine quotes from (more pages dilute its evidence score: measured)
@@ -40,34 +38,6 @@ LONGCTX_SYSTEM = """You answer a question from whole documents given below, page
 # engine's own notice (judge._NOTICE_BRACKET) instead of counting it as an extra key point of the answer.
 OFFLINE_NOTE = ("[longctx offline: no model reads the long context; this extractive answer is drawn only from "
                 "{pages} pages of {docs} that fit in {budget} tokens]")
-
-_override: int | None = None
-
-
-def set_context_tokens(n: int) -> None:
-    """The budget for this process (the CLI's --context-tokens); it wins over RAG_CONTEXT_TOKENS."""
-    global _override
-    if n < 1:
-        raise UsageError(f"--context-tokens must be at least 1, got {n}")
-    _override = n
-
-
-def context_tokens() -> int:
-    if _override is not None:
-        return _override
-    from ragkit.config import env_value
-
-    raw = env_value("RAG_CONTEXT_TOKENS")
-    if raw is None or not raw.strip():
-        return DEFAULT_CONTEXT_TOKENS
-    try:
-        n = int(raw)
-    except ValueError:
-        raise UsageError(f"RAG_CONTEXT_TOKENS must be a whole number, got {raw!r}") from None
-    if n < 1:
-        raise UsageError(f"RAG_CONTEXT_TOKENS must be at least 1, got {raw!r}")
-    return n
-
 
 def estimate_tokens(text: str) -> int:
     """Tokens a model's tokenizer would roughly make: one per CJK character (BPE vocabularies split
@@ -177,7 +147,7 @@ def longctx(run: Any, answer: Answer, toolbox: Any) -> Answer:
     from ragkit.agent import _final_format, _finish, _rules, parse_final
     from ragkit.errors import RagError
 
-    budget = context_tokens()
+    budget = run.context_tokens
     t0 = time.perf_counter()
 
     def read(rel: str) -> str:

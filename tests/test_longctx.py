@@ -28,7 +28,6 @@ REPLY = json.dumps({"answer": "Every 3 months.", "sources": ["home/fridge/care/p
 @pytest.fixture(autouse=True)
 def _budget(monkeypatch):
     monkeypatch.setenv("RAG_EMBED", "0")
-    monkeypatch.setattr(L, "_override", None)
 
 
 def _context(body: dict) -> str:
@@ -39,7 +38,7 @@ def _context(body: dict) -> str:
 def test_budget_is_respected_and_documents_go_in_whole_in_order(isolated_env, scripted_server, monkeypatch):
     db = write_pages(isolated_env / "database", PAGES)
     settings = openai_settings(scripted_server, db=db)
-    monkeypatch.setenv("RAG_CONTEXT_TOKENS", "5000")
+    settings = settings.with_(context_tokens=5000)
     scripted_server.enqueue(content=REPLY)
     a = ask("How often should the fridge water filter be replaced?", settings, strategy="longctx")
     assert a.error is None and a.answer == "Every 3 months." and a.strategy == "longctx"
@@ -53,7 +52,7 @@ def test_budget_is_respected_and_documents_go_in_whole_in_order(isolated_env, sc
     assert len(scripted_server.requests) == 1 and a.steps == 1
 
     # a small budget: the context stops at it, the last page is cut and says so
-    monkeypatch.setenv("RAG_CONTEXT_TOKENS", "260")
+    settings = settings.with_(context_tokens=260)
     scripted_server.enqueue(content=REPLY)
     a = ask("How often should the fridge water filter be replaced?", settings, strategy="longctx")
     ctx = _context(scripted_server.requests[1])
@@ -77,6 +76,9 @@ def test_cli_context_tokens_flag_wins(isolated_env, scripted_server, monkeypatch
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_API_BASE", scripted_server.base_url)
     monkeypatch.setenv("RAG_CONTEXT_TOKENS", "5000")
+    from ragkit.config import load_settings
+
+    assert load_settings().context_tokens == 5000 and load_settings(context_tokens=200).context_tokens == 200
     scripted_server.enqueue(content=REPLY)
     r = CliRunner().invoke(app, ["ask", "How often should the fridge water filter be replaced?", "--strategy",
                                  "longctx", "--context-tokens", "200", "--no-cache", "--format", "json"])
@@ -101,7 +103,7 @@ def test_offline_longctx_reads_only_the_pages_in_budget_and_says_so(isolated_env
     items = ["every 3 months"]
     assert lexical_checklist(a.answer, items).n_extra == lexical_checklist(plain.answer, items).n_extra
     # with a budget too small to reach the filter page, it cannot quote it
-    L.set_context_tokens(120)
+    settings = settings.with_(context_tokens=120)
     a = ask("How often should the fridge water filter be replaced?", settings, strategy="longctx")
     assert "every 3 months" not in a.answer.lower()
     assert all("page_003" not in p for p in a.pages_read)
