@@ -23,6 +23,7 @@ import argparse
 import csv
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -109,6 +110,9 @@ def main() -> None:
         "ingest_s": round(ingest_s, 1), "batch_and_optimize_s": round(batch_s, 1),
         "embed": bool(args.embed), "work": str(work) if args.keep else None,
     }, ensure_ascii=False))
+    if args.keep is None:
+        os.chdir(ROOT)
+        shutil.rmtree(work, ignore_errors=True)  # a whole database of copies: not left in /tmp
 
 
 def _r(v: float | None) -> float | None:
