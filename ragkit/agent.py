@@ -78,6 +78,7 @@ MAX_STEPS = 12  # tool-using turns of the agent before it must answer
 MAX_TOKENS = 60_000  # input + output tokens of one question before the agent must answer
 REPLY_MAX_TOKENS = 1024  # output cap of every model call: a final answer is short, and a server that pads a
 # reply (llama.cpp with tool_choice="required" lets some models emit newlines to the context's end) stops here
+REQUIRED_MAX_TOKENS = 256  # ... and of a turn that must be a tool call (a call is short; padding stops sooner)
 MAX_CALLS_PER_TURN = 8  # tool calls executed from one model turn; the rest are told to wait
 NAIVE_K = 5
 SYNTH_K = 5
@@ -392,7 +393,8 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
             break
         try:
             c = run.chat(messages, f"agent turn {run.calls + 1}", tools=tools,
-                         tool_choice="required" if require else "auto")
+                         tool_choice="required" if require else "auto",
+                         max_tokens=REQUIRED_MAX_TOKENS if require else REPLY_MAX_TOKENS)
         except RagError as e:
             if not _context_overflow(str(e)):
                 raise
