@@ -63,7 +63,9 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
     shown = f"[{host}]" if ":" in host else host
     announce(f"serving {settings.db} on http://{shown}:{port}/ (API docs at /docs"
              f"{'; token required' if token else ''}); Ctrl-C stops")
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False)
+    # a stop waits at most 10 s for answers in flight (a model call can take minutes), then closes them
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
+                            timeout_graceful_shutdown=10)
     server = uvicorn.Server(config)
     try:
         server.run()
