@@ -447,17 +447,20 @@ _QUESTION_WORDS = frozenset(
 )
 
 
-def key_terms(question: str) -> list[str]:
-    """The question's content terms, in order: words (English, stopwords and question words dropped),
-    kanji/katakana runs (Japanese/Chinese; hiragana particles split them), particle-stripped words (Korean)."""
-    lang = detect_lang(question)
-    q = unicodedata.normalize("NFKC", question)
+def _content_words(text: str, lang: str, *, longer_than: int) -> list[str]:
+    """Content words of `text` in order: words longer than `longer_than` (stopwords dropped), kanji/katakana
+    runs (Japanese/Chinese; hiragana particles split them), particle-stripped words (Korean)."""
+    t = unicodedata.normalize("NFKC", text)
     if lang in ("ja", "zh"):
-        candidates = _CJK_TERM.findall(q)
-    elif lang == "ko":
-        candidates = [_KO_PARTICLE.sub("", w) for w in re.findall(r"[^\W_]+", q)]
-    else:
-        candidates = [w for w in re.findall(r"[^\W_]+", normalize(q)) if len(w) > 2 and w not in STOPWORDS]
+        return _CJK_TERM.findall(t)
+    if lang == "ko":
+        return [_KO_PARTICLE.sub("", w) for w in re.findall(r"[^\W_]+", t)]
+    return [w for w in re.findall(r"[^\W_]+", normalize(t)) if len(w) > longer_than and w not in STOPWORDS]
+
+
+def key_terms(question: str) -> list[str]:
+    """The question's content terms, in order (`_content_words`, question words dropped)."""
+    candidates = _content_words(question, detect_lang(question), longer_than=2)
     terms: list[str] = []
     for t in candidates:
         if t and t.casefold() not in _QUESTION_WORDS and t not in terms:
@@ -474,14 +477,9 @@ def key_phrase(question: str, *, max_terms: int = 3, terms: list[str] | None = N
 def page_terms(body: str, *, max_terms: int = 3) -> list[str]:
     """The page's own most frequent content terms (in first-appearance order): its topic in its words."""
     lang = detect_lang(body[:2000])
-    text = unicodedata.normalize("NFKC", body)
-    if lang in ("ja", "zh"):
-        words = _CJK_TERM.findall(text)
-    elif lang == "ko":
-        words = [_KO_PARTICLE.sub("", w) for w in re.findall(r"[^\W_]+", text)]
-    else:
-        words = [w for w in re.findall(r"[^\W_]+", normalize(text)) if len(w) > 3 and w not in STOPWORDS
-                 and not w.isdigit()]
+    words = _content_words(body, lang, longer_than=3)
+    if lang not in ("ja", "zh", "ko"):
+        words = [w for w in words if not w.isdigit()]
     counts: dict[str, int] = {}
     for w in words:
         if w and w.casefold() not in _QUESTION_WORDS:
