@@ -224,6 +224,9 @@ def _write_page(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8", newline="")
+        if _PARENT is not None and not _alive(_PARENT):  # orphaned: write nothing more (see _exit_with)
+            tmp.unlink(missing_ok=True)
+            os._exit(1)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
@@ -791,6 +794,19 @@ class _Fail(Exception):
     """An expected, user-facing reason a document cannot be ingested."""
 
 
+_PARENT: int | None = None  # in a worker process: the pid of the `rag ingest` that started it
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        pass
+    return True
+
+
 def _exit_with(parent: int) -> None:
     """Block until process `parent` is gone, then end this worker at once: a killed `rag ingest` (kill -9,
     a crashed terminal) must not leave workers that go on writing pages into the database."""
@@ -806,19 +822,15 @@ def _exit_with(parent: int) -> None:
         while not poller.poll():
             pass
     else:
-        while True:
-            try:
-                os.kill(parent, 0)
-            except ProcessLookupError:
-                break
-            except OSError:
-                pass
+        while _alive(parent):
             time.sleep(0.1)
     os._exit(1)
 
 
 def _init_worker(parent: int | None = None) -> None:
+    global _PARENT
     if parent is not None and parent != os.getpid():
+        _PARENT = parent
         # Ctrl-C reaches the whole process group: the parent decides, and stops the workers itself
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="ragkit-parent-watch").start()

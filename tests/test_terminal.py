@@ -273,9 +273,8 @@ def test_a_killed_ingest_leaves_no_worker_running(isolated_env, how):
         while _marked(mark) and time.monotonic() < deadline:
             time.sleep(0.1)
         assert _marked(mark) == [], "processes survived the kill"
-        # a worker may complete the one page it was renaming into place when its parent died (its watcher
-        # exits it within microseconds); it never starts another: at most one page per worker (2), and none
-        # once the workers are gone
+        # a worker checks its parent before each page goes into place: at most the page it was renaming at
+        # that instant (one per worker, 2) completes, and none once the workers are gone
         after = _pages(db)
         assert after - at_kill <= 2, f"{after - at_kill} pages were written after the kill"
         time.sleep(1)
