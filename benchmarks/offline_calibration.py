@@ -23,22 +23,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# ../shared from the main checkout; ../../shared from a worktree under wt/ (RAG_BENCH_DIR overrides)
-BENCH = Path(os.environ.get("RAG_BENCH_DIR") or next(
-    (c for c in (REPO.parent / "shared" / "bench" / "mmlongbench-doc",
-               REPO.parent.parent / "shared" / "bench" / "mmlongbench-doc") if c.is_dir()),
-    REPO.parent / "shared" / "bench" / "mmlongbench-doc"))
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from agent import contain_match, page_map  # noqa: E402
+from agent import BENCH, contain_match, page_map  # noqa: E402 - one place finds ../shared/bench
 
 from ragkit import offline  # noqa: E402
 from ragkit.index import open_index  # noqa: E402
