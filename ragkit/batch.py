@@ -323,6 +323,10 @@ def run_batch(
         index = open_index(Path(settings.db), progress=progress)
     if not index.pages():  # one clear line instead of the same error on every row
         raise RagError(f"{settings.db}: the database has no pages; run `rag ingest SOURCE --db {settings.db}` first")
+    # Every question ranks on the same index state: a search ranks by keywords while its candidates still lack
+    # vectors, so without this the first rows of a fresh database were ranked differently from the later
+    # ones and a rerun scored differently. Cached: once per database, then nothing to do.
+    index.ensure_embeddings(progress=progress)
     # every reference must exist before a single question is asked (and paid for)
     check_references(records, Path(settings.db), input_csv)
     if opts.validate is not None:

@@ -614,3 +614,28 @@ def test_enable_rl_without_reference_column_is_a_usage_error(isolated_env):
     inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
     with pytest.raises(UsageError, match="needs ground truth"):
         B.run_batch(inp, offline(db, isolated_env), enable_rl=True, progress=False)
+
+
+def test_every_question_of_a_batch_ranks_on_the_same_index_state(isolated_env, monkeypatch):
+    """A search ranks by keywords while its candidates lack vectors (they are filled in the background), so a
+    batch on a fresh database embeds every page before its first question: the first row and a rerun rank as
+    the last row does."""
+    from ragkit.agent import ask
+    from ragkit.index import get_embedder, open_index
+
+    monkeypatch.setenv("RAG_EMBED", "1")  # this test is about the vectors the module's fixture turns off
+    if get_embedder() is None:
+        pytest.skip("the embedding package is not installed: no vectors to wait for")
+    db = make_db(isolated_env)
+    index = open_index(db, progress=False)
+    assert index.missing_vectors() == len(PAGES)  # fresh: nothing embedded yet
+    missing_at_each_question: list[int] = []
+
+    def answer(question, settings, **kw):
+        missing_at_each_question.append(kw["index"].missing_vectors())
+        return ask(question, settings, **kw)
+
+    inp = write_input(isolated_env / "q.csv", [HEADER, ["How do I reset the router?", "", ROUTER, "1", ""],
+                                                ["冷蔵室の温度は？", "", FRIDGE, "1", ""]])
+    B.run_batch(inp, offline(db, isolated_env), progress=False, index=index, answer_fn=answer)
+    assert missing_at_each_question == [0, 0]

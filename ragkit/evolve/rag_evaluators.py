@@ -96,6 +96,7 @@ def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Sett
     from ragkit.metrics import checklist_metrics
 
     index = open_index(Path(settings.db))
+    index.ensure_embeddings(progress=False)  # every generation's answers rank on the same index state
     usage = Usage(cost_usd=0.0)
     f1s: list[float] = []
     recalls: list[float] = []

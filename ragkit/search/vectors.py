@@ -308,6 +308,16 @@ class _Meaning:
             t.join(timeout)
         return t is None or not t.is_alive()
 
+    def missing_vectors(self) -> int:
+        """How many pages lack a vector now (0 when meaning is off or not installed); computes nothing."""
+        if get_embedder() is None or not self.semantic:
+            return 0
+        self._maybe_sync()
+        with self._lock:
+            rows = [(d, self._rels[d], self._shas[d]) for d in self._rel_doc.values()]
+        have = self._vectors(rows, compute=False)
+        return len({sha for _d, _r, sha in rows if sha not in have})
+
     def ensure_embeddings(self, *, progress: bool | None = None, batch: int = 16) -> int:
         """Compute and cache the vectors of every page that lacks one (a progress bar on stderr). Returns how
         many were computed. Re-ranking embeds its candidates on demand anyway; finding pages by meaning alone
