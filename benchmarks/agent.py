@@ -337,6 +337,7 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
     db = db_dir / "database"
     report = ingest_sources([BENCH / "pdfs"], db=db, progress=False)
     index = open_index(db, progress=False)
+    index.ensure_embeddings(progress=False)  # every question ranks on the same state, as in `rag batch`
     pages = page_map(db, index)
     qs = [json.loads(line) for line in (BENCH / "questions.jsonl").read_text(encoding="utf-8").splitlines()
           if line.strip()]

@@ -968,6 +968,27 @@ def _remove_pages(db: Path, rels: list[str], keep: set[str]) -> list[str]:
     return removed
 
 
+def forget_document(db: Path, folder: str, pages: list[str], *, sources_under: Path | None = None) -> list[str]:
+    """Remove a document from `db`: its page files (only page files), the folders left empty, and its
+    ingest-manifest entries, under the ingest lock, so a running ingest neither races nor re-adds it. A
+    recorded source file is deleted too when it lies under `sources_under` (uploads `rag serve` keeps); a
+    source in the user's own folders never is. Returns the pages removed; the caller updates its index."""
+    state = db / ".ragkit"
+    with _db_lock(state):
+        removed = _remove_pages(db, pages, set())
+        manifest_path = state / MANIFEST
+        manifest = _load_manifest(manifest_path)
+        sources = manifest["sources"]
+        gone = [k for k, v in sources.items() if isinstance(v, dict) and v.get("folder") == folder]
+        for key in gone:
+            del sources[key]
+            if sources_under is not None and sources_under.resolve() in Path(key).resolve().parents:
+                Path(key).unlink(missing_ok=True)
+        if gone:
+            atomic_write_text(manifest_path, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+    return removed
+
+
 # ------------------------------------------------------------------------------------------ collecting
 
 

@@ -281,6 +281,30 @@ def test_incremental_skip_replace_force(isolated_env):
     assert code == 0 and "Traceback" not in out
 
 
+def test_forget_document_removes_its_pages_and_entry_and_a_later_ingest_brings_it_back(isolated_env):
+    from ragkit.ingest import forget_document
+
+    src = make_pdf(isolated_env / "s" / "cat" / "doc.pdf", body_pages(3))
+    make_pdf(isolated_env / "s" / "cat" / "other.pdf", body_pages(2))
+    db = isolated_env / "database"
+    ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    (db / "cat/doc/note.md").write_text("a user's note")  # not a page this ingest wrote
+    pages = [p for p in iter_pages(db) if p.startswith("cat/doc/") and p.endswith(".md") and "page_" in p]
+    assert len(pages) == 3
+
+    removed = forget_document(db, "cat/doc", pages, sources_under=isolated_env / "uploads")
+    assert sorted(removed) == sorted(pages)
+    left = iter_pages(db)
+    assert [p for p in left if p.startswith("cat/doc/")] == ["cat/doc/note.md"], left
+    assert len([p for p in left if p.startswith("cat/other/")]) == 2, left
+    assert src.exists()  # the user's own source is never deleted
+    manifest = json.loads((db / ".ragkit" / "ingest-manifest.json").read_text(encoding="utf-8"))
+    assert [v["folder"] for v in manifest["sources"].values()] == ["cat/other"]
+    # the manifest forgot it: the same source is converted again, the other one is still unchanged
+    again = ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    assert (again.documents, again.pages, again.skipped) == (1, 3, 1)
+
+
 def test_pages_from_an_earlier_converter_are_named_and_left_alone_until_forced(isolated_env):
     make_pdf(isolated_env / "s" / "cat" / "doc.pdf", body_pages(2))
     db = isolated_env / "database"

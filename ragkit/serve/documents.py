@@ -8,9 +8,7 @@ name anything outside the database. Page paths from clients go through `resolve_
 from __future__ import annotations
 
 import concurrent.futures
-import contextlib
 import hashlib
-import json
 import multiprocessing
 import re
 import threading
@@ -209,28 +207,11 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
 
 
 def delete_document(db: Path, doc: DocInfo, index) -> dict:
-    """Remove the document's page files (only page files), the folders left empty, its ingest-manifest entry
-    and its uploaded source, under the ingest lock; then the index forgets the pages."""
-    from ragkit.ingest import MANIFEST, _db_lock, _remove_pages
+    """Remove the document's pages, its ingest-manifest entry and its uploaded source (ingest's
+    forget_document, under the ingest lock); then the index forgets the pages."""
+    from ragkit.ingest import forget_document
 
-    state = db / ".ragkit"
-    with _db_lock(state):
-        removed = _remove_pages(db, doc.pages, set())
-        manifest_path = state / MANIFEST
-        with contextlib.suppress(OSError, ValueError):
-            manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
-            sources = manifest.get("sources", {})
-            gone = [k for k, v in sources.items() if isinstance(v, dict) and v.get("folder") == doc.folder]
-            for key in gone:
-                del sources[key]
-                up = Path(key)
-                # an uploaded source goes too; a source the user ingested from their own folders never does
-                if (state / UPLOADS).resolve() in up.resolve().parents:
-                    up.unlink(missing_ok=True)
-            if gone:
-                from ragkit.paths import atomic_write_text
-
-                atomic_write_text(manifest_path, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+    removed = forget_document(db, doc.folder, doc.pages, sources_under=db / ".ragkit" / UPLOADS)
     for rel in doc.pages:
         index.remove_page(rel)
     return {"id": doc.id, "deleted_pages": len(removed)}
