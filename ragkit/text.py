@@ -115,17 +115,38 @@ _LETTERS_DIGITS = re.compile(r"[a-z]+|[0-9]+")
 _SHORT_FORMS = {"fig": "figure"}
 
 
+# A capitalised word ("Corning", "Sterling"): maybe a name, which the stemmer would turn into another word.
+_CAPITALISED = re.compile(r"\b[A-Z][a-z]{3,}")
+
+
+def name_forms(text: str) -> dict[str, str]:
+    """The capitalised words of `text` that search_terms keeps unstemmed, each with its stem."""
+    out = {}
+    for w in _CAPITALISED.findall(text):
+        tok = w.lower()
+        st = _search_word(tok)
+        if st != tok:
+            out[tok] = st
+    return out
+
+
 def search_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
     """The terms the search index stores and looks up: `tokenize`'s, English words lightly stemmed ("Fig." read
     as "figure"), and a word of letters and digits kept whole and also split into its runs ("fy2015" ->
-    "fy2015", "fy", "2015"), so a code is found whole and "FY2015" finds "2015"."""
+    "fy2015", "fy", "2015"), so a code is found whole and "FY2015" finds "2015". A word the text also writes
+    capitalised keeps its unstemmed form next to the stem ("Corning" -> "corning", "corn"): a name must not
+    become another word, and a sentence's first word still meets its other forms through the stem."""
     out: list[str] = []
+    names = {w.lower() for w in _CAPITALISED.findall(text)}
     for tok in tokenize(text, drop_stopwords=drop_stopwords):
         if tok.isascii() and not tok.isalpha() and not tok.isdigit():
             out.append(tok)
             out.extend(map(_search_word, _LETTERS_DIGITS.findall(tok)))
         else:
-            out.append(_search_word(tok))
+            w = _search_word(tok)
+            if w != tok and tok in names:
+                out.append(tok)
+            out.append(w)
     return out
 
 

@@ -15,7 +15,7 @@ import numpy as np
 
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import page_number
-from ragkit.text import STOPWORDS, normalize, search_terms
+from ragkit.text import STOPWORDS, name_forms, normalize, search_terms
 
 ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 
@@ -101,9 +101,12 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     lens = []
     for fi, ftext in enumerate(fields):
         toks = search_terms(ftext) + (labels if fi == 1 else [])
+        names = name_forms(ftext)
         if fi == 2:
-            seq = [t for t in toks if t not in STOPWORDS]
-        lens.append(len(toks))
+            seq = [t for t in toks if t not in STOPWORDS and t not in names]
+        # a name's unstemmed form rides along with its stem: it does not make the page longer (Title Case
+        # table rows of a financial statement would otherwise count twice)
+        lens.append(len(toks) - sum(1 for t in toks if t in names))
         for tok, c in Counter(toks).items():
             counts.setdefault(tok, [0, 0, 0])[fi] = min(c, 65535)
     return _Analysed(

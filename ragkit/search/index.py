@@ -34,7 +34,7 @@ from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, RERANK_N, _Ranking,
 from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
-from ragkit.text import search_terms
+from ragkit.text import name_forms, search_terms
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +46,9 @@ SUBTOKEN_CAP = True
 
 
 # --------------------------------------------------------------------------------------------- the index
+NAME_WEIGHT = 0.5
+
+
 class Index(_Persistence, _Scoring, _Ranking, _Meaning):
     """Thread-safe index of one database. Use `open_index(db)` to get the shared instance."""
 
@@ -246,6 +249,10 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                     q[v] += n / len(near)
             else:
                 q[tok] += n
+        # a capitalised word is searched as its stem, and as itself with half a word's weight on top
+        for name, st in name_forms(query).items():
+            if name in q and st in q:
+                q[name] *= NAME_WEIGHT
         if SYNONYMS:
             self._synonyms.expand(query, q)
         self._weigh(query, q)

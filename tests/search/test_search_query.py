@@ -214,3 +214,21 @@ def test_a_derived_sub_token_never_outweighs_its_source(tmp_path):
     assert q["fy"] * idx._idf(idx._df("fy")) <= q["fy2019"] * idx._idf(idx._df("fy2019")) + 1e-9
     assert "budget/us/s/page_001.md" not in top(idx, "Acme revenue FY2019", k=3)
     assert q_mod.derived_terms("FY2019 revenue") == {"fy2019": ["fy", "2019"]}
+
+
+def test_a_name_is_not_stemmed_into_another_word(tmp_path):
+    """"Corning" stemmed is "corn": the company's page must beat pages about corn, and a page does not get
+    longer (so weaker) because its Title Case words are kept twice."""
+    from ragkit.text import name_forms, search_terms
+
+    assert name_forms("Revenue of Corning Incorporated") == {"corning": "corn", "incorporated": "incorporat"}
+    assert search_terms("Corning grew") == ["corning", "corn", "grew"]
+    assert search_terms("corning grew") == ["corn", "grew"]  # lower case: only the stem, as before
+    d = tmp_path / "database"
+    write_page(d, "fin/corning/results/page_010.md", "# Results\nCorning net sales grew in optical products.")
+    for i in range(3):  # several pages about corn: "corn" alone is a common word here
+        write_page(d, f"agri/crops/corn/page_{i + 1:03d}.md", f"# Corn {i}\nCorn growing and net sales of corn.",
+                   page=i + 1)
+    idx = fresh(d)
+    assert top(idx, "What were Corning's net sales?", k=1) == ["fin/corning/results/page_010.md"]
+    assert idx.query_terms("Corning sales")["corning"] > 0  # searched as itself too
