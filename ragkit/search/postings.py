@@ -16,6 +16,11 @@ B = 0.75
 DOC_WEIGHT = 0.3
 DOC_K1 = 1.2
 DOC_B = 0.75
+# Document identity: a document's first pages (cover, title page, contents) and its folder names say whose and
+# which period's document it is ("COSTCO", "FY2021"). BM25 over these cards, its share of the best page score
+# added to every page of the document (0 = off), so the right document is picked before its pages are ranked.
+CARD_PAGES = 2
+CARD_WEIGHT = 0.3
 
 
 def _pack(tids: np.ndarray, counts: np.ndarray) -> bytes:
@@ -147,9 +152,10 @@ class _Grow:
 class _Scoring:
     """BM25 over the index's segments (a part of Index: the attributes are Index's)."""
 
-    def _bm25(self, q: Counter) -> tuple[np.ndarray, np.ndarray]:
-        """(page scores, document scores): BM25F over pages, and BM25 over whole documents (a page's document
-        as one long text: the sum of its pages' term frequencies)."""
+    def _bm25(self, q: Counter) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(page scores, document scores, card scores): BM25F over pages, BM25 over whole documents (a page's
+        document as one long text: the sum of its pages' term frequencies) and over documents' cards (their
+        first CARD_PAGES pages, folder names included)."""
         ndocs = len(self._rels)
         scores = np.zeros(ndocs, np.float32)
         n = max(self._n_alive, 1)
@@ -165,10 +171,16 @@ class _Scoring:
             glen = np.bincount(groups, weights=np.where(alive, dlen, 0.0), minlength=ng)
             n_g = max(int(np.count_nonzero(glen)), 1)
             avg_g = max(float(glen.sum()) / n_g, 1.0)
-            norms = (K1 * (1.0 - B + B * dlen / avgdl), DOC_K1 * (1.0 - DOC_B + DOC_B * glen / avg_g), n_g)
+            card = alive & (self._pages.view() <= CARD_PAGES)
+            clen = np.bincount(groups, weights=np.where(card, dlen, 0.0), minlength=ng)
+            n_c = max(int(np.count_nonzero(clen)), 1)
+            avg_c = max(float(clen.sum()) / n_c, 1.0)
+            norms = (K1 * (1.0 - B + B * dlen / avgdl), DOC_K1 * (1.0 - DOC_B + DOC_B * glen / avg_g), n_g,
+                     card, DOC_K1 * (1.0 - DOC_B + DOC_B * clen / avg_c), n_c)
             self._cache["norms"] = cached = (self._gen, norms)
-        pnorm, gnorm, n_g = cached[1]
+        pnorm, gnorm, n_g, card, cnorm, n_c = cached[1]
         gscores = np.zeros(ng, np.float64)
+        cscores = np.zeros(ng, np.float64)
         for term, qtf in q.items():
             found = self._postings(term)
             if found is None:
@@ -186,7 +198,14 @@ class _Scoring:
                 gdf = int(np.count_nonzero(gtf))
                 gidf = np.log1p((n_g - gdf + 0.5) / (gdf + 0.5))
                 gscores += (qtf * gidf) * gtf * (DOC_K1 + 1.0) / (gtf + gnorm)
-        return scores, gscores
+            if CARD_WEIGHT:
+                on = card[docs]
+                if on.any():
+                    ctf = np.bincount(groups[docs[on]], weights=tfs[on], minlength=ng)
+                    cdf = int(np.count_nonzero(ctf))
+                    cidf = np.log1p((n_c - cdf + 0.5) / (cdf + 0.5))
+                    cscores += (qtf * cidf) * ctf * (DOC_K1 + 1.0) / (ctf + cnorm)
+        return scores, gscores, cscores
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(doc ids, weighted term frequencies) of `term` over every segment, dead pages included; None when no
@@ -204,12 +223,14 @@ class _Scoring:
     def _keyword_scores(self, q: Counter) -> tuple[np.ndarray, np.ndarray]:
         """(final keyword score per page: its own BM25F plus the evidence of its document as a whole, that
         evidence alone per page: what a page without any of the query's words inherits from its document)."""
-        scores, gscores = self._bm25(q)
+        scores, gscores, cards = self._bm25(q)
         doc = np.zeros_like(scores)
         if DOC_WEIGHT and scores.any():
             top = float(scores.max())
             gmax = float(gscores.max()) or 1.0
             # dead slots keep their group: callers that use `doc` alone must mask them (search does)
             doc = ((DOC_WEIGHT * top / gmax) * gscores[self._dgroup.view()]).astype(np.float32)
+            if CARD_WEIGHT and cards.any():
+                doc += ((CARD_WEIGHT * top / float(cards.max())) * cards[self._dgroup.view()]).astype(np.float32)
             scores = np.where(scores > 0, scores + doc, 0.0).astype(np.float32)
         return scores, doc
