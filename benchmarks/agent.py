@@ -48,11 +48,9 @@ import unicodedata
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-# ../shared from the main checkout; ../../shared from a worktree under wt/ (RAG_BENCH_DIR overrides)
-BENCH = Path(os.environ.get("RAG_BENCH_DIR") or next(
-    (c for c in (REPO.parent / "shared" / "bench" / "mmlongbench-doc",
-               REPO.parent.parent / "shared" / "bench" / "mmlongbench-doc") if c.is_dir()),
-    REPO.parent / "shared" / "bench" / "mmlongbench-doc"))
+from benchdata import shared_bench  # noqa: E402
+
+BENCH = shared_bench()
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # fakeserver.ScriptedServer
 

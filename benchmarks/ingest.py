@@ -23,7 +23,9 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_PDFS = REPO.parent / "shared" / "bench" / "mmlongbench-doc" / "pdfs"
+from benchdata import shared_bench  # noqa: E402
+
+DEFAULT_PDFS = shared_bench() / "pdfs"
 
 
 def _markitdown_worker(path: str) -> tuple[int, str | None]:

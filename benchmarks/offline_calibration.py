@@ -32,7 +32,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from agent import BENCH, contain_match, page_map  # noqa: E402 - one place finds ../shared/bench
+from agent import BENCH, contain_match, page_map  # noqa: E402
 
 from ragkit import offline  # noqa: E402
 from ragkit.index import open_index  # noqa: E402

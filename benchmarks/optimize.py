@@ -32,9 +32,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 # ../shared from a checkout next to it; ../../shared from a git worktree one level deeper
-BENCH = next((p / "shared" / "bench" / "mmlongbench-doc" for p in ROOT.parents
-              if (p / "shared" / "bench" / "mmlongbench-doc" / "pdfs").is_dir()),
-             ROOT.parent / "shared" / "bench" / "mmlongbench-doc")
+from benchdata import shared_bench  # noqa: E402
+
+BENCH = shared_bench()
 
 
 def main() -> None:

@@ -42,14 +42,14 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from benchdata import shared_bench  # noqa: E402
+
 from ragkit.pagefile import PageMeta, parse_page, render_page  # noqa: E402
 from ragkit.paths import page_number  # noqa: E402
 from ragkit.search import persistence, vectors  # noqa: E402
 from ragkit.search.index import Index  # noqa: E402
 
-# ../shared from the main checkout, ../../shared from a worktree under /work/wt/
-BENCH = next((d / "shared" / "bench" / "mmlongbench-doc" for d in ROOT.parents
-              if (d / "shared" / "bench" / "mmlongbench-doc").is_dir()), ROOT.parent / "shared" / "bench" / "mmlongbench-doc")
+BENCH = shared_bench()
 
 
 # ------------------------------------------------------------------------------------------------ quality
