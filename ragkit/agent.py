@@ -345,8 +345,11 @@ def _finish(run: _Run, answer: Answer, final: FinalReply, *, candidates: list[st
     fell_back = False
     if refused:
         cited = []
-        if not text or not is_refusal(text):
-            text = run.refusal  # the model set the flag: say it plainly, in the question's language
+        if not text or not is_refusal(text) or (run.refusal in text and text != run.refusal):
+            # the model set the flag, or quoted the refusal sentence inside chatter about the reply format
+            # ('The answer is exactly "I cannot answer ..." and refused is true.'): say it plainly, in the
+            # question's language
+            text = run.refusal
     elif not cited:
         cited, fell_back = list(candidates), True
     answer.answer = text

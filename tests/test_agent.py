@@ -296,6 +296,15 @@ def test_refusal_flag_with_other_text_becomes_the_plain_refusal(server, db):
     assert a.refused and a.answer == refusal_text("en") and a.sources == []
 
 
+def test_a_refusal_quoted_inside_format_chatter_becomes_the_plain_refusal(server, db):
+    """Seen from Qwen2.5-Coder-1.5B on llama.cpp: the format instruction echoed around the sentence."""
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    server.enqueue(content=json.dumps({"answer": f'The answer is exactly "{refusal_text("en")}" and refused is '
+                                                 "true.", "sources": [], "refused": True}))
+    a = run(server, db, question="How long is the warranty?")
+    assert a.refused and a.answer == refusal_text("en")
+
+
 def test_an_empty_answer_is_a_refusal(server, db):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=json.dumps({"answer": "", "sources": [RESET_PAGE], "refused": False}))
