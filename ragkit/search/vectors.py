@@ -308,29 +308,27 @@ class _Meaning:
             t.join(timeout)
         return t is None or not t.is_alive()
 
-    def missing_vectors(self) -> int:
-        """How many pages lack a vector now (0 when meaning is off or not installed); computes nothing."""
+    def _lacking(self) -> list[tuple[int, str, str]]:
+        """One (doc, rel, sha) per distinct page text that has no vector yet; none when meaning is off or not
+        installed. Computes nothing."""
         if get_embedder() is None or not self.semantic:
-            return 0
+            return []
         self._maybe_sync()
         with self._lock:
             rows = [(d, self._rels[d], self._shas[d]) for d in self._rel_doc.values()]
         have = self._vectors(rows, compute=False)
-        return len({sha for _d, _r, sha in rows if sha not in have})
+        seen: set[str] = set()
+        return [r for r in rows if r[2] not in have and not (r[2] in seen or seen.add(r[2]))]
+
+    def missing_vectors(self) -> int:
+        """How many distinct page texts lack a vector now (0 when meaning is off or not installed)."""
+        return len(self._lacking())
 
     def ensure_embeddings(self, *, progress: bool | None = None, batch: int = 16) -> int:
         """Compute and cache the vectors of every page that lacks one (a progress bar on stderr). Returns how
         many were computed. Re-ranking embeds its candidates on demand anyway; finding pages by meaning alone
         needs them all, which a search computes itself only for up to AUTO_EMBED_MAX missing pages."""
-        if get_embedder() is None or not self.semantic:
-            return 0
-        self._maybe_sync()
-        with self._lock:
-            rows = [(d, self._rels[d], self._shas[d]) for d in self._rel_doc.values()]
-        have = self._vectors(rows, compute=False)
-        todo = [r for r in rows if r[2] not in have]
-        seen: set[str] = set()
-        todo = [r for r in todo if not (r[2] in seen or seen.add(r[2]))]
+        todo = self._lacking()
         show = self.progress if progress is None else progress
         bar = None
         if show and todo:
