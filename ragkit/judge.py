@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.errors import RagError
-from ragkit.llm import chat_json
+from ragkit.llm import chat_json, json_array, json_object, json_type
 from ragkit.models import Usage
 from ragkit.text import CJK_RE, STOPWORDS, is_refusal, normalize, one_line, split_sentences, tokenize
 
@@ -253,26 +253,12 @@ def lexical_checklist(answer: str, items: list[str]) -> ChecklistVerdict:
 
 
 # -- LLM checklist judge -------------------------------------------------------------------------------
-CHECKLIST_SCHEMA: dict = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "item": {"type": "integer"},
-                    "covered": {"type": "boolean"},
-                    "evidence": {"type": "string"},
-                },
-                "required": ["item", "covered", "evidence"],
-            },
-        },
-        "extra_points": {"type": "array", "items": {"type": "string"}},
-        "reason": {"type": "string"},
-    },
-    "required": ["items", "extra_points"],
-}
+CHECKLIST_SCHEMA: dict = json_object({
+    "items": json_array(json_object({"item": json_type("integer"), "covered": json_type("boolean"),
+                                     "evidence": json_type("string")})),
+    "extra_points": json_array(json_type("string")),
+    "reason": json_type("string"),
+}, required=["items", "extra_points"])
 
 _CHECKLIST_SYSTEM = """You grade an answer against a checklist of key points, strictly and fairly.
 For each numbered checklist item decide whether the answer states it. The same meaning counts: paraphrases,
@@ -495,19 +481,12 @@ class RubricVerdict:
 
 RUBRIC_COLUMNS = tuple(RubricVerdict(0, 0, 0, 0, 0, False, {}, {}, [], [], []).columns())
 
-RUBRIC_SCHEMA: dict = {
-    "type": "object",
-    "properties": {
-        "accuracy": {"type": "number"},
-        "completeness": {"type": "number"},
-        "citations": {"type": "number"},
-        "context_relevance": {"type": "number"},
-        "reasoning": {"type": "object", "properties": {m: {"type": "string"} for m in RUBRIC_METRICS}},
-        "issues": {"type": "array", "items": {"type": "string"}},
-        "strengths": {"type": "array", "items": {"type": "string"}},
-    },
-    "required": list(RUBRIC_METRICS),
-}
+RUBRIC_SCHEMA: dict = json_object({
+    **{m: json_type("number") for m in RUBRIC_METRICS},
+    "reasoning": json_object({m: json_type("string") for m in RUBRIC_METRICS}, required=[]),
+    "issues": json_array(json_type("string")),
+    "strengths": json_array(json_type("string")),
+}, required=list(RUBRIC_METRICS))
 
 _RUBRIC_PROMPT = """You are an expert evaluator of RAG (retrieval-augmented generation) systems.
 Evaluate the answer below against the question, the expected answer and the retrieved sources.
@@ -731,11 +710,8 @@ def contain_match(answer: str, ground_truth: str) -> bool:
     return len(parts) > 1 and all(p in hay for p in parts)
 
 
-LLM_ACCURACY_SCHEMA: dict = {
-    "type": "object",
-    "properties": {"correct": {"type": "boolean"}, "reason": {"type": "string"}},
-    "required": ["correct"],
-}
+LLM_ACCURACY_SCHEMA: dict = json_object({"correct": json_type("boolean"), "reason": json_type("string")},
+                                        required=["correct"])
 
 _ACCURACY_SYSTEM = """You judge whether an answer to a question is correct, given the ground-truth answer.
 The answer is correct when it states the same key fact(s) as the ground truth: different wording, language,

@@ -619,6 +619,23 @@ def extract_json(text: str | None) -> dict:
 _TYPES = {"object": dict, "array": list, "string": str, "boolean": bool, "integer": int, "number": (int, float)}
 
 
+# The schemas of structured replies (sent as json_schema where the server takes it, checked by check_schema either
+# way) are written with these, so each says only its fields.
+def json_type(name: str, description: str = "") -> dict:
+    """A scalar field: "string", "number", "integer" or "boolean" (a fresh dict each time: never shared)."""
+    return {"type": name, **({"description": description} if description else {})}
+
+
+def json_array(items: dict) -> dict:
+    return {"type": "array", "items": items}
+
+
+def json_object(properties: dict, required: list[str] | None = None) -> dict:
+    """An object with these properties, all of them required unless `required` names fewer."""
+    return {"type": "object", "properties": properties,
+            "required": list(properties) if required is None else list(required)}
+
+
 def check_schema(data: dict, schema: dict | None) -> None:
     """A light check of the top level: required keys present and basic types right (ValueError otherwise)."""
     if not schema:

@@ -53,6 +53,7 @@ from typing import Any
 from ragkit.config import Settings
 from ragkit.csvio import join_multi, read_csv, split_multi, write_csv
 from ragkit.errors import PathEscapeError, RagError
+from ragkit.llm import json_object, json_type
 from ragkit.models import Usage
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import normalize_ref, reference_path, resolve_in_db, sanitize_name, strip_db_prefix
@@ -71,15 +72,11 @@ JOURNAL_DIR = "optimize-journal"
 OPT_COL = "Optimized Reference Document"
 REF_COL = "Reference Document"
 
-PROPOSAL_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "folder": {"type": "string", "description": "folder path relative to the database root"},
-        "reason": {"type": "string"},
-        "new_folder": {"type": "boolean"},
-    },
-    "required": ["folder"],
-}
+PROPOSAL_SCHEMA = json_object({
+    "folder": json_type("string", "folder path relative to the database root"),
+    "reason": json_type("string"),
+    "new_folder": json_type("boolean"),
+}, required=["folder"])
 
 _SYSTEM = """You reorganise a document database so that a search agent finds the right page.
 The database is a folder tree (category/document/section/page_NNN.md). The agent browses folders by their

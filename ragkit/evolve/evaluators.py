@@ -19,7 +19,7 @@ import regex
 
 from ragkit.errors import RagError
 from ragkit.evolve.adapters import Adapter, DummyAdapter
-from ragkit.llm import chat_json
+from ragkit.llm import chat_json, json_object, json_type
 from ragkit.models import Usage
 
 SCORE_MAX = 10.0
@@ -114,8 +114,7 @@ LLM_EVALUATOR_SYSTEM = """You are an evaluator with a hidden preference. You sco
 how well they match your preference, from 0 (not at all) to 10 (perfectly). Judge only the match with the
 preference, not style or length. Give a one-sentence reason."""
 
-SCORE_SCHEMA = {"type": "object", "properties": {"score": {"type": "number"}, "reason": {"type": "string"}},
-                "required": ["score", "reason"]}
+SCORE_SCHEMA = json_object({"score": json_type("number"), "reason": json_type("string")})
 
 
 class LLMEvaluator(Evaluator):

@@ -25,46 +25,20 @@ from ragkit.genqa.common import (
     covered_by_corpus,
     refusal_point,
 )
+from ragkit.llm import json_array, json_object, json_type
 from ragkit.models import Usage
 from ragkit.paths import reference_path
 from ragkit.text import detect_lang, refusal_text
 
-ITEMS_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "question": {"type": "string"},
-                    "answer": {"type": "string"},
-                    "checklist": {"type": "array", "items": {"type": "string"}},
-                    "pages": {"type": "array", "items": {"type": "integer"}},
-                },
-                "required": ["question", "answer", "checklist", "pages"],
-            },
-        }
-    },
-    "required": ["items"],
-}
-VERIFY_SCHEMA = {
-    "type": "object",
-    "properties": {"supported": {"type": "boolean"},
-                   "unsupported_items": {"type": "array", "items": {"type": "string"}}},
-    "required": ["supported", "unsupported_items"],
-}
-ABSENT_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "items": {"type": "array", "items": {
-            "type": "object",
-            "properties": {"question": {"type": "string"},
-                           "key_terms": {"type": "array", "items": {"type": "string"}}},
-            "required": ["question", "key_terms"]}}
-    },
-    "required": ["items"],
-}
+ITEMS_SCHEMA = json_object({"items": json_array(json_object({
+    "question": json_type("string"),
+    "answer": json_type("string"),
+    "checklist": json_array(json_type("string")),
+    "pages": json_array(json_type("integer")),
+}))})
+VERIFY_SCHEMA = json_object({"supported": json_type("boolean"), "unsupported_items": json_array(json_type("string"))})
+ABSENT_SCHEMA = json_object({"items": json_array(json_object({"question": json_type("string"),
+                                                             "key_terms": json_array(json_type("string"))}))})
 
 GEN_SYSTEM = (
     "You write evaluation questions for a question-answering system that searches a collection of document "
