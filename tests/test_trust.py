@@ -373,9 +373,11 @@ def test_optimize_and_metrics_import_neither_batch_nor_llm_code():
     root = Path(ragkit.__file__).parent
 
     def imports(name: str) -> set[str]:
-        tree = ast.parse((root / f"{name}.py").read_text(encoding="utf-8"))
+        """Every module imported by the module `name` (a package: by all of its files)."""
+        files = sorted((root / name).glob("*.py")) if (root / name).is_dir() else [root / f"{name}.py"]
+        assert files, name
         out = set()
-        for node in ast.walk(tree):
+        for node in (n for f in files for n in ast.walk(ast.parse(f.read_text(encoding="utf-8")))):
             if isinstance(node, ast.ImportFrom) and node.module:
                 out.add(node.module)
                 out.update(f"{node.module}.{a.name}" for a in node.names)

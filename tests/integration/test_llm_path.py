@@ -87,7 +87,7 @@ def test_genqa_on_one_document_gives_valid_rows(llm_settings, sample_db_copy, is
 
 
 def test_one_optimize_proposal_copies_the_missed_page_inside_its_scope(llm_settings, sample_db_copy, isolated_env):
-    # issue 17 reworks optimize.py: call its public function with only the keywords it takes
+    # call the public function of ragkit.optimize with only the keywords it takes
     from ragkit import optimize
 
     fn = optimize.optimize_missed
