@@ -417,7 +417,7 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
                 continue
             if (c.content or "").strip():
                 answer.steps = run.calls
-                return _finish(run, answer, parse_final(c.content), candidates=toolbox.pages_read)
+                return _checked(run, answer, toolbox, parse_final(c.content))
             reason = "the model replied with neither a tool call nor an answer"
             break
         tool_turns += 1
@@ -458,7 +458,17 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
     answer.steps = run.calls
     if not (c.content or "").strip():
         raise RagError("the model returned an empty answer")
-    return _finish(run, answer, parse_final(c.content), candidates=toolbox.pages_read, forced=True)
+    return _checked(run, answer, toolbox, parse_final(c.content), forced=True)
+
+
+def _checked(run: _Run, answer: Answer, toolbox: Any, final: FinalReply, *, forced: bool = False) -> Answer:
+    """The agent's final reply, unless it is a refusal from a model that opened no page: search snippets alone
+    do not show that the documents lack the answer, so the pages naive would give are tried first (seen on
+    Qwen2.5-Coder-1.5B: it refused after one search where naive, given the same top pages, cited the answer)."""
+    out = _finish(run, answer, final, candidates=toolbox.pages_read, forced=forced)
+    if out.refused and not toolbox.pages_read:
+        return _fallback(run, answer, toolbox, "the model refused having opened no page (search results only)")
+    return out
 
 
 def _shows_pages(tool: str, result: str) -> bool:

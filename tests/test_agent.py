@@ -305,6 +305,28 @@ def test_a_refusal_quoted_inside_format_chatter_becomes_the_plain_refusal(server
     assert a.refused and a.answer == refusal_text("en")
 
 
+def test_a_refusal_after_search_results_alone_is_checked_against_the_naive_pages(server, db, tmp_path):
+    """Seen on the real model: one search, then a refusal without opening any page, where naive given the same
+    top pages cited the answer. Such a refusal is not final: the naive pass answers."""
+    refusal = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
+    server.enqueue(tool_calls=[("search", {"query": "reset"})])
+    server.enqueue(content=refusal)
+    server.enqueue(content=json.dumps({"answer": "Hold RESET for 10 seconds [1].", "sources": ["[1]"],
+                                       "refused": False}))
+    trace = tmp_path / "trace.jsonl"
+    a = run(server, db, trace_path=trace)
+    assert not a.refused and a.answer == "Hold RESET for 10 seconds [1]." and a.fallback == "naive"
+    assert [s.path for s in a.sources] == [RESET_REF] and len(server.requests) == 3
+    reasons = [json.loads(ln).get("reason", "") for ln in trace.read_text(encoding="utf-8").splitlines()]
+    assert any("refused having opened no page" in r for r in reasons)
+    # the naive pass may refuse too: then the refusal stands
+    server.enqueue(tool_calls=[("search", {"query": "warranty"})])
+    server.enqueue(content=refusal)
+    server.enqueue(content=refusal)
+    a = run(server, db, question="How long is the warranty?")
+    assert a.refused and a.answer == refusal_text("en") and a.fallback == "naive"
+
+
 def test_an_empty_answer_is_a_refusal(server, db):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=json.dumps({"answer": "", "sources": [RESET_PAGE], "refused": False}))
