@@ -22,7 +22,7 @@ With a real model (``--base-url``) it measures the model path instead, on MMLong
 line per strategy plus a final one:
 
     uv run python benchmarks/agent.py --base-url http://127.0.0.1:8088/v1 --model qwen2.5-coder-1.5b \
-        --limit 20 [--unanswerable 5] [--strategies agent,naive] [--max-steps 6] [--page-chars 3000]
+        --limit 20 [--unanswerable 5] [--strategies agent,naive] [--max-steps 6] [--page-chars 3000] [--ids A,B]
 
 ``--limit N`` questions: N - U answerable ones whose evidence is text (this ingest reads no images), spread
 evenly over the file, and U unanswerable ones (``--unanswerable``, default a quarter). Per strategy: page
@@ -341,6 +341,9 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
           if line.strip()]
     chosen = pick_questions(qs, args.limit or 20, args.unanswerable if args.unanswerable is not None
                             else max(1, (args.limit or 20) // 4))
+    if args.ids:  # rerun some of the same selection (e.g. after a change that only affects those questions)
+        want = {i.strip() for i in args.ids.split(",") if i.strip()}
+        chosen = [q for q in chosen if q["id"] in want]
     if args.page_chars:  # one cut for every strategy: the agent's tool results and naive/synth's pages
         agent_mod.CONTEXT_PAGE_CHARS = args.page_chars
         tools_mod.MAX_RESULT_CHARS = args.page_chars
@@ -413,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-tokens", type=int, default=30_000, help="real model: agent tokens per question")
     ap.add_argument("--timeout", type=float, default=600.0, help="real model: seconds per request")
     ap.add_argument("--page-chars", type=int, default=None, help="real model: page text cut for every strategy")
+    ap.add_argument("--ids", default="", help="real model: only these question ids of the --limit selection")
     ap.add_argument("--deadline-min", type=float, default=None,
                     help="real model: start no new question after this many minutes; report what finished")
     args = ap.parse_args(argv)
