@@ -89,7 +89,8 @@ def judge_kind(body: dict) -> str:
 def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, log: list | None = None,
                     lock: threading.Lock | None = None):
     """Agent strategy script: first turn -> one `search` tool call; after a tool result -> the final JSON answer
-    {answer, sources, refused}. Judge calls (response_format set) go to `judge(body)`."""
+    {answer, sources, refused}; a request without tools (the naive pass that checks a refusal given without
+    opening a page) -> the same answer. Judge calls (response_format set) go to `judge(body)`."""
     lock = lock or threading.Lock()
 
     def respond(body: dict):
@@ -97,7 +98,9 @@ def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, lo
         if is_judge(body):
             return judge(body) if judge else {"status": 500}
         question = next(m["content"] for m in msgs if m.get("role") == "user")
-        if not any(m.get("role") == "tool" for m in msgs):
+        if body.get("tools") is None:  # the naive pass: its user message holds the question and the pages
+            question = next((q for q in answers if f"Question: {q}\n" in question), question)
+        elif not any(m.get("role") == "tool" for m in msgs):
             return {"tool_calls": [("search", {"query": question})]}
         text, sources = answers[question]
         if log is not None:
