@@ -922,6 +922,10 @@ def _load_manifest(path: Path) -> dict:
     return {"version": 1, "sources": {}}
 
 
+def _save_manifest(path: Path, manifest: dict) -> None:
+    atomic_write_text(path, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+
+
 @contextlib.contextmanager
 def _db_lock(state_dir: Path):
     """One ingest at a time per database; a second one waits (POSIX; no-op elsewhere)."""
@@ -985,7 +989,7 @@ def forget_document(db: Path, folder: str, pages: list[str], *, sources_under: P
             if sources_under is not None and sources_under.resolve() in Path(key).resolve().parents:
                 Path(key).unlink(missing_ok=True)
         if gone:
-            atomic_write_text(manifest_path, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+            _save_manifest(manifest_path, manifest)
     return removed
 
 
@@ -1156,7 +1160,7 @@ def ingest_sources(
                 }
         finally:
             report.removed = _remove_pages(db, stale_pages, written)
-            atomic_write_text(state / MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+            _save_manifest(state / MANIFEST, manifest)
     report.seconds = time.perf_counter() - t0
     return report
 

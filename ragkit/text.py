@@ -130,23 +130,24 @@ def name_forms(text: str) -> dict[str, str]:
     return out
 
 
-def search_terms(text: str, *, drop_stopwords: bool = False) -> list[str]:
+def search_terms(text: str, *, drop_stopwords: bool = False, names: dict[str, str] | None = None) -> list[str]:
     """The terms the search index stores and looks up: `tokenize`'s, English words lightly stemmed ("Fig." read
     as "figure"), and a word of letters and digits kept whole and also split into its runs ("fy2015" ->
     "fy2015", "fy", "2015"), so a code is found whole and "FY2015" finds "2015". A word the text also writes
     capitalised keeps its unstemmed form next to the stem ("Corning" -> "corning", "corn"): a name must not
-    become another word, and a sentence's first word still meets its other forms through the stem."""
+    become another word, and a sentence's first word still meets its other forms through the stem. `names`:
+    name_forms(text), when the caller has it already."""
     out: list[str] = []
-    names = {w.lower() for w in _CAPITALISED.findall(text)}
+    if names is None:
+        names = name_forms(text)
     for tok in tokenize(text, drop_stopwords=drop_stopwords):
         if tok.isascii() and not tok.isalpha() and not tok.isdigit():
             out.append(tok)
             out.extend(map(_search_word, _LETTERS_DIGITS.findall(tok)))
         else:
-            w = _search_word(tok)
-            if w != tok and tok in names:
+            if tok in names:
                 out.append(tok)
-            out.append(w)
+            out.append(_search_word(tok))
     return out
 
 

@@ -100,8 +100,8 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     counts: dict[str, list[int]] = {}
     lens = []
     for fi, ftext in enumerate(fields):
-        toks = search_terms(ftext) + (labels if fi == 1 else [])
         names = name_forms(ftext)
+        toks = search_terms(ftext, names=names) + (labels if fi == 1 else [])
         if fi == 2:
             seq = [t for t in toks if t not in STOPWORDS and t not in names]
         # a name's unstemmed form rides along with its stem: it does not make the page longer (Title Case

@@ -43,12 +43,12 @@ REFRESH_EVERY = 30.0  # seconds: open_index() re-scans the files when its last s
 FRAME_WEIGHTS = True
 SYNONYMS = True
 SUBTOKEN_CAP = True
-
-
-# --------------------------------------------------------------------------------------------- the index
+# A capitalised word of the query is searched as its stem and, with this share of a word's weight on top, as
+# itself (text.name_forms).
 NAME_WEIGHT = 0.5
 
 
+# --------------------------------------------------------------------------------------------- the index
 class Index(_Persistence, _Scoring, _Ranking, _Meaning):
     """Thread-safe index of one database. Use `open_index(db)` to get the shared instance."""
 
@@ -240,7 +240,8 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
     def query_terms(self, query: str) -> Counter:
         """The query's terms (stopwords dropped unless nothing else is left). A word the index has never seen
         (a typo: "Netfilx") is replaced by the indexed words one edit away ("netflix"), sharing its weight."""
-        toks = search_terms(query, drop_stopwords=True) or search_terms(query)
+        names = name_forms(query)
+        toks = search_terms(query, drop_stopwords=True, names=names) or search_terms(query, names=names)
         q: Counter = Counter()
         for tok, n in Counter(toks).items():
             near = [] if tok in self._term_ids else [v for v in _one_edit(tok) if v in self._term_ids]
@@ -249,8 +250,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                     q[v] += n / len(near)
             else:
                 q[tok] += n
-        # a capitalised word is searched as its stem, and as itself with half a word's weight on top
-        for name, st in name_forms(query).items():
+        for name, st in names.items():
             if name in q and st in q:
                 q[name] *= NAME_WEIGHT
         if SYNONYMS:

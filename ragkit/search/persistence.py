@@ -29,7 +29,7 @@ SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "12"  # 11: capitalised words keep their unstemmed form
+ANALYSIS_VERSION = "12"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length
 
 
 

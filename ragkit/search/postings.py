@@ -149,6 +149,23 @@ class _Grow:
         return g
 
 
+def _group_norms(groups: np.ndarray, lens: np.ndarray, ng: int) -> tuple[np.ndarray, int]:
+    """BM25 length normalisation of texts made of several pages (a whole document, a document's card): each
+    group's length is the sum of `lens` over its pages. Returns (norm per group, groups with any text)."""
+    glen = np.bincount(groups, weights=lens, minlength=ng)
+    n_g = max(int(np.count_nonzero(glen)), 1)
+    avg = max(float(glen.sum()) / n_g, 1.0)
+    return DOC_K1 * (1.0 - DOC_B + DOC_B * glen / avg), n_g
+
+
+def _group_bm25(groups: np.ndarray, tfs: np.ndarray, qtf: float, norm: np.ndarray, n_g: int) -> np.ndarray:
+    """One query term's BM25 per group, from its term frequencies on pages of those groups."""
+    gtf = np.bincount(groups, weights=tfs, minlength=len(norm))
+    gdf = int(np.count_nonzero(gtf))
+    gidf = np.log1p((n_g - gdf + 0.5) / (gdf + 0.5))
+    return (qtf * gidf) * gtf * (DOC_K1 + 1.0) / (gtf + norm)
+
+
 class _Scoring:
     """BM25 over the index's segments (a part of Index: the attributes are Index's)."""
 
@@ -168,15 +185,9 @@ class _Scoring:
             # queries until the index changes
             dlen = self._dlen.view()
             avgdl = max(self._len_sum / n, 1.0)
-            glen = np.bincount(groups, weights=np.where(alive, dlen, 0.0), minlength=ng)
-            n_g = max(int(np.count_nonzero(glen)), 1)
-            avg_g = max(float(glen.sum()) / n_g, 1.0)
             card = alive & (self._pages.view() <= CARD_PAGES)
-            clen = np.bincount(groups, weights=np.where(card, dlen, 0.0), minlength=ng)
-            n_c = max(int(np.count_nonzero(clen)), 1)
-            avg_c = max(float(clen.sum()) / n_c, 1.0)
-            norms = (K1 * (1.0 - B + B * dlen / avgdl), DOC_K1 * (1.0 - DOC_B + DOC_B * glen / avg_g), n_g,
-                     card, DOC_K1 * (1.0 - DOC_B + DOC_B * clen / avg_c), n_c)
+            norms = (K1 * (1.0 - B + B * dlen / avgdl), *_group_norms(groups, np.where(alive, dlen, 0.0), ng),
+                     card, *_group_norms(groups, np.where(card, dlen, 0.0), ng))
             self._cache["norms"] = cached = (self._gen, norms)
         pnorm, gnorm, n_g, card, cnorm, n_c = cached[1]
         gscores = np.zeros(ng, np.float64)
@@ -194,17 +205,11 @@ class _Scoring:
             idf = np.log1p((n - df + 0.5) / (df + 0.5))
             scores[docs] += (qtf * idf) * tfs * (K1 + 1.0) / (tfs + pnorm[docs])
             if DOC_WEIGHT:
-                gtf = np.bincount(groups[docs], weights=tfs, minlength=ng)
-                gdf = int(np.count_nonzero(gtf))
-                gidf = np.log1p((n_g - gdf + 0.5) / (gdf + 0.5))
-                gscores += (qtf * gidf) * gtf * (DOC_K1 + 1.0) / (gtf + gnorm)
+                gscores += _group_bm25(groups[docs], tfs, qtf, gnorm, n_g)
             if CARD_WEIGHT:
                 on = card[docs]
                 if on.any():
-                    ctf = np.bincount(groups[docs[on]], weights=tfs[on], minlength=ng)
-                    cdf = int(np.count_nonzero(ctf))
-                    cidf = np.log1p((n_c - cdf + 0.5) / (cdf + 0.5))
-                    cscores += (qtf * cidf) * ctf * (DOC_K1 + 1.0) / (ctf + cnorm)
+                    cscores += _group_bm25(groups[docs[on]], tfs[on], qtf, cnorm, n_c)
         return scores, gscores, cscores
 
     def _postings(self, term: str) -> tuple[np.ndarray, np.ndarray] | None:

