@@ -14,8 +14,11 @@ INTERFACE (owned by the agent work; cli/batch/optimize/demo rely on it):
 
 How the strategies finish (all three return the same Answer):
 
-- agent: the model works with the tools (Toolbox) until it replies without tool calls. It must read before it
-  answers: the first turn asks tool_choice="required" (servers that reject it, or answer it without a tool
+- agent: the conversation starts with the question searched and its top `start_pages` pages read (Settings,
+  RAG_START_PAGES, default NAIVE_K: the pages naive answers from), as tool calls already made; so the agent
+  knows at least what naive knows. Then the model works with the tools (Toolbox) until it replies without tool
+  calls. It must read before it answers: when nothing was read yet (start_pages=0, or the search found
+  nothing) the first turn asks tool_choice="required" (servers that reject it, or answer it without a tool
   call, are asked "auto" from then on: llm.py); an answer or refusal given before any page text reached the
   model (a page read, or pages a search or grep returned with their text; a folder listing is not enough) is
   not accepted, the model is told once to search and read first; if it still reads nothing (or a budget runs
@@ -81,6 +84,7 @@ REPLY_MAX_TOKENS = 1024  # output cap of every model call: a final answer is sho
 REQUIRED_MAX_TOKENS = 256  # ... and of a turn that must be a tool call (a call is short; padding stops sooner)
 MAX_CALLS_PER_TURN = 8  # tool calls executed from one model turn; the rest are told to wait
 NAIVE_K = 5
+PRESEARCH_CALL_ID = "presearch"  # prefix of the tool-call ids of the search and reads the agent starts with
 SYNTH_K = 5
 CONTEXT_PAGE_CHARS = 6_000  # page text given to naive/synth calls, per page
 FINAL_TRANSCRIPT_CHARS = 24_000  # tool results handed to the last, tool-less call
@@ -204,6 +208,7 @@ class _Run:
     lang: str = "en"
     naive_prompt: str | None = None  # replaces the first part of NAIVE_SYSTEM (rag evolve tunes it)
     context_tokens: int = 32_000  # longctx's budget (Settings.context_tokens)
+    start_pages: int = 5  # agent: pages of the question's search read before the first turn (Settings.start_pages)
     usage: Usage = field(default_factory=lambda: Usage(cost_usd=0.0))
     calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -340,7 +345,7 @@ def _finish(run: _Run, answer: Answer, final: FinalReply, *, candidates: list[st
             forced: bool = False) -> Answer:
     """Fill answer text, refusal flag, validated sources and confidence from the model's final reply."""
     text = final.answer.strip()
-    refused = final.refused if final.refused is not None and text else is_refusal(text)  # "" is no answer
+    refused = _refuses(final)  # "" is no answer
     cited = _resolve_cited(run, final.cited, numbered)
     fell_back = False
     if refused:
@@ -382,11 +387,12 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
     messages: list[dict] = [{"role": "system", "content": system}, {"role": "user", "content": run.question}]
     tools = toolbox.schemas()
     transcript: list[tuple[str, str, str]] = []  # (tool, arguments, result) for a forced final answer
+    # page text reached the model: a page read, or pages a search or grep returned with their text
+    seen = started = _presearch(run, toolbox, messages, transcript) if run.start_pages > 0 else False
     tool_turns = 0
     reason = ""
-    nudged = False
-    seen = False  # page text reached the model: a page read, or pages a search or grep found
-    require = True  # the first turn must use a tool: nothing can be answered before reading
+    nudged = looked = False
+    require = not seen  # with nothing read, the first turn must use a tool: nothing can be answered before reading
     while True:
         if tool_turns >= run.max_steps:
             reason = f"the step budget ({run.max_steps} tool-using turns) is used up"
@@ -416,8 +422,16 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
                 messages.append({"role": "user", "content": _READ_FIRST})
                 continue
             if (c.content or "").strip():
+                final = parse_final(c.content)
+                if started and tool_turns == 0 and not looked and _refuses(final):
+                    # a refusal from the start pages alone: the tools were never tried, so look further once
+                    looked = require = True
+                    run.trace.write("nudge", step=tool_turns, reason="refused before using a tool")
+                    messages.append({"role": "assistant", "content": c.content or ""})
+                    messages.append({"role": "user", "content": _LOOK_FURTHER})
+                    continue
                 answer.steps = run.calls
-                return _checked(run, answer, toolbox, parse_final(c.content))
+                return _checked(run, answer, toolbox, final)
             reason = "the model replied with neither a tool call nor an answer"
             break
         tool_turns += 1
@@ -461,6 +475,44 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
     return _checked(run, answer, toolbox, parse_final(c.content), forced=True)
 
 
+def _presearch(run: _Run, toolbox: Any, messages: list[dict], transcript: list[tuple[str, str, str]]) -> bool:
+    """Start the conversation as a reader would: the question searched, and its top `start_pages` pages read
+    (by default the NAIVE_K pages naive answers from, cut the same way), as tool calls already made. So the
+    agent knows at least what naive knows, and a model that answers its first turn without a tool call
+    (Qwen2.5-Coder-1.5B on llama.cpp read no page itself on 16 of 20 questions, answering in prose from
+    memory) answers from those pages. It also shows the model how a tool call looks in its own template. Returns whether a page was read."""
+    from ragkit.tools import format_hits  # with Toolbox: the tools load only when an agent runs
+
+    t0 = time.perf_counter()
+    hits = run.index.search(run.question, k=run.start_pages)
+    arguments = json.dumps({"query": run.question, "k": run.start_pages}, ensure_ascii=False)
+    result = format_hits(hits, run.question)
+    run.trace.write("tool", step=0, tool="search", arguments=_trace_args(arguments), result_chars=len(result),
+                    error=False, ms=_ms(t0), presearch=True)
+    calls = [("search", arguments, result)]
+    for h in hits:
+        t0 = time.perf_counter()
+        args = json.dumps({"path": h.path}, ensure_ascii=False)
+        text = toolbox.call("read_page", args)
+        if len(text) > CONTEXT_PAGE_CHARS:
+            text = text[:CONTEXT_PAGE_CHARS] + "\n[... page cut]"
+        run.trace.write("tool", step=0, tool="read_page", arguments=_trace_args(args), result_chars=len(text),
+                        error=text.startswith("Error:"), ms=_ms(t0), presearch=True)
+        calls.append(("read_page", args, text))
+    # two turns, as a model would make them: the search, then the reads its results lead to
+    for turn in (calls[:1], calls[1:]):
+        if not turn:
+            continue
+        ids = [f"{PRESEARCH_CALL_ID}_{len(transcript) + i}" for i in range(len(turn))]
+        messages.append({"role": "assistant", "content": None, "tool_calls": [
+            {"id": i, "type": "function", "function": {"name": name, "arguments": args}}
+            for i, (name, args, _) in zip(ids, turn, strict=True)]})
+        for i, (name, args, text) in zip(ids, turn, strict=True):
+            messages.append({"role": "tool", "tool_call_id": i, "content": text})
+            transcript.append((name, args, text))
+    return bool(toolbox.pages_read)
+
+
 def _checked(run: _Run, answer: Answer, toolbox: Any, final: FinalReply, *, forced: bool = False) -> Answer:
     """The agent's final reply, unless it is a refusal from a model that opened no page: search snippets alone
     do not show that the documents lack the answer, so the pages naive would give are tried first (seen on
@@ -471,13 +523,24 @@ def _checked(run: _Run, answer: Answer, toolbox: Any, final: FinalReply, *, forc
     return out
 
 
+def _refuses(final: FinalReply) -> bool:
+    """Whether a final reply refuses: its `refused` flag when it gave one with some text, else its words."""
+    text = final.answer.strip()
+    return bool(final.refused if final.refused is not None and text else is_refusal(text))
+
+
 def _shows_pages(tool: str, result: str) -> bool:
     """Whether a tool result put page text in front of the model (a page, or search/grep hits with text)."""
     return tool in ("read_page", "search", "grep") and not result.startswith("Error") and ".md" in result
 
 
-_READ_FIRST = ("You have not read any page yet, so you can neither answer nor refuse. First call search with the "
-               "question's key words, then read_page on the most promising result; answer only after that.")
+_LOOK_FURTHER = ("The pages found so far do not answer the question. Before you refuse, look further with the "
+                 "tools: search with other key words (synonyms, the document's own terms), grep for an exact name "
+                 "or number, or read more pages. Refuse only if that finds nothing either.")
+
+_READ_FIRST = ("You have not read any page yet, so you can neither answer nor refuse. Call read_page on the most "
+               "promising result of the search above (or search again with other key words), and answer only "
+               "after that.")
 
 
 def _fallback(run: _Run, answer: Answer, toolbox: Any, why: str) -> Answer:
@@ -668,10 +731,11 @@ def ask(
     answer = Answer(question=question, answer="", refused=False, provider=provider.name, model=provider.model,
                     strategy=strategy)
     trace.write("start", question=question, strategy=strategy, provider=provider.name, model=provider.model,
-                db=str(db), max_steps=max_steps, max_tokens=max_tokens)
+                db=str(db), max_steps=max_steps, max_tokens=max_tokens,
+                start_pages=getattr(settings, "start_pages", 5))
     run = _Run(question=question, db=db, index=index, provider=provider, trace=trace, max_steps=max_steps,
                max_tokens=max_tokens, lang=detect_lang(question), naive_prompt=naive_prompt,
-               context_tokens=settings.context_tokens)
+               context_tokens=settings.context_tokens, start_pages=getattr(settings, "start_pages", 5))
     from ragkit.tools import Toolbox
 
     toolbox = Toolbox(db, index)

@@ -42,6 +42,8 @@ class Settings:
     max_steps: int = 12  # agent: tool-using turns per question [env RAG_MAX_STEPS]
     max_tokens: int = 60_000  # agent: input+output tokens per question [env RAG_MAX_TOKENS]
     context_tokens: int = 32_000  # longctx: tokens of whole documents put in the context [env RAG_CONTEXT_TOKENS]
+    start_pages: int = 5  # agent: it starts with the question searched and these top pages read; 0 = from the
+    # bare tree (fewer tokens, for a model that navigates well on its own) [env RAG_START_PAGES]
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -94,6 +96,7 @@ def load_settings(
     max_steps: int | None = None,
     max_tokens: int | None = None,
     context_tokens: int | None = None,
+    start_pages: int | None = None,
     env_file: Path | None = None,
 ) -> Settings:
     """Build Settings from flags (arguments), then env, then `.env`.
@@ -124,6 +127,10 @@ def load_settings(
                else _positive_int(env.get("RAG_CONTEXT_TOKENS"), "RAG_CONTEXT_TOKENS", 32_000))
     if context < 1:
         raise UsageError(f"--context-tokens must be at least 1, got {context}")
+    start = (start_pages if start_pages is not None
+             else _positive_int(env.get("RAG_START_PAGES"), "RAG_START_PAGES", 5, minimum=0))
+    if start < 0:
+        raise UsageError(f"start_pages must be 0 or more, got {start}")
     default_model = env.get("RAG_MODEL") or DEFAULT_MODEL
     return Settings(
         db=Path(db or env.get("RAG_DB") or "database"),
@@ -141,6 +148,7 @@ def load_settings(
         max_steps=steps,
         max_tokens=tokens,
         context_tokens=context,
+        start_pages=start,
     )
 
 
@@ -158,7 +166,7 @@ def _positive_float(raw: str | None, name: str, default: float) -> float:
     return value
 
 
-def _positive_int(raw: str | None, name: str, default: int) -> int:
+def _positive_int(raw: str | None, name: str, default: int, *, minimum: int = 1) -> int:
     from ragkit.errors import UsageError
 
     if raw is None or not raw.strip():
@@ -167,6 +175,6 @@ def _positive_int(raw: str | None, name: str, default: int) -> int:
         value = int(raw)
     except ValueError:
         raise UsageError(f"{name} must be a whole number, got {raw!r}") from None
-    if value < 1:
-        raise UsageError(f"{name} must be at least 1, got {raw!r}")
+    if value < minimum:
+        raise UsageError(f"{name} must be at least {minimum}, got {raw!r}")
     return value

@@ -33,6 +33,7 @@ from typing import Any
 import regex as regex_mod  # `regex` (not `re`): its match timeout stops catastrophic backtracking
 
 from ragkit.errors import PathEscapeError
+from ragkit.models import SearchHit
 from ragkit.pagefile import first_heading, parse_page
 from ragkit.paths import page_number, resolve_in_db, strip_db_prefix
 from ragkit.text import is_cjk, join_cjk_breaks, normalize
@@ -84,6 +85,22 @@ def _cjk_edge(line: str, following: str) -> bool:
     """True when a line ends and the next begins with a CJK character (a line break inside a word)."""
     a, b = line.rstrip(), following.lstrip()
     return bool(a and b and is_cjk(a[-1]) and is_cjk(b[0]))
+
+
+def format_hits(hits: list[SearchHit], query: str, folder: str = "") -> str:
+    """A search result as the model reads it: ranked pages with path, page, score, title and a snippet."""
+    where = f" under {folder!r}" if folder else ""
+    if not hits:
+        return f"No pages match {query!r}{where}. Try other or fewer words, grep, or list_dir."
+    lines = [f"{_n(len(hits), 'page')} for {query!r}{where}:"]
+    for i, h in enumerate(hits, 1):
+        title = f" — {h.title}" if h.title else ""
+        printed = f", printed on the page: {h.printed_page}" if h.printed_page else ""
+        lines.append(f"{i}. {h.path} (page {h.page}{printed}, score {h.score:.3f}){title}")
+        snippet = " ".join(join_cjk_breaks(h.snippet or "").split())
+        if snippet:
+            lines.append(f"   {snippet[:300]}")
+    return "\n".join(lines)
 
 
 class Toolbox:
@@ -210,19 +227,7 @@ class Toolbox:
         full, rel = self._resolve(path)
         if rel and not full.exists():
             return f"Error: no folder {rel!r} in the database. Use list_dir to see which folders exist."
-        hits = self.index.search(query, k=k, path=rel or None)
-        where = f" under {rel!r}" if rel else ""
-        if not hits:
-            return f"No pages match {query!r}{where}. Try other or fewer words, grep, or list_dir."
-        lines = [f"{_n(len(hits), 'page')} for {query!r}{where}:"]
-        for i, h in enumerate(hits, 1):
-            title = f" — {h.title}" if h.title else ""
-            printed = f", printed on the page: {h.printed_page}" if h.printed_page else ""
-            lines.append(f"{i}. {h.path} (page {h.page}{printed}, score {h.score:.3f}){title}")
-            snippet = " ".join(join_cjk_breaks(h.snippet or "").split())
-            if snippet:
-                lines.append(f"   {snippet[:300]}")
-        return "\n".join(lines)
+        return format_hits(self.index.search(query, k=k, path=rel or None), query, rel)
 
     def grep(self, pattern: str, path: str = "", regex: bool = False) -> str:
         """Find the lines of the pages that contain a text (case-insensitive, full/half-width and Japanese

@@ -265,6 +265,14 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def model_tool_results(messages: list[dict]) -> list[dict]:
+    """The tool results that answer the model's own calls: not the search and reads the agent starts with."""
+    from ragkit.agent import PRESEARCH_CALL_ID
+
+    return [m for m in messages
+            if m.get("role") == "tool" and not str(m.get("tool_call_id")).startswith(PRESEARCH_CALL_ID)]
+
+
 def openai_settings(server: ScriptedServer, **kw) -> Settings:
     """Settings for the real `openai` provider pointed at `server`, with key TEST_KEY.
 

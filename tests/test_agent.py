@@ -52,7 +52,9 @@ def llama_server(scripted_server):
 
 
 def run(server, db, question="How do I reset the router?", **kw):
-    settings = openai_settings(server, db=db, **kw.pop("settings", {}))
+    # the tool loop from the bare tree (start_pages=0), so each test scripts every step; the default start (the
+    # question searched and its top pages read first) has its own tests below
+    settings = openai_settings(server, db=db, **{"start_pages": 0, **kw.pop("settings", {})})
     return ask(question, settings, index=index_for(db), **kw)
 
 
@@ -792,3 +794,122 @@ def test_general_knowledge_is_flagged_in_json(server, db, isolated_env):
     server.set_responder(synth_responder({}, {}))
     doc = run(server, db, strategy="synth").to_json()
     assert doc["general_knowledge"] is True and doc["sources"] == []
+
+
+# -- the agent's start: the question searched and its top pages read (Settings.start_pages) ----------------
+def start(server, db, question="How do I reset the router?", **settings):
+    return ask(question, openai_settings(server, db=db, **settings), index=index_for(db))
+
+
+def test_the_agent_starts_with_the_question_searched_and_its_top_pages_read(server, db, tmp_path):
+    # a small model that answers its first turn without a tool call answers from what naive would give it
+    server.enqueue(content=FINAL)
+    trace = tmp_path / "trace.jsonl"
+    a = ask("How do I reset the router?", openai_settings(server, db=db), index=index_for(db), trace_path=trace)
+    assert a.error is None and a.fallback is None and not a.refused and a.steps == 1
+    assert [s.path for s in a.sources] == [RESET_REF]
+    expected = [h.path for h in index_for(db).search("How do I reset the router?", k=agent_mod.NAIVE_K)]
+    assert expected[0] == RESET_PAGE and len(expected) >= 2
+    assert a.pages_read == [f"database/{p}" for p in expected]
+    [req] = server.requests
+    assert req["tool_choice"] == "auto"  # pages were read: the model may answer at once
+    msgs = req["messages"]
+    assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant"] + ["tool"] * len(expected)
+    [search] = msgs[2]["tool_calls"]
+    assert search["function"]["name"] == "search"
+    assert json.loads(search["function"]["arguments"]) == {"query": "How do I reset the router?", "k": 5}
+    reads = msgs[4]["tool_calls"]
+    assert [json.loads(c["function"]["arguments"])["path"] for c in reads] == expected
+    # every call answered by its own id, in order; the page text is there
+    assert [c["id"] for c in [search, *reads]] == [m["tool_call_id"] for m in msgs if m["role"] == "tool"]
+    assert "Hold the RESET button for 10 seconds" in msgs[5]["content"]
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    pre = [e for e in events if e.get("presearch")]
+    assert [e["tool"] for e in pre] == ["search"] + ["read_page"] * len(expected)
+
+
+def test_the_start_pages_are_cut_as_naive_cuts_them(server, db, monkeypatch):
+    monkeypatch.setattr(agent_mod, "CONTEXT_PAGE_CHARS", 120)
+    server.enqueue(content=FINAL)
+    start(server, db)
+    reads = [m["content"] for m in server.requests[0]["messages"] if m["role"] == "tool"][1:]
+    assert reads and all(len(r) <= 120 + len("\n[... page cut]") for r in reads)
+    assert any(r.endswith("[... page cut]") for r in reads)
+
+
+def test_after_the_start_the_model_can_still_search_and_read_more(server, db):
+    server.enqueue(tool_calls=[("search", {"query": "firmware"}), ("read_page", {"path": "manuals/router/setup/page_004.md"})])
+    server.enqueue(content=json.dumps({"answer": "Open 192.168.0.1 and choose Update.",
+                                       "sources": ["manuals/router/setup/page_004.md"], "refused": False}))
+    a = start(server, db, start_pages=1)
+    assert a.error is None and a.steps == 2
+    assert a.pages_read == [RESET_REF, "database/manuals/router/setup/page_004.md"]
+    assert [s.path for s in a.sources] == ["database/manuals/router/setup/page_004.md"]
+    first = server.requests[0]["messages"]
+    assert len(first[4]["tool_calls"]) == 1  # start_pages=1: one page read before the first turn
+    assert tool_messages(server.requests[1])[-1].startswith("Page file: manuals/router/setup/page_004.md")
+
+
+def test_a_refusal_from_the_start_pages_alone_is_sent_back_once_to_look_further(server, db, tmp_path):
+    # the tools were never tried: one more look (another search, a grep) before the refusal is accepted
+    refusal = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
+    server.enqueue(content=refusal)
+    server.enqueue(tool_calls=[("grep", {"pattern": "192.168.0.1"})])
+    server.enqueue(content=json.dumps({"answer": "Open the admin page at 192.168.0.1.",
+                                       "sources": ["manuals/router/setup/page_004.md"], "refused": False}))
+    trace = tmp_path / "trace.jsonl"
+    a = ask("Where is the admin page?", openai_settings(server, db=db, start_pages=1), index=index_for(db),
+            trace_path=trace)
+    assert not a.refused and a.fallback is None and a.steps == 3
+    assert [s.path for s in a.sources] == ["database/manuals/router/setup/page_004.md"]
+    told = server.requests[1]
+    assert told["tool_choice"] == "required" and told["messages"][-1]["content"] == agent_mod._LOOK_FURTHER
+    assert told["messages"][-2] == {"role": "assistant", "content": refusal}
+    nudges = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()
+              if json.loads(line)["event"] == "nudge"]
+    assert [n["reason"] for n in nudges] == ["refused before using a tool"]
+
+
+def test_a_second_refusal_stands_and_a_refusal_after_using_the_tools_is_not_sent_back(server, db):
+    refusal = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
+    server.enqueue(content=refusal)
+    server.enqueue(content=refusal)  # it looked (or would not): the refusal is final, no naive pass
+    a = start(server, db, question="What is the warranty period of the router?")
+    assert a.refused and a.fallback is None and a.answer == refusal_text("en") and len(server.requests) == 2
+    server.enqueue(tool_calls=[("search", {"query": "warranty"})])
+    server.enqueue(content=refusal)
+    a = start(server, db, question="What is the warranty period of the router?")
+    assert a.refused and a.steps == 2 and len(server.requests) == 4
+
+
+def test_when_the_start_search_finds_nothing_the_model_must_still_read_first(server, db):
+    # nothing read: the first turn must use a tool, and an answer from nothing is not accepted
+    server.enqueue(content=UNREAD)
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    server.enqueue(content=FINAL)
+    a = start(server, db, question="zqxv wplk")
+    assert a.error is None and a.fallback is None and [s.path for s in a.sources] == [RESET_REF]
+    assert server.requests[0]["tool_choice"] == "required"
+    assert tool_messages(server.requests[0])[0].startswith("No pages match")
+    assert server.requests[1]["messages"][-1]["content"].startswith("You have not read any page yet")
+
+
+def test_start_pages_zero_starts_from_the_bare_tree_and_the_setting_comes_from_the_environment(
+        server, db, monkeypatch, isolated_env):
+    from ragkit.config import load_settings
+
+    monkeypatch.setenv("RAG_START_PAGES", "0")
+    assert load_settings().start_pages == 0
+    monkeypatch.setenv("RAG_START_PAGES", "2")
+    assert load_settings().start_pages == 2 and load_settings(start_pages=7).start_pages == 7
+    monkeypatch.setenv("RAG_START_PAGES", "-1")
+    with pytest.raises(UsageError, match="RAG_START_PAGES must be at least 0"):
+        load_settings()
+    monkeypatch.delenv("RAG_START_PAGES")
+    assert load_settings().start_pages == 5
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
+    server.enqueue(content=FINAL)
+    a = start(server, db, start_pages=0)
+    assert a.pages_read == [RESET_REF]
+    assert [m["role"] for m in server.requests[0]["messages"]] == ["system", "user"]
+    assert server.requests[0]["tool_choice"] == "required"

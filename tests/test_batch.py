@@ -13,7 +13,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from fakeserver import openai_settings
+from fakeserver import model_tool_results, openai_settings
 from pagetree import write_pages
 from typer.testing import CliRunner
 
@@ -100,7 +100,7 @@ def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, lo
         question = next(m["content"] for m in msgs if m.get("role") == "user")
         if body.get("tools") is None:  # the naive pass: its user message holds the question and the pages
             question = next((q for q in answers if f"Question: {q}\n" in question), question)
-        elif not any(m.get("role") == "tool" for m in msgs):
+        elif not model_tool_results(msgs):
             return {"tool_calls": [("search", {"query": question})]}
         text, sources = answers[question]
         if log is not None:

@@ -20,7 +20,7 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from fakeserver import TEST_KEY
+from fakeserver import TEST_KEY, model_tool_results
 from test_batch import ROUTER, make_db, write_input
 
 from ragkit.csvio import read_csv
@@ -79,7 +79,7 @@ def test_ctrl_c_then_kill_9_then_rerun_answers_every_question_once(isolated_env,
         if not allowed:
             gate.wait(120)  # held until the client is gone; then this reply goes nowhere
             return {"status": 503}
-        if not any(m.get("role") == "tool" for m in msgs):
+        if not model_tool_results(msgs):
             return {"tool_calls": [("search", {"query": question})]}
         with lock:
             delivered[question] += 1

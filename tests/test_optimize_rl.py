@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from fakeserver import TEST_KEY, openai_settings
+from fakeserver import TEST_KEY, model_tool_results, openai_settings
 from test_optimize import PAGES, files, make_db, offline_settings
 
 from ragkit.csvio import read_csv, write_csv
@@ -53,7 +53,7 @@ class Model:
             return {"content": json.dumps({"folder": self.propose(page, n, prompt), "reason": "scripted",
                                            "new_folder": True})}
         question = next(m["content"] for m in msgs if m["role"] == "user")
-        tool_turns = sum(1 for m in msgs if m["role"] == "tool")
+        tool_turns = len(model_tool_results(msgs))
         if tool_turns == 0:
             with self._lock:
                 self.asked.append(question)
