@@ -388,10 +388,10 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
     tools = toolbox.schemas()
     transcript: list[tuple[str, str, str]] = []  # (tool, arguments, result) for a forced final answer
     # page text reached the model: a page read, or pages a search or grep returned with their text
-    seen = started = _presearch(run, toolbox, messages, transcript) if run.start_pages > 0 else False
+    seen = _presearch(run, toolbox, messages, transcript) if run.start_pages > 0 else False
     tool_turns = 0
     reason = ""
-    nudged = looked = False
+    nudged = False
     require = not seen  # with nothing read, the first turn must use a tool: nothing can be answered before reading
     while True:
         if tool_turns >= run.max_steps:
@@ -422,16 +422,8 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
                 messages.append({"role": "user", "content": _READ_FIRST})
                 continue
             if (c.content or "").strip():
-                final = parse_final(c.content)
-                if started and tool_turns == 0 and not looked and _refuses(final):
-                    # a refusal from the start pages alone: the tools were never tried, so look further once
-                    looked = require = True
-                    run.trace.write("nudge", step=tool_turns, reason="refused before using a tool")
-                    messages.append({"role": "assistant", "content": c.content or ""})
-                    messages.append({"role": "user", "content": _LOOK_FURTHER})
-                    continue
                 answer.steps = run.calls
-                return _checked(run, answer, toolbox, final)
+                return _checked(run, answer, toolbox, parse_final(c.content))
             reason = "the model replied with neither a tool call nor an answer"
             break
         tool_turns += 1
@@ -533,10 +525,6 @@ def _shows_pages(tool: str, result: str) -> bool:
     """Whether a tool result put page text in front of the model (a page, or search/grep hits with text)."""
     return tool in ("read_page", "search", "grep") and not result.startswith("Error") and ".md" in result
 
-
-_LOOK_FURTHER = ("The pages found so far do not answer the question. Before you refuse, look further with the "
-                 "tools: search with other key words (synonyms, the document's own terms), grep for an exact name "
-                 "or number, or read more pages. Refuse only if that finds nothing either.")
 
 _READ_FIRST = ("You have not read any page yet, so you can neither answer nor refuse. Call read_page on the most "
                "promising result of the search above (or search again with other key words), and answer only "

@@ -850,36 +850,12 @@ def test_after_the_start_the_model_can_still_search_and_read_more(server, db):
     assert tool_messages(server.requests[1])[-1].startswith("Page file: manuals/router/setup/page_004.md")
 
 
-def test_a_refusal_from_the_start_pages_alone_is_sent_back_once_to_look_further(server, db, tmp_path):
-    # the tools were never tried: one more look (another search, a grep) before the refusal is accepted
+def test_a_refusal_after_the_start_pages_is_final_no_naive_pass(server, db):
+    # the model read pages (the start's): its refusal is its own, not one made from snippets
     refusal = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
     server.enqueue(content=refusal)
-    server.enqueue(tool_calls=[("grep", {"pattern": "192.168.0.1"})])
-    server.enqueue(content=json.dumps({"answer": "Open the admin page at 192.168.0.1.",
-                                       "sources": ["manuals/router/setup/page_004.md"], "refused": False}))
-    trace = tmp_path / "trace.jsonl"
-    a = ask("Where is the admin page?", openai_settings(server, db=db, start_pages=1), index=index_for(db),
-            trace_path=trace)
-    assert not a.refused and a.fallback is None and a.steps == 3
-    assert [s.path for s in a.sources] == ["database/manuals/router/setup/page_004.md"]
-    told = server.requests[1]
-    assert told["tool_choice"] == "required" and told["messages"][-1]["content"] == agent_mod._LOOK_FURTHER
-    assert told["messages"][-2] == {"role": "assistant", "content": refusal}
-    nudges = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()
-              if json.loads(line)["event"] == "nudge"]
-    assert [n["reason"] for n in nudges] == ["refused before using a tool"]
-
-
-def test_a_second_refusal_stands_and_a_refusal_after_using_the_tools_is_not_sent_back(server, db):
-    refusal = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
-    server.enqueue(content=refusal)
-    server.enqueue(content=refusal)  # it looked (or would not): the refusal is final, no naive pass
     a = start(server, db, question="What is the warranty period of the router?")
-    assert a.refused and a.fallback is None and a.answer == refusal_text("en") and len(server.requests) == 2
-    server.enqueue(tool_calls=[("search", {"query": "warranty"})])
-    server.enqueue(content=refusal)
-    a = start(server, db, question="What is the warranty period of the router?")
-    assert a.refused and a.steps == 2 and len(server.requests) == 4
+    assert a.refused and a.fallback is None and a.answer == refusal_text("en") and len(server.requests) == 1
 
 
 def test_when_the_start_search_finds_nothing_the_model_must_still_read_first(server, db):
