@@ -52,8 +52,8 @@ def llama_server(scripted_server):
 
 
 def run(server, db, question="How do I reset the router?", **kw):
-    # the tool loop from the bare tree (start_pages=0), so each test scripts every step; the default start (the
-    # question searched and its top pages read first) has its own tests below
+    # the tool loop from the bare tree (start_pages=0, the default), so each test scripts every step; the
+    # opt-in start (the question searched and its top pages read first) has its own tests below
     settings = openai_settings(server, db=db, **{"start_pages": 0, **kw.pop("settings", {})})
     return ask(question, settings, index=index_for(db), **kw)
 
@@ -796,16 +796,17 @@ def test_general_knowledge_is_flagged_in_json(server, db, isolated_env):
     assert doc["general_knowledge"] is True and doc["sources"] == []
 
 
-# -- the agent's start: the question searched and its top pages read (Settings.start_pages) ----------------
+# -- the opt-in start: the question searched and its top pages read (Settings.start_pages) ----------------
 def start(server, db, question="How do I reset the router?", **settings):
-    return ask(question, openai_settings(server, db=db, **settings), index=index_for(db))
+    return ask(question, openai_settings(server, db=db, **{"start_pages": 5, **settings}), index=index_for(db))
 
 
 def test_the_agent_starts_with_the_question_searched_and_its_top_pages_read(server, db, tmp_path):
     # a small model that answers its first turn without a tool call answers from what naive would give it
     server.enqueue(content=FINAL)
     trace = tmp_path / "trace.jsonl"
-    a = ask("How do I reset the router?", openai_settings(server, db=db), index=index_for(db), trace_path=trace)
+    a = ask("How do I reset the router?", openai_settings(server, db=db, start_pages=5), index=index_for(db),
+            trace_path=trace)
     assert a.error is None and a.fallback is None and not a.refused and a.steps == 1
     assert [s.path for s in a.sources] == [RESET_REF]
     expected = [h.path for h in index_for(db).search("How do I reset the router?", k=agent_mod.NAIVE_K)]
@@ -882,7 +883,7 @@ def test_start_pages_zero_starts_from_the_bare_tree_and_the_setting_comes_from_t
     with pytest.raises(UsageError, match="RAG_START_PAGES must be at least 0"):
         load_settings()
     monkeypatch.delenv("RAG_START_PAGES")
-    assert load_settings().start_pages == 5
+    assert load_settings().start_pages == 0
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     a = start(server, db, start_pages=0)
