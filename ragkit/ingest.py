@@ -1191,9 +1191,9 @@ def _run_jobs(jobs: list[_Job], workers: int | None, progress: bool):
                     yield fut.result()
             except BaseException:
                 # Ctrl-C or an error: stop now, not after the running documents are written. A document cut
-                # short is not in the manifest, so the next run converts it again.
-                for f in futures:
-                    f.cancel()
+                # short is not in the manifest, so the next run converts it again. The futures are not
+                # cancelled: the pool's own thread then marks every pending one broken, and on Python 3.11 it
+                # raises InvalidStateError (a traceback on stderr) when it meets one already cancelled.
                 for proc in list(getattr(pool, "_processes", {}).values()):
                     with contextlib.suppress(Exception):
                         proc.kill()
