@@ -76,7 +76,22 @@ def report(questions: list[dict], ranked: list[list[str]], pmap: dict) -> dict:
         out[kind] = mean([r for q, r in zip(questions, rows, strict=True) if q["doc_type"] == kind])
     for h in "AB":
         out[f"half_{h}"] = mean([r for q, r in zip(questions, rows, strict=True) if half(q["doc"]) == h])
+    out["hub"] = hub(questions, ranked, pmap)
     return out
+
+
+def hub(questions: list[dict], ranked: list[list[str]], pmap: dict) -> dict:
+    """The page most often in the top 5 of questions about *another* document (a "hub" that matches nearly
+    every query would be in most of them): its count and share of the questions."""
+    count: dict[str, int] = {}
+    for q, r in zip(questions, ranked, strict=True):
+        for rel in r[:5]:
+            if pmap.get(rel, ("", 0))[0] != q["doc"]:
+                count[rel] = count.get(rel, 0) + 1
+    if not count:
+        return {"page": None, "questions": 0, "share": 0.0}
+    page = max(count, key=lambda p: (count[p], p))
+    return {"page": page, "questions": count[page], "share": round(count[page] / len(questions), 3)}
 
 
 def main() -> None:
