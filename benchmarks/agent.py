@@ -23,16 +23,17 @@ line per strategy plus a final one:
 
     uv run python benchmarks/agent.py --base-url http://127.0.0.1:8088/v1 --model qwen2.5-coder-1.5b \
         --limit 20 [--unanswerable 5] [--strategies agent,naive] [--max-steps 6] [--page-chars 3000] [--ids A,B] \
-        [--start-pages 5]
+        [--start-pages 0]
 
 ``--limit N`` questions: N - U answerable ones whose evidence is text (this ingest reads no images), spread
 evenly over the file, and U unanswerable ones (``--unanswerable``, default a quarter). Per strategy: page
 recall (a required page cited; the pages read too), Contain-Match, both together (a right page cited and
 an answer holding the ground truth: ``right_page_and_answer``), refusals of answerable and unanswerable
-questions, agent fallbacks, steps, tokens and seconds per question. ``--page-chars`` cuts the page text every
+questions, agent fallbacks (to naive's pages) and re-reads (a refusal after reading answered by a
+focused call on the pages read), steps, tokens and seconds per question. ``--page-chars`` cuts the page text every
 strategy is given (the tools' results and naive/synth's pages alike) so a small local model's context and
 speed allow the run; the JSON says which cut was used. ``--start-pages N`` starts the agent with the question
-searched and its top N pages read (RAG_START_PAGES; default 0, the bare tree). Per-question lines go to stderr as they finish.
+searched and its top N pages read (RAG_START_PAGES; default 5; 0 starts it from the bare tree). Per-question lines go to stderr as they finish.
 """
 
 from __future__ import annotations
@@ -353,7 +354,9 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
     settings = Settings(db=db, provider="openai", provider_reason="benchmark", model=args.model,
                         judge_model=args.model, api_key=Secret(os.environ.get("OPENAI_API_KEY") or "sk-local"),
                         api_base=args.base_url, cache=False, timeout=args.timeout, max_steps=args.max_steps,
-                        max_tokens=args.max_tokens, start_pages=args.start_pages)
+                        max_tokens=args.max_tokens)
+    if args.start_pages is not None:
+        settings = settings.with_(start_pages=args.start_pages)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
     rows: list[dict] = []
     started = time.perf_counter()
@@ -392,12 +395,13 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
             "right_page_and_answer": ratio(sum(bool(r["cm"]) and r["cited_right_page"] for r in A), len(A)),
             "refused_answerable": ratio(sum(r["refused"] for r in A), len(A)),
             "refused_unanswerable": ratio(sum(r["refused"] for r in U), len(U)),
-            "fallbacks": sum(bool(r["fallback"]) for r in mine), "errors": sum(bool(r["error"]) for r in mine),
+            "fallbacks": sum(r["fallback"] == "naive" for r in mine),
+            "rereads": sum(r["fallback"] == "reread" for r in mine), "errors": sum(bool(r["error"]) for r in mine),
             "first_error": next((r["error"] for r in mine if r["error"]), None),
             "steps_per_question": round(statistics.mean(r["steps"] for r in mine), 2) if mine else None,
             "tokens_per_question": round(statistics.mean(r["tokens"] for r in mine)) if mine else None,
             "seconds_per_question": round(statistics.mean(r["seconds"] for r in mine), 1) if mine else None,
-            "max_steps": args.max_steps, "start_pages": args.start_pages, "page_chars": args.page_chars or None,
+            "max_steps": args.max_steps, "start_pages": settings.start_pages, "page_chars": args.page_chars or None,
             "ingest_failed": len(report.failed),
         })
         print(json.dumps(lines[-1], ensure_ascii=False), flush=True)
@@ -420,8 +424,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-steps", type=int, default=6, help="real model: agent tool-using turns per question")
     ap.add_argument("--max-tokens", type=int, default=30_000, help="real model: agent tokens per question")
     ap.add_argument("--timeout", type=float, default=600.0, help="real model: seconds per request")
-    ap.add_argument("--start-pages", type=int, default=0,
-                    help="real model: agent starts with the question's top N pages read (RAG_START_PAGES)")
+    ap.add_argument("--start-pages", type=int, default=None,
+                    help="real model: agent starts with the question's top N pages read (default: RAG_START_PAGES's)")
     ap.add_argument("--page-chars", type=int, default=None, help="real model: page text cut for every strategy")
     ap.add_argument("--ids", default="", help="real model: only these question ids of the --limit selection")
     ap.add_argument("--deadline-min", type=float, default=None,

@@ -42,8 +42,8 @@ class Settings:
     max_steps: int = 12  # agent: tool-using turns per question [env RAG_MAX_STEPS]
     max_tokens: int = 60_000  # agent: input+output tokens per question [env RAG_MAX_TOKENS]
     context_tokens: int = 32_000  # longctx: tokens of whole documents put in the context [env RAG_CONTEXT_TOKENS]
-    start_pages: int = 0  # agent: N > 0 starts it with the question searched and its top N pages read (fewer
-    # model calls); 0 = from the bare tree, reading what it chooses [env RAG_START_PAGES]
+    start_pages: int = 5  # agent: N > 0 starts it with the question searched and its top N pages read (fewer
+    # model calls, and a weak model reads); 0 = from the bare tree, reading what it chooses [env RAG_START_PAGES]
 
     def with_(self, **changes) -> Settings:
         return replace(self, **changes)
@@ -128,7 +128,7 @@ def load_settings(
     if context < 1:
         raise UsageError(f"--context-tokens must be at least 1, got {context}")
     start = (start_pages if start_pages is not None
-             else _positive_int(env.get("RAG_START_PAGES"), "RAG_START_PAGES", 0, minimum=0))
+             else _positive_int(env.get("RAG_START_PAGES"), "RAG_START_PAGES", 5, minimum=0))
     if start < 0:
         raise UsageError(f"start_pages must be 0 or more, got {start}")
     default_model = env.get("RAG_MODEL") or DEFAULT_MODEL

@@ -81,7 +81,9 @@ class Answer:
     error: str | None = None
     timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     general_knowledge: bool = False  # synth found nothing relevant and answered from general knowledge
-    fallback: str | None = None  # "naive": the agent's model read no page, so the agent retrieved as naive does
+    # "naive": the agent's model read no page, so the agent retrieved as naive does; "reread": the agent refused
+    # after reading, and one focused call on the pages it read answered
+    fallback: str | None = None
     engine: str | None = None  # what produced the answer when not the strategy itself ("offline-extractive")
 
     def to_json(self) -> dict:

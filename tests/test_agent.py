@@ -52,8 +52,8 @@ def llama_server(scripted_server):
 
 
 def run(server, db, question="How do I reset the router?", **kw):
-    # the tool loop from the bare tree (start_pages=0, the default), so each test scripts every step; the
-    # opt-in start (the question searched and its top pages read first) has its own tests below
+    # the tool loop from the bare tree (start_pages=0), so each test scripts every step; the default start
+    # (the question searched and its top pages read first, start_pages=5) has its own tests below
     settings = openai_settings(server, db=db, **{"start_pages": 0, **kw.pop("settings", {})})
     return ask(question, settings, index=index_for(db), **kw)
 
@@ -281,13 +281,15 @@ def test_parse_final_units():
 def test_refusal_in_the_questions_language(server, db):
     server.enqueue(tool_calls=[("search", {"query": "保証期間"})])
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
-    server.enqueue(content=json.dumps({"answer": refusal_text("ja"), "sources": [], "refused": True},
-                                      ensure_ascii=False))
+    ja_refusal = json.dumps({"answer": refusal_text("ja"), "sources": [], "refused": True}, ensure_ascii=False)
+    server.enqueue(content=ja_refusal)
+    server.enqueue(content=ja_refusal)  # the refusal is checked once on the page read, and stands
     a = run(server, db, question="冷蔵庫の保証期間は何年ですか？")
     assert a.refused and a.answer == "この質問には資料から回答できません。" and a.sources == []
-    assert a.confidence == 0.0 and a.error is None
-    system = server.requests[0]["messages"][0]["content"]
-    assert refusal_text("ja") in system and "Japanese" in system
+    assert a.confidence == 0.0 and a.error is None and a.fallback is None and a.steps == 4
+    for request in (server.requests[0], server.requests[3]):
+        system = request["messages"][0]["content"]
+        assert refusal_text("ja") in system and "Japanese" in system
 
 
 def test_refusal_flag_with_other_text_becomes_the_plain_refusal(server, db):
@@ -851,12 +853,41 @@ def test_after_the_start_the_model_can_still_search_and_read_more(server, db):
     assert tool_messages(server.requests[1])[-1].startswith("Page file: manuals/router/setup/page_004.md")
 
 
-def test_a_refusal_after_the_start_pages_is_final_no_naive_pass(server, db):
-    # the model read pages (the start's): its refusal is its own, not one made from snippets
-    refusal = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
-    server.enqueue(content=refusal)
+REFUSAL = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
+
+
+def test_a_refusal_after_reading_is_checked_once_on_the_pages_read_and_stands_when_that_refuses(server, db):
+    # no new search: the pages the agent read go to one call with naive's prompt, without tools
+    server.enqueue(content=REFUSAL)
+    server.enqueue(content=REFUSAL)
     a = start(server, db, question="What is the warranty period of the router?")
-    assert a.refused and a.fallback is None and a.answer == refusal_text("en") and len(server.requests) == 1
+    assert a.refused and a.fallback is None and a.answer == refusal_text("en") and a.sources == []
+    assert len(server.requests) == 2 and a.steps == 2 and a.confidence == 0.0
+    check = server.requests[1]
+    assert "tools" not in check and [m["role"] for m in check["messages"]] == ["system", "user"]
+    assert check["messages"][0]["content"].startswith("You answer a question from the document pages given")
+    read = [p.removeprefix("database/") for p in a.pages_read]
+    assert 1 <= len(read) <= 5
+    user = check["messages"][1]["content"]
+    blocks = [user.index(f"=== Search result [{n}]: {p} ") for n, p in enumerate(read, 1)]
+    assert blocks == sorted(blocks)  # the pages in the order they were read
+
+
+def test_a_refusal_after_reading_that_the_focused_call_answers_is_replaced_and_says_so(server, db):
+    server.enqueue(content=REFUSAL)
+    server.enqueue(content=json.dumps({"answer": "Hold RESET for 10 seconds.", "sources": ["[1]"], "refused": False}))
+    a = start(server, db, question="How do I reset the router?")
+    assert a.error is None and not a.refused and a.fallback == "reread" and a.answer == "Hold RESET for 10 seconds."
+    first_read = a.pages_read[0]
+    assert [s.path for s in a.sources] == [first_read] and a.steps == 2
+    assert 0 < a.confidence <= agent_mod.DISPUTED_CONFIDENCE  # the two readings disagreed
+    assert a.to_json()["metadata"]["fallback"] == "reread"
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    print_answer(a, console=console)
+    text = console.export_text()
+    assert "one focused reading of the pages it read" in text and "read no page itself" not in text
 
 
 def test_when_the_start_search_finds_nothing_the_model_must_still_read_first(server, db):
@@ -883,7 +914,7 @@ def test_start_pages_zero_starts_from_the_bare_tree_and_the_setting_comes_from_t
     with pytest.raises(UsageError, match="RAG_START_PAGES must be at least 0"):
         load_settings()
     monkeypatch.delenv("RAG_START_PAGES")
-    assert load_settings().start_pages == 0
+    assert load_settings().start_pages == 5  # the default: the agent starts where naive does
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
     a = start(server, db, start_pages=0)
