@@ -15,9 +15,9 @@ INTERFACE (owned by the agent work; cli/batch/optimize/demo rely on it):
 How the strategies finish (all three return the same Answer):
 
 - agent: the model works with the tools (Toolbox) until it replies without tool calls. With `start_pages` N > 0
-  (Settings, RAG_START_PAGES; default 0) the conversation starts with the question searched and its top N
-  pages read, as tool calls already made (fewer model calls; measured on a weak model it cost answers: see
-  `_presearch`). It must read before it answers: when nothing was read yet the first turn asks
+  (Settings, RAG_START_PAGES; default 5) the conversation starts with the question searched and its top N
+  pages read, as tool calls already made (fewer model calls, and a weak model reads: see `_presearch`); with
+  0 it starts from the bare tree. It must read before it answers: when nothing was read yet the first turn asks
   tool_choice="required" (servers that reject it, or answer it without a tool
   call, are asked "auto" from then on: llm.py); an answer or refusal given before any page text reached the
   model (a page read, or pages a search or grep returned with their text; a folder listing is not enough) is
@@ -211,7 +211,7 @@ class _Run:
     lang: str = "en"
     naive_prompt: str | None = None  # replaces the first part of NAIVE_SYSTEM (rag evolve tunes it)
     context_tokens: int = 32_000  # longctx's budget (Settings.context_tokens)
-    start_pages: int = 0  # agent: pages of the question's search read before the first turn (Settings.start_pages)
+    start_pages: int = 0  # agent: pages of the question's search read before the first turn (ask passes Settings')
     usage: Usage = field(default_factory=lambda: Usage(cost_usd=0.0))
     calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -472,11 +472,11 @@ def _agent(run: _Run, answer: Answer, toolbox: Any) -> Answer:
 
 def _presearch(run: _Run, toolbox: Any, messages: list[dict], transcript: list[tuple[str, str, str]]) -> bool:
     """Start the conversation with the question searched and its top `start_pages` pages read (cut as naive
-    cuts its pages), as tool calls already made; returns whether a page was read. Opt-in (RAG_START_PAGES):
-    on Qwen2.5-Coder-1.5B (20 MMLongBench-Doc questions, one run) it took the agent from 3.3 model calls and
-    16 naive fallbacks to 1.05 calls and none, Contain-Match 0.267 vs naive's 0.200, but page recall stayed
-    one question below naive (0.467 vs 0.533), fewer unanswerable questions were refused (0.40 vs 0.60), and
-    the Japanese sample question was refused with its page read, where the bare-tree start answered it."""
+    cuts its pages), as tool calls already made; returns whether a page was read. The default (RAG_START_PAGES
+    5): on Qwen2.5-Coder-1.5B (20 MMLongBench-Doc questions) the bare-tree start took 3.3 model calls and fell
+    back to naive's pages on 16 questions; this start takes 1-1.4 calls and none. With the re-read of a
+    refusal (`_reread`) its page recall was 0.600 vs naive's 0.533 and Contain-Match 0.333 vs 0.267, but
+    unanswerable questions were refused less (0.20 vs 0.60)."""
     from ragkit.tools import format_hits  # with Toolbox: the tools load only when an agent runs
 
     t0 = time.perf_counter()
