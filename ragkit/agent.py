@@ -529,7 +529,11 @@ def _reread(run: _Run, refused: Answer, toolbox: Any) -> Answer:
     pages disagreed, and on a question the documents cannot answer the refusal was the right one."""
     paths = toolbox.pages_read[-NAIVE_K:]
     run.trace.write("reread", pages=paths)
-    checked = _answer_from_pages(run, replace(refused, sources=[]), toolbox, paths, "re-read of the pages read")
+    try:
+        checked = _answer_from_pages(run, replace(refused, sources=[]), toolbox, paths, "re-read of the pages read")
+    except RagError as e:  # the check failed, not the answer: the model's own refusal stands
+        run.trace.write("reread_error", error=_one_line(e))
+        checked = refused
     if checked.refused:
         refused.steps = run.calls
         return refused

@@ -873,6 +873,13 @@ def test_a_refusal_after_reading_is_checked_once_on_the_pages_read_and_stands_wh
     assert blocks == sorted(blocks)  # the pages in the order they were read
 
 
+def test_a_refusal_stands_when_its_check_fails(server, db):
+    server.enqueue(content=REFUSAL)
+    server.enqueue(content="")  # the focused call returns nothing: no error for the question, the refusal stands
+    a = start(server, db, question="What is the warranty period of the router?")
+    assert a.error is None and a.refused and a.answer == refusal_text("en") and a.fallback is None
+
+
 def test_a_refusal_after_reading_that_the_focused_call_answers_is_replaced_and_says_so(server, db):
     server.enqueue(content=REFUSAL)
     server.enqueue(content=json.dumps({"answer": "Hold RESET for 10 seconds.", "sources": ["[1]"], "refused": False}))
