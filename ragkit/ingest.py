@@ -68,9 +68,7 @@ import io
 import json
 import os
 import re
-import signal
 import stat
-import threading
 import time
 import unicodedata
 import zipfile
@@ -83,6 +81,7 @@ from ragkit.errors import RagError
 from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, render_page
 from ragkit.paths import MAX_NAME, atomic_write_text, page_filename, sanitize_name
 from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks, one_line, strip_controls
+from ragkit.workers import alive, follow_parent
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
 MANIFEST = "ingest-manifest.json"
@@ -224,7 +223,7 @@ def _write_page(path: Path, text: str) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8", newline="")
-        if _PARENT is not None and not _alive(_PARENT):  # orphaned: write nothing more (see _exit_with)
+        if _PARENT is not None and not alive(_PARENT):  # orphaned: write nothing more (see follow_parent)
             tmp.unlink(missing_ok=True)
             os._exit(1)
         os.replace(tmp, path)
@@ -797,43 +796,11 @@ class _Fail(Exception):
 _PARENT: int | None = None  # in a worker process: the pid of the `rag ingest` that started it
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        pass
-    return True
-
-
-def _exit_with(parent: int) -> None:
-    """Block until process `parent` is gone, then end this worker at once: a killed `rag ingest` (kill -9,
-    a crashed terminal) must not leave workers that go on writing pages into the database."""
-    try:
-        fd = os.pidfd_open(parent)
-    except (AttributeError, OSError):  # no pidfd (old kernel, not Linux): poll instead
-        fd = None
-    if fd is not None:
-        import select
-
-        poller = select.poll()
-        poller.register(fd, select.POLLIN)
-        while not poller.poll():
-            pass
-    else:
-        while _alive(parent):
-            time.sleep(0.1)
-    os._exit(1)
-
-
 def _init_worker(parent: int | None = None) -> None:
     global _PARENT
     if parent is not None and parent != os.getpid():
         _PARENT = parent
-        # Ctrl-C reaches the whole process group: the parent decides, and stops the workers itself
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        threading.Thread(target=_exit_with, args=(parent,), daemon=True, name="ragkit-parent-watch").start()
+        follow_parent(parent)  # a killed `rag ingest` must not leave workers that go on writing pages
     with contextlib.suppress(Exception):
         import pymupdf
 

@@ -245,6 +245,55 @@ def _pages(db: Path) -> int:
 
 
 @pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the workers")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="the index analyses pages in processes only with 2+ cores")
+@pytest.mark.parametrize("how", ["kill", "interrupt"])
+def test_a_killed_index_build_leaves_no_worker_running(isolated_env, how):
+    """Thousands of new pages are analysed in worker processes. Ctrl-C ends every worker and prints one line,
+    no traceback (a worker's own KeyboardInterrupt used to print one); kill -9 of the command alone takes its
+    workers with it. Either way the next search builds a working index."""
+    words = "revenue margin turbine valve pressure ledger audit kiln solvent harbour".split()
+    pages = {}
+    for i in range(6000):
+        body = " ".join(f"{words[(i + j) % 10]}{j % 50} section {i} note" for j in range(150))
+        pages[f"c/doc{i // 100}/s/page_{i % 100 + 1:03d}.md"] = (f"doc{i // 100}", "s", i % 100 + 1, body)
+    db = write_pages(isolated_env / "database", pages)
+    mark = uuid.uuid4().hex
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAG_"))}
+    env.update(RAGKIT_TEST_MARK=mark, RAG_EMBED="0")
+    cmd = [sys.executable, "-m", "ragkit.cli", "search", "turbine7 section 4321", "--db", str(db)]
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while len(_marked(mark)) < 3 and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.02)  # the command and its two workers
+        assert proc.poll() is None, "the index was built before it could be interrupted: give it more pages"
+        assert len(_marked(mark)) >= 3, "no worker process was started"
+        if how == "kill":
+            proc.kill()  # the command alone: its workers must notice and stop
+        else:
+            os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole process group
+        proc.wait(timeout=60)
+        if how == "interrupt":
+            err = proc.stderr.read().decode()
+            assert proc.returncode == 130 and "interrupted" in err, err
+            assert "Traceback" not in err and "InvalidStateError" not in err, err
+        deadline = time.monotonic() + 10
+        while _marked(mark) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert _marked(mark) == [], "processes survived the kill"
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        for pid in _marked(mark):
+            os.kill(pid, signal.SIGKILL)
+    again = subprocess.run(cmd + ["--format", "json"], env=env, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr
+    hits = json.loads(again.stdout)
+    assert any(h["path"].endswith("c/doc43/s/page_022.md") for h in hits), hits[:3]
+
+
+@pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc to find the workers")
 @pytest.mark.parametrize("how", ["kill", "interrupt"])
 def test_a_killed_ingest_leaves_no_worker_running(isolated_env, how):
     src = isolated_env / "many" / "c"

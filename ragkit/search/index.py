@@ -3,6 +3,7 @@ together from the parts in this package; and the module API (open_index, search_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -35,6 +36,7 @@ from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
 from ragkit.text import name_forms, search_terms
+from ragkit.workers import follow_parent
 
 log = logging.getLogger(__name__)
 
@@ -149,7 +151,8 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
 
-                pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"))
+                pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                           initializer=follow_parent, initargs=(os.getpid(),))
                 results = pool.map(_analyse_many, [str(self.db)] * len(chunks), chunks)
             else:
                 results = (_analyse_many(str(self.db), c) for c in chunks)
@@ -170,9 +173,18 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                     batch, touched = [], []
             self._write(batch, touched, [r for r in removed if r in self._stat], sync=False)
             self._sync()
+        except BaseException:
+            # Ctrl-C or an error: kill the workers rather than cancel their futures. On Python 3.11 the pool's
+            # own thread marks every pending future broken and raises InvalidStateError (a traceback on
+            # stderr) when it meets one already cancelled; rag ingest met that race.
+            if pool is not None:
+                for proc in list(getattr(pool, "_processes", {}).values()):
+                    with contextlib.suppress(Exception):
+                        proc.kill()
+            raise
         finally:
             if pool is not None:
-                pool.shutdown(cancel_futures=True)
+                pool.shutdown()
             if bar is not None:
                 bar.close()
 
