@@ -332,6 +332,9 @@ def test_refuses_to_listen_beyond_loopback_without_a_token(sample_db_copy):
 
 
 def test_rag_serve_command_runs_uvicorn(sample_db_copy, tmp_path):
+    """The real command: token, page, a failing chat, an upload (which starts the conversion process), and
+    Ctrl-C, which stops the server and that process without a traceback."""
+    import signal
     import socket
 
     with socket.socket() as s:
@@ -341,7 +344,8 @@ def test_rag_serve_command_runs_uvicorn(sample_db_copy, tmp_path):
            "OPENAI_API_BASE": "http://127.0.0.1:9/v1"}
     log = (tmp_path / "serve.log").open("w")
     proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "serve", "--db", str(sample_db_copy),
-                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env)
+                             "--port", str(port)], stdout=log, stderr=subprocess.STDOUT, env=env,
+                            start_new_session=True)
     try:
         url = f"http://127.0.0.1:{port}"
         for _ in range(600):
@@ -359,12 +363,27 @@ def test_rag_serve_command_runs_uvicorn(sample_db_copy, tmp_path):
         r = post(url + "/chat", json={"query": MFA_Q, "strategy": "naive"},
                        headers={"Authorization": "Bearer cli-token"})
         assert r.status_code == 502 and TEST_KEY not in r.text
-    finally:
-        proc.terminate()
+        pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual"])
+        with pdf.open("rb") as fh:
+            r = post(url + "/documents", files={"file": ("harbor.pdf", fh, "application/pdf")},
+                     headers={"Authorization": "Bearer cli-token"}, timeout=120)
+        assert r.status_code == 201, r.text
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C in a terminal reaches the whole process group
         proc.wait(timeout=30)
+        for _ in range(100):  # the conversion process ends with the server
+            try:
+                os.killpg(proc.pid, 0)
+            except ProcessLookupError:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("a process of the server survived Ctrl-C")
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
         log.close()
     out = (tmp_path / "serve.log").read_text()
-    assert f"127.0.0.1:{port}" in out and TEST_KEY not in out and "Traceback" not in out
+    assert f"127.0.0.1:{port}" in out and TEST_KEY not in out and "Traceback" not in out, out
 
 
 def test_upload_while_searching_and_chatting(sample_db_copy, tmp_path):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import multiprocessing
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ragkit.paths import (
     resolve_in_db,
     sanitize_name,
 )
+from ragkit.workers import follow_parent
 
 UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<category>/
 DEFAULT_CATEGORY = "uploads"
@@ -159,7 +161,9 @@ def _ingest_pool() -> concurrent.futures.ProcessPoolExecutor:
         if _POOL is None:
             methods = multiprocessing.get_all_start_methods()
             ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            _POOL = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx)
+            # the worker ignores Ctrl-C (the server stops it) and ends with the server even after kill -9
+            _POOL = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=follow_parent,
+                                                           initargs=(os.getpid(),))
         return _POOL
 
 
