@@ -81,7 +81,7 @@ from ragkit.errors import RagError
 from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, render_page
 from ragkit.paths import MAX_NAME, atomic_write_text, page_filename, sanitize_name
 from ragkit.text import HAN_KANA, HANGUL, join_cjk_breaks, one_line, strip_controls
-from ragkit.workers import alive, follow_parent
+from ragkit.workers import alive, follow_parent, starting_workers, stop_pool
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
 MANIFEST = "ingest-manifest.json"
@@ -1149,22 +1149,23 @@ def _run_jobs(jobs: list[_Job], workers: int | None, progress: bool):
                 bar.update(1)
                 yield res
             return
-        with ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker, initargs=(os.getpid(),),
-                                 mp_context=_mp_context()) as pool:
-            futures = [pool.submit(_process, job) for job in jobs]
-            try:
-                for fut in as_completed(futures):
-                    bar.update(1)
-                    yield fut.result()
-            except BaseException:
-                # Ctrl-C or an error: stop now, not after the running documents are written. A document cut
-                # short is not in the manifest, so the next run converts it again. The futures are not
-                # cancelled: the pool's own thread then marks every pending one broken, and on Python 3.11 it
-                # raises InvalidStateError (a traceback on stderr) when it meets one already cancelled.
-                for proc in list(getattr(pool, "_processes", {}).values()):
-                    with contextlib.suppress(Exception):
-                        proc.kill()
-                raise
+        pool = None
+        try:
+            with starting_workers():
+                pool = ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker,
+                                           initargs=(os.getpid(),), mp_context=_mp_context())
+                futures = [pool.submit(_process, job) for job in jobs]
+            for fut in as_completed(futures):
+                bar.update(1)
+                yield fut.result()
+        except BaseException:
+            # Ctrl-C or an error, perhaps while the pool was starting: stop now, not after the running
+            # documents are written. A document cut short is not in the manifest, so the next run converts it
+            # again.
+            if pool is not None:
+                stop_pool(pool)
+            raise
+        pool.shutdown()
     finally:
         bar.close()
 

@@ -7,6 +7,7 @@ terminal) takes its workers with it instead of leaving them blocked or still wri
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import threading
@@ -47,4 +48,74 @@ def follow_parent(parent: int) -> None:
     if parent == os.getpid():
         return
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})  # born blocked: see starting_workers()
     threading.Thread(target=exit_with, args=(parent,), daemon=True, name="ragkit-parent-watch").start()
+
+
+@contextlib.contextmanager
+def starting_workers(*, fork: bool = False):
+    """Hold Ctrl-C back while worker processes are created. A worker is born with SIGINT blocked (the mask is
+    inherited through fork, exec and the forkserver) until follow_parent() ignores it; without this a Ctrl-C
+    in the few milliseconds before the initializer ran killed that worker with its own traceback and broke
+    the pool. Here a Ctrl-C waits until the block ends, then is raised as usual. Only the calling thread's
+    mask changes, so from any other thread it is harmless to the process's own Ctrl-C. fork=True: the pool
+    forks, and needs no resource tracker."""
+    if not hasattr(signal, "pthread_sigmask"):  # Windows: no masks, and spawn starts workers afresh
+        yield
+        return
+    if not fork:
+        # multiprocessing starts its resource tracker (forkserver and spawn pools need it) with SIGINT
+        # unblocked afterwards, whatever the mask was: start it before the block, not inside it
+        from multiprocessing import resource_tracker
+
+        with contextlib.suppress(Exception):
+            resource_tracker.ensure_running()
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def stop_pool(pool, *, grace: float = 5.0) -> None:
+    """After Ctrl-C or an error: kill a process pool's workers at once and let the pool wind down. Never raises,
+    even for a pool interrupted while it was starting (its manager thread not yet running, which a join would
+    refuse). Its futures are not cancelled: on Python 3.11 the pool's own thread marks every pending one
+    broken and raises InvalidStateError (a traceback on stderr) when it meets one already cancelled."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    # read before shutdown(), which forgets them
+    thread = getattr(pool, "_executor_manager_thread", None)
+    writer = getattr(getattr(pool, "_result_queue", None), "_writer", None)
+    for proc in procs:
+        with contextlib.suppress(Exception):
+            proc.kill()
+    with contextlib.suppress(Exception):
+        pool.shutdown(wait=False)
+    if thread is not None and writer is not None:
+        with contextlib.suppress(Exception):
+            _unblock_manager(thread, writer, procs, grace)
+
+
+def _unblock_manager(thread: threading.Thread, writer, procs: list, grace: float) -> None:
+    """A worker killed while it was sending a result leaves half a message in the result pipe: the pool's
+    manager thread then waits in recv() for bytes that never come, and the interpreter, which joins that
+    thread at exit, hangs (2 of some 50 interrupted index builds did). Once the workers are dead this process holds
+    the only writer, so pad the pipe until the thread reads a message it cannot unpickle, declares the pool
+    broken and ends."""
+    from multiprocessing.connection import wait
+
+    if not thread.is_alive():
+        return
+    deadline = time.monotonic() + grace
+    wait([p.sentinel for p in procs], timeout=grace)  # kill() only sends the signal
+    thread.join(0.2)  # the usual case: it sees the dead workers and ends by itself
+    if not thread.is_alive():
+        return
+    fd = writer.fileno()
+    os.set_blocking(fd, False)  # never block here: the reader may stop reading at any moment
+    pad = bytes(65536)
+    while thread.is_alive() and time.monotonic() < deadline:
+        with contextlib.suppress(BlockingIOError):
+            while os.write(fd, pad):  # until the pipe is full; the thread then reads on
+                pass
+        thread.join(0.01)

@@ -3,7 +3,6 @@ together from the parts in this package; and the module API (open_index, search_
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import os
@@ -36,7 +35,7 @@ from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
 from ragkit.text import name_forms, search_terms
-from ragkit.workers import follow_parent
+from ragkit.workers import follow_parent, starting_workers, stop_pool
 
 log = logging.getLogger(__name__)
 
@@ -151,9 +150,13 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                 import multiprocessing
                 from concurrent.futures import ProcessPoolExecutor
 
-                pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
-                                           initializer=follow_parent, initargs=(os.getpid(),))
-                results = pool.map(_analyse_many, [str(self.db)] * len(chunks), chunks)
+                with starting_workers(fork=True):
+                    pool = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork"),
+                                               initializer=follow_parent, initargs=(os.getpid(),))
+                    # submit, not map: map's iterator cancels its futures when it is dropped, and the pool's
+                    # thread then raises InvalidStateError (a traceback) marking them broken after Ctrl-C
+                    futures = [pool.submit(_analyse_many, str(self.db), c) for c in chunks]
+                results = (f.result() for f in futures)
             else:
                 results = (_analyse_many(str(self.db), c) for c in chunks)
             batch: list[_Analysed] = []
@@ -174,13 +177,9 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             self._write(batch, touched, [r for r in removed if r in self._stat], sync=False)
             self._sync()
         except BaseException:
-            # Ctrl-C or an error: kill the workers rather than cancel their futures. On Python 3.11 the pool's
-            # own thread marks every pending future broken and raises InvalidStateError (a traceback on
-            # stderr) when it meets one already cancelled; rag ingest met that race.
-            if pool is not None:
-                for proc in list(getattr(pool, "_processes", {}).values()):
-                    with contextlib.suppress(Exception):
-                        proc.kill()
+            if pool is not None:  # Ctrl-C or an error, perhaps while the pool was starting
+                stop_pool(pool)
+                pool = None
             raise
         finally:
             if pool is not None:

@@ -26,7 +26,7 @@ from ragkit.paths import (
     resolve_in_db,
     sanitize_name,
 )
-from ragkit.workers import follow_parent
+from ragkit.workers import follow_parent, starting_workers
 
 UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<category>/
 DEFAULT_CATEGORY = "uploads"
@@ -190,7 +190,9 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
     atomic_write_bytes(src, data)
     try:
-        report = _ingest_pool().submit(_ingest_one, str(src), str(db.resolve()), cat).result()
+        with starting_workers():  # the worker starts at the first submit: no Ctrl-C before it ignores them
+            future = _ingest_pool().submit(_ingest_one, str(src), str(db.resolve()), cat)
+        report = future.result()
     except RagError as e:
         src.unlink(missing_ok=True)
         raise ClientError(422, str(e)) from None
