@@ -99,9 +99,9 @@ def stop_pool(pool, *, grace: float = 5.0) -> None:
 def _unblock_manager(thread: threading.Thread, writer, procs: list, grace: float) -> None:
     """A worker killed while it was sending a result leaves half a message in the result pipe: the pool's
     manager thread then waits in recv() for bytes that never come, and the interpreter, which joins that
-    thread at exit, hangs (2 of some 50 interrupted index builds did). Once the workers are dead this process holds
-    the only writer, so pad the pipe until the thread reads a message it cannot unpickle, declares the pool
-    broken and ends."""
+    thread at exit, hangs (1 of 6 interrupted index builds in a loop did, 1 of 12 runs of the test). Once the
+    workers are dead this process holds the only writer, so pad the pipe until the thread reads a message it
+    cannot unpickle, declares the pool broken and ends."""
     from multiprocessing.connection import wait
 
     if not thread.is_alive():
