@@ -45,14 +45,14 @@ questions over 73 PDFs in one database; tuned on the even-numbered questions, re
 rule that refuses most unanswerable questions while refusing at most ~0.2 of the answerable ones is
 REFUSE_BELOW 0.44 with YEAR_PENALTY 0.5 and no ABSENT_PENALTY. On the held-out half it refuses 0.20 of the
 answerable and 0.29 of the unanswerable questions (0.19 / 0.31 on all 586, 2026-11-25; 0.28 / 0.27 at the
-former 0.5 without the year rule). A
-named year the document lacks is the one lexical sign that separates them well (0.6% of the answerable,
-12% of the unanswerable questions); coverage and the share of the question absent from the document are
-distributed almost alike for both (AUROC answerable vs unanswerable ~0.54): MMLongBench's unanswerable
-questions are adversarial near-misses, and the issue's goal (>= 0.5 of them refused) is NOT reached by a
-lexical engine. Confidence does rank right answers above wrong ones: AUROC 0.62 against "a right page was
-cited" (the calibration line has a table by confidence band: right page 0.21 below 0.3, 0.64 above 0.9). On the sample corpus the answerable
-questions score 0.54-1.00 and the unanswerable ones 0.30-0.34.
+former 0.5 without the year rule). A named year the document lacks is the one lexical sign that separates
+them well (0.6% of the answerable, 12% of the unanswerable questions); coverage and the share of the question
+absent from the document are distributed almost alike for both (AUROC answerable vs unanswerable ~0.54):
+MMLongBench's unanswerable questions are adversarial near-misses, and the issue's goal (>= 0.5 of them
+refused) is NOT reached by a lexical engine. Confidence does rank right answers above wrong ones: AUROC 0.62
+against "a right page was cited" (the calibration line has a table by confidence band: right page 0.21 below
+0.3, 0.64 above 0.9). On the sample corpus the answerable questions score 0.54-1.00 and the unanswerable
+ones 0.30-0.34.
 """
 
 from __future__ import annotations

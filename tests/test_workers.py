@@ -6,6 +6,7 @@ exits (it joins the pool's thread at exit), which inside pytest would hang the w
 
 from __future__ import annotations
 
+import multiprocessing
 import subprocess
 import sys
 import textwrap
@@ -40,12 +41,12 @@ if __name__ == "__main__":
 """
 
 
-def _run(script: str, tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+def _run(script: str, tmp_path: Path, *args: str, timeout: float = 60, **popen) -> subprocess.CompletedProcess:
     path = tmp_path / "case.py"
     path.write_text(textwrap.dedent(script))
     root = Path(__file__).resolve().parents[1]
     return subprocess.run([sys.executable, str(path), *args], cwd=root, capture_output=True, text=True,
-                          timeout=60, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"})
+                          timeout=timeout, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"}, **popen)
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="needs fork")
@@ -92,13 +93,9 @@ if __name__ == "__main__":
 def test_ctrl_c_while_workers_start_is_raised_in_the_parent_only(tmp_path, method):
     """A Ctrl-C while the workers are being created waits until they ignore it, then interrupts the parent
     alone: no worker dies with a KeyboardInterrupt traceback of its own."""
-    if method not in __import__("multiprocessing").get_all_start_methods():
+    if method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"no {method} start method here")
-    path = tmp_path / "case.py"
-    path.write_text(textwrap.dedent(STARTING))
-    root = Path(__file__).resolve().parents[1]
-    done = subprocess.run([sys.executable, str(path), method], cwd=root, capture_output=True, text=True,
-                          timeout=120, env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
-                          start_new_session=True)
+    # a session of its own: the case sends Ctrl-C to its whole process group
+    done = _run(STARTING, tmp_path, method, timeout=120, start_new_session=True)
     assert done.stdout.strip() == "still starting / interrupted", (done.stdout, done.stderr)
     assert "Traceback" not in done.stderr and "KeyboardInterrupt" not in done.stderr, done.stderr
