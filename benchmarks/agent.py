@@ -2,7 +2,7 @@
 
 Prints ONE JSON line:
 
-- ``overhead``: the `agent` strategy (ragkit.agent.ask) answering the sample questions against a zero-latency
+- ``overhead``: the `agent` strategy (ragkit.answer.agent.ask) answering the sample questions against a zero-latency
   scripted OpenAI-compatible server (tests/fakeserver.py) that plays list_dir -> search -> read_page ->
   answer. The server answers at once, so the wall time per question is ragkit's overhead: prompts, tools,
   index searches, page reads, the real `openai` client and HTTP on 127.0.0.1. p50/p95 in ms.
@@ -58,13 +58,13 @@ BENCH = shared_bench()
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests"))  # fakeserver.ScriptedServer
 
-from ragkit.csvio import read_csv, split_multi  # noqa: E402
-from ragkit.index import open_index  # noqa: E402
+from ragkit.answer.extractive import answer_offline  # noqa: E402
+from ragkit.core.csvio import read_csv, split_multi  # noqa: E402
+from ragkit.core.pagefile import parse_page  # noqa: E402
+from ragkit.core.paths import resolve_in_db, strip_db_prefix  # noqa: E402
+from ragkit.evaluate.judge import answer_text_for_judging  # noqa: E402
 from ragkit.ingest import ingest_sources  # noqa: E402
-from ragkit.judge import answer_text_for_judging  # noqa: E402
-from ragkit.offline import answer_offline  # noqa: E402
-from ragkit.pagefile import parse_page  # noqa: E402
-from ragkit.paths import resolve_in_db, strip_db_prefix  # noqa: E402
+from ragkit.search import open_index  # noqa: E402
 
 
 def pct(values: list[float], q: float) -> float | None:
@@ -115,9 +115,9 @@ def bench_overhead(db: Path, questions: list[str], repeat: int) -> dict:
     try:
         from fakeserver import ScriptedServer, openai_settings
 
-        from ragkit.agent import ask
+        from ragkit.answer import ask
     except Exception as e:  # the agent is another helper's module
-        return {"measured": False, "reason": f"ragkit.agent.ask not importable: {e}"}
+        return {"measured": False, "reason": f"ragkit.answer.agent.ask not importable: {e}"}
     index = open_index(db, progress=False)
     server = ScriptedServer()
     paths: dict = {}
@@ -327,10 +327,10 @@ def pick_questions(qs: list[dict], limit: int, unanswerable: int) -> list[dict]:
 
 
 def bench_real(args: argparse.Namespace) -> list[dict]:
-    from ragkit import agent as agent_mod
-    from ragkit import tools as tools_mod
-    from ragkit.agent import ask
-    from ragkit.config import Secret, Settings
+    from ragkit.answer import ask
+    from ragkit.answer import run as run_mod
+    from ragkit.answer import tools as tools_mod
+    from ragkit.core.config import Secret, Settings
 
     if not (BENCH / "questions.jsonl").exists():
         print(json.dumps({"benchmark": "agent-real-model", "skipped": f"{BENCH} not found"}))
@@ -349,7 +349,7 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
         want = {i.strip() for i in args.ids.split(",") if i.strip()}
         chosen = [q for q in chosen if q["id"] in want]
     if args.page_chars:  # one cut for every strategy: the agent's tool results and naive/synth's pages
-        agent_mod.CONTEXT_PAGE_CHARS = args.page_chars
+        run_mod.CONTEXT_PAGE_CHARS = args.page_chars
         tools_mod.MAX_RESULT_CHARS = args.page_chars
     settings = Settings(db=db, provider="openai", provider_reason="benchmark", model=args.model,
                         judge_model=args.model, api_key=Secret(os.environ.get("OPENAI_API_KEY") or "sk-local"),

@@ -45,8 +45,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 os.environ["RAG_EMBED"] = "0"
 
-from ragkit.config import Secret, Settings  # noqa: E402
-from ragkit.pagefile import PageMeta, render_page  # noqa: E402
+from ragkit.core.config import Secret, Settings  # noqa: E402
+from ragkit.core.pagefile import PageMeta, render_page  # noqa: E402
 
 TOPICS = ["reset", "wifi", "firmware", "ports", "lights", "guest network", "parental controls", "backup",
           "factory settings", "mesh", "vpn", "dns", "updates", "warranty", "power", "mounting"]
@@ -124,7 +124,7 @@ def settings_for(base_url: str, db: Path, results: Path, workers: int) -> Settin
 
 
 def timed_run(base_url: str, db: Path, work: Path, rels: list[str], n: int, workers: int) -> dict:
-    from ragkit.batch import run_batch
+    from ragkit.evaluate.batch import run_batch
 
     inp = work / f"q_{n}q_{workers}w.csv"
     write_questions(inp, "database", rels, n)
@@ -244,7 +244,7 @@ def main() -> None:
 def speed(args, out: dict, db: Path, work: Path, rels: list[str]) -> None:
     server = Server(args.delay_ms / 1000, rels)
     try:
-        from ragkit.index import open_index
+        from ragkit.search import open_index
 
         open_index(db, progress=False)  # build the index once, outside the timings
         timed_run(server.base_url, db, work, rels, 5, 5)  # warm-up: lazy imports, first connections

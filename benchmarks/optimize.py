@@ -51,11 +51,11 @@ def main() -> None:
     if not args.embed:
         os.environ["RAG_EMBED"] = "0"
 
-    from ragkit.batch import run_batch
-    from ragkit.config import Settings
+    from ragkit.core.config import Settings
+    from ragkit.core.pagefile import parse_page
+    from ragkit.core.paths import iter_pages
+    from ragkit.evaluate.batch import run_batch
     from ragkit.ingest import ingest_sources
-    from ragkit.pagefile import parse_page
-    from ragkit.paths import iter_pages
 
     work = args.keep or Path(tempfile.mkdtemp(prefix="rag-optimize-bench-"))
     work.mkdir(parents=True, exist_ok=True)

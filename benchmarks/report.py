@@ -15,9 +15,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from ragkit.compare import compare_runs
-from ragkit.report import build_report
-from ragkit.runs import load_runs
+from ragkit.evaluate.runs import load_runs
+from ragkit.reports.compare import compare_runs
+from ragkit.reports.html import build_report
 
 COLS = ["Question", "Ground Truth", "Reference Document", "Checklist", "RAG Answer", "Retrieved Files",
         "Checklist Recall", "Checklist Precision", "Checklist TP", "Checklist FP", "Checklist FN", "Ref Recall",

@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT))
 
 from benchdata import shared_bench  # noqa: E402
 
-from ragkit.pagefile import PageMeta, parse_page, render_page  # noqa: E402
-from ragkit.paths import page_number  # noqa: E402
+from ragkit.core.pagefile import PageMeta, parse_page, render_page  # noqa: E402
+from ragkit.core.paths import page_number  # noqa: E402
 from ragkit.search import persistence, vectors  # noqa: E402
 from ragkit.search.index import Index  # noqa: E402
 
@@ -123,7 +123,7 @@ def distinguishing(questions: list[dict], bodies: dict[str, str], pmap: dict[str
                    most: int = 3) -> list[bool]:
     """Per question: does it hold a search term that occurs in its own document and in at most `most` of
     the documents? Without one, no keyword method can tell its document from the others."""
-    from ragkit.text import search_terms
+    from ragkit.core.text import search_terms
 
     docs_of: dict[str, set[str]] = {}
     for rel, body in bodies.items():

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from search import BENCH, PlainBM25, page_map  # noqa: E402
 
-from ragkit.pagefile import parse_page  # noqa: E402
+from ragkit.core.pagefile import parse_page  # noqa: E402
 from ragkit.search import index as I  # noqa: E402
 from ragkit.search import query as Q  # noqa: E402
 from ragkit.search.index import Index  # noqa: E402

@@ -23,11 +23,11 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from ragkit.core.pagefile import parse_page  # noqa: E402
+from ragkit.core.paths import normalize_ref  # noqa: E402
+from ragkit.core.text import detect_lang, tokenize  # noqa: E402
 from ragkit.ingest import ingest_sources  # noqa: E402
-from ragkit.pagefile import parse_page  # noqa: E402
-from ragkit.paths import normalize_ref  # noqa: E402
 from ragkit.search.index import Index  # noqa: E402
-from ragkit.text import detect_lang, tokenize  # noqa: E402
 
 
 class BigramBM25:

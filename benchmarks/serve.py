@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from ragkit.pagefile import PageMeta, render_page  # noqa: E402
+from ragkit.core.pagefile import PageMeta, render_page  # noqa: E402
 
 EN = ("pump valve filter pressure sensor motor cable battery voltage warranty install manual safety cooling "
       "heater display error reset network router printer ledger invoice revenue policy audit").split()
@@ -168,7 +168,7 @@ def main() -> None:
 
     from fakeserver import ScriptedServer
 
-    from ragkit.index import open_index
+    from ragkit.search import open_index
 
     out: dict = {"bench": "serve", "pages": args.pages, "clients": args.clients, "seconds": args.seconds,
                  "cpus": os.cpu_count(), "loadavg_1m_start": round(os.getloadavg()[0], 1), "vectors": "random unit vectors (latency does not depend on them)"}

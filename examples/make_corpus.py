@@ -642,9 +642,9 @@ def build_corpus() -> None:
 
 def build_questions() -> None:
     sys.path.insert(0, str(HERE.parent))
+    from ragkit.core.pagefile import parse_page
+    from ragkit.core.text import normalize
     from ragkit.ingest import ingest_sources
-    from ragkit.pagefile import parse_page
-    from ragkit.text import normalize
 
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "database"

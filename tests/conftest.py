@@ -46,7 +46,7 @@ def scripted_server():
     """
     from fakeserver import ScriptedServer
 
-    from ragkit.llm import forget_rejections
+    from ragkit.core.llm import forget_rejections
 
     server = ScriptedServer()
     try:

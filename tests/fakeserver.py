@@ -24,7 +24,7 @@ from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from ragkit.config import Secret, Settings
+from ragkit.core.config import Secret, Settings
 
 TEST_KEY = "sk-test-SECRET-KEY"
 
@@ -267,7 +267,7 @@ def _make_handler(server: ScriptedServer) -> type[BaseHTTPRequestHandler]:
 
 def model_tool_results(messages: list[dict]) -> list[dict]:
     """The tool results that answer the model's own calls: not the search and reads the agent starts with."""
-    from ragkit.agent import PRESEARCH_CALL_ID
+    from ragkit.answer.agent import PRESEARCH_CALL_ID
 
     return [m for m in messages
             if m.get("role") == "tool" and not str(m.get("tool_call_id")).startswith(PRESEARCH_CALL_ID)]

@@ -12,7 +12,7 @@ import time
 
 import uvicorn
 
-from ragkit.config import Settings
+from ragkit.core.config import Settings
 from ragkit.serve.app import ServeOptions, create_app
 
 

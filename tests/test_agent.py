@@ -12,10 +12,15 @@ import pytest
 from fakeserver import TEST_KEY, openai_settings
 from test_tools import PAGES, SECRET, index_for, make_db
 
-from ragkit import agent as agent_mod
-from ragkit.agent import GENERAL_KNOWLEDGE_NOTE, ask, parse_final, print_answer
-from ragkit.errors import RagError, UsageError
-from ragkit.text import refusal_text
+from ragkit.answer import agent as agent_mod
+from ragkit.answer import ask
+from ragkit.answer import naive as naive_mod
+from ragkit.answer import run as run_mod
+from ragkit.answer.prompts import GENERAL_KNOWLEDGE_NOTE
+from ragkit.answer.replies import parse_final
+from ragkit.cli.render import print_answer
+from ragkit.core.errors import RagError, UsageError
+from ragkit.core.text import refusal_text
 
 RESET_PAGE = "manuals/router/setup/page_003.md"
 RESET_REF = f"database/{RESET_PAGE}"
@@ -490,7 +495,7 @@ def test_synth_no_hits_at_all(server, db):
 def test_questions_in_parallel_share_one_index_and_provider(server, db):
     from concurrent.futures import ThreadPoolExecutor
 
-    from ragkit.llm import get_provider
+    from ragkit.core.llm import get_provider
 
     server.set_responder(lambda body: {"content": json.dumps({"answer": "From the first result.",
                                                               "sources": ["[1]"], "refused": False})})
@@ -530,7 +535,7 @@ def test_ask_opens_the_real_index_itself(server, db):
 
 
 def test_offline_provider_uses_the_extractive_engine_for_every_strategy(db):
-    from ragkit.config import Settings
+    from ragkit.core.config import Settings
 
     for strategy in ("agent", "naive", "synth"):
         a = ask("How long do I hold the RESET button?", Settings(db=db), strategy=strategy,
@@ -780,7 +785,7 @@ def test_tool_calls_written_into_the_content_in_the_shapes_small_models_use(serv
 
 
 def test_textual_tool_calls_units():
-    from ragkit.agent import textual_tool_calls
+    from ragkit.answer.replies import textual_tool_calls
 
     two = "<tool_call>" + json.dumps(CALL) + "</tool_call>\n<tool_call>" + json.dumps(
         {"name": "search", "arguments": {"query": "LED"}}) + "</tool_call>"
@@ -811,7 +816,7 @@ def test_the_agent_starts_with_the_question_searched_and_its_top_pages_read(serv
             trace_path=trace)
     assert a.error is None and a.fallback is None and not a.refused and a.steps == 1
     assert [s.path for s in a.sources] == [RESET_REF]
-    expected = [h.path for h in index_for(db).search("How do I reset the router?", k=agent_mod.NAIVE_K)]
+    expected = [h.path for h in index_for(db).search("How do I reset the router?", k=naive_mod.NAIVE_K)]
     assert expected[0] == RESET_PAGE and len(expected) >= 2
     assert a.pages_read == [f"database/{p}" for p in expected]
     [req] = server.requests
@@ -832,7 +837,7 @@ def test_the_agent_starts_with_the_question_searched_and_its_top_pages_read(serv
 
 
 def test_the_start_pages_are_cut_as_naive_cuts_them(server, db, monkeypatch):
-    monkeypatch.setattr(agent_mod, "CONTEXT_PAGE_CHARS", 120)
+    monkeypatch.setattr(run_mod, "CONTEXT_PAGE_CHARS", 120)
     server.enqueue(content=FINAL)
     start(server, db)
     reads = [m["content"] for m in server.requests[0]["messages"] if m["role"] == "tool"][1:]
@@ -911,7 +916,7 @@ def test_when_the_start_search_finds_nothing_the_model_must_still_read_first(ser
 
 def test_start_pages_zero_starts_from_the_bare_tree_and_the_setting_comes_from_the_environment(
         server, db, monkeypatch, isolated_env):
-    from ragkit.config import load_settings
+    from ragkit.core.config import load_settings
 
     monkeypatch.setenv("RAG_START_PAGES", "0")
     assert load_settings().start_pages == 0

@@ -17,13 +17,14 @@ from fakeserver import model_tool_results, openai_settings
 from pagetree import write_pages
 from typer.testing import CliRunner
 
-from ragkit import batch as B
 from ragkit.cli import app
-from ragkit.config import Settings
-from ragkit.csvio import read_csv
-from ragkit.errors import RagError
-from ragkit.models import Answer, Source, Usage
-from ragkit.pagefile import PageMeta, render_page
+from ragkit.core.config import Settings
+from ragkit.core.csvio import read_csv
+from ragkit.core.errors import RagError
+from ragkit.core.models import Answer, Source, Usage
+from ragkit.core.pagefile import PageMeta, render_page
+from ragkit.evaluate import batch as B
+from ragkit.evaluate.scoring import Scorer
 
 PAGES = {
     "家電/冷蔵庫/操作と機能/page_001.md": ("冷蔵庫 取扱説明書", "操作と機能", 1,
@@ -414,10 +415,10 @@ def test_cli_exit_1_when_a_row_fails(isolated_env, scripted_server, monkeypatch)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-SECRET-KEY")
     monkeypatch.setenv("OPENAI_API_BASE", scripted_server.base_url)
     import ragkit.cli
-    import ragkit.config
+    import ragkit.core.config
 
     def fast_retries(**kw):  # the CLI's settings, with the test server's short backoff
-        return ragkit.config.load_settings(**kw).with_(retry_base_delay=0.01, retry_max_delay=0.05)
+        return ragkit.core.config.load_settings(**kw).with_(retry_base_delay=0.01, retry_max_delay=0.05)
 
     monkeypatch.setattr(ragkit.cli, "load_settings", fast_retries)
     result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(db), "--no-cache", "--workers", "2"])
@@ -535,7 +536,7 @@ def test_eval_offline_on_another_database(isolated_env):
     extra = db / "manuals" / "router" / "extra" / "page_003.md"
     extra.parent.mkdir(parents=True)
     extra.write_text(render_page(PageMeta(page=3), "# More\nanother page"), encoding="utf-8")
-    from ragkit.index import open_index
+    from ragkit.search import open_index
 
     open_index(db).refresh(progress=False)
     report = B.run_eval(first.results_path, offline(db, isolated_env), progress=False)
@@ -543,7 +544,7 @@ def test_eval_offline_on_another_database(isolated_env):
     assert report.rows[0]["RAG Answer"] == first.rows[0]["RAG Answer"]
 
 
-def test_rescore_row_recomputes_answer_and_judge_columns(isolated_env):
+def test_rescore_recomputes_answer_and_judge_columns(isolated_env):
     db = make_db(isolated_env)
     settings = offline(db, isolated_env)
     row = {"Question": "How do I reset the router?", "Reference Document": ROUTER,
@@ -551,7 +552,7 @@ def test_rescore_row_recomputes_answer_and_judge_columns(isolated_env):
            "Ref TP": 1, "Ref TN": 3, "Ref FP": 0, "Ref FN": 0, "Attempts": 2}
     answer = Answer(question=row["Question"], answer="Hold the reset button for 10 seconds.", refused=False,
                     sources=[Source(path=ROUTER, page=1)], steps=3, usage=Usage(100, 10, None, 2))
-    out = B.rescore_row(row, answer, settings)
+    out, _ = Scorer.create(settings, row.keys()).rescore(row, answer)
     assert out["RAG Answer"] == answer.answer and out["Retrieved Files"] == ROUTER
     assert out["Checklist TP"] == "2" or out["Checklist TP"] == 2
     assert out["Attempts"] == 2 and out["Ref TP"] == 1 and out["Steps"] == 3
@@ -611,7 +612,7 @@ def test_enable_rl_adds_attempts_and_optimizer_figures(isolated_env):
 
 
 def test_enable_rl_without_reference_column_is_a_usage_error(isolated_env):
-    from ragkit.errors import UsageError
+    from ragkit.core.errors import UsageError
 
     db = make_db(isolated_env)
     inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
@@ -623,8 +624,8 @@ def test_every_question_of_a_batch_ranks_on_the_same_index_state(isolated_env, m
     """A search ranks by keywords while its candidates lack vectors (they are filled in the background), so a
     batch on a fresh database embeds every page before its first question: the first row and a rerun rank as
     the last row does."""
-    from ragkit.agent import ask
-    from ragkit.index import get_embedder, open_index
+    from ragkit.answer import ask
+    from ragkit.search import get_embedder, open_index
 
     monkeypatch.setenv("RAG_EMBED", "1")  # this test is about the vectors the module's fixture turns off
     if get_embedder() is None:

@@ -23,7 +23,7 @@ from pathlib import Path
 from fakeserver import TEST_KEY, model_tool_results
 from test_batch import ROUTER, make_db, write_input
 
-from ragkit.csvio import read_csv
+from ragkit.core.csvio import read_csv
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from ragkit import gates as G
 from ragkit.cli import app
-from ragkit.compare import compare_files, format_markdown
-from ragkit.errors import UsageError
-from ragkit.runs import bootstrap_ci, load_run, mcnemar, paired_bootstrap
+from ragkit.core.errors import UsageError
+from ragkit.evaluate import gates as G
+from ragkit.evaluate.runs import bootstrap_ci, load_run, mcnemar, paired_bootstrap
+from ragkit.reports.compare import compare_files, format_markdown
 
 COLS = ["Question", "Reference Document", "RAG Answer", "Retrieved Files", "Checklist Recall", "Ref Recall",
         "Contain Match", "Refused", "Latency ms", "Error"]

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from ragkit import csvio, paths, text
-from ragkit.config import load_settings
-from ragkit.errors import PathEscapeError, RagError, UsageError
+from ragkit.core import csvio, paths, text
+from ragkit.core.config import load_settings
+from ragkit.core.errors import PathEscapeError, RagError, UsageError
 
 
 def test_cjk_line_break_join_and_tokens():

@@ -19,11 +19,12 @@ from fakeserver import TEST_KEY, openai_settings
 from typer.testing import CliRunner
 
 from ragkit.cli import app
-from ragkit.config import Settings
-from ragkit.errors import RagError
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError
 from ragkit.evolve import run_experiments
-from ragkit.evolve.evaluators import RULE_EVALUATORS, Evaluator, KeywordEvaluator, RegexEvaluator, Score
+from ragkit.evolve.evaluators import RULE_EVALUATORS, KeywordEvaluator, RegexEvaluator
 from ragkit.evolve.experiments import REQUIRED
+from ragkit.evolve.score import Evaluator, Score
 
 HEADER = ",".join(REQUIRED)
 TASK = "Describe one real Pokemon in one or two sentences."
@@ -413,7 +414,7 @@ def test_ragkit_naive_scores_prompts_by_checklist_and_reports_the_holdout(script
     scripted_server.set_responder(responder)
     examples = repo_root / "examples" / "evolve"
     train = isolated_env / "train.csv"
-    from ragkit.csvio import read_csv
+    from ragkit.core.csvio import read_csv
 
     rows = read_csv(examples / "naive_train.csv")
     rows.iloc[[0, 3]].to_csv(train, index=False)  # one Japanese, one English answerable question

@@ -15,12 +15,12 @@ from typer.testing import CliRunner
 
 from ragkit import genqa
 from ragkit.cli import app
-from ragkit.config import Settings
-from ragkit.csvio import read_csv, split_checklist, split_multi
-from ragkit.errors import RagError, UsageError
-from ragkit.pagefile import NO_TEXT_MARKER, PageMeta, parse_page, render_page
-from ragkit.paths import page_number
-from ragkit.text import is_refusal, normalize
+from ragkit.core.config import Settings
+from ragkit.core.csvio import read_csv, split_checklist, split_multi
+from ragkit.core.errors import RagError, UsageError
+from ragkit.core.pagefile import NO_TEXT_MARKER, PageMeta, parse_page, render_page
+from ragkit.core.paths import page_number
+from ragkit.core.text import is_refusal, normalize
 
 PAGES: dict[str, tuple[str, str, int, str]] = {
     # rel path: (source, section, page, body)
@@ -145,7 +145,7 @@ def check_offline_row(row, items: list[str], texts: list[str]) -> None:
         assert normalize(item) in normalize(gt), (item, gt)
         assert _whole_claim(item), (item, q)
     if row["Kind"] == "multi":
-        from ragkit.text import tokenize
+        from ragkit.core.text import tokenize
 
         for text in texts:
             page_tokens = set(tokenize(text))

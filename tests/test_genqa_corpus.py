@@ -11,7 +11,7 @@ import pytest
 from test_genqa import check_questions, offline_settings
 
 from ragkit import genqa
-from ragkit.csvio import read_csv, split_multi
+from ragkit.core.csvio import read_csv, split_multi
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples" / "corpus"
 
@@ -35,9 +35,9 @@ def test_offline_on_sample_corpus_is_honest_mixed_and_deterministic(sample_db_co
 
 def test_generated_csv_runs_through_offline_batch(sample_db_copy):
     try:
-        from ragkit.batch import run_batch
+        from ragkit.evaluate.batch import run_batch
     except ImportError:  # pragma: no cover - only while the batch work has not landed
-        pytest.skip("ragkit.batch.run_batch is not importable: batch not built yet")
+        pytest.skip("ragkit.evaluate.batch.run_batch is not importable: batch not built yet")
     report = genqa.generate_questions(sample_db_copy, offline_settings(), max_questions=8, progress=False)
     result = run_batch(report.path, offline_settings(workers=2), strategy="agent", progress=False)
     assert result.errors == []

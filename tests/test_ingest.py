@@ -13,7 +13,9 @@ import pytest
 from typer.testing import CliRunner
 
 from ragkit.cli import app
-from ragkit.errors import RagError
+from ragkit.core.errors import RagError
+from ragkit.core.pagefile import NO_TEXT_MARKER, parse_page
+from ragkit.core.paths import iter_pages
 from ragkit.ingest import (
     CONVERTER_VERSION,
     IngestReport,
@@ -25,8 +27,6 @@ from ragkit.ingest import (
     print_report,
     printed_numbers,
 )
-from ragkit.pagefile import NO_TEXT_MARKER, parse_page
-from ragkit.paths import iter_pages
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 

@@ -8,9 +8,11 @@ import json
 import pytest
 from fakeserver import TEST_KEY, openai_settings
 
-from ragkit.config import Settings
-from ragkit.errors import RagError
-from ragkit.judge import (
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError
+from ragkit.core.llm import OfflineProvider, get_provider
+from ragkit.core.models import Source, Usage
+from ragkit.evaluate.judge import (
     COVER_THRESHOLD,
     RUBRIC_COLUMNS,
     ChecklistVerdict,
@@ -25,9 +27,7 @@ from ragkit.judge import (
     llm_accuracy,
     score_rubric,
 )
-from ragkit.llm import OfflineProvider, get_provider
-from ragkit.metrics import checklist_metrics, reference_metrics
-from ragkit.models import Source, Usage
+from ragkit.evaluate.metrics import checklist_metrics, reference_metrics
 
 ITEMS = ["Clean the filter every 2 weeks", "Unplug the unit before cleaning", "Use a soft brush"]
 ANSWER = ("Clean the filter every 2 weeks (database/ac/manual/care/page_012.md). Unplug it first. "
@@ -69,7 +69,7 @@ def test_lexical_korean():
 
 def test_lexical_korean_word_spaces_are_not_joined():
     # "필터를 매달" must not yield the cross-word bigram "를매" (text.normalize joins CJK spaces for Japanese)
-    from ragkit.judge import _Bag
+    from ragkit.evaluate.judge import _Bag
 
     assert set(_Bag.of("필터를 매달 청소").units) == {"c:필터", "c:터를", "c:매달", "c:청소"}
     assert "c:皿を" in _Bag.of("製氷皿 を洗う").units  # Japanese keeps the join (line-wrap artefacts)

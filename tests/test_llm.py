@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from fakeserver import TEST_KEY, openai_settings
 
-from ragkit.config import Secret, Settings, load_settings
-from ragkit.errors import RagError, UsageError
-from ragkit.llm import (
+from ragkit.core.config import Secret, Settings, load_settings
+from ragkit.core.errors import RagError, UsageError
+from ragkit.core.llm import (
     PRICES,
     MockModel,
     OfflineProvider,
@@ -22,7 +22,7 @@ from ragkit.llm import (
     extract_json,
     get_provider,
 )
-from ragkit.models import ToolCall, Usage
+from ragkit.core.models import ToolCall, Usage
 
 USER = [{"role": "user", "content": "What does the ice maker do?"}]
 TOOLS = [{"type": "function", "function": {"name": "search", "description": "Search pages.",

@@ -9,10 +9,10 @@ from fakeserver import TEST_KEY, openai_settings
 from pagetree import write_pages
 from typer.testing import CliRunner
 
-from ragkit import longctx as L
-from ragkit.agent import ask
+from ragkit.answer import ask
+from ragkit.answer import longctx as L
 from ragkit.cli import app
-from ragkit.config import Settings
+from ragkit.core.config import Settings
 
 FILLER = "The compressor hums quietly while the fan moves cold air through the compartments. " * 6
 PAGES = {
@@ -76,7 +76,7 @@ def test_cli_context_tokens_flag_wins(isolated_env, scripted_server, monkeypatch
     monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
     monkeypatch.setenv("OPENAI_API_BASE", scripted_server.base_url)
     monkeypatch.setenv("RAG_CONTEXT_TOKENS", "5000")
-    from ragkit.config import load_settings
+    from ragkit.core.config import load_settings
 
     assert load_settings().context_tokens == 5000 and load_settings(context_tokens=200).context_tokens == 200
     scripted_server.enqueue(content=REPLY)
@@ -97,7 +97,7 @@ def test_offline_longctx_reads_only_the_pages_in_budget_and_says_so(isolated_env
     assert not a.refused and "every 3 months" in a.answer.lower()
     assert all("/fridge/" in p for p in a.pages_read) and len(a.pages_read) == 4
     # the notice is not judged as a point of the answer (it would lower Checklist Precision)
-    from ragkit.judge import lexical_checklist
+    from ragkit.evaluate.judge import lexical_checklist
 
     plain = ask("How often should the fridge water filter be replaced?", settings, strategy="naive")
     items = ["every 3 months"]

@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ragkit.csvio import read_csv, write_csv
-from ragkit.metrics import (
+from ragkit.core.csvio import read_csv, write_csv
+from ragkit.evaluate.metrics import (
     METRIC_KEYS,
     SUMMARY_COLUMNS,
     checklist_metrics,

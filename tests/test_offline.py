@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from pagetree import write_pages
 
-from ragkit import text as T
-from ragkit.index import open_index
-from ragkit.models import Answer
-from ragkit.offline import REFUSE_BELOW, _question_terms, _units, answer_offline
-from ragkit.pagefile import PageMeta, render_page
+from ragkit.answer.extractive import REFUSE_BELOW, _question_terms, _units, answer_offline
+from ragkit.core import text as T
+from ragkit.core.models import Answer
+from ragkit.core.pagefile import PageMeta, render_page
+from ragkit.search import open_index
 
 PAGES = {
     "家電/冷蔵庫/操作と機能/page_008.md": (
@@ -190,7 +190,7 @@ class _PageList:
         self.db = db
 
     def pages(self, prefix=None):
-        from ragkit.paths import iter_pages
+        from ragkit.core.paths import iter_pages
 
         return iter_pages(self.db)
 
@@ -198,7 +198,7 @@ class _PageList:
 def test_document_frequencies_are_cached_on_disk_and_invalidated(tmp_path):
     import os
 
-    from ragkit import offline
+    from ragkit.answer import extractive as offline
 
     db = tmp_path / "database"
     for i in range(1, 61):
@@ -233,7 +233,7 @@ def test_a_misspelt_word_search_tolerates_does_not_make_the_answerer_refuse(mini
 def test_respell_maps_only_unknown_words_one_edit_away():
     from collections import Counter
 
-    from ragkit.offline import _respell
+    from ragkit.answer.extractive import _respell
 
     df = Counter({"password": 5, "passport": 1, "netflix": 2})
     assert _respell("pasword", df) == "password"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from ragkit import text as T
-from ragkit.csvio import read_csv, split_multi
-from ragkit.index import open_index
-from ragkit.offline import REFUSE_BELOW, answer_offline
+from ragkit.answer.extractive import REFUSE_BELOW, answer_offline
+from ragkit.core import text as T
+from ragkit.core.csvio import read_csv, split_multi
+from ragkit.search import open_index
 
 QUESTIONS = Path(__file__).resolve().parents[1] / "examples" / "questions.csv"
 

@@ -13,10 +13,10 @@ import pandas as pd
 import pytest
 from pagetree import write_pages
 
-from ragkit.config import Settings
-from ragkit.csvio import read_csv, write_csv
-from ragkit.errors import PathEscapeError
-from ragkit.index import open_index
+from ragkit.core.config import Settings
+from ragkit.core.csvio import read_csv, write_csv
+from ragkit.core.errors import PathEscapeError
+from ragkit.core.paths import iter_pages
 from ragkit.optimize import (
     CopyManager,
     Journal,
@@ -29,7 +29,7 @@ from ragkit.optimize import (
     recover_journal,
     validate_folder,
 )
-from ragkit.paths import iter_pages
+from ragkit.search import open_index
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -62,6 +62,19 @@ def db(isolated_env) -> Path:
 
 def offline_settings(db: Path, **kw) -> Settings:
     return Settings(db=db, provider="offline", provider_reason="test", cache=False, **kw)
+
+
+def optimize_rows(rows: list[dict], *, settings: Settings, index=None, strategy: str = "agent", **kw):
+    """optimize_missed with the asker and scorer a batch gives it (the batch's answer function and scorer)."""
+    from ragkit.answer import ask
+    from ragkit.core.llm import get_provider
+    from ragkit.evaluate.scoring import Scorer
+
+    index = index if index is not None else open_index(settings.db)
+    provider = get_provider(settings)
+    scorer = Scorer.create(settings, rows[0].keys() if rows else (), index=index)
+    return optimize_missed(rows, settings=settings, scorer=scorer, index=index, provider=provider,
+                           asker=lambda q: ask(q, settings, strategy=strategy, index=index, provider=provider), **kw)
 
 
 def files(db: Path) -> set[str]:
@@ -238,7 +251,7 @@ def test_two_workers_share_one_copy_of_the_same_page(db):
 
 
 def test_reader_of_a_rolled_back_copy_gets_a_clean_not_found(db):
-    from ragkit.tools import Toolbox
+    from ragkit.answer.tools import Toolbox
 
     index = open_index(db)
     cm = CopyManager(db, index, Journal(db))
@@ -256,8 +269,8 @@ def test_reader_of_a_rolled_back_copy_gets_a_clean_not_found(db):
 
 def test_copies_come_and_go_while_others_read(db):
     """Readers (search, read_page, the offline engine) never crash while copies are placed and rolled back."""
-    from ragkit.offline import answer_offline
-    from ragkit.tools import Toolbox
+    from ragkit.answer.extractive import answer_offline
+    from ragkit.answer.tools import Toolbox
 
     index = open_index(db)
     cm = CopyManager(db, index, Journal(db))
@@ -295,7 +308,7 @@ def test_copies_come_and_go_while_others_read(db):
 _CRASH = """
 import os, sys
 from pathlib import Path
-from ragkit.index import open_index
+from ragkit.search import open_index
 from ragkit.optimize import CopyManager, Journal
 db = Path(sys.argv[1])
 cm = CopyManager(db, open_index(db), Journal(db))
@@ -328,7 +341,7 @@ def test_crash_leaves_nothing_behind_the_next_run_says_so(db, caplog):
     rows = [{"Question": "q", "Reference Document": "", "Retrieved Files": ""}]
     csv = db.parent / "q.csv"
     write_csv(pd.DataFrame(rows), csv)
-    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
+    report = optimize_rows(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
                              index=index, progress=False)
     assert sorted(report.recovered) == ["appliances/fridge/defrost/page_011.md",
                                         "appliances/new/deep/folder/page_001.md"]
@@ -385,7 +398,7 @@ def test_offline_pass_copies_missed_pages_and_updates_the_csv(db):
     rows[1]["Retrieved Files"] = "database/appliances/fridge/setup/page_001.md"  # found
     rows[2]["Retrieved Files"] = ""
     index = open_index(db)
-    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
+    report = optimize_rows(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
                              index=index, progress=False)
     assert report.errors == []
     copy = "appliances/fridge/freezer defrosts/page_011.md"  # the page's words ("defrosts"), not the question's
@@ -402,7 +415,7 @@ def test_offline_pass_copies_missed_pages_and_updates_the_csv(db):
     assert report.backup_path is not None and report.backup_path.read_bytes() == original_bytes
     assert list(journal_dir(db).glob("*.jsonl")) == []
     # a second pass over the same results reuses the copy instead of making another one
-    again = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
+    again = optimize_rows(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False,
                             index=index, progress=False)
     assert again.created == 0 and files(db) - set(PAGES) == {copy}
 
@@ -412,7 +425,7 @@ def test_input_csv_that_cannot_be_updated_is_one_error_and_no_copy_is_left(db):
     rows = [{"Question": "How often does the freezer defrost?", "Reference Document": ref,
              "Retrieved Files": "database/appliances/fridge/care/page_010.md"}]
     gone = db.parent / "moved-away.csv"  # the input CSV vanished while the batch ran
-    report = optimize_missed(rows, input_csv=gone, settings=offline_settings(db), enable_rl=False,
+    report = optimize_rows(rows, input_csv=gone, settings=offline_settings(db), enable_rl=False,
                              progress=False)
     assert report.errors == [f"{gone}: no such file; the copies made for it were removed"]
     assert files(db) == set(PAGES) and set(open_index(db).pages()) == set(PAGES)

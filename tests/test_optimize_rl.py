@@ -10,11 +10,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from fakeserver import TEST_KEY, model_tool_results, openai_settings
-from test_optimize import PAGES, files, make_db, offline_settings
+from test_optimize import PAGES, files, make_db, offline_settings, optimize_rows
 
-from ragkit.csvio import read_csv, write_csv
-from ragkit.index import open_index
-from ragkit.optimize import MAX_ATTEMPTS, journal_dir, optimize_missed
+from ragkit.core.csvio import read_csv, write_csv
+from ragkit.optimize import MAX_ATTEMPTS, journal_dir
+from ragkit.search import open_index
 
 ORIGINAL = "appliances/fridge/care/page_011.md"
 DECOY = "appliances/fridge/ice/page_020.md"
@@ -87,7 +87,7 @@ def write_input(db: Path, rows: list[dict]) -> Path:
 
 
 def test_batch_with_rl_keeps_the_copy_that_lets_the_agent_find_the_page(db, scripted_server):
-    from ragkit.batch import run_batch
+    from ragkit.evaluate.batch import run_batch
 
     model = Model(lambda page, n, prompt: "appliances/fridge/freezer defrosts")
     scripted_server.set_responder(model)
@@ -137,7 +137,7 @@ def test_a_copy_that_never_helps_is_rolled_back_five_times(db, scripted_server):
     csv = write_input(db, rows)
     before_csv = csv.read_bytes()
     index = open_index(db)
-    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
+    report = optimize_rows(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
                              enable_rl=True, index=index, progress=False)
     assert report.errors == []
     assert len(model.asked) == MAX_ATTEMPTS and len(model.proposal_prompts) == MAX_ATTEMPTS
@@ -172,7 +172,7 @@ def test_hostile_proposals_never_leave_the_database(db, scripted_server, tmp_pat
     rows = rows_for(db, [(f"question about {p}", p, DECOY) for p in hostile])
     csv = write_input(db, rows)
     outside_before = {p for p in tmp_path.rglob("*") if db not in p.parents}
-    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
+    report = optimize_rows(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
                              enable_rl=False, progress=False)
     assert report.errors == []
     # outside the database only the input CSV's backup appeared
@@ -199,7 +199,7 @@ def test_two_rows_missing_the_same_page_share_one_copy(db, scripted_server):
     rows = rows_for(db, [(QUESTION, ORIGINAL, DECOY), (other, ORIGINAL, DECOY)])
     csv = write_input(db, rows)
     index = open_index(db)
-    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db, workers=2),
+    report = optimize_rows(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db, workers=2),
                              enable_rl=True, index=index, progress=False)
     assert report.errors == []
     copy = "appliances/fridge/freezer defrosts/page_011.md"
@@ -217,7 +217,7 @@ def test_model_failure_is_a_row_error_and_leaves_nothing(db, scripted_server):
     scripted_server.set_responder(lambda body: {"status": 400, "_message": "bad request (scripted)"})
     rows = rows_for(db, [(QUESTION, ORIGINAL, DECOY)])
     csv = write_input(db, rows)
-    report = optimize_missed(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
+    report = optimize_rows(rows, input_csv=csv, settings=openai_settings(scripted_server, db=db),
                              enable_rl=True, progress=False)
     assert len(report.errors) == 1 and report.errors[0].startswith("row 2: attempt 1:")
     assert TEST_KEY not in report.errors[0]
@@ -228,7 +228,7 @@ def test_model_failure_is_a_row_error_and_leaves_nothing(db, scripted_server):
 def test_offline_rl_loop_end_to_end(db):
     """The whole loop without a model: the batch's offline answer misses the page, the deterministic
     proposer tries its folders in order, every re-ask is scored, and what did not help is removed."""
-    from ragkit.agent import ask
+    from ragkit.answer import ask
     from ragkit.optimize import offline_proposals
 
     settings = offline_settings(db)
@@ -239,7 +239,7 @@ def test_offline_rl_loop_end_to_end(db):
              "Retrieved Files": "\n".join(s.path for s in first.sources)}]
     csv = write_input(db, rows)
     before_csv = csv.read_bytes()
-    report = optimize_missed(rows, input_csv=csv, settings=settings, enable_rl=True, index=index, progress=False)
+    report = optimize_rows(rows, input_csv=csv, settings=settings, enable_rl=True, index=index, progress=False)
     expected = [f"{f}/page_011.md" for f, _ in offline_proposals(QUESTION, ORIGINAL,
                                                                  (db / ORIGINAL).read_text("utf-8"))]
     # the question's words ("ice box", "thaw") are not on the page, so no folder may carry them: the
@@ -273,7 +273,7 @@ def test_offline_loop_stops_cleanly_when_no_folder_is_left(isolated_env):
     rows = [{"Question": "What colour is the sky?", "Reference Document":
              "database/notes/page_001.md", "Retrieved Files": ""}]
     csv = write_input(db, rows)
-    report = optimize_missed(rows, input_csv=csv, settings=offline_settings(db), enable_rl=True, progress=False)
+    report = optimize_rows(rows, input_csv=csv, settings=offline_settings(db), enable_rl=True, progress=False)
     # only two distinct folders exist for a page directly under its category: two attempts, then it stops
     assert report.errors == [] and report.rows[0]["Attempts"] == 2
     # the question's words are not on the page: the page's heading and its own key terms name the folders

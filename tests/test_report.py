@@ -11,8 +11,8 @@ from browser import browser  # noqa: F401 - the pytest fixture
 from typer.testing import CliRunner
 
 from ragkit.cli import app
-from ragkit.report import checklist_status, histogram_svg, write_report
-from ragkit.runs import load_run
+from ragkit.evaluate.runs import load_run
+from ragkit.reports.html import checklist_status, histogram_svg, write_report
 
 COLS = ["Question", "Ground Truth", "Reference Document", "Checklist", "RAG Answer", "Retrieved Files",
         "Checklist Recall", "Checklist TP", "Checklist FN", "Ref Recall", "Evaluation Reason", "Judge Overall",

@@ -12,9 +12,9 @@ from fakeserver import openai_settings
 from pagetree import write_pages
 from typer.testing import CliRunner
 
-from ragkit.batch import run_batch
 from ragkit.cli import app
-from ragkit.rankmetrics import rank_metrics
+from ragkit.evaluate.batch import run_batch
+from ragkit.evaluate.rankmetrics import rank_metrics
 
 PAGES = {
     "manuals/router/setup/page_001.md": ("Router Guide", "Setup", 1,

@@ -17,8 +17,8 @@ from fakeserver import TEST_KEY, openai_settings
 from liveserver import LiveServer
 from typer.testing import CliRunner
 
-from ragkit.config import Settings
-from ragkit.errors import UsageError
+from ragkit.core.config import Settings
+from ragkit.core.errors import UsageError
 from ragkit.serve import check_bind
 from ragkit.serve.app import ServeOptions
 from ragkit.serve.sessions import SessionStore, Turn, rewrite_offline
@@ -192,7 +192,7 @@ def test_chat_streams_steps_then_the_answer(sample_db_copy, scripted_server):
 # ------------------------------------------------------------------------------------- search, pages
 def test_search_returns_what_rag_search_json_prints(sample_db_copy):
     from ragkit.cli import app
-    from ragkit.index import embed_db
+    from ragkit.search import embed_db
 
     # Vectors are filled in the background, so a search ranks by keywords until its candidates have theirs:
     # give every page its vector first, so that the CLI and the server rank on the same state (CI saw 8.87

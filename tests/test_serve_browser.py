@@ -7,7 +7,7 @@ import os
 from browser import browser  # noqa: F401 - the fixture
 from liveserver import LiveServer
 
-from ragkit.config import Settings
+from ragkit.core.config import Settings
 from ragkit.serve.app import ServeOptions
 
 

@@ -21,8 +21,8 @@ from pagetree import write_pages
 from test_ingest import body_pages, make_pdf
 
 from ragkit.cli import app
-from ragkit.paths import iter_pages, sanitize_name
-from ragkit.progress import PlainProgress, progress_bar
+from ragkit.core.paths import iter_pages, sanitize_name
+from ragkit.core.progress import PlainProgress, progress_bar
 
 REPO = Path(__file__).resolve().parents[1]
 ESC_TEXT = "Safe text \x1b[2J cleared \x1b]0;PWNED\x07 and a bell \x07 and C1 \x9b31m end"

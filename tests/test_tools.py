@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from pagetree import write_pages
 
-from ragkit import tools as tools_mod
-from ragkit.models import SearchHit
-from ragkit.pagefile import first_heading, parse_page
-from ragkit.text import join_cjk_breaks, tokenize
-from ragkit.tools import TOOL_NAMES, Toolbox, _docstring_parts
+from ragkit.answer import tools as tools_mod
+from ragkit.answer.tools import TOOL_NAMES, Toolbox, _docstring_parts
+from ragkit.core.models import SearchHit
+from ragkit.core.pagefile import first_heading, parse_page
+from ragkit.core.text import join_cjk_breaks, tokenize
 
 SECRET = "OUTSIDE-SECRET-CONTENT-42"
 
@@ -46,7 +46,7 @@ class SimpleIndex:
         self.db = Path(db)
 
     def pages(self, prefix: str | None = None) -> list[str]:
-        from ragkit.paths import iter_pages
+        from ragkit.core.paths import iter_pages
 
         return iter_pages(self.db, prefix)
 
@@ -74,7 +74,7 @@ def make_db(root: Path, pages: dict | None = None) -> Path:
 def index_for(db: Path):
     """The real index when it exists, else SimpleIndex."""
     try:
-        from ragkit.index import open_index
+        from ragkit.search import open_index
 
         return open_index(db)
     except (ImportError, NotImplementedError):

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fork and signal
 KILLED_WHILE_SENDING = """
 import multiprocessing, os, signal, struct, sys, time
 from concurrent.futures import ProcessPoolExecutor
-from ragkit.workers import follow_parent, starting_workers, stop_pool
+from ragkit.core.workers import follow_parent, starting_workers, stop_pool
 
 def half_sent():
     os.write(pool._result_queue._writer.fileno(), struct.pack("!i", 1_000_000) + b"x" * 1000)
@@ -65,7 +65,7 @@ def test_a_worker_killed_while_sending_its_result_does_not_hang_the_exit(tmp_pat
 STARTING = """
 import multiprocessing, os, signal, sys, time
 from concurrent.futures import ProcessPoolExecutor
-from ragkit.workers import follow_parent, starting_workers, stop_pool
+from ragkit.core.workers import follow_parent, starting_workers, stop_pool
 
 def pid():
     return os.getpid()

@@ -11,10 +11,10 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from ragkit.config import Settings
-from ragkit.errors import RagError
-from ragkit.llm import MAX_ATTEMPTS, REGISTRY, Provider, get_provider
-from ragkit.models import Usage
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError
+from ragkit.core.llm import MAX_ATTEMPTS, REGISTRY, Provider, get_provider
+from ragkit.core.models import Usage
 
 # the seed's sample task guesses Pokemon; the dummy adapter draws from these (types vary on purpose)
 POKEMON = (

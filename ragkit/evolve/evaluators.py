@@ -13,37 +13,17 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import regex
 
-from ragkit.errors import RagError
+from ragkit.core.errors import RagError
+from ragkit.core.llm import chat_json, json_object, json_type
+from ragkit.core.models import Usage
 from ragkit.evolve.adapters import Adapter, DummyAdapter
-from ragkit.llm import chat_json, json_object, json_type
-from ragkit.models import Usage
+from ragkit.evolve.rag_evaluators import RAG_EVALUATORS
+from ragkit.evolve.score import SCORE_MAX, Evaluator, Score
 
-SCORE_MAX = 10.0
 REGEX_TIMEOUT = 2.0  # seconds per pattern and text: a catastrophic pattern must not hang the run
-
-
-@dataclass
-class Score:
-    score: float
-    reason: str = ""
-    usage: Usage | None = None
-    cached: bool = False
-
-
-class Evaluator:
-    """Scores one text. `target` is set once, here, and nowhere on the generator's side."""
-
-    name = "base"
-
-    def __init__(self, target: str) -> None:
-        self.target = target
-
-    def evaluate(self, text: str, *, seed: str = "") -> Score:
-        raise NotImplementedError
 
 
 def _fold(text: str) -> str:
@@ -149,15 +129,11 @@ EvaluatorFactory = Callable[..., Evaluator]
 
 
 def evaluator_names() -> tuple[str, ...]:
-    from ragkit.evolve.rag_evaluators import RAG_EVALUATORS
-
     return ("llm", *RULE_EVALUATORS, *RAG_EVALUATORS)
 
 
 def make_evaluator(kind: str, *, target: str, adapter: Adapter, task: str, experiment=None, settings=None) -> Evaluator:
     """The evaluator for an experiment row (`experiment` and `settings` serve ragkit_naive)."""
-    from ragkit.evolve.rag_evaluators import RAG_EVALUATORS
-
     if kind in RULE_EVALUATORS:
         return RULE_EVALUATORS[kind](target)
     if kind == "llm":

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ragkit.csvio import read_csv
-from ragkit.errors import RagError
+from ragkit.core.csvio import read_csv
+from ragkit.core.errors import RagError
 
 REQUIRED = ("experiment_id", "max_generations", "k", "model_name", "adapter_type", "task_definition",
             "target_preference", "evaluator_type")

@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ragkit.errors import RagError
-from ragkit.llm import scrub
-from ragkit.models import Usage
-from ragkit.paths import atomic_write_text
+from ragkit.core.errors import RagError
+from ragkit.core.llm import scrub
+from ragkit.core.models import Usage
+from ragkit.core.paths import atomic_write_text
 
 
 def _usage_dict(u: Usage, cached: int = 0) -> dict:

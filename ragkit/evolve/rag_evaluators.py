@@ -18,18 +18,12 @@ from __future__ import annotations
 from pathlib import Path
 from statistics import mean
 
-from ragkit.config import Settings
-from ragkit.csvio import read_csv, split_checklist
-from ragkit.errors import RagError
+from ragkit.core.config import Settings
+from ragkit.core.csvio import read_csv, split_checklist
+from ragkit.core.errors import RagError
+from ragkit.core.models import Usage
 from ragkit.evolve.adapters import Adapter
-from ragkit.evolve.evaluators import SCORE_MAX, Evaluator, Score
-from ragkit.models import Usage
-
-
-def checklist_f1(m: dict) -> float | None:
-    """DESIGN §5: F1 = 2TP/(2TP+FP+FN), 0 (not undefined) when nothing was covered but something was missed."""
-    den = 2 * m["TP"] + m["FP"] + m["FN"]
-    return 2 * m["TP"] / den if den else None
+from ragkit.evolve.score import SCORE_MAX, Evaluator, Score
 
 
 class ChecklistEvaluator(Evaluator):
@@ -44,14 +38,14 @@ class ChecklistEvaluator(Evaluator):
         self.task = task
 
     def evaluate(self, text: str, *, seed: str = "") -> Score:
-        from ragkit.judge import judge_checklist
-        from ragkit.metrics import checklist_metrics
+        from ragkit.evaluate.judge import judge_checklist
+        from ragkit.evaluate.metrics import checklist_metrics
 
         v = judge_checklist(self.adapter.provider, self.task, text, self.items)
         covered = min(v.n_covered, len(self.items))
         m = checklist_metrics(answerable=True, refused=False, n_items=len(self.items), covered=covered,
                               extra=v.n_extra)
-        f1 = checklist_f1(m) or 0.0
+        f1 = m["F1"] or 0.0
         reason = f"{covered}/{len(self.items)} checklist items covered, {v.n_extra} extra point(s) ({v.judge} judge)"
         return Score(round(SCORE_MAX * f1, 4), reason, v.usage)
 
@@ -67,7 +61,7 @@ class RubricEvaluator(Evaluator):
         self.task = task
 
     def evaluate(self, text: str, *, seed: str = "") -> Score:
-        from ragkit.judge import judge_rubric
+        from ragkit.evaluate.judge import judge_rubric
 
         v = judge_rubric(self.adapter.provider, question=self.task, expected=self.target, answer=text,
                          sources=None, required_info=None)
@@ -90,10 +84,10 @@ def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Sett
     """Answer every question with the naive strategy under `prompt` (None = the built-in one) and score the
     answers with the checklist metrics of `rag batch`. A failed answer counts as an error in the reason and
     leaves its row out; every row failing is a RagError (the experiment stops)."""
-    from ragkit.agent import ask
-    from ragkit.index import open_index
-    from ragkit.judge import judge_checklist
-    from ragkit.metrics import checklist_metrics
+    from ragkit.answer import ask
+    from ragkit.evaluate.judge import judge_checklist
+    from ragkit.evaluate.metrics import checklist_metrics
+    from ragkit.search import open_index
 
     index = open_index(Path(settings.db))
     index.ensure_embeddings(progress=False)  # every generation's answers rank on the same index state
@@ -119,7 +113,7 @@ def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Sett
             continue  # nothing to score this row against
         m = checklist_metrics(answerable=answerable, refused=answer.refused, n_items=len(items),
                               covered=covered, extra=extra)
-        f1 = checklist_f1(m)
+        f1 = m["F1"]
         if f1 is not None:
             f1s.append(f1)
         if m["Recall"] is not None:

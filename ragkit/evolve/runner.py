@@ -8,10 +8,12 @@ from pathlib import Path
 from statistics import mean
 from typing import Any
 
-from ragkit.config import Settings
-from ragkit.errors import RagError, UsageError
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError, UsageError
+from ragkit.core.llm import scrub
+from ragkit.core.paths import atomic_write_text
 from ragkit.evolve.adapters import Adapter, adapter_names, make_adapter
-from ragkit.evolve.evaluators import Evaluator, evaluator_names, make_evaluator
+from ragkit.evolve.evaluators import evaluator_names, make_evaluator
 from ragkit.evolve.experiments import Experiment, read_experiments
 from ragkit.evolve.generation import (
     Scored,
@@ -22,8 +24,7 @@ from ragkit.evolve.generation import (
     select_pool,
 )
 from ragkit.evolve.layout import ExecutionLog, ExperimentDir, TokenLedger
-from ragkit.llm import scrub
-from ragkit.paths import atomic_write_text
+from ragkit.evolve.score import Evaluator
 
 GENERATION_TEMPERATURE = 0.8  # variety between candidates; the evaluators ask at 0
 

@@ -11,9 +11,9 @@ import shlex
 from datetime import UTC, datetime
 from pathlib import Path
 
-from ragkit.errors import RagError
+from ragkit.core.errors import RagError
+from ragkit.core.paths import atomic_write_text
 from ragkit.evolve.runner import load
-from ragkit.paths import atomic_write_text
 
 
 def pipeline_script(csv_path: Path, *, results: Path, only: list[str] | None = None,

@@ -55,9 +55,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from ragkit import csvio
-from ragkit.config import Settings
-from ragkit.errors import RagError, UsageError
+from ragkit.core import csvio
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError, UsageError
+from ragkit.core.text import detect_lang
 from ragkit.genqa.common import (
     COLUMNS,
     DUPLICATE_JACCARD,
@@ -80,7 +81,6 @@ from ragkit.genqa.offline import DOMAIN_TOPICS, domain_kinds, generate_offline
 from ragkit.genqa.pagetext import numbers_in, parse_blocks, terms_in
 from ragkit.genqa.report import print_genqa_report
 from ragkit.genqa.source import resolve_source, seed_for
-from ragkit.text import detect_lang
 
 __all__ = [
     "COLUMNS", "DOMAIN_TOPICS", "DUPLICATE_JACCARD", "KINDS", "LANG_NAMES", "MAX_CONSECUTIVE_FAILURES",
@@ -112,7 +112,7 @@ def generate_questions(
     progress: bool = True,
 ) -> GenqaReport:
     """Generate anticipated questions for `source` and write them to a timestamped CSV (see module doc)."""
-    from ragkit.llm import get_provider
+    from ragkit.core.llm import get_provider
 
     if per_page < 1:
         raise UsageError(f"--per-page must be at least 1, got {per_page}")

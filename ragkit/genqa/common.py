@@ -19,11 +19,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.config import Settings
+from ragkit.core.config import Settings
+from ragkit.core.models import Usage
+from ragkit.core.paths import iter_pages, reference_path
+from ragkit.core.text import normalize, tokenize
 from ragkit.genqa.pagetext import terms_in
-from ragkit.models import Usage
-from ragkit.paths import iter_pages, reference_path
-from ragkit.text import normalize, tokenize
 
 COLUMNS = ["Question", "Ground Truth", "Reference Document", "Page", "Checklist", "Kind", "Language"]
 DOC_SUFFIXES = (".pdf", ".docx", ".pptx")
@@ -148,7 +148,7 @@ class Context:
         """The search index of the database, or None when it cannot be opened (lexical scan instead)."""
         if self._index is None and not self._index_failed:
             try:
-                from ragkit.index import open_index
+                from ragkit.search import open_index
 
                 self._index = open_index(self.db)
             except Exception:  # noqa: BLE001 - absence checks fall back to scanning the page files

@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from ragkit.core.text import STOPWORDS, normalize, split_sentences
 from ragkit.genqa.common import Context, PageInfo
 from ragkit.genqa.pagetext import is_boilerplate, line_shape, parse_blocks, terms_in
-from ragkit.text import STOPWORDS, normalize, split_sentences
 
 
 @dataclass

@@ -10,8 +10,12 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from ragkit import csvio
-from ragkit.errors import RagError
+from ragkit.core import csvio
+from ragkit.core.errors import RagError
+from ragkit.core.llm import json_array, json_object, json_type
+from ragkit.core.models import Usage
+from ragkit.core.paths import reference_path
+from ragkit.core.text import detect_lang, refusal_text
 from ragkit.genqa.common import (
     LANG_NAMES,
     MAX_CONSECUTIVE_FAILURES,
@@ -25,10 +29,6 @@ from ragkit.genqa.common import (
     covered_by_corpus,
     refusal_point,
 )
-from ragkit.llm import json_array, json_object, json_type
-from ragkit.models import Usage
-from ragkit.paths import reference_path
-from ragkit.text import detect_lang, refusal_text
 
 ITEMS_SCHEMA = json_object({"items": json_array(json_object({
     "question": json_type("string"),
@@ -146,7 +146,7 @@ class _Caller:
         return self.failures >= MAX_CONSECUTIVE_FAILURES
 
     def json(self, messages: list[dict], schema: dict, name: str) -> dict:
-        from ragkit.llm import chat_json
+        from ragkit.core.llm import chat_json
 
         try:
             data, usage = chat_json(self.provider, messages, schema=schema, schema_name=name)
@@ -162,7 +162,7 @@ class _Caller:
 
 
 def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider) -> list[GeneratedQuestion]:
-    from ragkit.progress import progress_bar
+    from ragkit.core.progress import progress_bar
 
     caller = _Caller(provider, report)
     report.usage = Usage(cost_usd=0.0)

@@ -19,6 +19,7 @@ import re
 import sys
 from collections import Counter
 
+from ragkit.core.text import normalize, refusal_text
 from ragkit.genqa.common import (
     Context,
     GeneratedQuestion,
@@ -31,7 +32,6 @@ from ragkit.genqa.common import (
 )
 from ragkit.genqa.facts import Fact, page_facts
 from ragkit.genqa.pagetext import HEADING_LINE, line_shape
-from ragkit.text import normalize, refusal_text
 
 # Questions typical of a kind of document that a given collection may not answer; each carries key terms:
 # a page holding all of them means the topic is covered after all (then the question is not used).
@@ -105,7 +105,7 @@ _KIND_ORDER = ("table", "number", "definition", "kv", "steps")
 
 
 def generate_offline(ctx: Context, plan: Plan, report: GenqaReport) -> list[GeneratedQuestion]:
-    from ragkit.progress import progress_bar
+    from ragkit.core.progress import progress_bar
 
     boiler = _boilerplate(ctx.pages)
     docs = {p.doc for p in ctx.pages}

@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ragkit.text import STOPWORDS, join_cjk_breaks, normalize
+from ragkit.core.text import STOPWORDS, join_cjk_breaks, normalize
 
 HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD_LINE = re.compile(r"^\s*(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$")

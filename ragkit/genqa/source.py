@@ -9,13 +9,13 @@ import re
 import unicodedata
 from pathlib import Path
 
-from ragkit.config import Settings
-from ragkit.errors import RagError
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError
+from ragkit.core.pagefile import NO_TEXT_MARKER, parse_page
+from ragkit.core.paths import PAGE_RE, iter_pages, page_number, sanitize_name
+from ragkit.core.text import detect_lang, join_cjk_breaks, tokenize
 from ragkit.genqa.common import DOC_SUFFIXES, MIN_PAGE_TOKENS, PageInfo
 from ragkit.genqa.pagetext import plain_text
-from ragkit.pagefile import NO_TEXT_MARKER, parse_page
-from ragkit.paths import PAGE_RE, iter_pages, page_number, sanitize_name
-from ragkit.text import detect_lang, join_cjk_breaks, tokenize
 
 
 def resolve_source(source: Path, settings: Settings, *, progress: bool = True) -> tuple[Path, list[PageInfo], str]:

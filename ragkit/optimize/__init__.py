@@ -13,8 +13,8 @@ page contains, the page heading, the page's own key terms), never from the quest
 or the phrasing of one question must not be baked into the tree; a model's proposal that takes a question
 word the page lacks is refused. Copies keep the original page's permissions. A rollback removes the folders
 this run created once they are empty, and no row lists a copy that was rolled back (its reference metrics
-are computed again without it). Only the rows in `only` (the training questions, ragkit.heldout) drive
-copies. This module does not import ragkit.batch: the scoring both need is ragkit.scoring.
+are computed again without it). Only the rows in `only` (the training questions, ragkit.evaluate.heldout) drive
+copies. This module does not import ragkit.evaluate.batch: the scoring both need is ragkit.evaluate.scoring.
 
 Crash safety: every run journals its copies in its own file under DB/.ragkit/optimize-journal/ (fsync'ed,
 written BEFORE the copy appears): a header naming the process, then `created` -> `kept` | `rolled_back`

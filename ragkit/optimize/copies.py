@@ -12,9 +12,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from ragkit.errors import PathEscapeError, RagError
+from ragkit.core.errors import PathEscapeError, RagError
+from ragkit.core.paths import resolve_in_db
 from ragkit.optimize.journal import Journal, _index_remove, _remove_empty_dirs, _sha256
-from ragkit.paths import resolve_in_db
 
 log = logging.getLogger("ragkit.optimize")
 

@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ragkit.errors import PathEscapeError
-from ragkit.paths import resolve_in_db
+from ragkit.core.errors import PathEscapeError
+from ragkit.core.paths import resolve_in_db
 
 log = logging.getLogger("ragkit.optimize")
 

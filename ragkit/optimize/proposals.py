@@ -11,11 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ragkit.errors import PathEscapeError, RagError
-from ragkit.llm import json_object, json_type
-from ragkit.pagefile import first_heading, parse_page
-from ragkit.paths import resolve_in_db, sanitize_name, strip_db_prefix
-from ragkit.text import STOPWORDS, detect_lang, normalize
+from ragkit.core.errors import PathEscapeError, RagError
+from ragkit.core.llm import json_object, json_type
+from ragkit.core.pagefile import first_heading, parse_page
+from ragkit.core.paths import resolve_in_db, sanitize_name, strip_db_prefix
+from ragkit.core.text import STOPWORDS, detect_lang, normalize
 
 log = logging.getLogger("ragkit.optimize")
 

@@ -4,19 +4,23 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
-from ragkit.config import Settings
-from ragkit.csvio import join_multi, read_csv, split_multi, write_csv
-from ragkit.errors import PathEscapeError, RagError
-from ragkit.models import Usage
+from ragkit.core.config import Settings
+from ragkit.core.csvio import join_multi, read_csv, split_multi, write_csv
+from ragkit.core.errors import PathEscapeError, RagError
+from ragkit.core.models import Answer, Usage
+from ragkit.core.pagefile import parse_page
+from ragkit.core.paths import normalize_ref, reference_path, resolve_in_db, strip_db_prefix
+from ragkit.core.references import add_alias, reference_groups
+from ragkit.core.text import one_line
 from ragkit.optimize.copies import CopyManager
 from ragkit.optimize.journal import Journal, recover_journal
 from ragkit.optimize.proposals import (
@@ -32,13 +36,23 @@ from ragkit.optimize.proposals import (
     scope_of,
     validate_folder,
 )
-from ragkit.pagefile import parse_page
-from ragkit.paths import normalize_ref, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.text import one_line
 
 log = logging.getLogger("ragkit.optimize")
 
 MAX_ATTEMPTS = 5
+
+# question -> Answer, with the strategy, index and provider of the run already chosen (the batch's own asker)
+Asker = Callable[[str], Answer]
+
+
+class RowScorer(Protocol):
+    """What the optimizer needs of evaluation (ragkit.evaluate.scoring.Scorer is one)."""
+
+    def reference_columns(self, row: dict, retrieved: list[str]) -> dict:
+        """The row's Ref / Opt Ref metric columns for these retrieved pages (a copy counts as its page)."""
+
+    def rescore(self, row: dict, answer: Answer) -> tuple[dict, Usage]:
+        """The row after a re-ask, every answer and judge column recomputed, and what the judges spent."""
 OPT_COL = "Optimized Reference Document"
 REF_COL = "Reference Document"
 
@@ -77,9 +91,8 @@ class OptimizeReport:
     recovered: list[str] = field(default_factory=list)  # unconfirmed copies of a crashed run, removed
     notes: list[str] = field(default_factory=list)  # things the user should be told (not failures)
     errors: list[str] = field(default_factory=list)
-    # the optimizer's own model calls: proposals, and re-asks of attempts that were not a row's last (the
-    # last re-ask of a row, and its judging, go through batch.rescore_row, which counts them for the batch)
-    usage: Usage = field(default_factory=Usage)
+    usage: Usage = field(default_factory=Usage)  # the optimizer's model calls: proposals and re-asks
+    judge_usage: Usage = field(default_factory=Usage)  # judging the re-asked rows
 
     def kept_copies(self, db: Path) -> list[tuple[str, str]]:
         """(copy, original) in Reference Document form for every copy still in the database."""
@@ -129,33 +142,12 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
 
 
 # -- references --------------------------------------------------------------------------------------
-_GROUP_SPLIT = re.compile(r"([\r\n;]+)")
-
-
-def add_alias(cell: str, original_ref: str, copy_ref: str) -> str:
-    """Append `copy_ref` to the alias group holding `original_ref`, keeping the cell's separators."""
-    target = normalize_ref(original_ref)
-    pieces = _GROUP_SPLIT.split(cell or "")
-    found = False
-    for i in range(0, len(pieces), 2):
-        aliases = [a.strip() for a in pieces[i].split("|") if a.strip()]
-        if any(normalize_ref(a) == target for a in aliases):
-            found = True
-            if all(normalize_ref(a) != normalize_ref(copy_ref) for a in aliases):
-                pieces[i] = "|".join([*aliases, copy_ref])
-    if not found:  # the original is not in the cell (should not happen): add a group
-        return f"{cell}\n{original_ref}|{copy_ref}" if (cell or "").strip() else f"{original_ref}|{copy_ref}"
-    return "".join(pieces)
-
-
 def _db_rel(db: Path, path: str) -> str:
     return normalize_ref(strip_db_prefix(db, path))
 
 
 def _groups(db: Path, cell: str) -> list[list[str]]:
-    """The required pages of a reference cell as alias groups of db-relative paths (metrics' parsing)."""
-    from ragkit.metrics import reference_groups
-
+    """The required pages of a reference cell as alias groups of db-relative paths."""
     return [[_db_rel(db, a) for a in g] for g in reference_groups(cell)]
 
 
@@ -178,18 +170,22 @@ def _retrieved(row: dict) -> list[str]:
 class _Ctx:
     db: Path
     settings: Settings
-    strategy: str
     index: Any
     provider: Any
+    asker: Asker | None
+    scorer: RowScorer
     copies: CopyManager
     enable_rl: bool
     stop: threading.Event = field(default_factory=threading.Event)
     usage: Usage = field(default_factory=Usage)
+    judge_usage: Usage = field(default_factory=Usage)
     usage_lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def add_usage(self, usage: Usage) -> None:
+    def add_usage(self, usage: Usage, judge: Usage | None = None) -> None:
         with self.usage_lock:
             self.usage.add(usage)
+            if judge is not None:
+                self.judge_usage.add(judge)
 
 
 @dataclass
@@ -205,9 +201,11 @@ def optimize_missed(
     *,
     input_csv: Path,
     settings: Settings,
-    strategy: str = "agent",
+    scorer: RowScorer,
+    asker: Asker | None = None,
     enable_rl: bool = False,
     index=None,
+    provider=None,
     progress: bool = True,
     only: set[int] | None = None,
 ) -> OptimizeReport:
@@ -217,13 +215,17 @@ def optimize_missed(
     retrieved files and metrics, plus `Attempts`), what was copied, kept and rolled back, and Ref Recall
     before/after (aliases counted). A row's failure goes to `.errors`; the other rows still run. With `only`,
     just those rows (indices into `rows`: the training questions) may drive copies; the others are left as
-    they are, to measure the copies honestly (ragkit.heldout).
+    they are, to measure the copies honestly (ragkit.evaluate.heldout). The RL loop re-asks with `asker`
+    (required with `enable_rl`) and scores with `scorer`; `provider` proposes the folders.
     """
-    from ragkit.llm import get_provider
+    from ragkit.core.errors import UsageError
+    from ragkit.core.llm import get_provider
 
+    if enable_rl and asker is None:
+        raise UsageError("the RL loop needs an asker to re-ask its questions")
     db = Path(settings.db)
     if index is None:
-        from ragkit.index import open_index
+        from ragkit.search import open_index
 
         index = open_index(db)
     report = OptimizeReport(rows=[dict(r) for r in rows], enable_rl=enable_rl)
@@ -253,8 +255,8 @@ def optimize_missed(
     report.analysed = len(targets)
 
     journal = Journal(db)
-    ctx = _Ctx(db=db, settings=settings, strategy=strategy, index=index, provider=get_provider(settings),
-               copies=CopyManager(db, index, journal), enable_rl=enable_rl)
+    ctx = _Ctx(db=db, settings=settings, index=index, provider=provider or get_provider(settings),
+               asker=asker, scorer=scorer, copies=CopyManager(db, index, journal), enable_rl=enable_rl)
     results: dict[int, _RowResult] = {}
     try:
         _run_rows(ctx, report, targets, results, progress)
@@ -278,7 +280,7 @@ def optimize_missed(
         report.fixed = sum(1 for i, _ in targets if (after.get(i) or 0.0) >= 1.0)
         for row in report.rows:
             row.setdefault("Attempts", 0)
-    report.usage = ctx.usage
+    report.usage, report.judge_usage = ctx.usage, ctx.judge_usage
     return report
 
 
@@ -286,13 +288,9 @@ def _drop_deleted(ctx: _Ctx, report: OptimizeReport) -> None:
     """Results never list a file that no longer exists: a copy rolled back is removed from every row's
     Retrieved Files / Pages Read (an attempt, or another row's re-ask, may have read it while it existed), and
     that row's reference metrics are computed again without it."""
-    from ragkit.metrics import prefixed, reference_metrics
-    from ragkit.scoring import with_copies
-
     gone = {rel for rel, state in ctx.copies.state.items() if state == "rolled_back"}
     if not gone:
         return
-    universe: list[str] | None = None
     for row in report.rows:
         refs_changed = False
         for col in ("Retrieved Files", "Pages Read"):
@@ -303,19 +301,12 @@ def _drop_deleted(ctx: _Ctx, report: OptimizeReport) -> None:
                 refs_changed = refs_changed or col == "Retrieved Files"
         if not refs_changed or not str(row.get(REF_COL) or "").strip() and "Ref TP" not in row:
             continue
-        if universe is None:
-            base = reference_path(ctx.db, "")
-            universe = [x if base in ("", ".") else f"{base}/{x}" for x in ctx.index.pages()]
-        retrieved = _retrieved(row)
-        ref = with_copies(str(row.get(REF_COL) or ""), retrieved, ctx.db)
-        row.update(prefixed("Ref", reference_metrics(ref, retrieved, universe)))
-        if str(row.get(OPT_COL) or "").strip():
-            row.update(prefixed("Opt Ref", reference_metrics(row[OPT_COL], retrieved, universe)))
+        row.update(ctx.scorer.reference_columns(row, _retrieved(row)))
 
 
 def _run_rows(ctx: _Ctx, report: OptimizeReport, targets: list, results: dict[int, _RowResult],
               progress: bool) -> None:
-    from ragkit.progress import progress_bar
+    from ragkit.core.progress import progress_bar
 
     pool = ThreadPoolExecutor(max_workers=max(1, ctx.settings.workers), thread_name_prefix="optimize")
     try:
@@ -418,7 +409,7 @@ def propose(ctx: _Ctx, question: str, original: str, *, tried: list[dict]) -> Pr
     tried_folders = {t["folder"] for t in tried}
     problems: list[str] = []
     if not ctx.provider.is_offline:
-        from ragkit.llm import chat_json
+        from ragkit.core.llm import chat_json
 
         messages = _proposal_messages(ctx, question, original, page_text, tried)
         for _ in range(2):
@@ -478,8 +469,6 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
     Every attempt proposes a copy for every page the batch missed (an attempt's copies are rolled back
     together, so a page found in a failed attempt is missed again). A copy is kept when the re-ask reached
     Ref Recall >= 1 and retrieved that copy; a copy nobody retrieved did not help, even on success."""
-    from ragkit.agent import ask
-
     question = str(row.get("Question") or "")
     base_cell = _effective_cell(row)
     originals = [_original_of(ctx, g) for g in missed]
@@ -492,7 +481,7 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
             for original in originals:
                 made.append(_propose_and_copy(ctx, i, question, [original], attempt=attempt,
                                               tried=tried[original]))
-            answer = ask(question, ctx.settings, strategy=ctx.strategy, index=ctx.index, provider=ctx.provider)
+            answer = ctx.asker(question)
         except BaseException as e:
             for r in made:
                 ctx.copies.release(r.copy, (i, attempt), keep=False)
@@ -503,8 +492,7 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
             if not (isinstance(e, NoFolderLeft) and final is not None):  # else: nothing left to try
                 res.error = f"attempt {attempt}: {_one_line(e)}"
             break
-        if final is not None:  # the final attempt's answer is counted by batch.rescore_row
-            ctx.add_usage(final[0].usage)
+        ctx.add_usage(answer.usage)
         retrieved = [s.path for s in answer.sources]
         got = {_db_rel(ctx.db, p) for p in retrieved}
         cell = base_cell
@@ -538,23 +526,17 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
 
 def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str, attempt: int) -> dict:
     """The row as the final attempt left it: answer, retrieved files, reference metrics against the
-    Reference Document and the optimized cell (copies kept), then batch.rescore_row for the rest."""
-    from ragkit.metrics import prefixed, reference_metrics
-    from ragkit.scoring import rescore_row, with_copies
-
+    Reference Document and the optimized cell (copies kept), then every other column scored again."""
     out = {k: v for k, v in row.items() if not k.startswith(("Ref ", "Opt Ref "))}
     out["RAG Answer"] = answer.answer
     out["Retrieved Files"] = join_multi(retrieved)
     out["Attempts"] = attempt
     if normalize_ref(opt_cell) != normalize_ref(str(row.get(REF_COL) or "")):
         out[OPT_COL] = opt_cell
-    base = reference_path(ctx.db, "")
-    universe = [p if base in ("", ".") else f"{base}/{p}" for p in ctx.index.pages()]
-    ref = with_copies(str(row.get(REF_COL) or ""), retrieved, ctx.db)  # a kept copy is the page it copies
-    out.update(prefixed("Ref", reference_metrics(ref, retrieved, universe)))
-    if str(out.get(OPT_COL) or "").strip():
-        out.update(prefixed("Opt Ref", reference_metrics(out[OPT_COL], retrieved, universe)))
-    return rescore_row(out, answer, ctx.settings)
+    out.update(ctx.scorer.reference_columns(out, retrieved))  # a kept copy is the page it copies
+    scored, judged = ctx.scorer.rescore(out, answer)
+    ctx.add_usage(Usage(), judged)
+    return scored
 
 
 def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyRecord], db: Path

@@ -1,6 +1,6 @@
 """Search over the page tree: a cache under DB/.ragkit/ derived from the page files.
 
-INTERFACE (others rely on it; `ragkit.index` re-exports it for older imports):
+INTERFACE (others rely on it; `ragkit.search` re-exports it for older imports):
 
     open_index(db: Path) -> Index            # one shared, thread-safe instance per database per process
     Index.refresh() -> None                  # pick up added/changed/deleted page files incrementally

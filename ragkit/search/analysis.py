@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.pagefile import first_heading, parse_page
-from ragkit.paths import page_number
-from ragkit.text import STOPWORDS, name_forms, normalize, search_terms
+from ragkit.core.pagefile import first_heading, parse_page
+from ragkit.core.paths import page_number
+from ragkit.core.text import STOPWORDS, name_forms, normalize, search_terms
 
 ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 

@@ -14,10 +14,12 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.errors import RagError
-from ragkit.models import SearchHit
-from ragkit.pagefile import parse_page
-from ragkit.paths import reference_path, resolve_in_db, strip_db_prefix
+from ragkit.core.errors import RagError
+from ragkit.core.models import SearchHit
+from ragkit.core.pagefile import parse_page
+from ragkit.core.paths import reference_path, resolve_in_db, strip_db_prefix
+from ragkit.core.text import name_forms, search_terms
+from ragkit.core.workers import follow_parent, starting_workers, stop_pool
 from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
 from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_pages
 from ragkit.search.postings import _Grow, _Scoring, _Segment
@@ -34,8 +36,6 @@ from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, RERANK_N, _Ranking,
 from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
-from ragkit.text import name_forms, search_terms
-from ragkit.workers import follow_parent, starting_workers, stop_pool
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         workers = min(ANALYSE_WORKERS, os.cpu_count() or 1, len(chunks))
         bar = None
         if show and len(todo) > 200:
-            from ragkit.progress import progress_bar
+            from ragkit.core.progress import progress_bar
 
             bar = progress_bar(total=len(todo), desc="indexing pages", unit="page", file=sys.stderr)
         pool = None

@@ -10,8 +10,8 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from ragkit.core.text import normalize, search_terms, tokenize
 from ragkit.search.analysis import _label
-from ragkit.text import normalize, search_terms, tokenize
 
 _LABEL_REF = re.compile(
     r"(?<![^\W\d_])(figures?|figs?|tables?|charts?|exhibits?|図|表|그림|표)\.?\s*"

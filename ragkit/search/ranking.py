@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragkit.core.text import STOPWORDS, search_terms
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_N
-from ragkit.text import STOPWORDS, search_terms
 
 if TYPE_CHECKING:
     from ragkit.search.vectors import _Usem3

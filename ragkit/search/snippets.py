@@ -6,7 +6,7 @@ import re
 import unicodedata
 from collections import Counter
 
-from ragkit.text import STOPWORDS, one_line, search_terms
+from ragkit.core.text import STOPWORDS, one_line, search_terms
 
 _COMMENT_LINE = re.compile(r"(?m)^\s*<!--.*?-->\s*$")
 _HEADING_MARK = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")

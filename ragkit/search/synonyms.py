@@ -18,7 +18,7 @@ import os
 from collections import Counter
 from pathlib import Path
 
-from ragkit.text import search_terms
+from ragkit.core.text import search_terms
 
 USER_FILE = "synonyms.txt"
 SYN_WEIGHT = 0.5

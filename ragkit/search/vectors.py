@@ -14,8 +14,8 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-from ragkit.config import env_value
-from ragkit.pagefile import parse_page
+from ragkit.core.config import env_value
+from ragkit.core.pagefile import parse_page
 from ragkit.search.postings import _Grow
 from ragkit.search.snippets import display_text
 
@@ -181,7 +181,7 @@ class _Meaning:
         # (batch workers searching at once would draw bars over the batch's own).
         if (show_progress and self.progress and len(todo) >= 8
                 and threading.current_thread() is threading.main_thread()):
-            from ragkit.progress import progress_bar
+            from ragkit.core.progress import progress_bar
 
             bar = progress_bar(total=len(todo), desc=desc, unit="page", file=sys.stderr, leave=False)
         try:
@@ -337,7 +337,7 @@ class _Meaning:
         show = self.progress if progress is None else progress
         bar = None
         if show and todo:
-            from ragkit.progress import progress_bar
+            from ragkit.core.progress import progress_bar
 
             bar = progress_bar(total=len(todo), desc="embedding pages", unit="page", file=sys.stderr)
         try:

@@ -9,8 +9,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any
 
-from ragkit.config import Settings
-from ragkit.errors import RagError, UsageError
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError, UsageError
 
 LOOPBACK_NAMES = ("localhost",)
 
@@ -34,7 +34,7 @@ def check_bind(host: str, token: str | None) -> None:
 
 def _warm_up(settings: Settings) -> None:
     """One search before listening, so the embedding model is loaded now and not in the first user's request."""
-    from ragkit.index import open_index
+    from ragkit.search import open_index
 
     try:
         open_index(settings.db, progress=False).search("warm up", k=1)

@@ -1,6 +1,6 @@
 """The FastAPI app of `rag serve` (the HTTP API of the Agentic RAG API seed, DESIGN §9) and its web page.
 
-Every handler calls the library the CLI calls: `ragkit.agent.ask`, `ragkit.index` search, `ragkit.ingest`.
+Every handler calls the library the CLI calls: `ragkit.answer.agent.ask`, `ragkit.search` search, `ragkit.ingest`.
 Handlers are plain functions, so FastAPI runs them in its thread pool; they share one index (thread-safe) and
 one model provider (the openai client is thread-safe). Errors are JSON `{"error": ...}`, never a traceback,
 and the model API key is scrubbed from anything sent back.
@@ -24,8 +24,9 @@ from fastapi.responses import FileResponse, JSONResponse, Response, StreamingRes
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from ragkit.config import STRATEGIES, Settings
-from ragkit.errors import PathEscapeError, RagError, UsageError
+from ragkit.answer import STRATEGIES
+from ragkit.core.config import Settings
+from ragkit.core.errors import PathEscapeError, RagError, UsageError
 from ragkit.serve import documents as docs
 from ragkit.serve.sessions import (
     HISTORY_FOR_REWRITE,
@@ -119,8 +120,8 @@ class _Capture:
 
 def create_app(settings: Settings, options: ServeOptions | None = None, *, provider: Any = None) -> FastAPI:
     """The app over the database at settings.db. `provider` overrides the one settings choose (tests)."""
-    from ragkit.index import open_index
-    from ragkit.llm import get_provider, scrub
+    from ragkit.core.llm import get_provider, scrub
+    from ragkit.search import open_index
 
     options = options or ServeOptions()
     db = Path(settings.db).resolve()
@@ -207,7 +208,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     def search(query: str = Query(..., max_length=MAX_QUERY_CHARS), k: int = Query(10, ge=1, le=100),
                path: str | None = None) -> Response:
         """What `rag search QUERY --format json` prints: [{path, page, title, score, snippet, printed_page?}]."""
-        from ragkit.index import print_hits, search_db
+        from ragkit.search import print_hits, search_db
 
         if not query.strip():
             raise docs.ClientError(422, "query: the search query is empty")
@@ -291,7 +292,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         return standalone, question, usage
 
     def _answer(sid: str, query: str, strategy: str, trace_path: Path | None) -> tuple[dict, int]:
-        from ragkit.agent import ask
+        from ragkit.answer import ask
 
         standalone, question, rewrite_usage = _prepare(sid, query, strategy)
         answer = ask(question, settings, strategy=strategy, index=index(), provider=provider,
@@ -365,8 +366,8 @@ def _sse(event: str, data: dict) -> str:
 
 
 def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
-    from ragkit.pagefile import parse_page
-    from ragkit.paths import resolve_in_db, strip_db_prefix
+    from ragkit.core.pagefile import parse_page
+    from ragkit.core.paths import resolve_in_db, strip_db_prefix
 
     sources = []
     for s in answer.sources:

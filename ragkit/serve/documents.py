@@ -16,9 +16,9 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from ragkit.errors import PathEscapeError, RagError
-from ragkit.pagefile import first_heading, parse_page
-from ragkit.paths import (
+from ragkit.core.errors import PathEscapeError, RagError
+from ragkit.core.pagefile import first_heading, parse_page
+from ragkit.core.paths import (
     atomic_write_bytes,
     iter_pages,
     page_number,
@@ -26,7 +26,7 @@ from ragkit.paths import (
     resolve_in_db,
     sanitize_name,
 )
-from ragkit.workers import follow_parent, starting_workers
+from ragkit.core.workers import follow_parent, starting_workers
 
 UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<category>/
 DEFAULT_CATEGORY = "uploads"
@@ -100,7 +100,7 @@ def document_tree(db: Path, doc: DocInfo) -> dict:
 def read_page(db: Path, path: str) -> dict:
     """A page's markdown for a citation link; `path` is db-relative or a Reference Document. Anything that is
     not a page file inside the database (an escape, a hidden file, a folder) is a 4xx."""
-    from ragkit.paths import strip_db_prefix
+    from ragkit.core.paths import strip_db_prefix
 
     rel = strip_db_prefix(db, path)
     try:

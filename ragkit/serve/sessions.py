@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragkit.text import CJK_CLASS, STOPWORDS, normalize
+from ragkit.core.text import CJK_CLASS, STOPWORDS, normalize
 
 SESSIONS_FILE = "sessions.sqlite3"
 MAX_TURNS = 20  # turns kept per session (older ones are dropped)

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from ragkit.config import Secret, Settings
+from ragkit.core.config import Secret, Settings
 
 BASE_URL = os.environ.get("RAG_TEST_BASE_URL", "").strip()
 MODEL = os.environ.get("RAG_TEST_MODEL", "").strip() or "qwen2.5-coder-1.5b"

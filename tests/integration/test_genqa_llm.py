@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from ragkit import genqa
-from ragkit.config import Secret, Settings
-from ragkit.csvio import read_csv, split_checklist
-from ragkit.pagefile import PageMeta, render_page
+from ragkit.core.config import Secret, Settings
+from ragkit.core.csvio import read_csv, split_checklist
+from ragkit.core.pagefile import PageMeta, render_page
 
 BASE_URL = os.environ.get("RAG_TEST_BASE_URL", "")
 pytestmark = [pytest.mark.llm,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import inspect
 import json
 from pathlib import Path
 
@@ -44,7 +43,7 @@ def _write_csv(path: Path, rows: list[dict]) -> Path:
 
 
 def test_batch_of_five_with_checklist_and_rubric_judges(llm_settings, isolated_env):
-    from ragkit.batch import run_batch
+    from ragkit.evaluate.batch import run_batch
 
     # 4 answerable (Japanese, English, Korean) and 1 the documents cannot answer
     rows = _sample_rows([1, 8, 9, 11, 16])
@@ -87,7 +86,6 @@ def test_genqa_on_one_document_gives_valid_rows(llm_settings, sample_db_copy, is
 
 
 def test_one_optimize_proposal_copies_the_missed_page_inside_its_scope(llm_settings, sample_db_copy, isolated_env):
-    # call the public function of ragkit.optimize with only the keywords it takes
     from ragkit import optimize
 
     fn = optimize.optimize_missed
@@ -99,10 +97,10 @@ def test_one_optimize_proposal_copies_the_missed_page_inside_its_scope(llm_setti
     csv_path = _write_csv(isolated_env / "one.csv", [{k: row[k] for k in
                                                       ("Question", "Ground Truth", "Reference Document", "Page",
                                                        "Checklist")}])
-    params = inspect.signature(fn).parameters
-    kw = {"input_csv": csv_path, "settings": llm_settings, "strategy": "naive", "enable_rl": False,
-          "progress": False}
-    report = fn([row], **{k: v for k, v in kw.items() if k in params})
+    from ragkit.evaluate.scoring import Scorer
+
+    scorer = Scorer.create(llm_settings, row.keys())
+    report = fn([row], input_csv=csv_path, settings=llm_settings, scorer=scorer, enable_rl=False, progress=False)
     assert not report.errors, report.errors
     assert report.copies, report.notes
     copy = report.copies[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ragkit.pagefile import PageMeta, render_page
+from ragkit.core.pagefile import PageMeta, render_page
 from ragkit.search.index import Index
 
 

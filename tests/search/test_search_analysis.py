@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from search_fixtures import fresh, top, write_page
 
+from ragkit.core.text import search_terms
 from ragkit.search import analysis
-from ragkit.text import search_terms
 
 
 def test_japanese_two_character_words(db):

@@ -7,7 +7,7 @@ import json
 import pytest
 from search_fixtures import fresh, top
 
-from ragkit.errors import PathEscapeError, RagError
+from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.search.index import open_index
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 from search_fixtures import fresh, top, write_page
 
-from ragkit.errors import PathEscapeError, RagError
+from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.search import persistence
 from ragkit.search.index import Index
 
@@ -111,7 +111,7 @@ import sys
 from pathlib import Path
 sys.path.insert(0, {tests!r})
 from search_fixtures import write_page
-from ragkit.index import Index
+from ragkit.search import Index
 db, me = Path(sys.argv[1]), sys.argv[2]
 idx = Index(db, progress=False)
 idx.refresh()

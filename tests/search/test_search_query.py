@@ -219,7 +219,7 @@ def test_a_derived_sub_token_never_outweighs_its_source(tmp_path):
 def test_a_name_is_not_stemmed_into_another_word(tmp_path):
     """"Corning" stemmed is "corn": the company's page must beat pages about corn, and a page does not get
     longer (so weaker) because its Title Case words are kept twice."""
-    from ragkit.text import name_forms, search_terms
+    from ragkit.core.text import name_forms, search_terms
 
     assert name_forms("Revenue of Corning Incorporated") == {"corning": "corn", "incorporated": "incorporat"}
     assert search_terms("Corning grew") == ["corning", "corn", "grew"]

@@ -1,0 +1,114 @@
+"""Answer strategies over the page tree, one module each, behind one entry point:
+
+    ask(question, settings, *, strategy="agent", ...) -> Answer
+    STRATEGIES: the registry, name -> strategy function (run, answer, toolbox) -> Answer
+
+Offline (no model), every strategy but longctx runs the extractive engine (`extractive.answer_offline`)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ragkit.answer.agent import MAX_STEPS, MAX_TOKENS, agent_answer
+from ragkit.answer.longctx import longctx_answer
+from ragkit.answer.naive import naive_answer
+from ragkit.answer.run import QuestionRun, Trace, error_line
+from ragkit.answer.synth import synth_answer
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError, UsageError
+from ragkit.core.models import Answer
+from ragkit.core.paths import reference_path
+from ragkit.core.text import detect_lang
+
+# name -> strategy(run, answer, toolbox) -> Answer; batch, serve and evolve take their choices from here
+STRATEGIES: dict[str, Callable[[QuestionRun, Answer, Any], Answer]] = {
+    "agent": agent_answer, "naive": naive_answer, "synth": synth_answer, "longctx": longctx_answer,
+}
+
+
+def ask(
+    question: str,
+    settings: Settings,
+    *,
+    strategy: str = "agent",
+    trace_path: Path | None = None,
+    index: Any = None,
+    provider: Any = None,
+    max_steps: int | None = None,
+    max_tokens: int | None = None,
+    naive_prompt: str | None = None,
+) -> Answer:
+    """Answer `question` from the database at settings.db with the chosen strategy (DESIGN §2).
+
+    A missing or empty database, an unknown strategy or an unusable trace path is a user mistake (RagError /
+    UsageError). `naive_prompt` replaces the naive strategy's instructions (its rules and reply format stay).
+    A provider or model failure is not raised: the Answer comes back with `error` set (one line,
+    API key scrubbed) and whatever usage was spent.
+    """
+    if strategy not in STRATEGIES:
+        raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if not str(question or "").strip():
+        raise UsageError("the question is empty")
+    # budgets: the arguments, else Settings fields of the same name when Settings has them, else the defaults
+    if max_steps is None:
+        max_steps = getattr(settings, "max_steps", None) or MAX_STEPS
+    if max_tokens is None:
+        max_tokens = getattr(settings, "max_tokens", None) or MAX_TOKENS
+    if max_steps < 1 or max_tokens < 1:
+        raise UsageError("max_steps and max_tokens must be at least 1")
+    db = Path(settings.db)
+    if not db.is_dir():
+        raise RagError(f"{db}: no database here; run `rag ingest SOURCE --db {db}` first")
+    if index is None:
+        from ragkit.search import open_index
+
+        index = open_index(db)
+    if not index.pages():
+        raise RagError(f"{db}: the database has no pages; run `rag ingest SOURCE --db {db}` first")
+    if provider is None:
+        from ragkit.core.llm import get_provider
+
+        provider = get_provider(settings)
+    secret = str(settings.api_key or "") or None
+    trace = Trace(trace_path, secret)
+    t0 = time.perf_counter()
+    answer = Answer(question=question, answer="", refused=False, provider=provider.name, model=provider.model,
+                    strategy=strategy)
+    start_pages = getattr(settings, "start_pages", 0)
+    trace.write("start", question=question, strategy=strategy, provider=provider.name, model=provider.model,
+                db=str(db), max_steps=max_steps, max_tokens=max_tokens, start_pages=start_pages)
+    run = QuestionRun(question=question, db=db, index=index, provider=provider, trace=trace, max_steps=max_steps,
+               max_tokens=max_tokens, lang=detect_lang(question), naive_prompt=naive_prompt,
+               context_tokens=settings.context_tokens, start_pages=start_pages)
+    from ragkit.answer.tools import Toolbox
+
+    toolbox = Toolbox(db, index)
+    try:
+        if provider.is_offline and strategy != "longctx":  # longctx has its own offline path
+            from ragkit.answer.extractive import answer_offline
+
+            answer = answer_offline(question, index, db, k=5)
+            answer.strategy = strategy
+            run.usage = answer.usage
+        else:
+            answer = STRATEGIES[strategy](run, answer, toolbox)
+    except Exception as e:  # a model/provider failure (or a bug) must not sink a batch of questions
+        from ragkit.core.llm import scrub
+
+        answer.error = scrub(error_line(e), secret)
+        answer.steps = run.calls
+        trace.write("error", error=answer.error)
+    finally:
+        answer.usage = run.usage
+        answer.latency_ms = (time.perf_counter() - t0) * 1000
+        if not provider.is_offline:
+            answer.pages_read = [reference_path(db, p) for p in toolbox.pages_read]
+        if secret:
+            answer.answer = answer.answer.replace(secret, "***")
+        trace.write("answer", **{**answer.to_json(), "error": answer.error}, pages_read=answer.pages_read)
+        trace.close()
+    return answer
+

@@ -1,0 +1,497 @@
+"""The `rag` command line: parse flags, call the library, print. No logic lives here."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from ragkit.answer import STRATEGIES
+from ragkit.core.config import load_settings
+from ragkit.core.console import make_console
+from ragkit.core.errors import RagError, UsageError
+from ragkit.core.text import one_line
+from ragkit.evaluate import BATCH_STRATEGIES
+
+app = typer.Typer(
+    help="ragkit: build, run and measure RAG over a per-page markdown tree of your documents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+    # plain click help: Rich's markup would eat "[...]" in help texts and box-draw into logs
+    rich_markup_mode=None,
+)
+console = make_console()
+err = make_console(stderr=True)
+
+# Every option shows its default (the value, or where it comes from when the environment can set it).
+DbOpt = Annotated[Path | None, typer.Option(
+    "--db", metavar="DIR", help="Database folder.  [default: ./database, or env RAG_DB]", show_default=False)]
+ResultsOpt = Annotated[Path | None, typer.Option(
+    "--results", metavar="DIR", help="Results folder.  [default: ./results, or env RAG_RESULTS]", show_default=False)]
+ProviderOpt = Annotated[str | None, typer.Option(
+    "--provider", metavar="openai|offline", help="Who answers."
+    "  [default: env RAG_PROVIDER, else openai with a key, offline without]",
+    show_default=False)]
+ModelOpt = Annotated[str | None, typer.Option(
+    "--model", metavar="NAME", help="Model name.  [default: env RAG_MODEL, else gpt-4o-mini]", show_default=False)]
+StrategyOpt = Annotated[str, typer.Option(
+    "--strategy", metavar="|".join(STRATEGIES),
+    help="agent: tool-using navigation; naive: one search, one call; synth: drafts per result, synthesised; "
+         "longctx: whole candidate documents in the context.")]
+FormatOpt = Annotated[str, typer.Option("--format", metavar="text|json", help="Output format.")]
+NoCacheOpt = Annotated[bool, typer.Option(
+    "--no-cache", help="Bypass the on-disk LLM response cache.  [default: off]", show_default=False)]
+WorkersOpt = Annotated[int | None, typer.Option(
+    "--workers", metavar="N", help="Questions in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)]
+MaxStepsOpt = Annotated[int | None, typer.Option(
+    "--max-steps", metavar="N", help="Agent tool-using turns per question."
+    "  [default: 12, or env RAG_MAX_STEPS]",
+    show_default=False)]
+MaxTokensOpt = Annotated[int | None, typer.Option(
+    "--max-tokens", metavar="N", help="Agent token budget per question."
+    "  [default: 60000, or env RAG_MAX_TOKENS]",
+    show_default=False)]
+
+FailUnderOpt = Annotated[list[str] | None, typer.Option(
+    "--fail-under", metavar="METRIC=VALUE",
+    help='Quality gate, repeatable (e.g. "Ref Recall=0.8"): exit 3 when the metric\'s mean over the results '
+         "is below VALUE.  [default: no gate]", show_default=False)]
+ContextTokensOpt = Annotated[int | None, typer.Option(
+    "--context-tokens", metavar="N", help="longctx: token budget of the documents put in the context."
+    "  [default: 32000, or env RAG_CONTEXT_TOKENS]", show_default=False)]
+
+
+def _version(value: bool) -> None:
+    if value:
+        from ragkit import __version__
+
+        console.out(f"ragkit {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(
+    version: Annotated[bool, typer.Option(
+        "--version", help="Print the version and exit.", callback=_version, is_eager=True)] = False,
+) -> None:
+    """ragkit: build, run and measure RAG over a per-page markdown tree of your documents."""
+
+
+def _fail(message: str, code: int, json_out: bool) -> None:
+    """One line on stderr; with --format json also `{"error": ...}` on stdout, so a script reading JSON
+    sees the failure as JSON."""
+    message = one_line(message)
+    if json_out:
+        console.out(json.dumps({"error": message}, ensure_ascii=False), highlight=False)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    raise typer.Exit(code) from None
+
+
+def handle_errors(fn):
+    """User mistakes become one line on stderr and an exit status; never a traceback."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        json_out = kwargs.get("fmt") == "json"
+        try:
+            return fn(*args, **kwargs)
+        except UsageError as e:
+            _fail(str(e), 2, json_out)
+        except RagError as e:
+            _fail(str(e), 1, json_out)
+        except KeyboardInterrupt:
+            err.print("interrupted; finished work is on disk, run the same command again to continue")
+            raise typer.Exit(130) from None
+
+    return wrapper
+
+
+def _say_provider(settings) -> None:
+    if settings.provider == "offline":
+        err.print(f"[yellow]provider: offline[/yellow] ({settings.provider_reason})", highlight=False)
+
+
+@app.command()
+@handle_errors
+def ingest(
+    sources: Annotated[list[Path], typer.Argument(
+        metavar="SOURCE...", help="PDF/DOCX/PPTX files or folders to ingest.", show_default=False)],
+    db: DbOpt = None,
+    category: Annotated[str | None, typer.Option(
+        "--category", metavar="NAME", help="Category folder for every source."
+        "  [default: the source's parent folder name]",
+        show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Re-ingest sources even when unchanged.  [default: off]", show_default=False)] = False,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", metavar="N", help="Parallel processes.  [default: the number of cores]", show_default=False)] = None,
+) -> None:
+    """Turn documents into one markdown file per page: DB/<category>/<document>/<section>/page_NNN.md."""
+    from ragkit.ingest import ingest_sources, print_report
+
+    settings = load_settings(db=db)
+    report = ingest_sources(sources, db=settings.db, category=category, force=force, workers=workers)
+    print_report(report, console)
+    if report.failed:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handle_errors
+def search(
+    query: Annotated[str | None, typer.Argument(
+        metavar="QUERY", help="What to look for (any language).", show_default=False)] = None,
+    db: DbOpt = None,
+    path: Annotated[str | None, typer.Option(
+        "--path", metavar="PREFIX", help="Only pages under this folder.  [default: the whole database]", show_default=False)] = None,
+    k: Annotated[int, typer.Option("-k", metavar="N", help="Number of results.")] = 10,
+    fmt: FormatOpt = "text",
+    embed: Annotated[bool, typer.Option(
+        "--embed", help="First give every page a vector (~60 pages/s), so meaning finds pages on its own in a "
+                        "database of more than 1,000 pages; QUERY is then optional.  [default: off]", show_default=False)] = False,
+) -> None:
+    """Hybrid keyword + meaning search over the page tree."""
+    from ragkit.search import embed_db, print_hits, search_db
+
+    if fmt not in ("text", "json"):
+        raise UsageError(f"--format must be text or json, got {fmt!r}")
+    if k < 1:
+        raise UsageError(f"-k must be at least 1, got {k}")
+    if query is not None and not query.strip():
+        query = None
+    if query is None and not embed:
+        raise UsageError("give a QUERY to search for (or --embed to only embed the pages)")
+    settings = load_settings(db=db)
+    if embed:
+        done, total = embed_db(settings.db)
+        err.print(f"embedded {done} page(s); all {total} page(s) have a vector")
+        if query is None:
+            return
+    hits = search_db(settings.db, query, k=k, path=path)
+    print_hits(hits, settings.db, fmt=fmt, console=console)
+
+
+@app.command()
+@handle_errors
+def ask(
+    question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question.", show_default=False)],
+    db: DbOpt = None,
+    strategy: StrategyOpt = "agent",
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    fmt: FormatOpt = "text",
+    trace: Annotated[Path | None, typer.Option(
+        "--trace", metavar="FILE", help="Write every step as JSONL here.  [default: no trace]", show_default=False)] = None,
+    no_cache: NoCacheOpt = False,
+    max_steps: MaxStepsOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    context_tokens: ContextTokensOpt = None,
+) -> None:
+    """Answer a question from the database and cite the pages used."""
+    from ragkit.answer import ask as ask_question
+    from ragkit.cli.render import print_answer
+
+    if fmt not in ("text", "json"):
+        raise UsageError(f"--format must be text or json, got {fmt!r}")
+    settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache, max_steps=max_steps,
+                             max_tokens=max_tokens, context_tokens=context_tokens)
+    if fmt == "text":
+        _say_provider(settings)
+    result = ask_question(question, settings, strategy=strategy, trace_path=trace)
+    print_answer(result, fmt=fmt, console=console)
+    if result.error:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handle_errors
+def batch(
+    input_csv: Annotated[Path, typer.Argument(
+        metavar="INPUT.csv", help="Question CSV (Question[, Ground Truth, ...]).", show_default=False)],
+    db: DbOpt = None,
+    results: ResultsOpt = None,
+    workers: WorkersOpt = None,
+    optimize: Annotated[bool, typer.Option(
+        "--optimize", help="Copy missed pages where the agent would look (one pass; changes the database)."
+        "  [default: off]", show_default=False)] = False,
+    enable_rl: Annotated[bool, typer.Option(
+        "--enable-rl", help="Optimize with re-asks: keep only the copies that help (changes the database)."
+        "  [default: off]", show_default=False)] = False,
+    holdout: Annotated[float | None, typer.Option(
+        "--holdout", metavar="F", help="Share of questions kept out of optimization to measure it."
+        "  [default: 0.25]", show_default=False)] = None,
+    validate: Annotated[Path | None, typer.Option(
+        "--validate", metavar="CSV", help="A second question CSV that measures the optimization instead of "
+        "--holdout.  [default: none]", show_default=False)] = None,
+    strategy: Annotated[str, typer.Option(
+        "--strategy", metavar="|".join(BATCH_STRATEGIES),
+        help="As for ask, or search: retrieval alone, no model (Ref Recall@k, MRR, nDCG@k).")] = "agent",
+    k: Annotated[int, typer.Option(
+        "-k", metavar="N", min=1, help="--strategy search: pages retrieved per question.")] = 10,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    resume: Annotated[bool, typer.Option(
+        "--resume", help="Continue the last interrupted run.  [default: off]", show_default=False)] = False,
+    no_cache: NoCacheOpt = False,
+    max_steps: MaxStepsOpt = None,
+    max_tokens: MaxTokensOpt = None,
+    fail_under: FailUnderOpt = None,
+    context_tokens: ContextTokensOpt = None,
+) -> None:
+    """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
+    --optimize or --enable-rl)."""
+    from ragkit.evaluate import batch as batch_mod
+    from ragkit.evaluate.batch import print_batch_report, run_batch
+
+    gates = _gates(fail_under, getattr(batch_mod, "OUTPUT_COLUMNS", None))
+    settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
+                             cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
+                             context_tokens=context_tokens)
+    _say_provider(settings)
+    report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
+                       holdout=holdout, validate=validate, k=k)
+    print_batch_report(report, console)
+    _finish_with_gates(report, gates)
+
+
+@app.command("eval")
+@handle_errors
+def eval_(
+    results_csv: Annotated[Path, typer.Argument(
+        metavar="RESULTS.csv", help="A results CSV from `rag batch`.", show_default=False)],
+    db: DbOpt = None,
+    results: ResultsOpt = None,
+    provider: ProviderOpt = None,
+    judge_model: Annotated[str | None, typer.Option(
+        "--judge-model", metavar="NAME", help="Judge model."
+        "  [default: env RAG_JUDGE_MODEL, else gpt-4o-mini]",
+        show_default=False)] = None,
+    workers: Annotated[int | None, typer.Option(
+        "--workers", metavar="N", help="Rows judged in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)] = None,
+    no_cache: NoCacheOpt = False,
+    fail_under: FailUnderOpt = None,
+) -> None:
+    """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
+    from ragkit.evaluate import batch as batch_mod
+    from ragkit.evaluate.batch import print_batch_report, run_eval
+
+    gates = _gates(fail_under, getattr(batch_mod, "OUTPUT_COLUMNS", None))
+    settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
+                             workers=workers, cache=not no_cache)
+    _say_provider(settings)
+    report = run_eval(results_csv, settings)
+    print_batch_report(report, console)
+    _finish_with_gates(report, gates)
+
+
+@app.command()
+@handle_errors
+def genqa(
+    source: Annotated[Path, typer.Argument(
+        metavar="SOURCE", help="A database folder, or a PDF/DOCX/PPTX to ingest first.", show_default=False)],
+    db: DbOpt = None,
+    results: ResultsOpt = None,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    per_page: Annotated[int, typer.Option("--per-page", metavar="N", help="Questions per sampled page.")] = 1,
+    max_questions: Annotated[int, typer.Option("--max", metavar="N", help="At most this many questions.")] = 30,
+    lang: Annotated[str | None, typer.Option(
+        "--lang", metavar="L", help="Question language: en, ja or ko offline (only pages written in it); with a "
+        "model also zh, fr, de, es and more.  [default: each page's own]", show_default=False)] = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """Generate anticipated questions with ground truth, page references and checklists."""
+    from ragkit.genqa import generate_questions, print_genqa_report
+
+    settings = load_settings(db=db, results=results, provider=provider, model=model, cache=not no_cache)
+    _say_provider(settings)
+    report = generate_questions(source, settings, per_page=per_page, max_questions=max_questions, lang=lang)
+    print_genqa_report(report, console)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handle_errors
+def evolve(
+    experiments_csv: Annotated[Path, typer.Argument(
+        metavar="EXPERIMENTS.csv", help="Experiment CSV: experiment_id, max_generations, k, model_name, adapter_type, "
+        "task_definition, target_preference, evaluator_type.", show_default=False)],
+    results: ResultsOpt = None,
+    only: Annotated[list[str] | None, typer.Option(
+        "--only", metavar="ID", help="Run only this experiment_id (repeatable).  [default: every row]",
+        show_default=False)] = None,
+    until: Annotated[int | None, typer.Option(
+        "--until", metavar="N", help="Stop after generation N (0-based).  [default: max_generations - 1]",
+        show_default=False)] = None,
+    script: Annotated[Path | None, typer.Option(
+        "--script", metavar="FILE", help="Write a shell script with one idempotent step per generation instead "
+        "of running.  [default: run now]", show_default=False)] = None,
+    db: DbOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """Evolve texts over generations against an evaluator's hidden preference (seed 003)."""
+    from ragkit.evolve import print_evolve_report, run_experiments, write_pipeline_script
+
+    settings = load_settings(db=db, results=results, cache=not no_cache)
+    if script is not None:
+        path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only)
+        console.print(f"wrote {escape(str(path))}", highlight=False)
+        return
+    report = run_experiments(experiments_csv, settings, only=only, until=until)
+    print_evolve_report(report, console)
+    for e in report.errors:
+        err.print(f"[red]error:[/red] {escape(one_line(e))}", highlight=False)
+    if report.errors:
+        raise typer.Exit(1)
+
+
+@app.command()
+@handle_errors
+def demo(
+    db: DbOpt = None,
+    results: ResultsOpt = None,
+    provider: ProviderOpt = None,
+) -> None:
+    """Quick start: ingest the bundled sample corpus, answer a sample question, run the sample CSV."""
+    from ragkit.cli.demo import run_demo
+
+    settings = load_settings(db=db, results=results, provider=provider)
+    _say_provider(settings)
+    ok = run_demo(settings, console)
+    if not ok:
+        raise typer.Exit(1)
+
+
+# -- reports, comparisons and gates (issue 21) ---------------------------------------------------------
+def _gates(specs: list[str] | None, columns) -> list:
+    from ragkit.evaluate.gates import check_names, parse_gates
+
+    gates = parse_gates(specs)
+    check_names(gates, columns)
+    return gates
+
+
+def _finish_with_gates(report, gates: list) -> None:
+    """Exit 1 when rows failed; else 3 when a --fail-under gate is not met (one line per failed gate)."""
+    from ragkit.evaluate.gates import EXIT_GATE, check_results_file
+
+    results = check_results_file(report.results_path, gates) if gates and report.results_path else []
+    for r in results:
+        (console if r.passed else err).print(r.line(), markup=False, highlight=False)
+    if report.errors:
+        raise typer.Exit(1)
+    if any(not r.passed for r in results):
+        raise typer.Exit(EXIT_GATE)
+
+
+class _OptionalDeltaCommand(typer.core.TyperCommand):
+    """Lets `--fail-on-regression` stand alone (tolerance 0) or take a DELTA (click options need a value)."""
+
+    def parse_args(self, ctx, args):
+        args = list(args)
+        for i, a in enumerate(args):
+            if a == "--fail-on-regression":
+                nxt = args[i + 1] if i + 1 < len(args) else None
+                try:
+                    float(nxt) if nxt is not None else None
+                except ValueError:
+                    nxt = None
+                if nxt is None:
+                    args.insert(i + 1, "0")
+                break
+        return super().parse_args(ctx, args)
+
+
+@app.command(cls=_OptionalDeltaCommand)
+@handle_errors
+def compare(
+    old: Annotated[Path, typer.Argument(
+        metavar="OLD.csv", help="The earlier results CSV (the baseline).", show_default=False)],
+    new: Annotated[Path, typer.Argument(metavar="NEW.csv", help="The later results CSV.", show_default=False)],
+    fmt: Annotated[str, typer.Option(
+        "--format", metavar="text|json|markdown", help="Output format (markdown for a CI job summary).")] = "text",
+    fail_on_regression: Annotated[float | None, typer.Option(
+        "--fail-on-regression", metavar="[DELTA]",
+        help="Exit 3 when a quality metric's mean fell by more than DELTA (0 when no DELTA is given: any "
+             "drop).  [default: no gate]", show_default=False)] = None,
+) -> None:
+    """Question-by-question deltas between two results CSVs, with paired tests (bootstrap, McNemar)."""
+    from ragkit.evaluate.gates import EXIT_GATE
+    from ragkit.reports.compare import FORMATS, compare_files
+
+    if fmt not in FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
+    if fail_on_regression is not None and fail_on_regression < 0:
+        raise UsageError(f"--fail-on-regression must be 0 or more, got {fail_on_regression}")
+    cmp = compare_files(old, new)
+    console.out(FORMATS[fmt](cmp), highlight=False)
+    if fail_on_regression is not None:
+        failed = cmp.regressions(fail_on_regression)
+        for m in failed:
+            err.print(f"gate failed: {m.metric} fell {m.old:.4f} -> {m.new:.4f} ({m.delta:+.4f}, more than "
+                      f"{fail_on_regression:g}; p={m.p if m.p is not None else float('nan'):.3g}, {m.n} paired)",
+                      markup=False, highlight=False)
+        if failed:
+            raise typer.Exit(EXIT_GATE)
+
+
+@app.command()
+@handle_errors
+def report(
+    results_csvs: Annotated[list[Path], typer.Argument(
+        metavar="RESULTS.csv...", help="One or more results CSVs (compared side by side).", show_default=False)],
+    output: Annotated[Path | None, typer.Option(
+        "-o", "--output", metavar="FILE.html", help="The HTML file to write."
+        "  [default: next to the first CSV, .html]", show_default=False)] = None,
+    force: Annotated[bool, typer.Option(
+        "--force", help="Replace an existing output file.  [default: off]", show_default=False)] = False,
+    label: Annotated[list[str] | None, typer.Option(
+        "--label", metavar="NAME", help="A name for each run, in order (repeatable).  [default: the file names]",
+        show_default=False)] = None,
+) -> None:
+    """One self-contained HTML report (plots, filters, per-question details); no network needed to read it."""
+    from ragkit.reports.html import write_report
+
+    path = write_report(results_csvs, output, overwrite=force, labels=label)
+    console.print(f"report: {path}", markup=False, highlight=False)
+
+@app.command()
+@handle_errors
+def serve(
+    db: DbOpt = None,
+    host: Annotated[str, typer.Option(
+        "--host", metavar="ADDR", help="Address to listen on (any but loopback needs a token).")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 8000,
+    token: Annotated[str | None, typer.Option(
+        "--token", metavar="TOKEN", help="Require Authorization: Bearer TOKEN on every endpoint but /health."
+        "  [default: env RAG_API_TOKEN, else none]", show_default=False)] = None,
+    max_upload_mb: Annotated[float, typer.Option(
+        "--max-upload-mb", metavar="MB", help="Largest accepted upload.")] = 100.0,
+    provider: ProviderOpt = None,
+    model: ModelOpt = None,
+    no_cache: NoCacheOpt = False,
+) -> None:
+    """HTTP API (/chat with sessions, /search, /documents, /pages) and a web page at / over the database."""
+    from ragkit.core.config import env_value
+    from ragkit.serve import run_server
+
+    settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache)
+    _say_provider(settings)
+    run_server(settings, host=host, port=port, token=token or env_value("RAG_API_TOKEN") or None,
+               max_upload_mb=max_upload_mb, announce=lambda line: err.print(line, highlight=False, markup=False))
+
+
+def main() -> None:
+    try:
+        app()
+    except KeyboardInterrupt:  # pragma: no cover - Ctrl-C outside a command body
+        sys.exit(130)
+
+

@@ -1,0 +1,78 @@
+"""The page file format: a small front matter, then the page's markdown.
+
+    ---
+    source: examples/corpus/家電/冷蔵庫.pdf
+    document: 冷蔵庫 取扱説明書
+    section: 操作と機能
+    page: 8
+    printed_page: 6
+    ---
+    # 温度の設定
+    ...
+
+Values are single-line; the parser is forgiving so a user can edit pages by hand. `printed_page` is there only
+when the number printed on the page (or the PDF's page label) differs from its position in the file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from ragkit.core.text import one_line
+
+NO_TEXT_MARKER = "<!-- ragkit: no text layer on this page -->"
+_FM = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+@dataclass
+class PageMeta:
+    source: str = ""
+    document: str = ""
+    section: str = ""
+    page: int = 0
+    printed_page: str = ""  # the number (or label) printed on the page when it differs from `page`: "17", "iii"
+
+
+def render_page(meta: PageMeta, body: str) -> str:
+    fm = (
+        f"---\nsource: {one_line(meta.source)}\ndocument: {one_line(meta.document)}\n"
+        f"section: {one_line(meta.section)}\npage: {int(meta.page)}\n"
+        + (f"printed_page: {one_line(meta.printed_page)}\n" if meta.printed_page.strip() else "")
+        + "---\n"
+    )
+    return fm + body.strip("\n") + "\n"
+
+
+def parse_page(text: str) -> tuple[PageMeta, str]:
+    """(front matter, body). A file without front matter is all body."""
+    m = _FM.match(text)
+    if not m:
+        return PageMeta(), text
+    meta = PageMeta()
+    for line in m.group(1).splitlines():
+        key, sep, value = line.partition(":")
+        if not sep:
+            continue
+        key, value = key.strip().lower(), value.strip()
+        if key == "page":
+            try:
+                meta.page = int(value)
+            except ValueError:
+                pass
+        elif key in ("source", "document", "section", "printed_page"):
+            setattr(meta, key, value)
+    return meta, text[m.end() :]
+
+
+def first_heading(body: str) -> str:
+    """The page's first markdown heading, else its first non-empty line (shortened)."""
+    m = _HEADING.search(body)
+    if m:
+        return m.group(1).strip()
+    for line in body.splitlines():
+        line = line.strip()
+        if line and not line.startswith("<!--"):
+            return line[:80]
+    return ""

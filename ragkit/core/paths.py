@@ -1,0 +1,157 @@
+"""Everything that turns names into paths inside the database, and back into Reference Documents.
+
+Nothing escapes the database root: every path a model or a CSV hands us goes through `resolve_in_db`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import unicodedata
+from pathlib import Path
+
+from ragkit.core.errors import PathEscapeError
+
+MAX_NAME = 80  # characters of one folder name; keeps paths readable and under OS limits
+_BAD_CHARS = re.compile(r'[<>:"|?*\\/\x00-\x1f\x7f-\x9f]')
+_WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
+# `page_008_2.md` is the optimizer's second copy of page 8 in one folder: still page 8.
+PAGE_RE = re.compile(r"^page_(\d{3,})(?:_\d+)?\.md$")
+
+
+def sanitize_name(name: str, *, fallback: str = "untitled", max_len: int = MAX_NAME) -> str:
+    """A safe, readable folder/file name: NFC, no separators/control/<>:"|?* chars, no dot-only names,
+    no Windows device names, at most `max_len` characters. Japanese stays Japanese."""
+    s = unicodedata.normalize("NFC", name)
+    s = _BAD_CHARS.sub(" ", s)
+    # no leading dot (a hidden folder is not part of the database: `../../x` must not become `.. .. x`),
+    # no trailing dot or space (Windows drops them)
+    s = re.sub(r"\s+", " ", s)
+    s = re.sub(r"^[\s.]+|[\s.]+$", "", s)
+    if _WINDOWS_RESERVED.match(s):
+        s = f"_{s}"
+    if len(s) > max_len:
+        cut = s[:max_len]
+        # cut at a word boundary when there is one in the second half ("... last mfa" not "... last mf")
+        space = cut.rfind(" ") if s[max_len] != " " else max_len
+        s = (cut[:space] if space > max_len // 2 else cut).rstrip()
+    return s or fallback
+
+
+def page_filename(page: int, total_pages: int) -> str:
+    """`page_008.md`; 4+ digits when the source has 1000 pages or more."""
+    width = max(3, len(str(total_pages)))
+    return f"page_{page:0{width}d}.md"
+
+
+def page_number(path: str | Path) -> int | None:
+    """The 1-based page number from a page file name, or None."""
+    m = PAGE_RE.match(Path(path).name)
+    return int(m.group(1)) if m else None
+
+
+def resolve_in_db(db_root: Path, rel: str) -> Path:
+    """Resolve a path a model or user gave, relative to the database root; refuse anything that leaves it.
+
+    Refused: NUL bytes, backslashes, absolute paths, `..` components, symlinks that point outside.
+    """
+    if "\x00" in rel:
+        raise PathEscapeError("path contains a NUL byte")
+    if "\\" in rel:
+        raise PathEscapeError("use forward slashes: backslashes are not allowed in paths")
+    rel = rel.strip()
+    # Accept paths written as Reference Documents ("database/a/b.md") as well as db-relative ones.
+    root = db_root.resolve()
+    if rel.startswith("/") or re.match(r"^[A-Za-z]:", rel):
+        raise PathEscapeError(f"absolute paths are not allowed: {rel!r}; use a path relative to the database")
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if any(p == ".." for p in parts):
+        raise PathEscapeError(f"'..' is not allowed in paths: {rel!r}")
+    candidate = root.joinpath(*parts) if parts else root
+    resolved = candidate.resolve()
+    if resolved != root and root not in resolved.parents:
+        raise PathEscapeError(f"path leaves the database: {rel!r}")
+    return resolved
+
+
+def strip_db_prefix(db_root: Path, path: str) -> str:
+    """Turn a Reference Document (`database/a/page_001.md`, absolute, or db-relative) into a db-relative path."""
+    p = normalize_ref(path)
+    root = db_root.resolve()
+    if p.startswith("/"):
+        try:
+            return Path(p).resolve().relative_to(root).as_posix()
+        except ValueError:
+            return p
+    try:
+        as_ref = root.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        as_ref = None
+    if as_ref and as_ref != "." and (p == as_ref or p.startswith(as_ref + "/")):
+        return p[len(as_ref) + 1 :]
+    return p
+
+
+def reference_path(db_root: Path, rel: str) -> str:
+    """The Reference Document form of a db-relative page path: relative to the working directory
+    when the database lies inside it, absolute otherwise (DESIGN §1)."""
+    full = db_root.resolve() / rel
+    try:
+        return full.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return full.as_posix()
+
+
+def normalize_ref(path: str) -> str:
+    """Canonical text form of a path for comparisons: NFC, forward slashes, no `./`, no surrounding space."""
+    p = unicodedata.normalize("NFC", path.strip().strip('"').strip("'")).replace("\\", "/")
+    while p.startswith("./"):
+        p = p[2:]
+    return re.sub(r"/+", "/", p)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_FILE_MODE = 0o666 & ~_umask()  # what open() would give; mkstemp's 0600 would hide results from others
+
+
+def atomic_write_text(path: Path, text: str, *, encoding: str = "utf-8") -> None:
+    """Write through a temporary file in the same folder and rename it over the target."""
+    atomic_write_bytes(path, text.encode(encoding))
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write through a temporary file in the same folder and rename it over the target."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fchmod(fh.fileno(), _FILE_MODE)
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def iter_pages(db_root: Path, prefix: str | None = None) -> list[str]:
+    """All page files (`*.md`) under the database (or under `prefix`), db-relative, sorted;
+    hidden folders such as `.ragkit/` are skipped."""
+    base = resolve_in_db(db_root, prefix) if prefix else db_root.resolve()
+    root = db_root.resolve()
+    if not base.exists():
+        return []
+    out = []
+    for dirpath, dirnames, filenames in os.walk(base):
+        dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+        for f in filenames:
+            if f.endswith(".md") and not f.startswith("."):
+                out.append((Path(dirpath) / f).relative_to(root).as_posix())
+    return sorted(out)

@@ -1,0 +1,155 @@
+"""What makes a batch run interruptible and resumable: a pool of daemon threads (Ctrl-C never waits for
+in-flight questions) and the checkpoint, one fsync'ed JSON line per finished row (rules: ragkit.evaluate.batch's
+module docstring)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ragkit.core.config import Settings
+from ragkit.core.errors import RagError
+from ragkit.evaluate.scoring import OPTIMIZED
+
+CHECKPOINT_DIR = ".checkpoints"
+_CK_VERSION = 1
+
+
+# -- a pool whose threads never hold the process up ----------------------------------------------------
+class _DaemonPool:
+    """A minimal thread pool of daemon threads.
+
+    Why not ThreadPoolExecutor: its threads are joined at interpreter exit, so after Ctrl-C the process
+    would wait for every in-flight question (HTTP timeouts and retries included) before exiting. Finished
+    rows are already in the checkpoint; in-flight ones are simply asked again on resume.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"rag-batch-{i}", daemon=True)
+                         for i in range(max(1, workers))]
+        for t in self._threads:
+            t.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            fut, fn, args = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+                fut.set_exception(e)
+
+    def submit(self, fn: Callable, *args: Any) -> Future:
+        fut: Future = Future()
+        self._q.put((fut, fn, args))
+        return fut
+
+    def shutdown(self, *, cancel_futures: bool = False) -> None:
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in self._threads:
+            self._q.put(None)
+
+
+# -- the checkpoint -----------------------------------------------------------------------------------
+class Checkpoint:
+    """Append-only JSON lines, one per finished row, fsync'ed; locked against a second process."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fh = None
+
+    def load(self) -> dict[int, dict]:
+        """The last readable record per input position. A torn last line is cut off."""
+        if not self.path.is_file():
+            return {}
+        data = self.path.read_bytes()
+        good_end = data.rfind(b"\n") + 1
+        records: dict[int, dict] = {}
+        for line in data[:good_end].splitlines():
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict) and rec.get("v") == _CK_VERSION and isinstance(rec.get("i"), int):
+                records[rec["i"]] = rec
+        if good_end < len(data):  # a line cut short by a crash: drop it so the next append starts clean
+            with open(self.path, "r+b") as fh:
+                fh.truncate(good_end)
+        return records
+
+    def open(self) -> None:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self._fh = open(self.path, "ab")  # noqa: SIM115 - kept open for the whole run
+        except OSError as e:
+            raise RagError(f"{self.path}: cannot write the checkpoint ({e.strerror or e})") from None
+        try:
+            import fcntl
+
+            fcntl.flock(self._fh.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except ImportError:  # pragma: no cover - Windows: no advisory lock
+            pass
+        except BlockingIOError:
+            self._fh.close()
+            self._fh = None
+            raise RagError(f"{self.path}: another `rag batch` is running on this input; wait for it "
+                           "or stop it first") from None
+        except OSError:  # a filesystem without locks: run unlocked
+            pass
+
+    def append(self, record: dict) -> None:
+        line = json.dumps(record, ensure_ascii=False, default=str).encode("utf-8") + b"\n"
+        self._fh.write(line)
+        self._fh.flush()
+        os.fsync(self._fh.fileno())
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def finish(self) -> None:
+        self.close()
+        self.path.unlink(missing_ok=True)
+
+
+def checkpoint_path(settings: Settings, input_csv: Path, df: pd.DataFrame, *, strategy: str) -> Path:
+    """`<results>/.checkpoints/<input stem>-<key>.jsonl` (see the module docstring for what the key covers)."""
+    cols = [c for c in df.columns if c != OPTIMIZED]
+    content = hashlib.sha256(json.dumps([cols, df[cols].values.tolist()], ensure_ascii=False).encode()).hexdigest()
+    material = {
+        "input": str(Path(input_csv).resolve()),
+        "content": content,
+        "db": str(Path(settings.db).resolve()),
+        "strategy": strategy,
+        "provider": settings.provider,
+        "model": settings.model,
+        "judge_model": settings.judge_model,
+        "api_base": settings.api_base or "",
+    }
+    key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+    from ragkit.core.paths import sanitize_name
+
+    stem = sanitize_name(Path(input_csv).stem, fallback="input", max_len=60)
+    return Path(settings.results) / CHECKPOINT_DIR / f"{stem}-{key}.jsonl"

@@ -1,0 +1,45 @@
+"""Ranking metrics of retrieval alone (`rag batch --strategy search`): page recall@k, hit@k, MRR, nDCG@k.
+
+A question's required pages are the groups of its `Reference Document` cell (metrics.reference_groups: a page
+and its optimized copies are one group). `retrieved` is a ranked list of Reference Document paths.
+
+- recall@k: the share of required groups with any alias among the first k ("page recall").
+- hit@k: 1 when any required group is among the first k, else 0 ("any evidence page in the top k"); higher
+  than recall@k wherever a question has several required pages.
+- MRR: 1 / the rank of the first retrieved page of any group among the first k (0 when none is).
+- nDCG@k: binary gain, each group counted once (at its first alias), over the ideal ranking of min(groups, k).
+A question without required pages (unanswerable) has none of these: None, an empty cell.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ragkit.core.paths import normalize_ref
+from ragkit.core.references import reference_groups
+
+
+def _group_ranks(ref_cell: str, retrieved: list[str], k: int) -> tuple[list[int], int]:
+    """(0-based rank of each group's first retrieved alias, within the first k; missing groups left out),
+    number of groups."""
+    groups = reference_groups(ref_cell)
+    of: dict[str, int] = {a: i for i, g in enumerate(groups) for a in g}
+    seen: set[int] = set()
+    ranks: list[int] = []
+    for rank, path in enumerate(retrieved[:k]):
+        g = of.get(normalize_ref(str(path)))
+        if g is not None and g not in seen:
+            seen.add(g)
+            ranks.append(rank)
+    return ranks, len(groups)
+
+
+def rank_metrics(ref_cell: str, retrieved: list[str], k: int) -> dict[str, float | None]:
+    """{"Recall@k", "Hit@k", "MRR", "nDCG@k"} of one question; all None when it has no required page."""
+    ranks, n = _group_ranks(ref_cell, retrieved, k)
+    if not n:
+        return {"Recall@k": None, "Hit@k": None, "MRR": None, "nDCG@k": None}
+    dcg = sum(1.0 / math.log2(r + 2) for r in ranks)
+    ideal = sum(1.0 / math.log2(i + 2) for i in range(min(n, k)))
+    return {"Recall@k": len(ranks) / n, "Hit@k": 1.0 if ranks else 0.0,
+            "MRR": 1.0 / (ranks[0] + 1) if ranks else 0.0, "nDCG@k": dcg / ideal}

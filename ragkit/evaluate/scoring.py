@@ -1,0 +1,430 @@
+"""Scoring one answered row: the answer's columns, reference metrics over the database's pages, the
+checklist/rubric judges, Contain-Match, LLM-Accuracy and the Evaluation Reason (DESIGN §4, §5).
+
+Shared by `rag batch`/`rag eval` (ragkit.evaluate.batch) and the folder optimizer's re-asks (ragkit.optimize), so that
+neither imports the other. The metric definitions themselves are ragkit.evaluate.metrics (no LLM code); the judges are
+ragkit.evaluate.judge. One rule is applied here whatever a judge says: a refusal of a question the database cannot
+answer (empty Reference Document) is the right answer, so its rubric scores are 1 and it passes.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ragkit.core.config import Settings
+from ragkit.core.csvio import join_multi, split_checklist, split_multi
+from ragkit.core.errors import RagError
+from ragkit.core.models import Answer, Usage
+from ragkit.core.paths import reference_path
+from ragkit.core.text import one_line
+from ragkit.evaluate.judge import RUBRIC_COLUMNS
+from ragkit.evaluate.retrieval import SEARCH_COLUMNS
+
+# -- columns (DESIGN §4) ------------------------------------------------------------------------------
+QUESTION = "Question"
+GROUND_TRUTH = "Ground Truth"
+REFERENCE = "Reference Document"
+CHECKLIST = "Checklist"
+OPTIMIZED = "Optimized Reference Document"
+
+# the contract's columns, in this order, right after the input columns
+CORE_COLUMNS = [
+    "RAG Answer", "Retrieved Files",
+    "Checklist Recall", "Checklist Precision", "Checklist TP", "Checklist FP", "Checklist FN",
+    "Ref Recall", "Ref Precision", "Ref Specificity", "Ref TP", "Ref TN", "Ref FP", "Ref FN",
+    "Evaluation Reason",
+]
+CHECKLIST_MORE = ["Checklist F1", "Checklist Accuracy", "Checklist Specificity", "Checklist TN"]
+REF_MORE = ["Ref F1", "Ref Accuracy"]
+OPT_REF_COLUMNS = [f"Opt Ref {k}" for k in ("Recall", "Precision", "Specificity", "F1", "Accuracy",
+                                            "TP", "TN", "FP", "FN")]
+JUDGE_COLUMNS = [*RUBRIC_COLUMNS, "Contain Match", "LLM Accuracy"]
+DETAIL_COLUMNS = ["Refused", "Pages Read", "Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms",
+                  "Judge Input Tokens", "Judge Output Tokens", "Judge Cost USD"]
+ATTEMPTS = "Attempts"
+TAIL_COLUMNS = ["Error", "Judge Error"]
+
+# every column a run computes (an input CSV that already has them, e.g. a results CSV, gets them replaced)
+SPLIT = "Optimize Split"  # train | held-out, when an optimization held questions out (ragkit.evaluate.heldout)
+OUTPUT_COLUMNS = [*CORE_COLUMNS, *CHECKLIST_MORE, *REF_MORE, *SEARCH_COLUMNS, *OPT_REF_COLUMNS, *JUDGE_COLUMNS,
+                  *DETAIL_COLUMNS, SPLIT, ATTEMPTS, *TAIL_COLUMNS]
+_OUTPUT_SET = frozenset(OUTPUT_COLUMNS)
+# columns the summary aggregates (metrics.summarize: means, micro-averages, totals)
+SUMMARY_METRICS = [
+    "Checklist Recall", "Checklist Precision", "Checklist F1", "Checklist Accuracy", "Checklist Specificity",
+    "Checklist TP", "Checklist FP", "Checklist FN", "Checklist TN",
+    "Ref Recall", "Ref Precision", "Ref Specificity", "Ref F1", "Ref Accuracy",
+    "Ref TP", "Ref TN", "Ref FP", "Ref FN", *SEARCH_COLUMNS,
+    *OPT_REF_COLUMNS,
+    "Judge Accuracy", "Judge Completeness", "Judge Citations", "Judge Context Relevance", "Judge Overall",
+    "Judge Passed", "Contain Match", "LLM Accuracy", "Refused", "Steps", "Latency ms", ATTEMPTS,
+]
+
+
+
+def _dedupe(items: Iterable[str]) -> list[str]:
+    seen: set[str] = set()
+    out = []
+    for x in items:
+        if x and x not in seen:
+            seen.add(x)
+            out.append(x)
+    return out
+
+
+def _cost_cell(cost: float | None) -> str:
+    # 6 decimals: a cheap call's cost would round to 0 at 4; unknown cost (unpriced model) stays empty
+    return "" if cost is None else f"{cost:.6f}"
+
+
+def _fmt(value: Any) -> Any:
+    from ragkit.evaluate.metrics import format_cell
+
+    return format_cell(value)
+
+
+def _one_line(e: BaseException | str) -> str:
+    return one_line(e) or (type(e).__name__ if not isinstance(e, str) else "")
+
+
+def answer_columns(answer: Answer) -> dict:
+    """The columns that describe an answer (no scoring)."""
+    retrieved = _dedupe(s.path for s in answer.sources)
+    return {
+        "RAG Answer": answer.answer or "",
+        "Retrieved Files": join_multi(retrieved),
+        "Refused": bool(answer.refused),
+        "Pages Read": join_multi(_dedupe(answer.pages_read)),
+        "Steps": answer.steps,
+        "Input Tokens": answer.usage.input_tokens,
+        "Output Tokens": answer.usage.output_tokens,
+        "Cost USD": _cost_cell(answer.usage.cost_usd),
+        "Latency ms": round(answer.latency_ms),
+        "Error": _one_line(answer.error) if answer.error else "",
+    }
+
+# -- scoring ------------------------------------------------------------------------------------------
+@dataclass
+class Scorer:
+    """What scoring one row needs; shared by the workers (read-only apart from the index)."""
+
+    settings: Settings
+    db: Path
+    index: Any
+    judge: Any  # Provider
+    has_ref: bool  # the input has a Reference Document column
+    has_opt: bool
+    has_checklist: bool
+    has_gt: bool
+    search_k: int = 0  # --strategy search: rank metrics at this k instead of judges
+
+    @classmethod
+    def create(cls, settings: Settings, columns: Iterable[str], index: Any = None, judge: Any = None) -> Scorer:
+        from ragkit.core.llm import get_provider
+
+        cols = set(columns)
+        return cls(settings=settings, db=Path(settings.db), index=index,
+                   judge=judge if judge is not None else get_provider(settings, role="judge"),
+                   has_ref=REFERENCE in cols, has_opt=OPTIMIZED in cols, has_checklist=CHECKLIST in cols,
+                   has_gt=GROUND_TRUTH in cols)
+
+    @property
+    def scored(self) -> bool:
+        return self.has_ref or self.has_checklist or self.has_gt
+
+    def universe(self) -> list[str]:
+        """Every page of the database now, in Reference Document form."""
+        if self.index is None:
+            from ragkit.search import open_index
+
+            self.index = open_index(self.db, progress=False)
+        pages = self.index.pages()
+        base = reference_path(self.db, "")  # the same prefix for every page: build it once
+        return [p for p in pages] if base in ("", ".") else [f"{base}/{p}" for p in pages]
+
+    def reference_columns(self, row: dict, retrieved: list[str], universe: list[str] | None = None) -> dict:
+        from ragkit.evaluate.metrics import prefixed, reference_metrics
+
+        if not self.has_ref:
+            return {}
+        if universe is None:
+            universe = self.universe()
+        ref = with_copies(str(row.get(REFERENCE) or ""), retrieved, self.db)
+        out = prefixed("Ref", reference_metrics(ref, retrieved, universe))
+        opt = str(row.get(OPTIMIZED) or "").strip()
+        if opt:
+            out.update(prefixed("Opt Ref", reference_metrics(opt, retrieved, universe)))
+        return out
+
+    def rescore(self, row: dict, answer: Answer) -> tuple[dict, Usage]:
+        """The row after a re-ask (the optimizer's): the answer's columns, the judges' and the Evaluation
+        Reason recomputed; its reference metrics are the caller's, who knows the copies it made."""
+        ref_cols = {k: v for k, v in row.items() if k.startswith(("Ref ", "Opt Ref "))}
+        cols, usage, _ = _score(self, row, answer, ref_cols=ref_cols)
+        return {**row, **cols}, usage
+
+    def judge_columns(self, row: dict, answer: Answer) -> tuple[dict, Usage, list[str]]:
+        """Checklist, rubric, Contain-Match, LLM-Accuracy and the Evaluation Reason. Never raises: each
+        judge's failure is one entry of the returned problems (the answer stays)."""
+        from ragkit.evaluate import judge as J
+        from ragkit.evaluate.metrics import checklist_metrics, prefixed
+
+        usage = Usage()
+        problems: list[str] = []  # one line each, the key scrubbed (judge.* errors come scrubbed already)
+        out: dict[str, Any] = {}
+        question = str(row.get(QUESTION) or "")
+        text = answer.answer or ""
+        refused = bool(answer.refused)
+        ref_cell = str(row.get(REFERENCE) or "").strip()
+        answerable = bool(ref_cell) if self.has_ref else True
+        items = split_checklist(str(row.get(CHECKLIST) or "")) if self.has_checklist else []
+        gt = str(row.get(GROUND_TRUTH) or "").strip() if self.has_gt else ""
+
+        verdict = None
+        if not answerable:  # DESIGN §5: refused -> TN = 1, answered -> FP = 1; no judge needed
+            out.update(prefixed("Checklist", checklist_metrics(answerable=False, refused=refused, n_items=0,
+                                                               covered=0, extra=0)))
+        elif items:
+            covered = extra = 0
+            ok = True
+            if not refused:
+                try:
+                    verdict = J.judge_checklist(self.judge, question, text, items)
+                    usage.add(verdict.usage)
+                    covered, extra = min(verdict.n_covered, len(items)), verdict.n_extra
+                except Exception as e:  # noqa: BLE001 - a judge failure must not lose the answer
+                    problems.append(f"checklist judge failed: {_one_line(e)}")
+                    ok = False
+            if ok:
+                out.update(prefixed("Checklist", checklist_metrics(answerable=True, refused=refused,
+                                                                   n_items=len(items), covered=covered,
+                                                                   extra=extra)))
+
+        rubric = None
+        contain = llm_ok = None
+        if gt and refused and not answerable and self.has_ref:
+            # the rule, whatever a judge would say: refusing what the database cannot answer is right
+            rubric = correct_refusal_verdict()
+            contain = llm_ok = True
+            out.update(rubric.columns())
+            out["Contain Match"] = contain
+            out["LLM Accuracy"] = llm_ok
+        elif gt:
+            # the answer's words only: its sources list and citations name page files ("page_009.md p.9"),
+            # which would contain a ground truth such as "9"
+            contain = bool(J.contain_match(J.answer_text_for_judging(text), gt))
+            out["Contain Match"] = contain
+            try:
+                rubric = J.judge_rubric(self.judge, question=question, expected=gt, answer=text,
+                                        sources=answer.sources, required_info=items)
+                if rubric is not None:
+                    usage.add(rubric.usage)
+                    out.update(rubric.columns())
+            except Exception as e:  # noqa: BLE001
+                problems.append(f"rubric judge failed: {_one_line(e)}")
+            try:
+                llm_ok, u = J.llm_accuracy(self.judge, question=question, ground_truth=gt, answer=text)
+                usage.add(u)
+                out["LLM Accuracy"] = llm_ok
+            except Exception as e:  # noqa: BLE001
+                problems.append(f"LLM-Accuracy judge failed: {_one_line(e)}")
+        from ragkit.core.llm import scrub
+
+        problems = [scrub(p, self.settings.api_key) for p in problems]
+        out["Judge Input Tokens"] = usage.input_tokens
+        out["Judge Output Tokens"] = usage.output_tokens
+        out["Judge Cost USD"] = _cost_cell(usage.cost_usd)
+        ref = _metric_dict(row, "Ref") if self.has_ref else None
+        opt_ref = _metric_dict(row, "Opt Ref") if str(row.get(OPTIMIZED) or "").strip() else None
+        out["Evaluation Reason"] = J.evaluation_reason(
+            answerable=answerable if (self.has_ref or self.has_checklist or self.has_gt) else None,
+            refused=refused, checklist=verdict, items=items, ref=ref, opt_ref=opt_ref, rubric=rubric,
+            contain=contain, llm_correct=llm_ok, notes=problems)
+        return out, usage, problems
+
+
+def with_copies(ref_cell: str, retrieved: list[str], db: Path) -> str:
+    """The reference cell with every retrieved page that is a byte-for-byte copy of a required page added to
+    that page's aliases: an answer citing an optimizer's copy found the page (same content), so a CSV naming
+    only the original must not score it 0. Pages that differ in any byte are never merged."""
+    from ragkit.core.paths import normalize_ref, strip_db_prefix
+    from ragkit.core.references import reference_groups
+
+    groups = reference_groups(ref_cell)
+    required = {a for g in groups for a in g}
+    extra = [normalize_ref(p) for p in retrieved if normalize_ref(p) not in required]
+    if not groups or not extra:
+        return ref_cell
+    root = Path(db).resolve()
+
+    def content(path: str) -> bytes | None:
+        rel = strip_db_prefix(Path(db), path)
+        full = Path(rel) if rel.startswith("/") else root / rel
+        try:
+            return full.read_bytes() if full.resolve().is_relative_to(root) and full.is_file() else None
+        except OSError:
+            return None
+
+    got = {p: content(p) for p in extra}
+    changed = False
+    for g in groups:
+        want = {c for c in (content(a) for a in g) if c is not None}
+        for p, data in got.items():
+            if data is not None and data in want and p not in g:
+                g.append(p)
+                changed = True
+    return "\n".join("|".join(g) for g in groups) if changed else ref_cell
+
+
+def correct_refusal_verdict():
+    """The rubric verdict of a refusal of an unanswerable question: every criterion 1, passed."""
+    from ragkit.evaluate.judge import RUBRIC_METRICS, RubricVerdict
+
+    return RubricVerdict(accuracy=1.0, completeness=1.0, citations=1.0, context_relevance=1.0, overall=1.0,
+                         passed=True, metric_status={m: True for m in RUBRIC_METRICS},
+                         reasoning={"rule": "a refusal of a question the documents cannot answer is correct"},
+                         issues=[], strengths=["refused a question the documents cannot answer"],
+                         hallucinations=[])
+
+
+def _metric_dict(row: dict, prefix: str) -> dict | None:
+    """{"TP": 1, ...} from a row's "<prefix> TP" ... cells; None when the counts are absent."""
+    from ragkit.evaluate.metrics import COUNT_KEYS, parse_number
+
+    counts = {k: parse_number(row.get(f"{prefix} {k}")) for k in COUNT_KEYS}
+    if any(v is None for v in counts.values()):
+        return None
+    return {k: int(v) for k, v in counts.items()}
+
+
+def _short(s: str, n: int = 60) -> str:
+    return one_line(s, n)
+
+
+def _score(scorer: Scorer, row: dict, answer: Answer, *, ref_cols: dict | None = None,
+           universe: list[str] | None = None) -> tuple[dict, Usage, list[str]]:
+    """All computed columns of one row (the answer's, reference metrics, judges, reason)."""
+    from ragkit.evaluate.judge import evaluation_reason
+
+    cols = answer_columns(answer)
+    if answer.error:  # no answer to score: metrics stay empty, the row is retried on resume
+        cols["Evaluation Reason"] = evaluation_reason(error=answer.error)
+        return cols, Usage(), []
+    retrieved = split_multi(cols["Retrieved Files"])
+    if ref_cols is None:
+        ref_cols = scorer.reference_columns(row, retrieved, universe)
+    cols.update(ref_cols)
+    usage, problems = Usage(), []
+    if scorer.search_k:
+        from ragkit.evaluate.retrieval import search_columns
+
+        if scorer.has_ref:
+            cols.update(search_columns(str(row.get(REFERENCE) or ""), retrieved, scorer.search_k))
+        cols["Evaluation Reason"] = ""
+    elif scorer.scored:
+        jcols, usage, problems = scorer.judge_columns({**row, **cols}, answer)
+        cols.update(jcols)
+    else:
+        cols["Evaluation Reason"] = ""
+    cols["Judge Error"] = "; ".join(problems)
+    return cols, usage, problems
+
+
+
+
+def fill_opt_ref(rows: list[dict], scorer: Scorer) -> None:
+    """Rows the optimizer gave an `Optimized Reference Document` without re-asking: score it now."""
+    universe = None
+    for row in rows:
+        if str(row.get(OPTIMIZED) or "").strip() and row.get("Opt Ref TP") in (None, "") and not row.get("Error"):
+            if universe is None:
+                universe = scorer.universe()
+            from ragkit.evaluate.metrics import prefixed, reference_metrics
+
+            row.update(prefixed("Opt Ref", reference_metrics(row[OPTIMIZED],
+                                                             split_multi(str(row.get("Retrieved Files") or "")),
+                                                             universe)))
+
+
+# -- strict input (DESIGN §4): checked before any question is asked ----------------------------------------
+PAGE = "Page"
+INPUT_COLUMNS = (QUESTION, GROUND_TRUTH, REFERENCE, OPTIMIZED, PAGE, CHECKLIST)
+_PAGE_CELL = re.compile(r"\s*(?:\d+(?:\s*-\s*\d+)?(?:\s*[,;|/\r\n ]\s*\d+(?:\s*-\s*\d+)?)*)?\s*")
+
+
+def known_columns() -> tuple[str, ...]:
+    """Every column name ragkit reads or writes (a near-miss of one of them is a typo)."""
+    return (*INPUT_COLUMNS, *OUTPUT_COLUMNS)
+
+
+def read_questions(path: Path) -> Any:
+    """A question CSV (or a results CSV given as input), read strictly: csvio.read_csv with the known columns,
+    then `Page` must be numbers (`3`, `3;5`, `3-5`) or empty."""
+    from ragkit.core.csvio import read_csv
+
+    df = read_csv(path, required=(QUESTION,), known=known_columns())
+    if PAGE in df.columns:
+        for i, cell in enumerate(df[PAGE]):
+            if not _PAGE_CELL.fullmatch(str(cell or "")):
+                raise RagError(f"{path}: row {i + 2}, column {PAGE!r}: {one_line(str(cell), 40)!r} is not a page "
+                               "number (numbers such as 3, 3;5 or 3-5, or empty)")
+    return df
+
+
+def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5) -> None:
+    """Every page named in `Reference Document` / `Optimized Reference Document` must exist under the database.
+    The missing ones are one error (first `limit` listed), with a hint when another --db or path prefix would
+    resolve them."""
+    from ragkit.core.paths import strip_db_prefix
+    from ragkit.core.references import reference_groups
+
+    db = Path(db)
+    root = db.resolve()
+    missing: list[tuple[int, str]] = []
+    for i, row in enumerate(rows):
+        if not str(row.get(QUESTION) or "").strip():
+            continue
+        for col in (REFERENCE, OPTIMIZED):
+            for group in reference_groups(str(row.get(col) or "")):
+                for alias in group:
+                    rel = strip_db_prefix(db, alias)
+                    full = (root / rel) if not rel.startswith("/") else Path(rel)
+                    try:
+                        ok = full.resolve().is_relative_to(root) and full.is_file()
+                    except OSError:
+                        ok = False
+                    if not ok:
+                        missing.append((i, alias))
+    if not missing:
+        return
+    shown = "; ".join(f"row {i + 2}: {one_line(a, 100)}" for i, a in missing[:limit])
+    more = f" and {len(missing) - limit} more" if len(missing) > limit else ""
+    raise RagError(f"{path}: {len(missing)} reference page(s) not found under the database {db}: {shown}{more}"
+                   f"{_reference_hint([a for _, a in missing], db)}; nothing was asked")
+
+
+def _reference_hint(refs: list[str], db: Path) -> str:
+    """`; hint: ...` when a prefix swap or another database folder resolves the first missing reference."""
+    from ragkit.core.paths import normalize_ref
+
+    root = db.resolve()
+    here = reference_path(db, "").rstrip("/")
+    for ref in refs:
+        parts = normalize_ref(ref).lstrip("/").split("/")
+        for k in range(1, len(parts) - 1):
+            if (root / "/".join(parts[k:])).is_file():
+                prefix = "/".join(parts[:k])
+                if Path(normalize_ref(ref)).is_file() or (Path.cwd() / prefix).is_dir():
+                    return f"; hint: they exist under {prefix}, so try --db {prefix}"
+                return (f"; hint: the pages exist in {db} under another prefix: write {here}/... instead of "
+                        f"{prefix}/...")
+        p = Path(normalize_ref(ref))
+        if p.is_file():
+            for parent in p.resolve().parents:
+                if (parent / ".ragkit").is_dir():
+                    return f"; hint: they exist in the database {parent}, so try --db {parent}"
+    return ""

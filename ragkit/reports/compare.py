@@ -1,0 +1,219 @@
+"""`rag compare OLD.csv NEW.csv`: each metric's change with a paired test, and the questions that moved.
+
+Questions are paired by their text (the n-th occurrence of a repeated question with the n-th). A metric's
+delta is the mean over the questions where BOTH runs define it (so a question added to the new run does
+not move the delta), with a paired test: McNemar's exact test for yes/no columns, a paired bootstrap of
+the mean difference otherwise. A question got worse when one of its outcome metrics dropped and none
+rose (better: the reverse; both: "mixed").
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from ragkit.evaluate.runs import BINARY, HEADLINE, Row, Run, load_run, mcnemar, paired_bootstrap
+
+# Per-question outcome: what "this question got better / worse" is judged on.
+OUTCOME = ["Ref Recall", "Checklist Recall", "Judge Overall", "Contain Match", "LLM Accuracy"]
+# Metrics whose direction is not a quality (a refusal is right for unanswerable questions).
+_NO_DIRECTION = {"Refused"}
+
+
+@dataclass
+class MetricDelta:
+    metric: str
+    n: int  # paired questions where both runs define it
+    old: float | None
+    new: float | None
+    delta: float | None
+    test: str  # "mcnemar" | "paired bootstrap" | ""
+    p: float | None
+    ci: tuple[float, float] | None = None  # 95 % interval of the delta (bootstrap)
+    worse: int = 0  # questions where it went down
+    better: int = 0
+
+    @property
+    def significant(self) -> bool:
+        return self.p is not None and self.p < 0.05
+
+
+@dataclass
+class QuestionChange:
+    question: str
+    old_row: int  # 1-based data row in each CSV
+    new_row: int
+    changes: dict[str, tuple[float, float]]  # metric -> (old, new), only the ones that changed
+    verdict: str  # "better" | "worse" | "mixed"
+
+
+@dataclass
+class Comparison:
+    old: str
+    new: str
+    paired: int
+    only_old: int
+    only_new: int
+    metrics: list[MetricDelta] = field(default_factory=list)
+    worse: list[QuestionChange] = field(default_factory=list)
+    better: list[QuestionChange] = field(default_factory=list)
+    mixed: list[QuestionChange] = field(default_factory=list)
+
+    def metric(self, name: str) -> MetricDelta | None:
+        return next((m for m in self.metrics if m.metric == name), None)
+
+    def regressions(self, tolerance: float) -> list[MetricDelta]:
+        """Quality metrics whose mean fell by more than `tolerance`."""
+        return [m for m in self.metrics if m.metric not in _NO_DIRECTION and m.delta is not None
+                and m.delta < -tolerance - 1e-12]
+
+    def to_json(self) -> dict:
+        d = asdict(self)
+        for m in d["metrics"]:
+            m["ci"] = list(m["ci"]) if m["ci"] is not None else None
+        for kind in ("worse", "better", "mixed"):
+            for q in d[kind]:
+                q["changes"] = {k: {"old": a, "new": b} for k, (a, b) in q["changes"].items()}
+        return d
+
+
+def _pairs(old: Run, new: Run) -> list[tuple[Row, Row]]:
+    by_key = {r.key: r for r in new.rows}
+    return [(r, by_key[r.key]) for r in old.rows if r.key in by_key]
+
+
+def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) -> Comparison:
+    pairs = _pairs(old, new)
+    old_keys, new_keys = {r.key for r in old.rows}, {r.key for r in new.rows}
+    cmp = Comparison(old=str(old.path), new=str(new.path), paired=len(pairs),
+                     only_old=len(old_keys - new_keys), only_new=len(new_keys - old_keys))
+    shared = [m for m in old.quality_metrics() if m in set(new.quality_metrics())]
+    ordered = [m for m in HEADLINE if m in shared] + [m for m in shared if m not in HEADLINE]
+    for m in ordered:
+        both = [(a.values[m], b.values[m]) for a, b in pairs
+                if a.values.get(m) is not None and b.values.get(m) is not None]
+        if not both:
+            continue
+        n = len(both)
+        mo = sum(a for a, _ in both) / n
+        mn = sum(b for _, b in both) / n
+        diffs = [b - a for a, b in both]
+        worse = sum(1 for d in diffs if d < 0)
+        better = sum(1 for d in diffs if d > 0)
+        if m in BINARY:
+            ci, _ = paired_bootstrap(diffs, resamples=resamples, seed=seed)
+            md = MetricDelta(m, n, mo, mn, mn - mo, "mcnemar", mcnemar(worse, better), ci, worse, better)
+        else:
+            ci, p = paired_bootstrap(diffs, resamples=resamples, seed=seed)
+            md = MetricDelta(m, n, mo, mn, mn - mo, "paired bootstrap" if p is not None else "", p, ci,
+                             worse, better)
+        cmp.metrics.append(md)
+    outcome = [m for m in OUTCOME if m in shared]
+    for a, b in pairs:
+        changes = {m: (a.values[m], b.values[m]) for m in outcome
+                   if a.values.get(m) is not None and b.values.get(m) is not None
+                   and a.values[m] != b.values[m]}
+        if not changes:
+            continue
+        down = any(n < o for o, n in changes.values())
+        up = any(n > o for o, n in changes.values())
+        verdict = "mixed" if down and up else ("worse" if down else "better")
+        qc = QuestionChange(a.question, a.index + 1, b.index + 1, changes, verdict)
+        getattr(cmp, verdict).append(qc)
+    return cmp
+
+
+def compare_files(old: Path | str, new: Path | str) -> Comparison:
+    """Compare two results CSVs; two files without a question in common are an error (not "no change")."""
+    from ragkit.core.errors import RagError
+
+    cmp = compare_runs(load_run(old), load_run(new))
+    if not cmp.paired:
+        raise RagError(f"{new}: no question in common with {old}; compare two runs of the same question CSV")
+    return cmp
+
+
+# -- output -------------------------------------------------------------------------------------------
+def _f(v: float | None, digits: int = 3) -> str:
+    return "-" if v is None else f"{v:.{digits}f}"
+
+
+def _signed(v: float | None) -> str:
+    return "-" if v is None else f"{v:+.3f}"
+
+
+def _p(v: float | None) -> str:
+    if v is None:
+        return "-"
+    return "<0.001" if v < 0.001 else f"{v:.3f}"
+
+
+def _ci(ci: tuple[float, float] | None) -> str:
+    return "-" if ci is None else f"[{ci[0]:+.3f}, {ci[1]:+.3f}]"
+
+
+def _short(text: str, n: int = 90) -> str:
+    s = " ".join(text.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def _change_text(qc: QuestionChange) -> str:
+    return ", ".join(f"{m} {_f(a, 2)}→{_f(b, 2)}" for m, (a, b) in qc.changes.items())
+
+
+def format_text(cmp: Comparison, *, limit: int = 20) -> str:
+    lines = [f"old: {cmp.old}", f"new: {cmp.new}",
+             f"paired questions: {cmp.paired} (only in old: {cmp.only_old}, only in new: {cmp.only_new})", ""]
+    w = max([len(m.metric) for m in cmp.metrics] + [6])
+    lines.append(f"{'metric':<{w}}  {'n':>4}  {'old':>6}  {'new':>6}  {'delta':>7}  {'95% CI':>18}  "
+                 f"{'p':>6}  test")
+    for m in cmp.metrics:
+        star = " *" if m.significant else ""
+        lines.append(f"{m.metric:<{w}}  {m.n:>4}  {_f(m.old):>6}  {_f(m.new):>6}  {_signed(m.delta):>7}  "
+                     f"{_ci(m.ci):>18}  {_p(m.p):>6}  {m.test}{star}")
+    lines.append("(* p < 0.05)")
+    for title, items in (("worse", cmp.worse), ("better", cmp.better), ("mixed", cmp.mixed)):
+        lines.append("")
+        lines.append(f"{title}: {len(items)} question(s)")
+        for qc in items[:limit]:
+            lines.append(f"  row {qc.new_row}: {_short(qc.question)} — {_change_text(qc)}")
+        if len(items) > limit:
+            lines.append(f"  … and {len(items) - limit} more (--format json lists all)")
+    return "\n".join(lines)
+
+
+def _md_cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
+    """GitHub-flavoured markdown for a CI job summary."""
+    lines = [f"### rag compare: `{Path(cmp.old).name}` → `{Path(cmp.new).name}`", "",
+             f"{cmp.paired} paired questions (only in old: {cmp.only_old}, only in new: {cmp.only_new}); "
+             f"**{len(cmp.worse)} worse**, {len(cmp.better)} better, {len(cmp.mixed)} mixed.", "",
+             "| metric | n | old | new | delta | 95% CI | p | test |", "|---|---:|---:|---:|---:|---|---:|---|"]
+    for m in cmp.metrics:
+        delta = _signed(m.delta)
+        if m.significant:
+            delta = f"**{delta}**"
+        lines.append(f"| {m.metric} | {m.n} | {_f(m.old)} | {_f(m.new)} | {delta} | {_ci(m.ci)} | {_p(m.p)} "
+                     f"| {m.test} |")
+    for title, items in (("Worse", cmp.worse), ("Better", cmp.better), ("Mixed", cmp.mixed)):
+        if not items:
+            continue
+        lines += ["", f"<details><summary>{title}: {len(items)} question(s)</summary>", "",
+                  "| row | question | change |", "|---:|---|---|"]
+        for qc in items[:limit]:
+            lines.append(f"| {qc.new_row} | {_md_cell(_short(qc.question))} | {_md_cell(_change_text(qc))} |")
+        if len(items) > limit:
+            lines.append(f"| | … and {len(items) - limit} more | |")
+        lines += ["", "</details>"]
+    return "\n".join(lines)
+
+
+def format_json(cmp: Comparison) -> str:
+    return json.dumps(cmp.to_json(), ensure_ascii=False)
+
+
+FORMATS = {"text": format_text, "markdown": format_markdown, "json": format_json}
