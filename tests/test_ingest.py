@@ -13,20 +13,20 @@ import pytest
 from typer.testing import CliRunner
 
 from ragkit.cli import app
+from ragkit.cli.render import print_ingest_report
 from ragkit.core.errors import RagError
 from ragkit.core.pagefile import NO_TEXT_MARKER, parse_page
 from ragkit.core.paths import iter_pages
 from ragkit.ingest import (
     CONVERTER_VERSION,
     IngestReport,
-    _folio_candidates,
     ingest_sources,
     join_breaks,
     outdated_note,
     outline_sections,
-    print_report,
     printed_numbers,
 )
+from ragkit.ingest.pdf import _folio_candidates
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -546,7 +546,7 @@ def test_print_report_lists_failures(isolated_env):
 
     buf = StringIO()
     rep = IngestReport(documents=2, pages=5, skipped=1, failed=[("a [b].pdf", "corrupt PDF")], pages_without_text=1)
-    print_report(rep, Console(file=buf, width=120))
+    print_ingest_report(rep, Console(file=buf, width=120))
     text = buf.getvalue()
     assert "failed: a [b].pdf: corrupt PDF" in text and "documents" in text
 

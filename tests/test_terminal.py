@@ -129,11 +129,11 @@ def test_control_characters_never_reach_a_page_file_or_the_terminal(isolated_env
 
 
 def test_ingest_removes_control_characters_from_page_text(isolated_env):
-    from ragkit.ingest import _emit_pages, _Job
+    from ragkit.ingest.pages import Job, emit_pages
 
     db = isolated_env / "database"
-    job = _Job(src="x.pdf", shown="x.pdf", kind=".pdf", db=str(db), folder="c/x")
-    res = _emit_pages(job, "Title\x1b[2J", [f"Body {ESC_TEXT}"], ["Sec\x1b]0;t\x07"])
+    job = Job(src="x.pdf", shown="x.pdf", kind=".pdf", db=str(db), folder="c/x")
+    res = emit_pages(job, "Title\x1b[2J", [f"Body {ESC_TEXT}"], ["Sec\x1b]0;t\x07"])
     text = (db / res.pages[0]).read_text(encoding="utf-8")
     assert "Body Safe text [2J cleared ]0;PWNED and a bell  and C1 31m end" in text
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)

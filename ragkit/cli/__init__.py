@@ -133,11 +133,12 @@ def ingest(
         "--workers", metavar="N", help="Parallel processes.  [default: the number of cores]", show_default=False)] = None,
 ) -> None:
     """Turn documents into one markdown file per page: DB/<category>/<document>/<section>/page_NNN.md."""
-    from ragkit.ingest import ingest_sources, print_report
+    from ragkit.cli.render import print_ingest_report
+    from ragkit.ingest import ingest_sources
 
     settings = load_settings(db=db)
     report = ingest_sources(sources, db=settings.db, category=category, force=force, workers=workers)
-    print_report(report, console)
+    print_ingest_report(report, console)
     if report.failed:
         raise typer.Exit(1)
 

@@ -25,14 +25,14 @@ def sample_paths(examples: Path = EXAMPLES) -> tuple[Path, Path]:
 def run_demo(settings: Settings, console: Console, *, examples: Path = EXAMPLES) -> bool:
     """Returns True when every step succeeded."""
     from ragkit.answer import ask
-    from ragkit.cli.render import print_answer
+    from ragkit.cli.render import print_answer, print_ingest_report
     from ragkit.evaluate.batch import print_batch_report, run_batch
-    from ragkit.ingest import ingest_sources, print_report
+    from ragkit.ingest import ingest_sources
 
     corpus, questions = sample_paths(examples)
     console.rule(f"1/3  rag ingest {corpus} --db {settings.db}")
     report = ingest_sources([corpus], db=settings.db)
-    print_report(report, console)
+    print_ingest_report(report, console)
 
     sample = next((q for q, ref in zip(*_questions(questions), strict=True) if ref), None)
     if sample:

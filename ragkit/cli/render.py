@@ -7,7 +7,8 @@ import json
 from typing import Any
 
 from ragkit.core.models import Answer
-from ragkit.core.text import one_line
+from ragkit.core.text import one_line, strip_controls
+from ragkit.ingest import IngestReport, outdated_note
 
 
 def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> None:
@@ -57,3 +58,35 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
                   f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens · {cost} · "
                   f"confidence {answer.confidence:.2f} · {answer.latency_ms / 1000:.1f} s[/dim]", highlight=False)
 
+
+# -- rag ingest ---------------------------------------------------------------------------------------
+_SHOW_IGNORED = 10  # names listed before "and N more"
+
+
+def print_ingest_report(report: IngestReport, console) -> None:
+    """A summary table, then one line per failure."""
+    from rich.markup import escape
+    from rich.table import Table
+
+    table = Table(title=f"rag ingest -> {escape(strip_controls(report.db))}", title_justify="left")
+    for col in ("documents", "pages", "skipped (unchanged)", "failed", "pages without text", "seconds"):
+        table.add_column(col, justify="right")
+    table.add_row(
+        str(report.documents), str(report.pages), str(report.skipped), str(len(report.failed)),
+        str(report.pages_without_text), f"{report.seconds:.1f}",
+    )
+    console.print(table)
+    if report.removed:
+        console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
+    if report.ignored:
+        shown = ", ".join(report.ignored[:_SHOW_IGNORED])
+        more = f" and {len(report.ignored) - _SHOW_IGNORED} more" if len(report.ignored) > _SHOW_IGNORED else ""
+        console.print(f"ignored {len(report.ignored)} file(s) of other types: {strip_controls(shown)}{more}",
+                      highlight=False, markup=False)
+    for path, warning in report.warnings:
+        console.print(f"warning: {strip_controls(path)}: {warning}", highlight=False, markup=False)
+    if report.outdated:
+        console.print(outdated_note(report), highlight=False, markup=False, soft_wrap=True)
+    for path, reason in report.failed:
+        console.print(f"failed: {strip_controls(path)}: {one_line(reason)}", highlight=False, markup=False,
+                      soft_wrap=True)

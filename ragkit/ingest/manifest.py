@@ -1,0 +1,143 @@
+"""The ingest manifest (DB/.ragkit/ingest-manifest.json): per source its hash, folder, pages and converter
+version; one ingest at a time per database; removing a document's pages."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+
+from ragkit.core.paths import atomic_write_text
+from ragkit.ingest.pages import IngestReport
+
+SUPPORTED = (".pdf", ".docx", ".pptx")
+MANIFEST = "ingest-manifest.json"
+# What the page files written for one unchanged source look like. Bump it when that changes, and say what in
+# CONVERTER_CHANGES: a database ingested by an earlier ragkit is then told that `--force` brings it up to date
+# (an unchanged source is still never rewritten unasked). Manifest entries without the field are version 1.
+CONVERTER_VERSION = 2
+CONVERTER_CHANGES = {2: "printed page numbers"}
+
+
+# --------------------------------------------------------------------------------------------- manifest
+
+
+def hash_file(path: Path) -> tuple[str, bytes]:
+    """(sha256, the first KiB)."""
+    h = hashlib.sha256()
+    head = b""
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            if not head:
+                head = chunk[:1024]
+            h.update(chunk)
+    return h.hexdigest(), head
+
+
+def sniff(head: bytes, kind: str) -> str | None:
+    """Why the first bytes cannot be this kind of document, or None."""
+    if not head:
+        return "empty file (0 bytes)"
+    if kind == ".pdf" and b"%PDF-" not in head:
+        return "not a PDF file (no %PDF header)"
+    if kind in (".docx", ".pptx") and not head.startswith(b"PK"):
+        return f"not a {kind[1:].upper()} file (not a zip archive)"
+    return None
+
+
+def converter_of(entry: dict) -> int:
+    v = entry.get("converter", 1)
+    return v if isinstance(v, int) else 1
+
+
+def outdated_note(report: IngestReport) -> str:
+    """One line for the unchanged documents an earlier ragkit converted, or ""."""
+    if not report.outdated:
+        return ""
+    what = ", ".join(CONVERTER_CHANGES[v] for v in sorted(CONVERTER_CHANGES))
+    n = len(report.outdated)
+    return (f"{n} unchanged document{'s' if n > 1 else ''} (e.g. {report.outdated[0]}) "
+            f"{'were' if n > 1 else 'was'} converted by an earlier ragkit; ingest again with --force to "
+            f"update {'their' if n > 1 else 'its'} pages ({what})")
+
+
+def load_manifest(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(data, dict) and isinstance(data.get("sources"), dict):
+            return data
+    except (OSError, ValueError):
+        pass
+    return {"version": 1, "sources": {}}
+
+
+def save_manifest(path: Path, manifest: dict) -> None:
+    atomic_write_text(path, json.dumps(manifest, ensure_ascii=False, indent=1, sort_keys=True))
+
+
+@contextlib.contextmanager
+def db_lock(state_dir: Path):
+    """One ingest at a time per database; a second one waits (POSIX; no-op elsewhere)."""
+    state_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    with open(state_dir / "ingest.lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def remove_pages(db: Path, rels: list[str], keep: set[str]) -> list[str]:
+    """Delete page files this ingest wrote earlier (never anything else), then the folders that became
+    empty, up to (not including) the database root."""
+    removed = []
+    dirs: set[Path] = set()
+    for rel in rels:
+        if rel in keep:
+            continue
+        p = db / rel
+        try:
+            p.unlink()
+            removed.append(rel)
+            dirs.add(p.parent)
+        except FileNotFoundError:
+            dirs.add(p.parent)
+        except OSError:
+            pass
+    root = db.resolve()
+    for d in sorted(dirs, key=lambda x: len(x.parts), reverse=True):
+        cur = d
+        while cur.resolve() != root and root in cur.resolve().parents:
+            try:
+                cur.rmdir()  # only succeeds when empty
+            except OSError:
+                break
+            cur = cur.parent
+    return removed
+
+
+def forget_document(db: Path, folder: str, pages: list[str], *, sources_under: Path | None = None) -> list[str]:
+    """Remove a document from `db`: its page files (only page files), the folders left empty, and its
+    ingest-manifest entries, under the ingest lock, so a running ingest neither races nor re-adds it. A
+    recorded source file is deleted too when it lies under `sources_under` (uploads `rag serve` keeps); a
+    source in the user's own folders never is. Returns the pages removed; the caller updates its index."""
+    state = db / ".ragkit"
+    with db_lock(state):
+        removed = remove_pages(db, pages, set())
+        manifest_path = state / MANIFEST
+        manifest = load_manifest(manifest_path)
+        sources = manifest["sources"]
+        gone = [k for k, v in sources.items() if isinstance(v, dict) and v.get("folder") == folder]
+        for key in gone:
+            del sources[key]
+            if sources_under is not None and sources_under.resolve() in Path(key).resolve().parents:
+                Path(key).unlink(missing_ok=True)
+        if gone:
+            save_manifest(manifest_path, manifest)
+    return removed

@@ -1,0 +1,174 @@
+"""DOCX and PPTX -> pages through markitdown: DOCX split at page breaks (or top-level headings), PPTX one
+page per slide with the deck's own sections."""
+
+from __future__ import annotations
+
+import io
+import re
+import zipfile
+from pathlib import Path
+
+from ragkit.ingest.pages import (
+    FRONT_SECTION,
+    ConvertError,
+    DocResult,
+    Job,
+    emit_pages,
+    range_sections,
+    reason_line,
+)
+
+# ---------------------------------------------------------------------------------------------- Office
+
+_BREAK_TOKEN = "RAGKITPAGEBREAKX9"
+_BREAK_XML = f'</w:r><w:r><w:t xml:space="preserve"> {_BREAK_TOKEN} </w:t></w:r><w:r>'
+_DOCX_BREAK_RE = re.compile(r'<w:br\s+w:type="page"\s*/>|<w:lastRenderedPageBreak\s*/>')
+_TITLE_RE = re.compile(r"<dc:title>([^<]*)</dc:title>")
+
+
+def _office_title(zf: zipfile.ZipFile) -> str:
+    try:
+        core = zf.read("docProps/core.xml").decode("utf-8", "replace")
+    except KeyError:
+        return ""
+    m = _TITLE_RE.search(core)
+    import html
+
+    return html.unescape(m.group(1)).strip() if m else ""
+
+
+def _markitdown(data: bytes, ext: str) -> str:
+    from markitdown import MarkItDown, StreamInfo
+
+    res = MarkItDown(enable_plugins=False).convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=ext))
+    return res.markdown or ""
+
+
+def _open_zip(path: Path, kind: str) -> tuple[bytes, zipfile.ZipFile]:
+    data = path.read_bytes()
+    if not data.startswith(b"PK"):
+        raise ConvertError(f"not a {kind} file (not a zip archive)")
+    try:
+        return data, zipfile.ZipFile(io.BytesIO(data))
+    except zipfile.BadZipFile as e:
+        raise ConvertError(f"corrupt {kind} ({reason_line(e)})") from None
+
+
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
+
+
+def _top_heading_level(md: str) -> int | None:
+    levels = [len(m.group(1)) for m in _MD_HEADING.finditer(md)]
+    return min(levels) if levels else None
+
+
+def convert_docx(job: Job) -> DocResult:
+    path = Path(job.src)
+    data, zf = _open_zip(path, "DOCX")
+    with zf:
+        try:
+            xml = zf.read("word/document.xml").decode("utf-8")
+        except KeyError:
+            raise ConvertError("corrupt DOCX (no word/document.xml)") from None
+        title = _office_title(zf)
+        n_breaks = len(_DOCX_BREAK_RE.findall(xml))
+        if n_breaks:
+            buf = io.BytesIO()
+            with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED) as out:
+                for item in zf.infolist():
+                    payload = zf.read(item.filename)
+                    if item.filename == "word/document.xml":
+                        payload = _DOCX_BREAK_RE.sub(_BREAK_XML, xml).encode("utf-8")
+                    out.writestr(item, payload)
+            data = buf.getvalue()
+    try:
+        md = _markitdown(data, ".docx")
+    except Exception as e:
+        raise ConvertError(f"corrupt DOCX ({reason_line(e)})") from None
+    top = _top_heading_level(md)
+    if n_breaks:
+        chunks = re.split(rf"[*_\\]*{_BREAK_TOKEN}[*_\\]*", md)
+        # a hard break followed by Word's rendered-break marker gives an empty chunk: one break, not two
+        bodies = [chunks[0]] + [c for c in chunks[1:] if c.strip()]
+        if not bodies[0].strip() and len(bodies) > 1:
+            bodies = bodies[1:]
+    elif top:
+        bodies, cur = [], []
+        for line in md.splitlines():
+            m = _MD_HEADING.match(line)
+            if m and len(m.group(1)) == top and any(x.strip() for x in cur):
+                bodies.append("\n".join(cur))
+                cur = []
+            cur.append(line)
+        bodies.append("\n".join(cur))
+    else:
+        bodies = [md]
+    bodies = [b.strip() for b in bodies]
+    # sections: the top-level heading in force at the top of each page
+    sections: list[str] = []
+    current = None
+    first_heading = ""
+    for b in bodies:
+        heads = [m for m in _MD_HEADING.finditer(b) if top and len(m.group(1)) == top]
+        if not first_heading:
+            m = _MD_HEADING.search(b)
+            first_heading = m.group(2).strip() if m else ""
+        # as for PDF outlines: a page belongs to the first top-level heading on it, else to the one in force
+        page_sec = heads[0].group(2).strip() if heads else current
+        if heads:
+            current = heads[-1].group(2).strip()
+        sections.append(page_sec or FRONT_SECTION)
+    if top is None:
+        sections = range_sections(len(bodies))
+    return emit_pages(job, title or first_heading or path.stem, bodies, sections)
+
+
+_SLIDE_RE = re.compile(r"<!--\s*Slide number:\s*(\d+)\s*-->")
+_SLD_ID_RE = re.compile(r'<p:sldId\b[^>]*\bid="(\d+)"')
+_PPT_SECTION_RE = re.compile(r'<p14:section\b[^>]*\bname="([^"]*)"[^>]*>(.*?)</p14:section>', re.DOTALL)
+_SECTION_SLD_RE = re.compile(r'<p14:sldId\b[^>]*\bid="(\d+)"')
+
+
+def _pptx_sections(zf: zipfile.ZipFile, n: int) -> list[str] | None:
+    """The deck's own PowerPoint sections (p14:sectionLst), one title per slide, or None."""
+    try:
+        pres = zf.read("ppt/presentation.xml").decode("utf-8")
+    except KeyError:
+        return None
+    order = _SLD_ID_RE.findall(pres.split("<p:sldIdLst>", 1)[-1].split("</p:sldIdLst>", 1)[0])
+    found = _PPT_SECTION_RE.findall(pres)
+    if not found or len(order) != n:
+        return None
+    import html
+
+    by_id = {sid: html.unescape(name).strip() or "untitled" for name, body in found
+             for sid in _SECTION_SLD_RE.findall(body)}
+    out, current = [], FRONT_SECTION
+    for sid in order:
+        current = by_id.get(sid, current)
+        out.append(current)
+    return out
+
+
+def convert_pptx(job: Job) -> DocResult:
+    path = Path(job.src)
+    data, zf = _open_zip(path, "PPTX")
+    with zf:
+        title = _office_title(zf)
+        try:
+            md = _markitdown(data, ".pptx")
+        except Exception as e:
+            raise ConvertError(f"corrupt PPTX ({reason_line(e)})") from None
+        parts = _SLIDE_RE.split(md)
+        # parts = [before, num1, body1, num2, body2, ...]
+        bodies = [parts[i + 1].strip() for i in range(1, len(parts) - 1, 2)]
+        if not bodies:
+            raise ConvertError("PPTX has no slides")
+        sections = _pptx_sections(zf, len(bodies)) or range_sections(len(bodies))
+    first_heading = ""
+    for b in bodies:
+        m = _MD_HEADING.search(b)
+        if m:
+            first_heading = m.group(2).strip()
+            break
+    return emit_pages(job, title or first_heading or path.stem, bodies, sections)

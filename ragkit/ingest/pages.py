@@ -1,0 +1,192 @@
+"""One document's pages: the conversion job and its result, the report of a run, the section folders
+(outline entries or fixed ranges) and writing the page files atomically."""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragkit.core.pagefile import NO_TEXT_MARKER, PageMeta, render_page
+from ragkit.core.paths import MAX_NAME, page_filename, sanitize_name
+from ragkit.core.text import HANGUL, join_cjk_breaks, one_line, strip_controls
+from ragkit.core.workers import alive
+
+FRONT_SECTION = "front matter"
+RANGE_SIZE = 10  # pages per fallback section
+_MAX_REASON = 240
+
+
+_PARENT: int | None = None  # in a worker process: the pid of the `rag ingest` that started it
+
+
+def set_parent(pid: int) -> None:
+    """In a worker process: pages are written only while the `rag ingest` that started it lives."""
+    global _PARENT
+    _PARENT = pid
+
+
+class ConvertError(Exception):
+    """An expected, user-facing reason a document cannot be ingested."""
+
+
+@dataclass
+class IngestReport:
+    sources: int = 0  # documents considered (after expanding folders)
+    documents: int = 0  # documents (re)ingested in this run
+    pages: int = 0  # page files written in this run
+    skipped: int = 0  # unchanged documents left alone
+    outdated: list[str] = field(default_factory=list)  # of those, the ones an earlier converter wrote
+    failed: list[tuple[str, str]] = field(default_factory=list)  # (path, reason)
+    pages_without_text: int = 0
+    written: list[str] = field(default_factory=list)  # db-relative page paths written
+    removed: list[str] = field(default_factory=list)  # db-relative page paths removed (stale)
+    ignored: list[str] = field(default_factory=list)  # files of other types met while walking folders
+    warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, what may be lost): ingested anyway
+    seconds: float = 0.0
+    db: str = ""
+    # per worker process: pid -> (peak RSS KiB, CPU seconds); what a benchmark needs to size the run
+    workers: dict[int, tuple[int, float]] = field(default_factory=dict)
+
+
+@dataclass
+class Job:
+    src: str  # absolute path
+    shown: str  # path as shown to the user / written into front matter
+    kind: str  # ".pdf" | ".docx" | ".pptx"
+    db: str
+    folder: str  # db-relative "<category>/<document>"
+
+
+@dataclass
+class DocResult:
+    src: str
+    shown: str
+    folder: str
+    pages: list[str] = field(default_factory=list)  # db-relative
+    no_text: int = 0
+    error: str | None = None
+    warning: str | None = None  # ingested, but something may be missing (a repaired PDF)
+    worker: tuple[int, int, float] = (0, 0, 0.0)  # (pid, peak RSS KiB, CPU seconds) of the process
+
+
+# ----------------------------------------------------------------------------------------------- helpers
+
+
+def shown_path(p: Path) -> str:
+    try:
+        return p.relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return p.as_posix()
+
+
+def reason_line(msg: object) -> str:
+    return one_line(msg, _MAX_REASON)
+
+
+_HANGUL_BREAK = re.compile(f"(?<=[{HANGUL}])[ \t]*\n[ \t]*(?=[{HANGUL}])")
+
+
+def join_breaks(text: str) -> str:
+    """CJK line-break joining for PDF text: `text.join_cjk_breaks` (Han/Kana), and a line break between
+    two Hangul syllables becomes one space (Korean separates words with spaces)."""
+    return join_cjk_breaks(_HANGUL_BREAK.sub(" ", text))
+
+
+def _unique_names(titles: list[str]) -> dict[str, str]:
+    """Map each distinct title to a folder name; distinct titles whose sanitised names collide
+    (also case-insensitively, for macOS/Windows) get "Name (2)", "Name (3)"."""
+    out: dict[str, str] = {}
+    used: set[str] = set()
+    for t in titles:
+        if t in out:
+            continue
+        base = sanitize_name(t, fallback="section")
+        name, n = base, 2
+        while name.casefold() in used:
+            suffix = f" ({n})"
+            name = base[: MAX_NAME - len(suffix)].rstrip() + suffix
+            n += 1
+        used.add(name.casefold())
+        out[t] = name
+    return out
+
+
+def range_sections(n_pages: int) -> list[str]:
+    """Fallback sections: fixed page ranges, e.g. pages_001-010."""
+    width = max(3, len(str(n_pages)))
+    out = []
+    for p in range(1, n_pages + 1):
+        start = (p - 1) // RANGE_SIZE * RANGE_SIZE + 1
+        end = min(start + RANGE_SIZE - 1, n_pages)
+        out.append(f"pages_{start:0{width}d}-{end:0{width}d}")
+    return out
+
+
+def outline_sections(toc: list, n_pages: int) -> list[str] | None:
+    """Section title per page (index 0 = page 1) from a `get_toc(simple=True)` list, or None when the
+    outline has no usable entry."""
+    entries = [(int(e[0]), str(e[1]).strip(), int(e[2])) for e in toc if len(e) >= 3]
+    entries = [e for e in entries if 1 <= e[2] <= n_pages]
+    if not entries:
+        return None
+    top = min(e[0] for e in entries)
+    # an outline whose only top entry is the document itself ("Manual" > chapters): use the chapters
+    while sum(1 for e in entries if e[0] == top) == 1 and sum(1 for e in entries if e[0] == top + 1) >= 2:
+        top += 1
+    tops = [(title or "untitled", page) for lvl, title, page in entries if lvl == top]
+    tops.sort(key=lambda e: e[1])  # stable: entries on one page keep their outline order
+    first_on: dict[int, str] = {}
+    last_on: dict[int, str] = {}
+    for title, page in tops:
+        first_on.setdefault(page, title)
+        last_on[page] = title
+    out: list[str] = []
+    current = FRONT_SECTION
+    for p in range(1, n_pages + 1):
+        if p in first_on:
+            out.append(first_on[p])
+            current = last_on[p]
+        else:
+            out.append(current)
+    return out
+
+
+def _write_page(path: Path, text: str) -> None:
+    """tmp + rename (atomic for readers); no fsync per page, which would cost more than the extraction."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8", newline="")
+        if _PARENT is not None and not alive(_PARENT):  # orphaned: write nothing more (see follow_parent)
+            tmp.unlink(missing_ok=True)
+            os._exit(1)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+
+
+def emit_pages(job: Job, title: str, bodies: list[str], sections: list[str],
+                printed: list[str] | None = None) -> DocResult:
+    res = DocResult(job.src, job.shown, job.folder)
+    # nothing a document wrote may drive a terminal later: control characters never reach a page file
+    title = one_line(title)
+    sections = [one_line(s) for s in sections]
+    names = _unique_names(sections)
+    total = len(bodies)
+    db = Path(job.db)
+    for i, body in enumerate(bodies, start=1):
+        body = strip_controls(body).strip()
+        if not body or body == NO_TEXT_MARKER:
+            body = NO_TEXT_MARKER
+            res.no_text += 1
+        sec = sections[i - 1]
+        rel = f"{job.folder}/{names[sec]}/{page_filename(i, total)}"
+        label = printed[i - 1].strip() if printed and i <= len(printed) else ""
+        meta = PageMeta(source=job.shown, document=title, section=sec, page=i,
+                        printed_page="" if label == str(i) else label)
+        _write_page(db / rel, render_page(meta, body))
+        res.pages.append(rel)
+    return res

@@ -1,0 +1,197 @@
+"""`rag ingest`: collect the sources, skip the unchanged ones, convert the rest in workers, write their pages
+and the manifest."""
+
+from __future__ import annotations
+
+import os
+import stat
+import time
+from pathlib import Path
+
+from ragkit.core.errors import RagError
+from ragkit.core.paths import sanitize_name
+from ragkit.ingest.manifest import (
+    CONVERTER_VERSION,
+    MANIFEST,
+    SUPPORTED,
+    converter_of,
+    db_lock,
+    hash_file,
+    load_manifest,
+    remove_pages,
+    save_manifest,
+    sniff,
+)
+from ragkit.ingest.pages import IngestReport, Job, reason_line, shown_path
+from ragkit.ingest.workers import run_jobs
+
+# ------------------------------------------------------------------------------------------ collecting
+
+
+def _collect(sources: list[Path], category: str | None, report: IngestReport) -> list[tuple[Path, str, str]]:
+    """(absolute path, kind, category) per document, in a deterministic order; bad sources go to
+    report.failed."""
+    out: list[tuple[Path, str, str]] = []
+    seen: set[Path] = set()
+
+    def add(p: Path, cat_folder: Path):
+        ap = p.absolute()
+        if ap in seen:
+            return
+        seen.add(ap)
+        cat = sanitize_name(category, fallback="uncategorized") if category else sanitize_name(
+            cat_folder.name or "root", fallback="uncategorized")
+        out.append((ap, p.suffix.lower(), cat))
+
+    for src in sources:
+        src = Path(src)
+        shown = shown_path(src.absolute())
+        if src.is_symlink() and not src.exists():
+            report.failed.append((shown, "cannot read file (broken symbolic link)"))
+            continue
+        if not src.exists():
+            report.failed.append((shown, "no such file or folder"))
+            continue
+        if src.is_dir():
+            found = 0
+            for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+                dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
+                for f in sorted(filenames):
+                    if f.startswith((".", "~$")):
+                        continue
+                    p = Path(dirpath) / f
+                    if p.suffix.lower() not in SUPPORTED:
+                        report.ignored.append(shown_path(p.absolute()))
+                        continue
+                    found += 1
+                    if p.is_symlink() and not p.exists():
+                        report.failed.append((shown_path(p.absolute()), "cannot read file (broken symbolic link)"))
+                        continue
+                    add(p, p.absolute().parent)
+            if not found:
+                report.failed.append((shown, "no PDF, DOCX or PPTX files in this folder"))
+            continue
+        if src.suffix.lower() not in SUPPORTED:
+            report.failed.append((shown, f"unsupported file type {src.suffix or '(none)'!r}; use PDF, DOCX or PPTX"))
+            continue
+        add(src, src.absolute().parent)
+    return out
+
+
+# -------------------------------------------------------------------------------------------------- main
+
+
+def ingest_sources(
+    sources: list[Path],
+    *,
+    db: Path,
+    category: str | None = None,
+    force: bool = False,
+    workers: int | None = None,
+    progress: bool = True,
+) -> IngestReport:
+    """Ingest files and folders into the page tree; see the module docstring for the rules."""
+    t0 = time.perf_counter()
+    if not sources:
+        raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
+    db = Path(db)
+    if db.exists() and not db.is_dir():
+        raise RagError(f"{db}: the database path exists and is not a folder")
+    report = IngestReport(db=shown_path(db.absolute()))
+    docs = _collect(list(sources), category, report)
+    report.sources = len(docs)
+    if not docs and len(report.failed) == len(sources) and len(sources) == 1:
+        path, reason = report.failed[0]
+        raise RagError(f"{path}: {reason}")
+    if not docs and not report.failed:
+        raise RagError("no PDF, DOCX or PPTX files found in " + ", ".join(str(s) for s in sources))
+
+    db.mkdir(parents=True, exist_ok=True)
+    state = db / ".ragkit"
+    with db_lock(state):
+        manifest = load_manifest(state / MANIFEST)
+        recorded: dict = manifest["sources"]
+        run_keys = {str(p) for p, _, _ in docs}
+        # folders owned by sources outside this run that still exist
+        claimed: dict[str, str] = {}
+        stale_owner: dict[str, str] = {}
+        for key, entry in recorded.items():
+            if key in run_keys:
+                continue
+            folder = entry.get("folder", "")
+            if os.path.exists(key):
+                claimed[folder.casefold()] = key
+            else:
+                stale_owner[folder.casefold()] = key
+
+        jobs: list[Job] = []
+        hashes: dict[str, str] = {}
+        stale_pages: list[str] = []
+        takeover: dict[str, str] = {}  # source -> the vanished source whose folder it takes over
+        for path, kind, cat in docs:
+            key = str(path)
+            shown = shown_path(path)
+            try:
+                st = path.stat()
+                if not stat.S_ISREG(st.st_mode):
+                    report.failed.append((shown, "not a regular file"))
+                    continue
+                digest, head = hash_file(path)
+            except OSError as e:
+                report.failed.append((shown, f"cannot read file ({reason_line(e.strerror or e)})"))
+                continue
+            bad = sniff(head, kind)
+            if bad:  # checked before the folder is claimed, so a non-document never blocks a real one
+                report.failed.append((shown, bad))
+                continue
+            folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
+            owner = claimed.get(folder.casefold())
+            if owner and owner != key:
+                report.failed.append((shown, f"would go to the same folder {folder} as {shown_path(Path(owner))}; "
+                                              "rename one of them or ingest it with --category"))
+                continue
+            claimed[folder.casefold()] = key
+            old = stale_owner.pop(folder.casefold(), None)
+            if old:  # a moved/renamed source: its pages are superseded once this one is ingested
+                takeover[key] = old
+            prev = recorded.get(key)
+            if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder:
+                report.skipped += 1
+                if converter_of(prev) < CONVERTER_VERSION:
+                    report.outdated.append(shown)
+                continue
+            hashes[key] = digest
+            jobs.append(Job(key, shown, kind, str(db.absolute()), folder))
+
+        written: set[str] = set()
+        try:
+            for res in run_jobs(jobs, workers, progress):
+                if res.worker[0]:
+                    report.workers[res.worker[0]] = res.worker[1:]
+                if res.error:
+                    report.failed.append((res.shown, res.error))
+                    continue
+                if res.warning:
+                    report.warnings.append((res.shown, res.warning))
+                report.documents += 1
+                report.pages += len(res.pages)
+                report.pages_without_text += res.no_text
+                report.written.extend(res.pages)
+                written.update(res.pages)
+                prev = recorded.get(res.src)
+                if prev:
+                    stale_pages.extend(prev.get("pages", []))
+                if res.src in takeover:
+                    stale_pages.extend(recorded.pop(takeover[res.src], {}).get("pages", []))
+                recorded[res.src] = {
+                    "sha256": hashes[res.src],
+                    "folder": res.folder,
+                    "pages": res.pages,
+                    "converter": CONVERTER_VERSION,
+                    "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                }
+        finally:
+            report.removed = remove_pages(db, stale_pages, written)
+            save_manifest(state / MANIFEST, manifest)
+    report.seconds = time.perf_counter() - t0
+    return report
