@@ -62,7 +62,7 @@ from ragkit.answer.extractive import answer_offline  # noqa: E402
 from ragkit.core.csvio import read_csv, split_multi  # noqa: E402
 from ragkit.core.pagefile import parse_page  # noqa: E402
 from ragkit.core.paths import resolve_in_db, strip_db_prefix  # noqa: E402
-from ragkit.evaluate.judge import answer_text_for_judging  # noqa: E402
+from ragkit.evaluate.judges import answer_text_for_judging  # noqa: E402
 from ragkit.ingest import ingest_sources  # noqa: E402
 from ragkit.search import open_index  # noqa: E402
 

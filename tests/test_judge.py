@@ -12,7 +12,7 @@ from ragkit.core.config import Settings
 from ragkit.core.errors import RagError
 from ragkit.core.llm import OfflineProvider, get_provider
 from ragkit.core.models import Source, Usage
-from ragkit.evaluate.judge import (
+from ragkit.evaluate.judges import (
     COVER_THRESHOLD,
     RUBRIC_COLUMNS,
     ChecklistVerdict,
@@ -69,7 +69,7 @@ def test_lexical_korean():
 
 def test_lexical_korean_word_spaces_are_not_joined():
     # "필터를 매달" must not yield the cross-word bigram "를매" (text.normalize joins CJK spaces for Japanese)
-    from ragkit.evaluate.judge import _Bag
+    from ragkit.evaluate.judges.lexical import _Bag
 
     assert set(_Bag.of("필터를 매달 청소").units) == {"c:필터", "c:터를", "c:매달", "c:청소"}
     assert "c:皿を" in _Bag.of("製氷皿 を洗う").units  # Japanese keeps the join (line-wrap artefacts)

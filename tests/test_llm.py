@@ -12,14 +12,13 @@ from fakeserver import TEST_KEY, openai_settings
 
 from ragkit.core.config import Secret, Settings, load_settings
 from ragkit.core.errors import RagError, UsageError
+from ragkit.core.jsonreply import chat_json, extract_json
 from ragkit.core.llm import (
     PRICES,
     MockModel,
     OfflineProvider,
     OpenAIProvider,
-    chat_json,
     estimate_cost,
-    extract_json,
     get_provider,
 )
 from ragkit.core.models import ToolCall, Usage

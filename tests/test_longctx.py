@@ -97,7 +97,7 @@ def test_offline_longctx_reads_only_the_pages_in_budget_and_says_so(isolated_env
     assert not a.refused and "every 3 months" in a.answer.lower()
     assert all("/fridge/" in p for p in a.pages_read) and len(a.pages_read) == 4
     # the notice is not judged as a point of the answer (it would lower Checklist Precision)
-    from ragkit.evaluate.judge import lexical_checklist
+    from ragkit.evaluate.judges import lexical_checklist
 
     plain = ask("How often should the fridge water filter be replaced?", settings, strategy="naive")
     items = ["every 3 months"]

@@ -30,7 +30,7 @@ def parse_final(content: str | None) -> FinalReply:
     """The model's final reply, read leniently: a JSON object (also fenced or surrounded by prose), else a
     broken JSON object's "answer" string, else the plain text; cited paths from "sources" or from any .md
     path mentioned (a trailing "SOURCES: a.md; b.md" line works too)."""
-    from ragkit.core.llm import extract_json
+    from ragkit.core.jsonreply import extract_json
 
     text = (content or "").strip()
     try:

@@ -3,7 +3,7 @@ checklist/rubric judges, Contain-Match, LLM-Accuracy and the Evaluation Reason (
 
 Shared by `rag batch`/`rag eval` (ragkit.evaluate.batch) and the folder optimizer's re-asks (ragkit.optimize), so that
 neither imports the other. The metric definitions themselves are ragkit.evaluate.metrics (no LLM code); the judges are
-ragkit.evaluate.judge. One rule is applied here whatever a judge says: a refusal of a question the database cannot
+ragkit.evaluate.judges. One rule is applied here whatever a judge says: a refusal of a question the database cannot
 answer (empty Reference Document) is the right answer, so its rubric scores are 1 and it passes.
 """
 
@@ -21,7 +21,7 @@ from ragkit.core.errors import RagError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.paths import reference_path
 from ragkit.core.text import one_line
-from ragkit.evaluate.judge import RUBRIC_COLUMNS
+from ragkit.evaluate.judges import RUBRIC_COLUMNS
 from ragkit.evaluate.retrieval import SEARCH_COLUMNS
 
 # -- columns (DESIGN §4) ------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ class Scorer:
     def judge_columns(self, row: dict, answer: Answer) -> tuple[dict, Usage, list[str]]:
         """Checklist, rubric, Contain-Match, LLM-Accuracy and the Evaluation Reason. Never raises: each
         judge's failure is one entry of the returned problems (the answer stays)."""
-        from ragkit.evaluate import judge as J
+        from ragkit.evaluate import judges as J
         from ragkit.evaluate.metrics import checklist_metrics, prefixed
 
         usage = Usage()
@@ -282,7 +282,7 @@ def with_copies(ref_cell: str, retrieved: list[str], db: Path) -> str:
 
 def correct_refusal_verdict():
     """The rubric verdict of a refusal of an unanswerable question: every criterion 1, passed."""
-    from ragkit.evaluate.judge import RUBRIC_METRICS, RubricVerdict
+    from ragkit.evaluate.judges import RUBRIC_METRICS, RubricVerdict
 
     return RubricVerdict(accuracy=1.0, completeness=1.0, citations=1.0, context_relevance=1.0, overall=1.0,
                          passed=True, metric_status={m: True for m in RUBRIC_METRICS},
@@ -308,7 +308,7 @@ def _short(s: str, n: int = 60) -> str:
 def _score(scorer: Scorer, row: dict, answer: Answer, *, ref_cols: dict | None = None,
            universe: list[str] | None = None) -> tuple[dict, Usage, list[str]]:
     """All computed columns of one row (the answer's, reference metrics, judges, reason)."""
-    from ragkit.evaluate.judge import evaluation_reason
+    from ragkit.evaluate.judges import evaluation_reason
 
     cols = answer_columns(answer)
     if answer.error:  # no answer to score: metrics stay empty, the row is retried on resume

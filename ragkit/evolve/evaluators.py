@@ -17,7 +17,7 @@ from collections.abc import Callable
 import regex
 
 from ragkit.core.errors import RagError
-from ragkit.core.llm import chat_json, json_object, json_type
+from ragkit.core.jsonreply import chat_json, json_object, json_type
 from ragkit.core.models import Usage
 from ragkit.evolve.adapters import Adapter, DummyAdapter
 from ragkit.evolve.rag_evaluators import RAG_EVALUATORS

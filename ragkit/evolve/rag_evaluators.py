@@ -38,7 +38,7 @@ class ChecklistEvaluator(Evaluator):
         self.task = task
 
     def evaluate(self, text: str, *, seed: str = "") -> Score:
-        from ragkit.evaluate.judge import judge_checklist
+        from ragkit.evaluate.judges import judge_checklist
         from ragkit.evaluate.metrics import checklist_metrics
 
         v = judge_checklist(self.adapter.provider, self.task, text, self.items)
@@ -61,7 +61,7 @@ class RubricEvaluator(Evaluator):
         self.task = task
 
     def evaluate(self, text: str, *, seed: str = "") -> Score:
-        from ragkit.evaluate.judge import judge_rubric
+        from ragkit.evaluate.judges import judge_rubric
 
         v = judge_rubric(self.adapter.provider, question=self.task, expected=self.target, answer=text,
                          sources=None, required_info=None)
@@ -85,7 +85,7 @@ def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Sett
     answers with the checklist metrics of `rag batch`. A failed answer counts as an error in the reason and
     leaves its row out; every row failing is a RagError (the experiment stops)."""
     from ragkit.answer import ask
-    from ragkit.evaluate.judge import judge_checklist
+    from ragkit.evaluate.judges import judge_checklist
     from ragkit.evaluate.metrics import checklist_metrics
     from ragkit.search import open_index
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ragkit.core import csvio
 from ragkit.core.errors import RagError
-from ragkit.core.llm import json_array, json_object, json_type
+from ragkit.core.jsonreply import json_array, json_object, json_type
 from ragkit.core.models import Usage
 from ragkit.core.paths import reference_path
 from ragkit.core.text import detect_lang, refusal_text
@@ -146,7 +146,7 @@ class _Caller:
         return self.failures >= MAX_CONSECUTIVE_FAILURES
 
     def json(self, messages: list[dict], schema: dict, name: str) -> dict:
-        from ragkit.core.llm import chat_json
+        from ragkit.core.jsonreply import chat_json
 
         try:
             data, usage = chat_json(self.provider, messages, schema=schema, schema_name=name)

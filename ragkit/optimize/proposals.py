@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.core.errors import PathEscapeError, RagError
-from ragkit.core.llm import json_object, json_type
+from ragkit.core.jsonreply import json_object, json_type
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import resolve_in_db, sanitize_name, strip_db_prefix
 from ragkit.core.text import STOPWORDS, detect_lang, normalize

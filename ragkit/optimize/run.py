@@ -409,7 +409,7 @@ def propose(ctx: _Ctx, question: str, original: str, *, tried: list[dict]) -> Pr
     tried_folders = {t["folder"] for t in tried}
     problems: list[str] = []
     if not ctx.provider.is_offline:
-        from ragkit.core.llm import chat_json
+        from ragkit.core.jsonreply import chat_json
 
         messages = _proposal_messages(ctx, question, original, page_text, tried)
         for _ in range(2):
