@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 
 from agent import BENCH, contain_match, page_map  # noqa: E402
 
-from ragkit.answer import extractive as offline  # noqa: E402
+from ragkit.answer.extractive import engine as offline  # noqa: E402
 from ragkit.ingest import ingest_sources  # noqa: E402
 from ragkit.search import open_index  # noqa: E402
 

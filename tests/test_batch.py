@@ -18,13 +18,16 @@ from pagetree import write_pages
 from typer.testing import CliRunner
 
 from ragkit.cli import app
+from ragkit.cli.render import print_batch_report
 from ragkit.core.config import Settings
 from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import PageMeta, render_page
 from ragkit.evaluate import batch as B
-from ragkit.evaluate.scoring import Scorer
+from ragkit.evaluate.checkpoint import Checkpoint, checkpoint_path
+from ragkit.evaluate.rescore import run_eval
+from ragkit.evaluate.scoring import OPT_REF_COLUMNS, Scorer
 
 PAGES = {
     "家電/冷蔵庫/操作と機能/page_001.md": ("冷蔵庫 取扱説明書", "操作と機能", 1,
@@ -229,7 +232,7 @@ def test_column_order_is_exactly_design_4(isolated_env):
     rest = header[n_in + 15:]
     assert rest[:6] == ["Checklist F1", "Checklist Accuracy", "Checklist Specificity", "Checklist TN", "Ref F1",
                         "Ref Accuracy"]
-    assert [c for c in rest if c.startswith("Opt Ref")] == B.OPT_REF_COLUMNS
+    assert [c for c in rest if c.startswith("Opt Ref")] == OPT_REF_COLUMNS
     for c in ("Judge Overall", "Contain Match", "LLM Accuracy", "Refused", "Pages Read", "Steps", "Input Tokens",
               "Output Tokens", "Cost USD", "Latency ms"):
         assert c in rest
@@ -334,9 +337,9 @@ def test_second_process_on_same_checkpoint_is_refused(isolated_env):
     settings = offline(db, isolated_env)
     import pandas as pd
 
-    path = B.checkpoint_path(settings, inp, pd.DataFrame({"Question": ["How do I reset the router?"]}),
+    path = checkpoint_path(settings, inp, pd.DataFrame({"Question": ["How do I reset the router?"]}),
                              strategy="agent")
-    holder = B.Checkpoint(path)
+    holder = Checkpoint(path)
     holder.open()
     try:
         with pytest.raises(RagError, match="another `rag batch` is running"):
@@ -514,7 +517,7 @@ def test_eval_rescores_without_asking(isolated_env, scripted_server):
     n_before = len(scripted_server.requests)
 
     scripted_server.set_responder(agent_responder(QUESTIONS, judge=checklist_judge(covered=False)))
-    report = B.run_eval(first.results_path, settings.with_(judge_model="judge-2"), progress=False)
+    report = run_eval(first.results_path, settings.with_(judge_model="judge-2"), progress=False)
     new = scripted_server.requests[n_before:]
     assert new and all(is_judge(b) and "tools" not in b for b in new)  # only judge calls
     assert {b["model"] for b in new} == {"judge-2"}
@@ -539,7 +542,7 @@ def test_eval_offline_on_another_database(isolated_env):
     from ragkit.search import open_index
 
     open_index(db).refresh(progress=False)
-    report = B.run_eval(first.results_path, offline(db, isolated_env), progress=False)
+    report = run_eval(first.results_path, offline(db, isolated_env), progress=False)
     assert int(report.rows[0]["Ref TN"]) == int(read_csv(first.results_path)["Ref TN"][0]) + 1  # new universe
     assert report.rows[0]["RAG Answer"] == first.rows[0]["RAG Answer"]
 
@@ -573,7 +576,7 @@ def test_unknown_model_cost_is_unknown_not_zero(isolated_env, scripted_server):
     from rich.console import Console
 
     console = Console(record=True, width=120)
-    B.print_batch_report(report, console)
+    print_batch_report(report, console)
     text = console.export_text()
     assert "cost: unknown" in text and str(report.results_path) in text and "wall time:" in text
 

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 from pagetree import write_pages
 
-from ragkit.answer.extractive import REFUSE_BELOW, _question_terms, _units, answer_offline
+from ragkit.answer.extractive import REFUSE_BELOW, answer_offline
+from ragkit.answer.extractive.terms import _question_terms
+from ragkit.answer.extractive.units import page_units as _units
 from ragkit.core import text as T
 from ragkit.core.models import Answer
 from ragkit.core.pagefile import PageMeta, render_page
@@ -198,7 +200,7 @@ class _PageList:
 def test_document_frequencies_are_cached_on_disk_and_invalidated(tmp_path):
     import os
 
-    from ragkit.answer import extractive as offline
+    from ragkit.answer.extractive import corpus
 
     db = tmp_path / "database"
     for i in range(1, 61):
@@ -206,19 +208,19 @@ def test_document_frequencies_are_cached_on_disk_and_invalidated(tmp_path):
         p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(render_page(PageMeta(document="doc", page=i), f"# Page {i}\ncommon words here"),
                      encoding="utf-8")
-    n, df = offline._corpus_stats(db, _PageList(db))
+    n, df = corpus.corpus_stats(db, _PageList(db))
     assert n == 60 and df["common"] == 60 and df["zebra"] == 0
-    cache = db / ".ragkit" / offline.STATS_FILE
+    cache = db / ".ragkit" / corpus.STATS_FILE
     assert cache.exists()
-    offline._STATS.clear()  # a new process: loads the file instead of reading the pages
-    assert offline._corpus_stats(db, _PageList(db))[1]["common"] == 60
+    corpus._STATS.clear()  # a new process: loads the file instead of reading the pages
+    assert corpus.corpus_stats(db, _PageList(db))[1]["common"] == 60
     edited = db / "c/doc/s/page_007.md"
     edited.write_text(edited.read_text(encoding="utf-8") + "\nzebra crossing\n", encoding="utf-8")
     os.utime(edited, ns=(1, 1))  # a different signature even on coarse-mtime filesystems
-    offline._STATS.clear()
-    assert offline._corpus_stats(db, _PageList(db))[1]["zebra"] == 1  # stale cache file ignored
+    corpus._STATS.clear()
+    assert corpus.corpus_stats(db, _PageList(db))[1]["zebra"] == 1  # stale cache file ignored
     (db / "c/doc/s/page_001.md").unlink()
-    assert offline._corpus_stats(db, _PageList(db))[0] == 59  # a removed page: recounted
+    assert corpus.corpus_stats(db, _PageList(db))[0] == 59  # a removed page: recounted
 
 
 # -- issue 18: typos, one document per answer, one engine ---------------------------------------------
@@ -233,7 +235,7 @@ def test_a_misspelt_word_search_tolerates_does_not_make_the_answerer_refuse(mini
 def test_respell_maps_only_unknown_words_one_edit_away():
     from collections import Counter
 
-    from ragkit.answer.extractive import _respell
+    from ragkit.answer.extractive.engine import _respell
 
     df = Counter({"password": 5, "passport": 1, "netflix": 2})
     assert _respell("pasword", df) == "password"

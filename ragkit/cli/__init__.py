@@ -247,10 +247,11 @@ def batch(
 ) -> None:
     """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
     --optimize or --enable-rl)."""
-    from ragkit.evaluate import batch as batch_mod
-    from ragkit.evaluate.batch import print_batch_report, run_batch
+    from ragkit.cli.render import print_batch_report
+    from ragkit.evaluate.batch import run_batch
+    from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
-    gates = _gates(fail_under, getattr(batch_mod, "OUTPUT_COLUMNS", None))
+    gates = _gates(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
                              context_tokens=context_tokens)
@@ -279,10 +280,11 @@ def eval_(
     fail_under: FailUnderOpt = None,
 ) -> None:
     """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
-    from ragkit.evaluate import batch as batch_mod
-    from ragkit.evaluate.batch import print_batch_report, run_eval
+    from ragkit.cli.render import print_batch_report
+    from ragkit.evaluate.rescore import run_eval
+    from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
-    gates = _gates(fail_under, getattr(batch_mod, "OUTPUT_COLUMNS", None))
+    gates = _gates(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
                              workers=workers, cache=not no_cache)
     _say_provider(settings)

@@ -25,8 +25,8 @@ def sample_paths(examples: Path = EXAMPLES) -> tuple[Path, Path]:
 def run_demo(settings: Settings, console: Console, *, examples: Path = EXAMPLES) -> bool:
     """Returns True when every step succeeded."""
     from ragkit.answer import ask
-    from ragkit.cli.render import print_answer, print_ingest_report
-    from ragkit.evaluate.batch import print_batch_report, run_batch
+    from ragkit.cli.render import print_answer, print_batch_report, print_ingest_report
+    from ragkit.evaluate.batch import run_batch
     from ragkit.ingest import ingest_sources
 
     corpus, questions = sample_paths(examples)

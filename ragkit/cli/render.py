@@ -8,7 +8,10 @@ from typing import Any
 
 from ragkit.core.models import Answer
 from ragkit.core.text import one_line, strip_controls
+from ragkit.evaluate.results import BatchReport
+from ragkit.evaluate.retrieval import SEARCH_COLUMNS
 from ragkit.ingest import IngestReport, outdated_note
+from ragkit.optimize import OPT_COL, OptimizeReport
 
 
 def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> None:
@@ -90,3 +93,123 @@ def print_ingest_report(report: IngestReport, console) -> None:
     for path, reason in report.failed:
         console.print(f"failed: {strip_controls(path)}: {one_line(reason)}", highlight=False, markup=False,
                       soft_wrap=True)
+
+
+# -- rag batch / rag eval -----------------------------------------------------------------------------------------
+# what a user needs first (DESIGN §5); TN and accuracy stay in the CSVs: over a whole database they say little
+_HEADLINE = (
+    ("Ref Recall", "Ref Recall"),
+    *((c, c) for c in SEARCH_COLUMNS),  # only --strategy search computes them; absent columns are not shown
+    ("Checklist Recall", "Checklist Recall"),
+    ("Checklist Precision", "Checklist Precision"),
+    ("Judge Passed", "Judge pass rate"),
+    ("Refusal Rate Answerable", "Refused, answerable"),
+    ("Refusal Rate Unanswerable", "Refused, unanswerable"),
+)
+
+
+def print_batch_report(report: BatchReport, console) -> None:
+    """Key metrics, totals of tokens, cost and wall time, errors, and the paths of the files written."""
+    from rich.table import Table
+
+    from ragkit.evaluate.metrics import parse_number
+
+    title = "rag eval" if report.kind == "eval" else "rag batch"
+    by_metric = {r.get("Metric"): r for r in report.summary}
+    table = Table(title=f"{title}: {report.questions} rows", show_header=True, header_style="bold")
+    table.add_column("metric")
+    table.add_column("mean", justify="right")
+    table.add_column("micro", justify="right")
+    table.add_column("rows", justify="right")
+    table.add_column("covers")
+    headline = list(_HEADLINE)
+    if report.optimize is not None:  # only when this run optimized, and said so
+        headline.append(("Opt Ref Recall", "Opt Ref Recall (after optimize)"))
+    judged = by_metric.get("Judge Passed") or {}
+    if not parse_number(judged.get("Rows")) or judged.get("Covers") == "unanswerable":
+        # no judge scored an answer (offline): the rule's refusals alone would read as a 100% pass rate
+        headline = [("Contain Match", "Contain-Match") if h[0] == "Judge Passed" else h for h in headline]
+    shown = 0
+    for m, label in headline:
+        r = by_metric.get(m)
+        if r is None or parse_number(r.get("Rows")) in (None, 0.0):
+            continue
+        table.add_row(label, _num(r.get("Mean")), _num(r.get("Micro")), str(r.get("Rows")),
+                      str(r.get("Covers") or ""))
+        shown += 1
+    if shown:
+        console.print(table)
+    elif report.kind == "batch":
+        console.print("no ground truth columns: answers only, no metrics", highlight=False)
+
+    u = report.usage
+    if u.cost_usd is None:
+        cost = "unknown (a model without a price)"
+    elif report.provider == "offline" and not u.calls:
+        cost = "$0 (offline: no model calls)"
+    else:
+        cost = f"${u.cost_usd:.4f}"
+    lines = [f"rows: {report.questions}"
+             + (f", resumed from checkpoint: {report.resumed}" if report.resumed else "")
+             + (f", blank rows skipped: {report.skipped_blank}" if report.skipped_blank else ""),
+             f"tokens: {u.input_tokens:,} in / {u.output_tokens:,} out"
+             + (f" (judges: {report.judge_usage.input_tokens + report.judge_usage.output_tokens:,})"
+                if report.judge_usage.calls or report.judge_usage.input_tokens else ""),
+             f"cost: {cost}",
+             f"wall time: {report.wall_s:.1f} s"]
+    for line in lines:
+        console.print(line, highlight=False)
+    if report.optimize is not None:
+        print_optimize_report(report.optimize, console)
+    if report.measure is not None:
+        for line in report.measure.lines():
+            console.print(f"optimize: {line}", highlight=False, markup=False, soft_wrap=True)
+    if report.missed_pages:
+        console.print(f"{report.missed_pages} reference page(s) were missed in {report.missed_rows} question(s); "
+                      "nothing was changed: --optimize copies them where the agent would look, --enable-rl keeps "
+                      "only the copies that help", highlight=False, markup=False, soft_wrap=True)
+    if report.errors:
+        console.print(f"[red]{len(report.errors)} error(s)[/red]:", highlight=False)
+        for e in report.errors[:10]:
+            console.print(f"  {e}", highlight=False, markup=False)
+        if len(report.errors) > 10:
+            console.print(f"  ... {len(report.errors) - 10} more (see the Error / Judge Error columns)",
+                          highlight=False)
+        if report.checkpoint_kept and report.checkpoint_path is not None:
+            console.print(f"run the same command again to retry the failed rows (checkpoint "
+                          f"{report.checkpoint_path})", highlight=False, markup=False)
+    if report.results_path:
+        console.print(f"results: {report.results_path}", highlight=False, markup=False)
+    if report.summary_path:
+        console.print(f"summary: {report.summary_path}", highlight=False, markup=False)
+
+
+def _num(v: Any) -> str:
+    if v in (None, ""):
+        return "-"
+    try:
+        return f"{float(v):.3f}"
+    except (TypeError, ValueError):
+        return str(v)
+
+
+# -- rag batch --optimize / --enable-rl -------------------------------------------------------------
+def print_optimize_report(report: OptimizeReport, console) -> None:
+    """A few lines for the end of `rag batch`."""
+    for note in report.notes:
+        console.print(f"optimize: {note}", highlight=False)
+    if not report.analysed and not report.errors:
+        console.print("optimize: no missed reference pages; nothing to do", highlight=False)
+        return
+    console.print(f"optimize: {report.analysed} rows analysed; copies created {report.created}, kept "
+                  f"{report.kept}, rolled back {report.rolled_back}", highlight=False)
+    if report.enable_rl:
+        console.print(f"optimize: {report.fixed} of {report.analysed} rows reached Ref Recall 1 after re-asking",
+                      highlight=False)
+    if report.csv_path:
+        console.print(f"optimize: updated {report.csv_path} (`{OPT_COL}`); previous file kept as "
+                      f"{report.backup_path}", highlight=False)
+    for e in report.errors[:10]:
+        console.print(f"optimize: [red]error[/red] {e}", highlight=False)
+    if len(report.errors) > 10:
+        console.print(f"optimize: ... {len(report.errors) - 10} more errors", highlight=False)

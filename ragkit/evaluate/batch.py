@@ -1,67 +1,8 @@
-"""`rag batch` and `rag eval`: parallel, resumable evaluation runs (DESIGN §4, §5).
+"""`rag batch`: every question of a CSV answered in a thread pool and scored in the same worker, each finished
+row appended to a checkpoint (Ctrl-C or kill -9 resumes without redoing a row), then the optional
+optimization and the results files. docs/batch.md says how a run is keyed, resumed and written.
 
-INTERFACE (owned by the batch work; cli/demo rely on it):
-
-    run_batch(input_csv: Path, settings: Settings, *, strategy="agent", enable_rl=False, resume=False,
-              progress=True, optimize=False, holdout=None, validate=None) -> BatchReport
-    run_eval(results_csv: Path, settings: Settings, *, progress=True) -> BatchReport
-    print_batch_report(report: BatchReport, console) -> None
-    BatchReport: results_path, summary_path, rows, errors (list[str]; non-empty => exit 1), usage, wall_s
-    rescore_row(row: dict, answer: Answer, settings: Settings) -> dict   # used by optimize after a re-ask
-
-Additions: run_batch(..., answer_fn=None, index=None) (answer_fn defaults to agent.ask; index to
-open_index(settings.db)); run_eval(..., index=None); BatchReport also carries kind, questions, skipped_blank,
-resumed, answer_usage, judge_usage, checkpoint_path, checkpoint_kept, optimize (OptimizeReport), summary (the
-summary CSV's rows); result_columns(); Checkpoint, checkpoint_path(). Result rows handed to the optimizer carry
-`_pos`, the row's position in the input CSV (0-based data row); it is not written.
-
-How a batch runs
-----------------
-1. The input CSV is read strictly (scoring.read_questions: encodings, separators, near-miss column names,
-   extra fields, Page numbers) and every Reference Document is checked against the database before any
-   question is asked (scoring.check_references); rows with an empty `Question` are skipped and counted.
-   Rows are identified by position and question, so duplicate questions are two rows.
-2. Each question runs in a pool of `settings.workers` threads: answer (agent.ask), then, in the same
-   worker, the scoring: reference metrics over the pages of the index at that moment, the checklist judge,
-   the rubric judge, Contain-Match and LLM-Accuracy (when the row has ground truth). A judge failure is
-   recorded in `Judge Error` and never loses the answer.
-3. Every finished row is appended at once (flushed and fsync'ed) to a checkpoint, one JSON line per row
-   with its input position, its question, the answer and the scored columns.
-   Finished rows are not kept in memory: they are read back from the checkpoint at the end.
-4. After the last row, only with `optimize`/`enable_rl` (a plain run changes neither the database nor the
-   input CSV; it counts the missed pages and says which flag would optimize them): ragkit.evaluate.heldout splits the
-   answerable rows (`holdout`, default 0.25) or reads `validate`, the folder optimizer (ragkit.optimize,
-   DESIGN §6) works on the training rows' misses, and every measured question is asked again for Ref Recall
-   before/after per split. Then `results/<stem>_results_YYYYMMDD_HHMMSS.csv` and `..._summary.csv`, written atomically, never over
-   an existing file.
-
-Results columns: the input columns (an input that already has result columns, e.g. a results CSV, gets them
-recomputed, not repeated), then DESIGN §4's fifteen in order (RAG Answer ... Evaluation Reason), then
-Checklist F1/Accuracy/Specificity/TN, Ref F1/Accuracy, Opt Ref * (when `Optimized Reference Document`
-exists), the rubric judge's Judge * columns, Contain Match, LLM Accuracy, Refused, Pages Read, Steps,
-Input Tokens, Output Tokens, Cost USD (empty = unknown price), Latency ms, Judge Input/Output Tokens,
-Judge Cost USD, Attempts (--enable-rl only), Error (the answer failed: retried on resume), Judge Error.
-Undefined ratios are empty cells; multi-valued cells hold one path per line.
-
-The checkpoint rule (resume after Ctrl-C or kill -9)
-----------------------------------------------------
-- Path: `<results>/.checkpoints/<input stem>-<key>.jsonl`, where key hashes the input's absolute path,
-  its content (every column except `Optimized Reference Document`, which the optimizer itself rewrites),
-  the database path, strategy, provider, endpoint, model and judge model. So the same command again finds
-  it; any change to those starts a new run.
-- A checkpoint that exists is continued automatically (`--resume` only insists: it fails when there is
-  nothing to resume). Finished rows are not asked again; rows that failed (`Error`) are asked again; rows
-  whose answer is fine but whose judging failed (`Judge Error`) are judged again without asking.
-- A torn last line (kill -9 mid-write) is ignored and cut off; a checkpoint in use by another process is
-  refused (file lock).
-- When a run completes with no error, its checkpoint is deleted (the results CSV holds everything), so the
-  next identical command starts fresh and writes new timestamped files. A run with errors keeps it, so
-  the same command retries only the failed rows.
-
-`rag eval RESULTS.csv` re-scores the `RAG Answer` / `Retrieved Files` of an existing results CSV (another
-judge, provider or database) without asking again, into `<results stem>_eval_YYYYMMDD_HHMMSS.csv` and its
-`_summary.csv`. It writes no checkpoint (it asks nothing; rerun it to retry).
-"""
+    run_batch(input_csv, settings, *, strategy="agent", ...) -> BatchReport"""
 
 from __future__ import annotations
 
@@ -69,80 +10,49 @@ import glob
 import sys
 import time
 from collections import deque
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ragkit.core.config import Settings
 from ragkit.core.csvio import (
-    read_csv,
     split_multi,
-    summary_path_for,
-    timestamped_path,
 )
-from ragkit.core.csvio import write_csv as _write_csv
 from ragkit.core.errors import RagError, UsageError
-from ragkit.core.models import Answer, Source, Usage
-from ragkit.core.paths import page_number
+from ragkit.core.models import Answer, Usage
 from ragkit.evaluate import BATCH_STRATEGIES
-from ragkit.evaluate.checkpoint import (  # noqa: F401 - Checkpoint and checkpoint_path are part of batch's API
+from ragkit.evaluate.checkpoint import (
     _CK_VERSION,
-    CHECKPOINT_DIR,
     Checkpoint,
     _DaemonPool,
     checkpoint_path,
 )
-from ragkit.evaluate.heldout import DEFAULT_HOLDOUT, SPLIT_COLUMN
+from ragkit.evaluate.heldout import DEFAULT_HOLDOUT
+from ragkit.evaluate.results import (
+    BatchReport,
+    answer_from_dict,
+    answer_to_dict,
+    result_columns,
+    usage_from,
+    write_outputs,
+)
 from ragkit.evaluate.retrieval import SEARCH_COLUMNS
-from ragkit.evaluate.scoring import (  # noqa: F401 - re-exported: the columns are part of batch's API
+from ragkit.evaluate.scoring import (
     _OUTPUT_SET,
-    ATTEMPTS,
-    CHECKLIST,
-    CHECKLIST_MORE,
-    CORE_COLUMNS,
-    DETAIL_COLUMNS,
-    GROUND_TRUTH,
-    JUDGE_COLUMNS,
     OPT_REF_COLUMNS,
     OPTIMIZED,
-    OUTPUT_COLUMNS,
     QUESTION,
-    REF_MORE,
     REFERENCE,
-    SUMMARY_METRICS,
-    TAIL_COLUMNS,
     Scorer,
-    _cost_cell,
-    _fmt,
     _one_line,
     _score,
     _short,
     answer_columns,
     check_references,
-    known_columns,
     read_questions,
 )
-
-
-def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False) -> list[str]:
-    """The results CSV's columns: input columns, then DESIGN §4's, then the further ones."""
-    cols = list(input_columns)
-    if optimized and OPTIMIZED not in cols:
-        pos = cols.index(REFERENCE) + 1 if REFERENCE in cols else len(cols)
-        cols.insert(pos, OPTIMIZED)
-    cols += CORE_COLUMNS + CHECKLIST_MORE + REF_MORE
-    if optimized:
-        cols += OPT_REF_COLUMNS
-    cols += JUDGE_COLUMNS + DETAIL_COLUMNS
-    if split:
-        cols.append(SPLIT_COLUMN)
-    if attempts:
-        cols.append(ATTEMPTS)
-    return cols + TAIL_COLUMNS
 
 
 @dataclass
@@ -160,54 +70,6 @@ class OptimizeOptions:
     @property
     def active(self) -> bool:
         return self.optimize or self.enable_rl
-
-
-# -- report -------------------------------------------------------------------------------------------
-@dataclass
-class BatchReport:
-    results_path: Path | None = None
-    summary_path: Path | None = None
-    rows: list[dict] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)  # non-empty => exit status 1
-    usage: Usage = field(default_factory=Usage)  # everything this result cost: answers + judges + optimizer
-    wall_s: float = 0.0
-    kind: str = "batch"  # "batch" | "eval"
-    input_path: Path | None = None
-    questions: int = 0  # rows in the results
-    skipped_blank: int = 0
-    resumed: int = 0  # rows taken from the checkpoint instead of asked again
-    answer_usage: Usage = field(default_factory=Usage)
-    judge_usage: Usage = field(default_factory=Usage)
-    checkpoint_path: Path | None = None
-    checkpoint_kept: bool = False  # errors remain: rerun the same command to retry them
-    optimize: Any = None  # ragkit.optimize.OptimizeReport when the optimizer ran
-    summary: list[dict] = field(default_factory=list)  # the summary CSV's rows
-    provider: str = ""
-    model: str = ""
-    judge_model: str = ""
-    strategy: str = ""
-    missed_pages: int = 0  # a run without optimization: reference pages missed (Ref FN summed) ...
-    missed_rows: int = 0  # ... in this many questions
-    measure: Any = None  # ragkit.evaluate.heldout.OptimizeMeasure when the optimizer ran
-
-
-# -- answers <-> plain data ---------------------------------------------------------------------------
-def answer_to_dict(answer: Answer) -> dict:
-    return asdict(answer)
-
-
-def answer_from_dict(d: dict) -> Answer:
-    d = dict(d)
-    d["sources"] = [Source(**s) for s in d.get("sources") or []]
-    d["usage"] = Usage(**(d.get("usage") or {}))
-    known = Answer.__dataclass_fields__
-    return Answer(**{k: v for k, v in d.items() if k in known})
-
-
-def _usage_from(d: dict | None) -> Usage:
-    return Usage(**d) if d else Usage()
-
-
 
 
 # -- the batch ----------------------------------------------------------------------------------------
@@ -446,8 +308,8 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
             raise RagError(f"{ck.path}: row {job.pos + 2} is missing from the checkpoint; run the same command "
                            "again to answer it")
         rec = _slim(rec)
-        report.answer_usage.add(_usage_from(rec.get("answer_usage")))
-        report.judge_usage.add(_usage_from(rec.get("judge_usage")))
+        report.answer_usage.add(usage_from(rec.get("answer_usage")))
+        report.judge_usage.add(usage_from(rec.get("judge_usage")))
         cols = dict(rec["cols"])
         opt_now = str(job.row.get(OPTIMIZED) or "")
         if opt_now != (rec.get("opt") or "") and scorer.has_ref and not rec.get("error"):
@@ -485,7 +347,7 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     report.usage.add(report.answer_usage)
     report.usage.add(report.judge_usage)
     report.wall_s = time.monotonic() - t0
-    _write_outputs(report, columns, stem=report.input_path.stem, kind="results", results_dir=settings.results)
+    write_outputs(report, columns, stem=report.input_path.stem, kind="results", results_dir=settings.results)
     if report.errors:
         report.checkpoint_kept = True
     else:
@@ -533,295 +395,3 @@ class _Running:
         if self.errors:
             out.append(f"errors={self.errors}")
         return " ".join(out)
-
-
-# -- output -------------------------------------------------------------------------------------------
-def _write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: str, results_dir: Path) -> None:
-    from ragkit.evaluate.metrics import SUMMARY_COLUMNS, format_row, summarize, totals_rows
-
-    table = [{c: _fmt(r.get(c)) for c in columns} for r in report.rows]
-    report.rows = table  # exactly what the CSV holds (every column; None -> "")
-    df = pd.DataFrame(table, columns=columns)
-    path = timestamped_path(Path(results_dir), stem, kind)
-    _write_csv(df, path)
-    report.results_path = path
-
-    metric_cols = [c for c in SUMMARY_METRICS if c in columns]
-    ref_col = REFERENCE if REFERENCE in columns else None
-    summary = [format_row(r) for r in summarize(report.rows, metric_cols, reference_column=ref_col)]
-    summary += [format_row(r) for r in _refusal_rows(report.rows, ref_col)]
-    if report.measure is not None:
-        summary += [format_row(r) for r in report.measure.summary_rows()]
-    answered = sum(1 for r in report.rows if not r.get("Error"))
-    totals = [format_row(r) for r in totals_rows(
-        questions=report.questions,
-        input_tokens=report.usage.input_tokens,
-        output_tokens=report.usage.output_tokens,
-        cost_usd=report.usage.cost_usd,
-        wall_s=report.wall_s,
-        errors=len(report.errors),
-        skipped=report.skipped_blank,
-        calls=report.usage.calls,
-    )]
-    for r in totals:
-        if r["Metric"] == "Total cost (USD)" and report.usage.cost_usd is None:
-            r["Total"] = "unknown"  # some model has no price: never show 0
-    summary += totals
-    extra: list[tuple[str, Any]] = [
-        ("Answered", answered),
-        ("Answer errors", sum(1 for r in report.rows if r.get("Error"))),
-        ("Judge errors", sum(1 for r in report.rows if r.get("Judge Error"))),
-        ("Resumed from checkpoint", report.resumed if kind == "results" else None),
-        ("Answer input tokens", report.answer_usage.input_tokens),
-        ("Answer output tokens", report.answer_usage.output_tokens),
-        ("Answer cost (USD)", _cost_total(report.answer_usage.cost_usd)),
-        ("Judge input tokens", report.judge_usage.input_tokens),
-        ("Judge output tokens", report.judge_usage.output_tokens),
-        ("Judge cost (USD)", _cost_total(report.judge_usage.cost_usd)),
-        ("Provider", report.provider),
-        ("Model", report.model),
-        ("Judge model", report.judge_model),
-        ("Strategy", report.strategy or None),
-    ]
-    if report.optimize is not None:
-        extra += list(report.optimize.summary().items())
-    if report.missed_pages:
-        extra.append(("Reference pages missed (not optimized)", report.missed_pages))
-    summary += [{"Metric": k, "Mean": "", "Micro": "", "Total": v, "Rows": "", "Covers": ""}
-                for k, v in extra if v is not None]
-    report.summary = summary
-    sdf = pd.DataFrame(summary, columns=list(SUMMARY_COLUMNS))
-    spath = summary_path_for(path)
-    _write_csv(sdf, spath)
-    report.summary_path = spath
-
-
-def _refusal_rows(rows: list[dict], ref_col: str | None) -> list[dict]:
-    """Refusal rates of answerable and of unanswerable questions (answered rows only)."""
-    from ragkit.evaluate.metrics import parse_number
-
-    if ref_col is None:
-        return []
-    out = []
-    for label, want in (("Refusal Rate Answerable", True), ("Refusal Rate Unanswerable", False)):
-        flags = [parse_number(r.get("Refused")) for r in rows
-                 if not r.get("Error") and bool(str(r.get(ref_col) or "").strip()) == want]
-        flags = [f for f in flags if f is not None]
-        out.append({"Metric": label, "Mean": sum(flags) / len(flags) if flags else None, "Micro": None,
-                    "Total": int(sum(flags)) if flags else None, "Rows": len(flags),
-                    "Covers": "answerable" if want else "unanswerable"})
-    return out
-
-
-def _cost_total(cost: float | None) -> str:
-    return "unknown" if cost is None else f"{cost:.6f}"
-
-
-# -- rag eval -----------------------------------------------------------------------------------------
-def _answer_from_row(row: dict) -> Answer:
-    from ragkit.core.text import is_refusal
-    from ragkit.evaluate.metrics import parse_number
-
-    text = str(row.get("RAG Answer") or "")
-    refused_cell = parse_number(row.get("Refused"))
-    refused = bool(refused_cell) if refused_cell is not None else is_refusal(text)
-    sources = [Source(path=p, page=page_number(p) or 0) for p in split_multi(str(row.get("Retrieved Files") or ""))]
-    cost = parse_number(row.get("Cost USD"))
-    usage = Usage(input_tokens=int(parse_number(row.get("Input Tokens")) or 0),
-                  output_tokens=int(parse_number(row.get("Output Tokens")) or 0), cost_usd=cost)
-    return Answer(question=str(row.get(QUESTION) or ""), answer=text, refused=refused, sources=sources,
-                  steps=int(parse_number(row.get("Steps")) or 0), usage=usage,
-                  latency_ms=parse_number(row.get("Latency ms")) or 0.0,
-                  pages_read=split_multi(str(row.get("Pages Read") or "")),
-                  error=str(row.get("Error") or "").strip() or None)
-
-
-def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
-    answer = _answer_from_row(row)
-    try:
-        cols, usage, _ = _score(scorer, row, answer)
-    except Exception as e:  # noqa: BLE001 - one row's failure must not stop the others
-        from ragkit.core.llm import scrub
-
-        return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
-    # the answer's own figures come from the batch that produced it, not from this re-scoring
-    for k in ("Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", "Refused",
-              ATTEMPTS, SPLIT_COLUMN):
-        if k in row:
-            cols[k] = row[k]
-    return cols, usage
-
-
-def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, index: Any = None) -> BatchReport:
-    """Re-score an existing results CSV without asking again (another judge, provider or database)."""
-    from ragkit.core.progress import progress_bar
-
-    t0 = time.monotonic()
-    results_csv = Path(results_csv)
-    df = read_csv(results_csv, required=(QUESTION, "RAG Answer"), known=known_columns())
-    input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
-    has_attempts = ATTEMPTS in df.columns
-    rows_in = df.to_dict("records")
-    jobs = [(pos, r) for pos, r in enumerate(rows_in) if str(r.get(QUESTION) or "").strip()]
-    if not jobs:
-        raise RagError(f"{results_csv}: no rows with a question to re-score")
-    needs_index = REFERENCE in input_cols
-    if index is None and needs_index:
-        from ragkit.search import open_index
-
-        index = open_index(Path(settings.db), progress=progress)
-    scorer = Scorer.create(settings, input_cols, index=index)
-    report = BatchReport(kind="eval", input_path=results_csv, skipped_blank=len(rows_in) - len(jobs),
-                         provider=settings.provider, model="", judge_model=scorer.judge.model)
-
-    out: dict[int, dict] = {}
-    bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
-    pool = _DaemonPool(min(max(1, settings.workers), len(jobs)))
-    try:
-        futs = {pool.submit(_eval_job, {c: r[c] for c in input_cols} | _kept(r), scorer): (pos, r)
-                for pos, r in jobs}
-        for fut in _as_completed(futs):
-            pos, r = futs[fut]
-            cols, usage = fut.result()
-            report.judge_usage.add(usage)
-            base = {c: r[c] for c in input_cols}
-            out[pos] = {**base, **{k: r.get(k, "") for k in ("RAG Answer", "Retrieved Files", "Error")}, **cols,
-                        "_pos": pos}
-            bar.update(1)
-    except BaseException:
-        pool.shutdown(cancel_futures=True)
-        bar.close()
-        raise
-    pool.shutdown()
-    bar.close()
-
-    rows = [out[pos] for pos, _ in jobs]
-    for row in rows:
-        pos = row.pop("_pos")
-        q = _short(str(row.get(QUESTION) or ""), 50)
-        if row.get("Error"):
-            report.errors.append(f"row {pos + 2} {q!r}: no answer to score (the batch failed: {row['Error']})")
-        if row.get("Judge Error"):
-            report.errors.append(f"row {pos + 2} {q!r}: {row['Judge Error']}")
-    report.rows = rows
-    report.questions = len(rows)
-    report.usage.add(report.judge_usage)
-    report.wall_s = time.monotonic() - t0
-    columns = result_columns(input_cols, optimized=OPTIMIZED in input_cols, attempts=has_attempts,
-                             split=SPLIT_COLUMN in df.columns)
-    _write_outputs(report, columns, stem=results_csv.stem, kind="eval", results_dir=settings.results)
-    return report
-
-
-def _kept(row: dict) -> dict:
-    """The answer columns of a results row that re-scoring reads."""
-    keys = ("RAG Answer", "Retrieved Files", "Refused", "Pages Read", "Steps", "Input Tokens", "Output Tokens",
-            "Cost USD", "Latency ms", "Error", ATTEMPTS, SPLIT_COLUMN)
-    return {k: row[k] for k in keys if k in row}
-
-
-def _as_completed(futs: Iterable[Future]):
-    pending = set(futs)
-    while pending:
-        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
-        yield from finished
-
-
-# -- printing -----------------------------------------------------------------------------------------
-# what a user needs first (DESIGN §5); TN and accuracy stay in the CSVs: over a whole database they say little
-_HEADLINE = (
-    ("Ref Recall", "Ref Recall"),
-    *((c, c) for c in SEARCH_COLUMNS),  # only --strategy search computes them; absent columns are not shown
-    ("Checklist Recall", "Checklist Recall"),
-    ("Checklist Precision", "Checklist Precision"),
-    ("Judge Passed", "Judge pass rate"),
-    ("Refusal Rate Answerable", "Refused, answerable"),
-    ("Refusal Rate Unanswerable", "Refused, unanswerable"),
-)
-
-
-def print_batch_report(report: BatchReport, console) -> None:
-    """Key metrics, totals of tokens, cost and wall time, errors, and the paths of the files written."""
-    from rich.table import Table
-
-    from ragkit.evaluate.metrics import parse_number
-
-    title = "rag eval" if report.kind == "eval" else "rag batch"
-    by_metric = {r.get("Metric"): r for r in report.summary}
-    table = Table(title=f"{title}: {report.questions} rows", show_header=True, header_style="bold")
-    table.add_column("metric")
-    table.add_column("mean", justify="right")
-    table.add_column("micro", justify="right")
-    table.add_column("rows", justify="right")
-    table.add_column("covers")
-    headline = list(_HEADLINE)
-    if report.optimize is not None:  # only when this run optimized, and said so
-        headline.append(("Opt Ref Recall", "Opt Ref Recall (after optimize)"))
-    judged = by_metric.get("Judge Passed") or {}
-    if not parse_number(judged.get("Rows")) or judged.get("Covers") == "unanswerable":
-        # no judge scored an answer (offline): the rule's refusals alone would read as a 100% pass rate
-        headline = [("Contain Match", "Contain-Match") if h[0] == "Judge Passed" else h for h in headline]
-    shown = 0
-    for m, label in headline:
-        r = by_metric.get(m)
-        if r is None or parse_number(r.get("Rows")) in (None, 0.0):
-            continue
-        table.add_row(label, _num(r.get("Mean")), _num(r.get("Micro")), str(r.get("Rows")),
-                      str(r.get("Covers") or ""))
-        shown += 1
-    if shown:
-        console.print(table)
-    elif report.kind == "batch":
-        console.print("no ground truth columns: answers only, no metrics", highlight=False)
-
-    u = report.usage
-    if u.cost_usd is None:
-        cost = "unknown (a model without a price)"
-    elif report.provider == "offline" and not u.calls:
-        cost = "$0 (offline: no model calls)"
-    else:
-        cost = f"${u.cost_usd:.4f}"
-    lines = [f"rows: {report.questions}"
-             + (f", resumed from checkpoint: {report.resumed}" if report.resumed else "")
-             + (f", blank rows skipped: {report.skipped_blank}" if report.skipped_blank else ""),
-             f"tokens: {u.input_tokens:,} in / {u.output_tokens:,} out"
-             + (f" (judges: {report.judge_usage.input_tokens + report.judge_usage.output_tokens:,})"
-                if report.judge_usage.calls or report.judge_usage.input_tokens else ""),
-             f"cost: {cost}",
-             f"wall time: {report.wall_s:.1f} s"]
-    for line in lines:
-        console.print(line, highlight=False)
-    if report.optimize is not None:
-        from ragkit.optimize import print_optimize_report
-
-        print_optimize_report(report.optimize, console)
-    if report.measure is not None:
-        for line in report.measure.lines():
-            console.print(f"optimize: {line}", highlight=False, markup=False, soft_wrap=True)
-    if report.missed_pages:
-        console.print(f"{report.missed_pages} reference page(s) were missed in {report.missed_rows} question(s); "
-                      "nothing was changed: --optimize copies them where the agent would look, --enable-rl keeps "
-                      "only the copies that help", highlight=False, markup=False, soft_wrap=True)
-    if report.errors:
-        console.print(f"[red]{len(report.errors)} error(s)[/red]:", highlight=False)
-        for e in report.errors[:10]:
-            console.print(f"  {e}", highlight=False, markup=False)
-        if len(report.errors) > 10:
-            console.print(f"  ... {len(report.errors) - 10} more (see the Error / Judge Error columns)",
-                          highlight=False)
-        if report.checkpoint_kept and report.checkpoint_path is not None:
-            console.print(f"run the same command again to retry the failed rows (checkpoint "
-                          f"{report.checkpoint_path})", highlight=False, markup=False)
-    if report.results_path:
-        console.print(f"results: {report.results_path}", highlight=False, markup=False)
-    if report.summary_path:
-        console.print(f"summary: {report.summary_path}", highlight=False, markup=False)
-
-
-def _num(v: Any) -> str:
-    if v in (None, ""):
-        return "-"
-    try:
-        return f"{float(v):.3f}"
-    except (TypeError, ValueError):
-        return str(v)

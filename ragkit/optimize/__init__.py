@@ -56,7 +56,6 @@ from ragkit.optimize.run import (
     OptimizeReport,
     add_alias,
     optimize_missed,
-    print_optimize_report,
     propose,
     update_input_csv,
 )
@@ -64,4 +63,4 @@ from ragkit.optimize.run import (
 __all__ = ["MAX_ATTEMPTS", "MAX_DEPTH", "OPT_COL", "REF_COL", "CopyManager", "CopyRecord", "Journal", "NoFolderLeft",
            "OptimizeReport", "Proposal", "add_alias", "asked_terms", "check_folder_words", "folder_listing",
            "journal_dir", "key_phrase", "key_terms", "offline_proposals", "optimize_missed", "page_terms",
-           "print_optimize_report", "propose", "recover_journal", "scope_of", "update_input_csv", "validate_folder"]
+           "propose", "recover_journal", "scope_of", "update_input_csv", "validate_folder"]

@@ -119,27 +119,6 @@ def _blank(v: float | None) -> float | str:
     return "" if v is None else round(v, 4)
 
 
-def print_optimize_report(report: OptimizeReport, console) -> None:
-    """A few lines for the end of `rag batch`."""
-    for note in report.notes:
-        console.print(f"optimize: {note}", highlight=False)
-    if not report.analysed and not report.errors:
-        console.print("optimize: no missed reference pages; nothing to do", highlight=False)
-        return
-    console.print(f"optimize: {report.analysed} rows analysed; copies created {report.created}, kept "
-                  f"{report.kept}, rolled back {report.rolled_back}", highlight=False)
-    if report.enable_rl:
-        console.print(f"optimize: {report.fixed} of {report.analysed} rows reached Ref Recall 1 after re-asking",
-                      highlight=False)
-    if report.csv_path:
-        console.print(f"optimize: updated {report.csv_path} (`{OPT_COL}`); previous file kept as "
-                      f"{report.backup_path}", highlight=False)
-    for e in report.errors[:10]:
-        console.print(f"optimize: [red]error[/red] {e}", highlight=False)
-    if len(report.errors) > 10:
-        console.print(f"optimize: ... {len(report.errors) - 10} more errors", highlight=False)
-
-
 
 # -- references --------------------------------------------------------------------------------------
 def _db_rel(db: Path, path: str) -> str:

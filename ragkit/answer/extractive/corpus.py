@@ -1,0 +1,102 @@
+"""Document frequencies of the terms over the whole database, cached per database in DB/.ragkit/ and updated
+when pages change."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragkit.answer.extractive.terms import term_set
+from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
+
+# -- corpus statistics (document frequencies), cached per database --------------------------------------
+STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
+STATS_VERSION = 1  # bump when term_set changes
+_SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
+
+
+@dataclass
+class _Stats:
+    pages: dict[str, tuple[int, int]] = field(default_factory=dict)  # rel -> (mtime_ns, size) when read
+    df: Counter = field(default_factory=Counter)
+
+
+_STATS: dict[str, _Stats] = {}
+_STATS_LOCK = threading.Lock()
+
+
+def read_page(db: Path, rel: str) -> str | None:
+    try:
+        return resolve_in_db(db, rel).read_text(encoding="utf-8", errors="replace")
+    except (OSError, ValueError):
+        return None
+
+
+def _signature(db: Path, rel: str) -> tuple[int, int]:
+    try:
+        st = (db / rel).stat()
+        return st.st_mtime_ns, st.st_size
+    except OSError:
+        return 0, 0
+
+
+def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
+    """The cached statistics if every page they counted is still there, unchanged."""
+    try:
+        data = json.loads((db / ".ragkit" / STATS_FILE).read_text(encoding="utf-8"))
+        if data.get("version") != STATS_VERSION:
+            return None
+        pages = {rel: (int(sig[0]), int(sig[1])) for rel, sig in data["pages"].items()}
+        if not set(pages) <= universe or any(_signature(db, rel) != sig for rel, sig in pages.items()):
+            return None
+        return _Stats(pages, Counter({t: int(c) for t, c in data["df"].items()}))
+    except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
+        return None
+
+
+def _save_stats(db: Path, st: _Stats) -> None:
+    try:
+        doc = {"version": STATS_VERSION, "pages": {r: list(sig) for r, sig in sorted(st.pages.items())},
+               "df": dict(sorted(st.df.items()))}
+        atomic_write_text(db / ".ragkit" / STATS_FILE, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
+    except OSError:
+        pass  # a read-only database still answers; it just recounts next time
+
+
+def corpus_stats(db: Path, index) -> tuple[int, Counter]:
+    """(number of pages, document frequency per term) over the whole database.
+
+    Kept in memory per database and in DB/.ragkit/offline-df.json (so a new `rag ask` process does not
+    re-read every page). Pages added later (the optimizer's copies) are counted incrementally; when a
+    counted page disappears or its file changed (checked when the cache file is loaded) the counts are
+    rebuilt. Within one process a page edited in place keeps its old counts until then: they are
+    weights, not answers.
+    """
+    try:
+        universe = set(index.pages())
+    except Exception:  # an index without a page list: fall back to the files themselves
+        universe = set(iter_pages(db))
+    key = str(db.resolve())
+    with _STATS_LOCK:
+        st = _STATS.get(key)
+        if st is None or not set(st.pages) <= universe:
+            st = _load_stats(db, universe) or _Stats()
+            _STATS[key] = st
+        todo = sorted(universe - set(st.pages))
+        for rel in todo:
+            sig = _signature(db, rel)
+            raw = read_page(db, rel)
+            if raw is not None:
+                st.df.update(term_set(raw))
+            st.pages[rel] = sig
+        if len(todo) >= _SAVE_AFTER:
+            _save_stats(db, st)
+        return len(st.pages), st.df
+
+
+def idf(n: int, df: int) -> float:
+    return math.log(1.0 + (n - df + 0.5) / (df + 0.5))

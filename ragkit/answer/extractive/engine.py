@@ -1,0 +1,370 @@
+"""The engine: retrieve, weigh the question's words, select the units that cover it (one document), score
+the evidence, and quote it with its pages, or refuse. docs/answer.md says how and why."""
+
+from __future__ import annotations
+
+import math
+import re
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ragkit.answer.extractive.corpus import corpus_stats, idf, read_page
+from ragkit.answer.extractive.terms import question_words, term_set
+from ragkit.answer.extractive.units import Unit, page_units
+from ragkit.core import text as T
+from ragkit.core.models import Answer, Source, Usage
+from ragkit.core.pagefile import parse_page
+from ragkit.core.paths import iter_pages, reference_path
+
+_DIGIT = re.compile(r"\d")
+_HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
+_QUANTITY = re.compile(
+    r"\b(how (many|much|long|often|far|old|big|large|high|tall|heavy)|what (percentage|percent|number|"
+    r"amount|year|date|time|temperature|size|ratio|rate))\b|%|何(度|日|回|年|個|分|時|人|枚|本|割|%)|いくつ|いくら|"
+    r"どのくらい|どれくらい|몇|얼마|多少|几",
+    re.IGNORECASE,
+)
+
+
+ENGINE = "offline-extractive"  # Answer.engine: agent, naive and synth all run this one engine offline
+REFUSE_BELOW = 0.44  # minimum confidence (see module docstring; benchmarks/offline_calibration.py)
+ABSENT_PENALTY = 0.0  # confidence lost per share of the question its document never mentions (calibrated: 0)
+YEAR_PENALTY = 0.5  # confidence lost when the question names a year the cited document never mentions
+CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
+PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
+MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
+RANK_DECAY = 0.05  # position prior: the page ranked r-th (0-based) multiplies scores by 1/(1 + 0.05 r)
+HIRAGANA_WEIGHT = 0.1  # hiragana-only bigrams are mostly inflection and particles
+MAX_QUESTION_CHARS = 2000  # longer questions are cut (retrieval and scoring only)
+MAX_SELECTED = 3
+LONG_UNIT_TERMS = 40  # units with more distinct terms than this are mildly penalised
+MAX_PAGES_CITED = 2
+
+NOTES = {
+    "en": "(offline extractive answer)",
+    "ja": "（オフライン offline: 抽出回答）",
+    "ko": "(오프라인 offline: 추출 답변)",
+    "zh": "（离线 offline：抽取式回答）",
+}
+SOURCES_LABEL = {"en": "Sources:", "ja": "出典:", "ko": "출처:", "zh": "来源:"}
+QUOTES = {"en": ("\u201c", "\u201d"), "ja": ("「", "」"), "ko": ("\u201c", "\u201d"), "zh": ("「", "」")}
+
+
+# -- the engine ----------------------------------------------------------------------------------------
+def _lang(question: str) -> str:
+    lang = T.detect_lang(question)
+    return lang if lang in NOTES else "en"
+
+
+def _retrieve(index, question: str, key_query: str, k: int) -> list[tuple[str, int, str]]:
+    """(db-relative path, page number, title) of the candidate pages, best first."""
+    seen: dict[str, tuple[str, int, str]] = {}
+    order: list[str] = []
+    for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
+        if not query.strip():
+            continue
+        hits = index.search(query, k=k)  # an index failure is raised, not hidden behind a refusal
+        added = 0
+        for h in hits:
+            if h.path in seen:
+                continue
+            if query is key_query and added >= limit:
+                break
+            seen[h.path] = (h.path, h.page, h.title)
+            order.append(h.path)
+            added += 1
+    return [seen[p] for p in order]
+
+
+@dataclass
+class _QWord:
+    """One content word of the question, its terms (CJK bigrams, or one Latin word) and its weight."""
+
+    word: str
+    terms: list[str]
+    weight: float  # mean IDF of its terms (hiragana-only bigrams discounted)
+    cjk: bool
+
+    def found(self, terms: set[str]) -> float:
+        """Share of the word found in a term set. A CJK word counts by characters: a character inside a
+        matched bigram counts 1, one only present on its own 0.5 ("発売日" vs "…10日全国発売" -> 5/6)."""
+        if not self.cjk:
+            return 1.0 if any(t in terms for t in self.terms) else 0.0
+        w = self.word
+        if len(w) == 1:
+            return 1.0 if w in terms else 0.0
+        got = [0.0] * len(w)
+        for i in range(len(w) - 1):
+            if w[i : i + 2] in terms:
+                got[i] = got[i + 1] = 1.0
+        for i, ch in enumerate(w):
+            if got[i] == 0.0 and ch in terms:
+                got[i] = 0.5
+        return sum(got) / len(w)
+
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _respell(term: str, df: Counter) -> str:
+    """A Latin term no page holds, replaced by the most frequent corpus term one edit away ("netfilx" ->
+    "netflix"), as search does: a misspelt word must not make the answerer refuse what search found."""
+    if df.get(term, 0) or len(term) < 4 or not term.isascii() or not term.isalpha():
+        return term
+    splits = [(term[:i], term[i:]) for i in range(len(term) + 1)]
+    edits = {a + b[1:] for a, b in splits if b}
+    edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1}
+    edits |= {a + c + b[1:] for a, b in splits if b for c in _LETTERS}
+    edits |= {a + c + b for a, b in splits for c in _LETTERS}
+    best = max((e for e in edits if df.get(e, 0)), key=lambda e: (df[e], e), default=None)
+    return best or term
+
+
+def _qwords(words: list[tuple[str, list[str]]], n: int, df: Counter) -> list[_QWord]:
+    out = []
+    for word, terms in words:
+        respelt = [_respell(t, df) for t in terms]
+        if respelt != terms:
+            word, terms = " ".join(respelt), respelt
+        w = [idf(n, df.get(t, 0)) * (HIRAGANA_WEIGHT if _HIRAGANA_ONLY.match(t) else 1.0) for t in terms]
+        cjk = bool(T.CJK_RE.match(word)) and "".join(terms) != word  # bigrams (not one Latin/digit word)
+        out.append(_QWord(word, terms, sum(w) / len(w), cjk or (len(word) == 1 and bool(T.CJK_RE.match(word)))))
+    return out
+
+
+def _coverage(qwords: list[_QWord], levels: list[tuple[set[str], float]]) -> float:
+    """IDF-weighted share of the question's words found in the evidence, in [0, 1].
+
+    Each word counts by the share of it found (`_QWord.found`) at the weight of the best evidence level
+    that holds it: the sentence itself 1.0, its headings CONTEXT_WEIGHT, elsewhere on its page PAGE_WEIGHT.
+    """
+    total = sum(w.weight for w in qwords)
+    if total <= 0:
+        return 0.0
+    got = 0.0
+    for w in qwords:
+        got += w.weight * max(level * w.found(terms) for terms, level in levels)
+    return got / total
+
+
+def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
+    """Share of the question's adjacent Latin word pairs that appear verbatim in the unit."""
+    pairs = [f"{a} {b}" for a, b in zip(q_words, q_words[1:], strict=False)]
+    if not pairs:
+        return 0.0
+    return sum(1 for p in pairs if p in unit_norm) / len(pairs)
+
+
+def _select(units: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[str]]) -> list[Unit]:
+    """The best unit, then units that add question words it lacks (at most 3 units, 2 pages)."""
+    ranked = sorted(units, key=lambda u: (-u.score, u.rank, u.pos))
+    best = ranked[0]
+    chosen = [best]
+    by_key = {(u.rel, u.pos): u for u in units}
+    # A unit that only introduces what follows ("The settings are:") is quoted with its next line.
+    if best.text.rstrip().endswith((":", "：")) or best.is_heading:
+        nxt = by_key.get((best.rel, best.pos + 1))
+        if nxt is not None and not nxt.is_heading:
+            chosen.append(nxt)
+    current = _evidence(chosen, qwords, page_terms)
+    for u in ranked[1:]:
+        if len(chosen) >= MAX_SELECTED:
+            break
+        if any(u is c for c in chosen) or u.score < 0.45 * best.score:
+            continue
+        pages = {c.rel for c in chosen}
+        if u.rel not in pages and len(pages) >= MAX_PAGES_CITED:
+            continue
+        if _doc_key(u.rel) != _doc_key(best.rel):
+            continue  # never splice in a sentence from another document: it answers another question
+        gain = _evidence([*chosen, u], qwords, page_terms) - current
+        if gain >= MIN_GAIN:
+            chosen.append(u)
+            current += gain
+    return chosen
+
+
+def _evidence(chosen: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[str]]) -> float:
+    """Coverage of the question by a set of quoted units, their headings and their pages."""
+    own: set[str] = set()
+    ctx: set[str] = set()
+    page: set[str] = set()
+    for u in chosen:
+        own |= u.terms
+        ctx |= u.ctx_terms
+        page |= page_terms.get(u.rel, set())
+    return _coverage(qwords, [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)])
+
+
+def _quote(u: Unit, lang: str) -> str:
+    left, right = QUOTES[lang]
+    return f"{left}{u.text}{right}"
+
+
+def _doc_key(rel: str) -> str:
+    """The document a page belongs to: its <category>/<document> folders (DESIGN §1)."""
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else "/".join(parts[:-1])
+
+
+_DOC_TERMS: dict[tuple[str, str], tuple[int, set[str]]] = {}
+_DOC_LOCK = threading.Lock()
+
+
+def _doc_terms(db: Path, index, doc: str) -> set[str]:
+    """Every term of a document's pages (cached per process; recounted when its page count changes)."""
+    try:
+        rels = [r for r in index.pages() if _doc_key(r) == doc]
+    except Exception:
+        rels = [r for r in iter_pages(db) if _doc_key(r) == doc]
+    key = (str(db.resolve()), doc)
+    with _DOC_LOCK:
+        hit = _DOC_TERMS.get(key)
+        if hit is not None and hit[0] == len(rels):
+            return hit[1]
+    terms: set[str] = set()
+    for rel in rels:
+        raw = read_page(db, rel)
+        if raw is not None:
+            terms |= term_set(raw)
+    with _DOC_LOCK:
+        _DOC_TERMS[key] = (len(rels), terms)
+    return terms
+
+
+@dataclass
+class _Analysis:
+    """What the engine found for one question, before deciding to answer or refuse."""
+
+    lang: str
+    pages_read: list[str]
+    chosen: list[Unit] = field(default_factory=list)
+    coverage: float = 0.0  # IDF-weighted share of the question found in the quoted evidence (see _evidence)
+    absent: float = 0.0  # IDF-weighted share of the question found nowhere in the cited document
+    absent_top: float = 0.0  # weight of the heaviest such word / the question's heaviest word's weight
+    years_absent: int = 0  # years (1900-2099) the question names that the cited document never mentions
+    own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
+    page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
+
+
+def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
+    q = question.strip()[:MAX_QUESTION_CHARS]
+    lang = _lang(q)
+    words = question_words(q)
+    if not words:
+        return _Analysis(lang, [])
+    n, df = corpus_stats(db, index)
+    qwords = _qwords(words, n, df)
+    key_terms = [w.word for w in sorted(qwords, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
+    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)))
+    out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
+    if not candidates:
+        return out
+
+    quantity = bool(_QUANTITY.search(q))
+    q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
+    units: list[Unit] = []
+    page_terms: dict[str, set[str]] = {}
+    for rank, (rel, page_no, title) in enumerate(candidates):
+        raw = read_page(db, rel)
+        if raw is None:
+            continue
+        meta, body = parse_page(raw)
+        doc_title = meta.document or title
+        context_title = " / ".join(x for x in (doc_title, meta.section) if x)
+        # The folders a page sits in describe it (the path carries meaning, and the optimizer names copies'
+        # folders after questions), but weakly: they count like the rest of the page, so a folder name
+        # alone never lifts a page over the refusal threshold.
+        folders = " ".join(Path(rel).parent.parts)
+        found = page_units(body, rel, rank, context_title)
+        if not found:
+            continue
+        page_terms[rel] = term_set(folders + "\n" + context_title + "\n" + body)
+        out.page_info[rel] = (meta.page or page_no, title or doc_title)
+        prior = 1.0 / (1.0 + RANK_DECAY * rank)
+        for u in found:
+            u.terms = term_set(u.text)
+            u.ctx_terms = term_set(u.context)
+            u.coverage = _coverage(qwords, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
+                                            (page_terms[rel], PAGE_WEIGHT)])
+            score = u.coverage * prior
+            if quantity and _DIGIT.search(u.text):
+                score += 0.05
+            score += 0.05 * _phrase_bonus(T.normalize(u.text), q_latin)
+            if u.is_heading or len(u.terms) <= 1:
+                score *= 0.8  # a bare heading or fragment rarely answers on its own
+            elif len(u.terms) > LONG_UNIT_TERMS:  # run-on text (tables of contents, flattened layouts)
+                score *= LONG_UNIT_TERMS / len(u.terms) * 0.5 + 0.5
+            u.score = score
+        units.extend(found)
+    if not units:
+        return out
+    out.chosen = _select(units, qwords, page_terms)
+    out.coverage = _evidence(out.chosen, qwords, page_terms)
+    doc = _doc_terms(db, index, _doc_key(out.chosen[0].rel))
+    total = sum(w.weight for w in qwords) or 1.0
+    out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
+    top = max(w.weight for w in qwords) or 1.0
+    out.absent_top = max((w.weight * (1.0 - w.found(doc)) for w in qwords), default=0.0) / top
+    out.years_absent = sum(1 for y in set(_YEAR.findall(q)) if y not in doc)
+    own: set[str] = set().union(*(u.terms for u in out.chosen))
+    out.own = _coverage(qwords, [(own, 1.0)])
+    return out
+
+
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+def _confidence(an: _Analysis) -> float:
+    """Confidence in [0, 1]: the evidence coverage, less what the question asks about that the cited
+    document does not mention at all (see the module docstring for the constants)."""
+    c = an.coverage - ABSENT_PENALTY * an.absent - (YEAR_PENALTY if an.years_absent else 0.0)
+    return max(0.0, min(1.0, c))
+
+
+def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
+    """Answer from the database without a model: quote the best-matching sentences and cite their pages,
+    or refuse (text.refusal_text in the question's language) when the evidence is weak."""
+    t0 = time.perf_counter()
+    db = Path(db)
+    question = question if isinstance(question, str) else str(question)
+    # one engine serves every strategy offline: metadata.engine says so, whatever strategy was asked for
+    answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
+                    steps=1, usage=Usage(0, 0, 0.0, 0), engine=ENGINE)
+    an = _analyse(question, index, db, k)
+    lang, note = an.lang, NOTES[an.lang]
+    answer.pages_read = an.pages_read
+    confidence = _confidence(an) if an.chosen else 0.0
+    answer.confidence = round(confidence, 4)
+    answer.latency_ms = (time.perf_counter() - t0) * 1000
+    if not an.chosen or confidence < REFUSE_BELOW:
+        answer.answer = f"{T.refusal_text(lang)}\n{note}"
+        return answer
+
+    chosen = an.chosen
+    # Cite pages in order of first use; number citations [1], [2] by page.
+    cite: dict[str, int] = {}
+    for u in chosen:
+        cite.setdefault(u.rel, len(cite) + 1)
+    lines = [note]
+    for u in sorted(chosen, key=lambda u: (cite[u.rel], u.pos)):
+        lines.append(f"{_quote(u, lang)} [{cite[u.rel]}]")
+    lines.append("")
+    lines.append(SOURCES_LABEL[lang])
+    sources: list[Source] = []
+    for rel, num in cite.items():
+        page_no, title = an.page_info[rel]
+        path = reference_path(db, rel)
+        lines.append(f"[{num}] {path} p.{page_no}")
+        mine = [u for u in chosen if u.rel == rel]
+        sources.append(Source(path=path, page=page_no, title=title,
+                              excerpt=" … ".join(u.text for u in sorted(mine, key=lambda u: u.pos)),
+                              score=round(max(u.score for u in mine), 4)))
+    answer.answer = "\n".join(lines)
+    answer.refused = False
+    answer.sources = sources
+    answer.latency_ms = (time.perf_counter() - t0) * 1000
+    return answer

@@ -1,0 +1,119 @@
+"""What a question asks about: its content words (script changes cut, Korean particles stripped, question
+words dropped), each a group of terms (stems, CJK bigrams)."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from ragkit.core import text as T
+
+# Words that say what kind of answer is wanted, not what it is about (beyond text.STOPWORDS).
+_QUESTION_WORDS = frozenset(
+    """many much please tell list name give describe explain mention mentioned say says said show shows
+    shown kind type types find me you your i my we our us one ones any some all each other also
+    doe mean meaning 意味 의미""".split()
+)
+_JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$|どういう(意味|こと)|"
+                          r"どうすれば(いい|よい)|どうなりますか|どうなる")
+_EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fast)\b", re.IGNORECASE)
+_KO_QUESTION_WORDS = frozenset(
+    "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 누구 무슨 어느 왜".split()
+)
+_KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "나요", "까요", "가요",
+               "세요", "니까")
+# Longest first; single-syllable particles only come off words of 3+ syllables (applied to both sides).
+_KO_PARTICLES = ("에서는", "에게서", "으로는", "으로서", "으로써", "에서", "에게", "께서", "부터", "까지", "처럼",
+                 "보다", "으로", "이나", "이고", "이며", "과는", "와는", "은", "는", "을", "를", "의", "에", "로", "와", "과",
+                 "가", "이")
+_HANGUL_WORD = re.compile("[\uac00-\ud7af]+")
+_CJK_CHAR = re.compile("[\u3005\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+_WORD = re.compile(r"[^\W_]+")
+_INTERROGATIVE_CJK = re.compile("[何誰幾哪谁]")
+_HIRAGANA_CHAR = re.compile("^[\u3040-\u309f]$")  # a lone hiragana is a particle
+HAN, HIRA, KATA = "\u3005\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff", "\u3040-\u309f", "\u30a0-\u30ff\u31f0-\u31ff"
+# Cut points inside a run of letters: kanji | hiragana | katakana changes, and Latin/digits next to CJK
+# ("2時間で" -> "2", "時間", "で").
+_SCRIPT_CHANGE = re.compile(
+    f"(?<=[{HAN}])(?=[{HIRA}{KATA}])|(?<=[{HIRA}])(?=[{HAN}{KATA}])|(?<=[{KATA}])(?=[{HAN}{HIRA}])"
+    f"|(?<=[0-9a-z])(?=[{T.CJK_CLASS}])|(?<=[{T.CJK_CLASS}])(?=[0-9a-z])"
+)
+_HANGUL_SPACE = re.compile("(?<=[\uac00-\ud7af])[ \t\u3000]+(?=[\uac00-\ud7af])")
+
+
+# -- terms ---------------------------------------------------------------------------------------------
+def _strip_korean(text: str) -> str:
+    """Drop a trailing particle from Korean words so '파일을' and '파일' share their terms."""
+
+    def one(m: re.Match) -> str:
+        w = m.group(0)
+        for p in _KO_PARTICLES:
+            if w.endswith(p) and len(w) - len(p) >= (2 if len(p) == 1 else 1):
+                return w[: -len(p)]
+        return w
+
+    return _HANGUL_WORD.sub(one, text)
+
+
+def _prepare(text: str) -> str:
+    """NFKC + casefold, with "|" cuts where tokenize() must not join: between Korean words (their spaces
+    matter), at Japanese script changes (kanji | hiragana | katakana: content words are the kanji and
+    katakana runs, so "氷が" is not a term but "氷" is), and between Latin/digits and CJK."""
+    text = unicodedata.normalize("NFKC", text).casefold()
+    if _HANGUL_WORD.search(text):
+        text = _HANGUL_SPACE.sub("|", _strip_korean(text))
+    if T.CJK_RE.search(text):
+        text = _SCRIPT_CHANGE.sub("|", T.join_cjk_breaks(text))
+    return text
+
+
+def _word_terms(word: str) -> list[str]:
+    return [T.stem(t) for t in T.tokenize(word, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
+
+
+def _terms(text: str) -> list[str]:
+    """Content terms of a text (the same function for questions, sentences and corpus statistics):
+    text.tokenize's words and CJK bigrams over the prepared text, lightly stemmed, lone hiragana dropped."""
+    return _word_terms(_prepare(text))
+
+
+def term_set(text: str) -> set[str]:
+    """The terms of a text plus its single Han/Hangul characters, so a one-character question word
+    ("後", "면") matches inside compounds and gets a document frequency that reflects the character."""
+    p = _prepare(text)
+    return set(_word_terms(p)) | set(_CJK_CHAR.findall(p))
+
+
+def question_words(question: str) -> list[tuple[str, list[str]]]:
+    """The question's content words as (word, terms) — a CJK word has several bigrams — in order, without
+    what only makes it a question (interrogatives, question endings, 'how many'). "何分" keeps "分"."""
+    q = _EN_QUESTION.sub(" ", _JA_QUESTION.sub(" ", question))
+    q = _INTERROGATIVE_CJK.sub("|", q)
+    if _HANGUL_WORD.search(q):
+        words = []
+        for w in q.split():
+            core = w.rstrip("?？.!,、")
+            for end in _KO_ENDINGS:
+                if core.endswith(end) and len(core) > len(end):
+                    core = core[: -len(end)]
+                    break
+            if core not in _KO_QUESTION_WORDS and _strip_korean(core) not in _KO_QUESTION_WORDS:
+                words.append(core)
+        q = " ".join(words)
+    out: list[tuple[str, list[str]]] = []
+    seen: set[str] = set()
+    for word in _WORD.findall(_prepare(q)):
+        if word in _KO_PARTICLES:  # a particle cut off a Latin word or number ("E5의")
+            continue
+        terms = [t for t in dict.fromkeys(_word_terms(word))
+                 if not ((len(t) == 1 and t.isascii() and not t.isdigit()) or t in _QUESTION_WORDS)]
+        key = " ".join(terms)
+        if terms and key not in seen:
+            seen.add(key)
+            out.append((word, terms))
+    return out
+
+
+def _question_terms(question: str) -> list[str]:
+    """All distinct content terms of the question, in order."""
+    return list(dict.fromkeys(t for _, terms in question_words(question) for t in terms))

@@ -1,0 +1,149 @@
+"""`rag eval`: re-score the answers of an existing results CSV (another judge, provider or database) without
+asking again, into `<results stem>_eval_YYYYMMDD_HHMMSS.csv` and its summary.
+
+    run_eval(results_csv, settings, *, progress=True, index=None) -> BatchReport"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, wait
+from pathlib import Path
+from typing import Any
+
+from ragkit.core.config import Settings
+from ragkit.core.csvio import (
+    read_csv,
+    split_multi,
+)
+from ragkit.core.errors import RagError
+from ragkit.core.models import Answer, Source, Usage
+from ragkit.core.paths import page_number
+from ragkit.evaluate.checkpoint import (
+    _DaemonPool,
+)
+from ragkit.evaluate.heldout import SPLIT_COLUMN
+from ragkit.evaluate.results import BatchReport, result_columns, write_outputs
+from ragkit.evaluate.scoring import (
+    _OUTPUT_SET,
+    ATTEMPTS,
+    OPTIMIZED,
+    QUESTION,
+    REFERENCE,
+    Scorer,
+    _one_line,
+    _score,
+    _short,
+    known_columns,
+)
+
+
+# -- rag eval -----------------------------------------------------------------------------------------
+def _answer_from_row(row: dict) -> Answer:
+    from ragkit.core.text import is_refusal
+    from ragkit.evaluate.metrics import parse_number
+
+    text = str(row.get("RAG Answer") or "")
+    refused_cell = parse_number(row.get("Refused"))
+    refused = bool(refused_cell) if refused_cell is not None else is_refusal(text)
+    sources = [Source(path=p, page=page_number(p) or 0) for p in split_multi(str(row.get("Retrieved Files") or ""))]
+    cost = parse_number(row.get("Cost USD"))
+    usage = Usage(input_tokens=int(parse_number(row.get("Input Tokens")) or 0),
+                  output_tokens=int(parse_number(row.get("Output Tokens")) or 0), cost_usd=cost)
+    return Answer(question=str(row.get(QUESTION) or ""), answer=text, refused=refused, sources=sources,
+                  steps=int(parse_number(row.get("Steps")) or 0), usage=usage,
+                  latency_ms=parse_number(row.get("Latency ms")) or 0.0,
+                  pages_read=split_multi(str(row.get("Pages Read") or "")),
+                  error=str(row.get("Error") or "").strip() or None)
+
+
+def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
+    answer = _answer_from_row(row)
+    try:
+        cols, usage, _ = _score(scorer, row, answer)
+    except Exception as e:  # noqa: BLE001 - one row's failure must not stop the others
+        from ragkit.core.llm import scrub
+
+        return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
+    # the answer's own figures come from the batch that produced it, not from this re-scoring
+    for k in ("Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", "Refused",
+              ATTEMPTS, SPLIT_COLUMN):
+        if k in row:
+            cols[k] = row[k]
+    return cols, usage
+
+
+def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, index: Any = None) -> BatchReport:
+    """Re-score an existing results CSV without asking again (another judge, provider or database)."""
+    from ragkit.core.progress import progress_bar
+
+    t0 = time.monotonic()
+    results_csv = Path(results_csv)
+    df = read_csv(results_csv, required=(QUESTION, "RAG Answer"), known=known_columns())
+    input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
+    has_attempts = ATTEMPTS in df.columns
+    rows_in = df.to_dict("records")
+    jobs = [(pos, r) for pos, r in enumerate(rows_in) if str(r.get(QUESTION) or "").strip()]
+    if not jobs:
+        raise RagError(f"{results_csv}: no rows with a question to re-score")
+    needs_index = REFERENCE in input_cols
+    if index is None and needs_index:
+        from ragkit.search import open_index
+
+        index = open_index(Path(settings.db), progress=progress)
+    scorer = Scorer.create(settings, input_cols, index=index)
+    report = BatchReport(kind="eval", input_path=results_csv, skipped_blank=len(rows_in) - len(jobs),
+                         provider=settings.provider, model="", judge_model=scorer.judge.model)
+
+    out: dict[int, dict] = {}
+    bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
+    pool = _DaemonPool(min(max(1, settings.workers), len(jobs)))
+    try:
+        futs = {pool.submit(_eval_job, {c: r[c] for c in input_cols} | _kept(r), scorer): (pos, r)
+                for pos, r in jobs}
+        for fut in _as_completed(futs):
+            pos, r = futs[fut]
+            cols, usage = fut.result()
+            report.judge_usage.add(usage)
+            base = {c: r[c] for c in input_cols}
+            out[pos] = {**base, **{k: r.get(k, "") for k in ("RAG Answer", "Retrieved Files", "Error")}, **cols,
+                        "_pos": pos}
+            bar.update(1)
+    except BaseException:
+        pool.shutdown(cancel_futures=True)
+        bar.close()
+        raise
+    pool.shutdown()
+    bar.close()
+
+    rows = [out[pos] for pos, _ in jobs]
+    for row in rows:
+        pos = row.pop("_pos")
+        q = _short(str(row.get(QUESTION) or ""), 50)
+        if row.get("Error"):
+            report.errors.append(f"row {pos + 2} {q!r}: no answer to score (the batch failed: {row['Error']})")
+        if row.get("Judge Error"):
+            report.errors.append(f"row {pos + 2} {q!r}: {row['Judge Error']}")
+    report.rows = rows
+    report.questions = len(rows)
+    report.usage.add(report.judge_usage)
+    report.wall_s = time.monotonic() - t0
+    columns = result_columns(input_cols, optimized=OPTIMIZED in input_cols, attempts=has_attempts,
+                             split=SPLIT_COLUMN in df.columns)
+    write_outputs(report, columns, stem=results_csv.stem, kind="eval", results_dir=settings.results)
+    return report
+
+
+def _kept(row: dict) -> dict:
+    """The answer columns of a results row that re-scoring reads."""
+    keys = ("RAG Answer", "Retrieved Files", "Refused", "Pages Read", "Steps", "Input Tokens", "Output Tokens",
+            "Cost USD", "Latency ms", "Error", ATTEMPTS, SPLIT_COLUMN)
+    return {k: row[k] for k in keys if k in row}
+
+
+def _as_completed(futs: Iterable[Future]):
+    pending = set(futs)
+    while pending:
+        finished, pending = wait(pending, return_when=FIRST_COMPLETED)
+        yield from finished

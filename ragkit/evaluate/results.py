@@ -1,0 +1,177 @@
+"""What a run hands back and writes: its result columns, the BatchReport, answers as plain data (the
+checkpoint's), and the results and summary CSV files (timestamped, never over an existing file)."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ragkit.core.csvio import (
+    summary_path_for,
+    timestamped_path,
+)
+from ragkit.core.csvio import write_csv as _write_csv
+from ragkit.core.models import Answer, Source, Usage
+from ragkit.evaluate.heldout import SPLIT_COLUMN
+from ragkit.evaluate.scoring import (
+    ATTEMPTS,
+    CHECKLIST_MORE,
+    CORE_COLUMNS,
+    DETAIL_COLUMNS,
+    JUDGE_COLUMNS,
+    OPT_REF_COLUMNS,
+    OPTIMIZED,
+    REF_MORE,
+    REFERENCE,
+    SUMMARY_METRICS,
+    TAIL_COLUMNS,
+    _fmt,
+)
+
+
+def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False) -> list[str]:
+    """The results CSV's columns: input columns, then DESIGN §4's, then the further ones."""
+    cols = list(input_columns)
+    if optimized and OPTIMIZED not in cols:
+        pos = cols.index(REFERENCE) + 1 if REFERENCE in cols else len(cols)
+        cols.insert(pos, OPTIMIZED)
+    cols += CORE_COLUMNS + CHECKLIST_MORE + REF_MORE
+    if optimized:
+        cols += OPT_REF_COLUMNS
+    cols += JUDGE_COLUMNS + DETAIL_COLUMNS
+    if split:
+        cols.append(SPLIT_COLUMN)
+    if attempts:
+        cols.append(ATTEMPTS)
+    return cols + TAIL_COLUMNS
+
+
+# -- report -------------------------------------------------------------------------------------------
+@dataclass
+class BatchReport:
+    results_path: Path | None = None
+    summary_path: Path | None = None
+    rows: list[dict] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)  # non-empty => exit status 1
+    usage: Usage = field(default_factory=Usage)  # everything this result cost: answers + judges + optimizer
+    wall_s: float = 0.0
+    kind: str = "batch"  # "batch" | "eval"
+    input_path: Path | None = None
+    questions: int = 0  # rows in the results
+    skipped_blank: int = 0
+    resumed: int = 0  # rows taken from the checkpoint instead of asked again
+    answer_usage: Usage = field(default_factory=Usage)
+    judge_usage: Usage = field(default_factory=Usage)
+    checkpoint_path: Path | None = None
+    checkpoint_kept: bool = False  # errors remain: rerun the same command to retry them
+    optimize: Any = None  # ragkit.optimize.OptimizeReport when the optimizer ran
+    summary: list[dict] = field(default_factory=list)  # the summary CSV's rows
+    provider: str = ""
+    model: str = ""
+    judge_model: str = ""
+    strategy: str = ""
+    missed_pages: int = 0  # a run without optimization: reference pages missed (Ref FN summed) ...
+    missed_rows: int = 0  # ... in this many questions
+    measure: Any = None  # ragkit.evaluate.heldout.OptimizeMeasure when the optimizer ran
+
+
+# -- answers <-> plain data ---------------------------------------------------------------------------
+def answer_to_dict(answer: Answer) -> dict:
+    return asdict(answer)
+
+
+def answer_from_dict(d: dict) -> Answer:
+    d = dict(d)
+    d["sources"] = [Source(**s) for s in d.get("sources") or []]
+    d["usage"] = Usage(**(d.get("usage") or {}))
+    known = Answer.__dataclass_fields__
+    return Answer(**{k: v for k, v in d.items() if k in known})
+
+
+def usage_from(d: dict | None) -> Usage:
+    return Usage(**d) if d else Usage()
+
+
+# -- output -------------------------------------------------------------------------------------------
+def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: str, results_dir: Path) -> None:
+    from ragkit.evaluate.metrics import SUMMARY_COLUMNS, format_row, summarize, totals_rows
+
+    table = [{c: _fmt(r.get(c)) for c in columns} for r in report.rows]
+    report.rows = table  # exactly what the CSV holds (every column; None -> "")
+    df = pd.DataFrame(table, columns=columns)
+    path = timestamped_path(Path(results_dir), stem, kind)
+    _write_csv(df, path)
+    report.results_path = path
+
+    metric_cols = [c for c in SUMMARY_METRICS if c in columns]
+    ref_col = REFERENCE if REFERENCE in columns else None
+    summary = [format_row(r) for r in summarize(report.rows, metric_cols, reference_column=ref_col)]
+    summary += [format_row(r) for r in _refusal_rows(report.rows, ref_col)]
+    if report.measure is not None:
+        summary += [format_row(r) for r in report.measure.summary_rows()]
+    answered = sum(1 for r in report.rows if not r.get("Error"))
+    totals = [format_row(r) for r in totals_rows(
+        questions=report.questions,
+        input_tokens=report.usage.input_tokens,
+        output_tokens=report.usage.output_tokens,
+        cost_usd=report.usage.cost_usd,
+        wall_s=report.wall_s,
+        errors=len(report.errors),
+        skipped=report.skipped_blank,
+        calls=report.usage.calls,
+    )]
+    for r in totals:
+        if r["Metric"] == "Total cost (USD)" and report.usage.cost_usd is None:
+            r["Total"] = "unknown"  # some model has no price: never show 0
+    summary += totals
+    extra: list[tuple[str, Any]] = [
+        ("Answered", answered),
+        ("Answer errors", sum(1 for r in report.rows if r.get("Error"))),
+        ("Judge errors", sum(1 for r in report.rows if r.get("Judge Error"))),
+        ("Resumed from checkpoint", report.resumed if kind == "results" else None),
+        ("Answer input tokens", report.answer_usage.input_tokens),
+        ("Answer output tokens", report.answer_usage.output_tokens),
+        ("Answer cost (USD)", _cost_total(report.answer_usage.cost_usd)),
+        ("Judge input tokens", report.judge_usage.input_tokens),
+        ("Judge output tokens", report.judge_usage.output_tokens),
+        ("Judge cost (USD)", _cost_total(report.judge_usage.cost_usd)),
+        ("Provider", report.provider),
+        ("Model", report.model),
+        ("Judge model", report.judge_model),
+        ("Strategy", report.strategy or None),
+    ]
+    if report.optimize is not None:
+        extra += list(report.optimize.summary().items())
+    if report.missed_pages:
+        extra.append(("Reference pages missed (not optimized)", report.missed_pages))
+    summary += [{"Metric": k, "Mean": "", "Micro": "", "Total": v, "Rows": "", "Covers": ""}
+                for k, v in extra if v is not None]
+    report.summary = summary
+    sdf = pd.DataFrame(summary, columns=list(SUMMARY_COLUMNS))
+    spath = summary_path_for(path)
+    _write_csv(sdf, spath)
+    report.summary_path = spath
+
+
+def _refusal_rows(rows: list[dict], ref_col: str | None) -> list[dict]:
+    """Refusal rates of answerable and of unanswerable questions (answered rows only)."""
+    from ragkit.evaluate.metrics import parse_number
+
+    if ref_col is None:
+        return []
+    out = []
+    for label, want in (("Refusal Rate Answerable", True), ("Refusal Rate Unanswerable", False)):
+        flags = [parse_number(r.get("Refused")) for r in rows
+                 if not r.get("Error") and bool(str(r.get(ref_col) or "").strip()) == want]
+        flags = [f for f in flags if f is not None]
+        out.append({"Metric": label, "Mean": sum(flags) / len(flags) if flags else None, "Micro": None,
+                    "Total": int(sum(flags)) if flags else None, "Rows": len(flags),
+                    "Covers": "answerable" if want else "unanswerable"})
+    return out
+
+
+def _cost_total(cost: float | None) -> str:
+    return "unknown" if cost is None else f"{cost:.6f}"
