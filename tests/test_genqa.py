@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from ragkit import genqa
 from ragkit.cli import app
+from ragkit.cli.render import print_genqa_report
 from ragkit.core.config import Settings
 from ragkit.core.csvio import read_csv, split_checklist, split_multi
 from ragkit.core.errors import RagError, UsageError
@@ -465,7 +466,7 @@ def printed(report) -> str:
     from rich.console import Console
 
     console = Console(record=True, width=200)
-    genqa.print_genqa_report(report, console)
+    print_genqa_report(report, console)
     return console.export_text()
 
 

@@ -158,7 +158,8 @@ def search(
                         "database of more than 1,000 pages; QUERY is then optional.  [default: off]", show_default=False)] = False,
 ) -> None:
     """Hybrid keyword + meaning search over the page tree."""
-    from ragkit.search import embed_db, print_hits, search_db
+    from ragkit.cli.render import print_hits
+    from ragkit.search import embed_db, search_db
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, got {fmt!r}")
@@ -310,7 +311,8 @@ def genqa(
     no_cache: NoCacheOpt = False,
 ) -> None:
     """Generate anticipated questions with ground truth, page references and checklists."""
-    from ragkit.genqa import generate_questions, print_genqa_report
+    from ragkit.cli.render import print_genqa_report
+    from ragkit.genqa import generate_questions
 
     settings = load_settings(db=db, results=results, provider=provider, model=model, cache=not no_cache)
     _say_provider(settings)
@@ -340,7 +342,8 @@ def evolve(
     no_cache: NoCacheOpt = False,
 ) -> None:
     """Evolve texts over generations against an evaluator's hidden preference (seed 003)."""
-    from ragkit.evolve import print_evolve_report, run_experiments, write_pipeline_script
+    from ragkit.cli.render import print_evolve_report
+    from ragkit.evolve import run_experiments, write_pipeline_script
 
     settings = load_settings(db=db, results=results, cache=not no_cache)
     if script is not None:

@@ -4,14 +4,20 @@ or into one JSON object."""
 from __future__ import annotations
 
 import json
-from typing import Any
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from ragkit.core.models import Answer
+from ragkit.core.models import Answer, SearchHit
+from ragkit.core.paths import reference_path
 from ragkit.core.text import one_line, strip_controls
-from ragkit.evaluate.results import BatchReport
-from ragkit.evaluate.retrieval import SEARCH_COLUMNS
-from ragkit.ingest import IngestReport, outdated_note
-from ragkit.optimize import OPT_COL, OptimizeReport
+
+if TYPE_CHECKING:  # each command imports only its own stages (pandas alone takes a second to import)
+    from ragkit.evaluate.results import BatchReport
+    from ragkit.evolve import EvolveReport
+    from ragkit.genqa.common import GenqaReport
+    from ragkit.ingest import IngestReport
+    from ragkit.optimize import OptimizeReport
 
 
 def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> None:
@@ -71,6 +77,8 @@ def print_ingest_report(report: IngestReport, console) -> None:
     from rich.markup import escape
     from rich.table import Table
 
+    from ragkit.ingest import outdated_note
+
     table = Table(title=f"rag ingest -> {escape(strip_controls(report.db))}", title_justify="left")
     for col in ("documents", "pages", "skipped (unchanged)", "failed", "pages without text", "seconds"):
         table.add_column(col, justify="right")
@@ -97,15 +105,18 @@ def print_ingest_report(report: IngestReport, console) -> None:
 
 # -- rag batch / rag eval -----------------------------------------------------------------------------------------
 # what a user needs first (DESIGN §5); TN and accuracy stay in the CSVs: over a whole database they say little
-_HEADLINE = (
-    ("Ref Recall", "Ref Recall"),
-    *((c, c) for c in SEARCH_COLUMNS),  # only --strategy search computes them; absent columns are not shown
-    ("Checklist Recall", "Checklist Recall"),
-    ("Checklist Precision", "Checklist Precision"),
-    ("Judge Passed", "Judge pass rate"),
-    ("Refusal Rate Answerable", "Refused, answerable"),
-    ("Refusal Rate Unanswerable", "Refused, unanswerable"),
-)
+def _headline() -> tuple[tuple[str, str], ...]:
+    from ragkit.evaluate.retrieval import SEARCH_COLUMNS
+
+    return (
+        ("Ref Recall", "Ref Recall"),
+        *((c, c) for c in SEARCH_COLUMNS),  # only --strategy search computes them; absent columns are not shown
+        ("Checklist Recall", "Checklist Recall"),
+        ("Checklist Precision", "Checklist Precision"),
+        ("Judge Passed", "Judge pass rate"),
+        ("Refusal Rate Answerable", "Refused, answerable"),
+        ("Refusal Rate Unanswerable", "Refused, unanswerable"),
+    )
 
 
 def print_batch_report(report: BatchReport, console) -> None:
@@ -122,7 +133,7 @@ def print_batch_report(report: BatchReport, console) -> None:
     table.add_column("micro", justify="right")
     table.add_column("rows", justify="right")
     table.add_column("covers")
-    headline = list(_HEADLINE)
+    headline = list(_headline())
     if report.optimize is not None:  # only when this run optimized, and said so
         headline.append(("Opt Ref Recall", "Opt Ref Recall (after optimize)"))
     judged = by_metric.get("Judge Passed") or {}
@@ -196,6 +207,8 @@ def _num(v: Any) -> str:
 # -- rag batch --optimize / --enable-rl -------------------------------------------------------------
 def print_optimize_report(report: OptimizeReport, console) -> None:
     """A few lines for the end of `rag batch`."""
+    from ragkit.optimize import OPT_COL
+
     for note in report.notes:
         console.print(f"optimize: {note}", highlight=False)
     if not report.analysed and not report.errors:
@@ -213,3 +226,115 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
         console.print(f"optimize: [red]error[/red] {e}", highlight=False)
     if len(report.errors) > 10:
         console.print(f"optimize: ... {len(report.errors) - 10} more errors", highlight=False)
+
+
+# -- rag search -----------------------------------------------------------------------------------------
+def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console: Any = None) -> None:
+    """A table of hits, or (fmt "json") the JSON list of search.hits_json."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from ragkit.search import hits_json
+
+    console = console or Console()
+    if fmt == "json":
+        console.out(json.dumps(hits_json(hits, db), ensure_ascii=False, indent=2), highlight=False)
+        return
+    if not hits:
+        console.print("no matching pages")
+        return
+    table = Table(show_lines=True)
+    table.add_column("#", justify="right")
+    table.add_column("page file", overflow="fold")
+    table.add_column("p.", justify="right")
+    table.add_column("title / snippet", overflow="fold")
+    table.add_column("score", justify="right")
+    for i, h in enumerate(hits, 1):
+        page = f"{h.page}\n(printed {escape(h.printed_page)})" if h.printed_page else str(h.page)
+        table.add_row(str(i), escape(reference_path(Path(db), h.path)), page,
+                      f"[bold]{escape(h.title)}[/bold]\n{escape(h.snippet)}", f"{h.score:.3f}")
+    console.print(table)
+
+
+# -- rag genqa ------------------------------------------------------------------------------------------
+# every count in `GenqaReport.dropped`, said so that a reader knows what was left out and why
+def _drop_reasons() -> dict[str, str]:
+    from ragkit.genqa.common import DUPLICATE_JACCARD
+
+    return {
+        "duplicate": f"near-duplicates of a question already kept (word overlap >= {DUPLICATE_JACCARD})",
+        "present": "unanswerable candidates the collection does answer after all (found by search or in the page "
+                   "text), so not used as unanswerable",
+        "unsupported": "model questions whose answer or checklist the verification call found unsupported by the pages",
+        "unverified": "model questions whose verification call failed (no valid reply)",
+        "invalid": "model items without a question, an answer or a checklist",
+        "language": "model questions not written in the language asked for",
+    }
+
+
+def print_genqa_report(report: GenqaReport, console) -> None:
+    from rich.table import Table
+
+    from ragkit.genqa.common import KINDS
+
+    table = Table(title="Generated questions", show_header=True)
+    table.add_column("Kind")
+    table.add_column("Count", justify="right")
+    counts = report.counts()
+    for kind in KINDS:
+        table.add_row(kind, str(counts[kind]))
+    table.add_row("total", str(len(report.questions)))
+    console.print(table)
+    langs = Counter(q.lang for q in report.questions)
+    if langs:
+        console.print("languages: " + ", ".join(f"{k} {v}" for k, v in sorted(langs.items())), highlight=False)
+    console.print(f"pages: {report.pages_used} referenced of {report.pages_total} usable in {report.source}",
+                  highlight=False)
+    for reason, n in sorted(report.dropped.items()):
+        if n:
+            console.print(f"dropped {n}: {_drop_reasons().get(reason, reason)}", highlight=False)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False)
+    u = report.usage
+    if report.provider == "offline":
+        console.print("provider: offline (deterministic, no model; 0 tokens, cost 0)", highlight=False)
+    else:
+        cost = "unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
+        console.print(f"provider: {report.provider} ({report.model}); tokens in {u.input_tokens}, "
+                      f"out {u.output_tokens}, calls {u.calls}; cost {cost}", highlight=False)
+    if report.skipped:
+        console.print(f"[yellow]skipped {len(report.skipped)}:[/yellow]")
+        for where, reason in report.skipped[:20]:
+            console.print(f"  {where.replace(chr(10), ' + ')}: {reason}", highlight=False, markup=False)
+        if len(report.skipped) > 20:
+            console.print(f"  ... and {len(report.skipped) - 20} more", highlight=False)
+    for e in report.errors:
+        console.print(f"[red]error:[/red] {e}", highlight=False)
+    if report.path is not None:
+        console.print(f"questions written to {report.path}", highlight=False)
+    else:
+        console.print("[red]no questions file written[/red]")
+
+
+# -- rag evolve -----------------------------------------------------------------------------------------
+def print_evolve_report(report: EvolveReport, console: Any) -> None:
+    from rich.markup import escape
+
+    for r in report.results:
+        console.print(f"[bold]{escape(r.experiment_id)}[/bold]  {escape(str(r.folder))}", highlight=False)
+        for c in r.curve:
+            note = "  (done before, skipped)" if c["skipped"] else ""
+            console.print(f"  iter{c['generation']}: best {c['best']:g}  mean {c['mean']:g}  "
+                          f"best so far {c['best_so_far']:g}{note}", highlight=False)
+        if r.best:
+            console.print(f"  best: {escape(r.best['file'])} (score {r.best['score']:g})", highlight=False)
+        if r.holdout and "holdout_best" in r.holdout:
+            console.print(f"  held-out: best prompt {r.holdout['holdout_best']['score']:g}, built-in prompt "
+                          f"{r.holdout['holdout_builtin_prompt']['score']:g}", highlight=False)
+        if r.tokens:
+            cost = r.tokens.get("cost_usd")
+            console.print(f"  {r.tokens['total_tokens']} tokens in {r.tokens['calls']} model call(s); cost "
+                          f"{'unknown' if cost is None else f'${cost:.4f}'}", highlight=False)
+        if r.error:  # the error itself is one line on stderr (the CLI); here only where to look
+            console.print("  stopped: see the error for this experiment", highlight=False)

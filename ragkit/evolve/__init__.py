@@ -9,11 +9,10 @@ shell script).
 from ragkit.evolve.runner import (
            EvolveReport,
            ExperimentResult,
-           print_evolve_report,
            run_experiment,
            run_experiments,
 )
 from ragkit.evolve.script import pipeline_script, write_pipeline_script
 
-__all__ = ["EvolveReport", "ExperimentResult", "pipeline_script", "print_evolve_report", "run_experiment",
+__all__ = ["EvolveReport", "ExperimentResult", "pipeline_script", "run_experiment",
            "run_experiments", "write_pipeline_script"]

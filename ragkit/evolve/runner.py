@@ -6,7 +6,6 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
-from typing import Any
 
 from ragkit.core.config import Settings
 from ragkit.core.errors import RagError, UsageError
@@ -235,25 +234,3 @@ def run_experiments(csv_path: Path, settings: Settings, *, results: Path | None 
     for exp in experiments:
         report.results.append(run_experiment(exp, settings, root, until=until))
     return report
-
-
-def print_evolve_report(report: EvolveReport, console: Any) -> None:
-    from rich.markup import escape
-
-    for r in report.results:
-        console.print(f"[bold]{escape(r.experiment_id)}[/bold]  {escape(str(r.folder))}", highlight=False)
-        for c in r.curve:
-            note = "  (done before, skipped)" if c["skipped"] else ""
-            console.print(f"  iter{c['generation']}: best {c['best']:g}  mean {c['mean']:g}  "
-                          f"best so far {c['best_so_far']:g}{note}", highlight=False)
-        if r.best:
-            console.print(f"  best: {escape(r.best['file'])} (score {r.best['score']:g})", highlight=False)
-        if r.holdout and "holdout_best" in r.holdout:
-            console.print(f"  held-out: best prompt {r.holdout['holdout_best']['score']:g}, built-in prompt "
-                          f"{r.holdout['holdout_builtin_prompt']['score']:g}", highlight=False)
-        if r.tokens:
-            cost = r.tokens.get("cost_usd")
-            console.print(f"  {r.tokens['total_tokens']} tokens in {r.tokens['calls']} model call(s); cost "
-                          f"{'unknown' if cost is None else f'${cost:.4f}'}", highlight=False)
-        if r.error:  # the error itself is one line on stderr (the CLI); here only where to look
-            console.print("  stopped: see the error for this experiment", highlight=False)

@@ -4,7 +4,6 @@ INTERFACE (owned by the genqa work; cli relies on it):
 
     generate_questions(source: Path, settings: Settings, *, per_page=1, max_questions=30, lang=None,
                        progress=True) -> GenqaReport
-    print_genqa_report(report: GenqaReport, console) -> None
     GenqaReport: path (the CSV written), questions, errors (non-empty => exit 1), usage, skipped, dropped,
                  notes
 
@@ -79,14 +78,13 @@ from ragkit.genqa.facts import Fact, page_facts
 from ragkit.genqa.model import generate_with_model
 from ragkit.genqa.offline import DOMAIN_TOPICS, domain_kinds, generate_offline
 from ragkit.genqa.pagetext import numbers_in, parse_blocks, terms_in
-from ragkit.genqa.report import print_genqa_report
 from ragkit.genqa.source import resolve_source, seed_for
 
 __all__ = [
     "COLUMNS", "DOMAIN_TOPICS", "DUPLICATE_JACCARD", "KINDS", "LANG_NAMES", "MAX_CONSECUTIVE_FAILURES",
     "OFFLINE_LANGS", "Fact", "GeneratedQuestion", "GenqaReport", "PageInfo", "check_lang", "detect_lang",
     "domain_kinds", "generate_questions", "is_duplicate", "numbers_in", "page_facts",
-    "parse_blocks", "print_genqa_report", "related_groups", "resolve_source", "sample_pages", "terms_in",
+    "parse_blocks", "related_groups", "resolve_source", "sample_pages", "terms_in",
 ]
 
 

@@ -70,10 +70,10 @@ How it works
      without the package (or with RAG_EMBED=0) search is keyword-only and says so once.
 """
 
-from ragkit.search.index import Index, embed_db, open_index, print_hits, search_db  # noqa: E402
+from ragkit.search.index import Index, embed_db, hits_json, open_index, search_db  # noqa: E402
 from ragkit.search.query import LAST_PAGE, label_refs, page_refs  # noqa: E402
 from ragkit.search.snippets import display_text, make_snippet  # noqa: E402
 from ragkit.search.vectors import get_embedder  # noqa: E402
 
 __all__ = ["LAST_PAGE", "Index", "display_text", "embed_db", "get_embedder", "label_refs", "make_snippet",
-           "open_index", "page_refs", "print_hits", "search_db"]
+           "hits_json", "open_index", "page_refs", "search_db"]

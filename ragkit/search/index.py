@@ -3,7 +3,6 @@ together from the parts in this package; and the module API (open_index, search_
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import sys
@@ -436,38 +435,8 @@ def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
     return idx.ensure_embeddings(progress=progress), len(idx.pages())
 
 
-def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console=None) -> None:
-    """A rich table, or a JSON list of {path, page, title, score, snippet} with Reference Document paths (and
-    printed_page when the number printed on the page differs from `page`)."""
-    if fmt == "json":
-        data = [
-            {"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
-             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {})}
-            for h in hits
-        ]
-        text = json.dumps(data, ensure_ascii=False, indent=2)
-        if console is None:
-            print(text)
-        else:
-            console.out(text, highlight=False)
-        return
-    from rich.console import Console
-    from rich.table import Table
-
-    console = console or Console()
-    if not hits:
-        console.print("no matching pages")
-        return
-    table = Table(show_lines=True)
-    table.add_column("#", justify="right")
-    table.add_column("page file", overflow="fold")
-    table.add_column("p.", justify="right")
-    table.add_column("title / snippet", overflow="fold")
-    table.add_column("score", justify="right")
-    for i, h in enumerate(hits, 1):
-        from rich.markup import escape
-
-        page = f"{h.page}\n(printed {escape(h.printed_page)})" if h.printed_page else str(h.page)
-        table.add_row(str(i), escape(reference_path(Path(db), h.path)), page,
-                      f"[bold]{escape(h.title)}[/bold]\n{escape(h.snippet)}", f"{h.score:.3f}")
-    console.print(table)
+def hits_json(hits: list[SearchHit], db: Path) -> list[dict]:
+    """What `rag search --format json` and `/search` give: {path, page, title, score, snippet} per hit, with
+    Reference Document paths (and printed_page when the number printed on the page differs from `page`)."""
+    return [{"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
+             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {})} for h in hits]

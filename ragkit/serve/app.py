@@ -108,16 +108,6 @@ async def _send_json(send, status: int, message: str) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-class _Capture:
-    """Stands in for a rich Console so `print_hits(fmt="json")` gives us exactly what `rag search` prints."""
-
-    def __init__(self) -> None:
-        self.text = ""
-
-    def out(self, text: str, **_: Any) -> None:
-        self.text += text
-
-
 def create_app(settings: Settings, options: ServeOptions | None = None, *, provider: Any = None) -> FastAPI:
     """The app over the database at settings.db. `provider` overrides the one settings choose (tests)."""
     from ragkit.core.llm import get_provider, scrub
@@ -208,14 +198,12 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     def search(query: str = Query(..., max_length=MAX_QUERY_CHARS), k: int = Query(10, ge=1, le=100),
                path: str | None = None) -> Response:
         """What `rag search QUERY --format json` prints: [{path, page, title, score, snippet, printed_page?}]."""
-        from ragkit.search import print_hits, search_db
+        from ragkit.search import hits_json, search_db
 
         if not query.strip():
             raise docs.ClientError(422, "query: the search query is empty")
         hits = search_db(db, query, k=k, path=path or None)
-        out = _Capture()
-        print_hits(hits, db, fmt="json", console=out)
-        return Response(out.text, media_type="application/json")
+        return Response(json.dumps(hits_json(hits, db), ensure_ascii=False, indent=2), media_type="application/json")
 
     @app.get("/documents")
     def list_documents() -> dict:
