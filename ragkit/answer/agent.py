@@ -130,11 +130,8 @@ def agent_answer(run: QuestionRun, answer: Answer, toolbox: Any) -> Answer:
 
 def _presearch(run: QuestionRun, toolbox: Any, messages: list[dict], transcript: list[tuple[str, str, str]]) -> bool:
     """Start the conversation with the question searched and its top `start_pages` pages read (cut as naive
-    cuts its pages), as tool calls already made; returns whether a page was read. The default (RAG_START_PAGES
-    5): on Qwen2.5-Coder-1.5B (20 MMLongBench-Doc questions) the bare-tree start took 3.3 model calls and fell
-    back to naive's pages on 16 questions; this start takes 1-1.4 calls and none. With the re-read of a
-    refusal (`_reread`) its page recall was 0.600 vs naive's 0.533 and Contain-Match 0.333 vs 0.267, but
-    unanswerable questions were refused less (0.20 vs 0.60)."""
+    cuts its pages), as tool calls already made; returns whether a page was read. A weak model then reads
+    before it answers instead of answering from the folder names (docs/answer.md)."""
     from ragkit.answer.tools import format_hits  # with Toolbox: the tools load only when an agent runs
 
     t0 = time.perf_counter()
@@ -167,8 +164,7 @@ def _presearch(run: QuestionRun, toolbox: Any, messages: list[dict], transcript:
 
 def _checked(run: QuestionRun, answer: Answer, toolbox: Any, final: FinalReply, *, forced: bool = False) -> Answer:
     """The agent's final reply, unless it is a refusal from a model that opened no page: search snippets alone
-    do not show that the documents lack the answer, so the pages naive would give are tried first (seen on
-    Qwen2.5-Coder-1.5B: it refused after one search where naive, given the same top pages, cited the answer)."""
+    do not show that the documents lack the answer, so the pages naive would give are tried first."""
     out = finish(run, answer, final, candidates=toolbox.pages_read, forced=forced)
     if out.refused and not toolbox.pages_read:
         return _fallback(run, answer, toolbox, "the model refused having opened no page (search results only)")
@@ -180,9 +176,8 @@ def _checked(run: QuestionRun, answer: Answer, toolbox: Any, final: FinalReply, 
 def _reread(run: QuestionRun, refused: Answer, toolbox: Any) -> Answer:
     """A refusal after reading is checked once: the last NAIVE_K pages the agent read go to one focused call
     (naive's prompt: the question and those pages, no tools, no conversation), as paper-qa writes its answer
-    in a call of its own. A weak model refuses pages in a long tool conversation that it answers from in a
-    short prompt (Qwen2.5-Coder-1.5B, MMLongBench-Doc _0665 and _1016: the right page read, refused; naive,
-    given the same five pages, cited it). The refusal stands when this call refuses too; an answer it gives is
+    in a call of its own: a weak model refuses pages in a long tool conversation that it answers from in a
+    short prompt. The refusal stands when this call refuses too; an answer it gives is
     marked (fallback "reread") and its confidence capped at DISPUTED_CONFIDENCE: two readings of the same
     pages disagreed, and on a question the documents cannot answer the refusal was the right one."""
     paths = toolbox.pages_read[-NAIVE_K:]

@@ -1,16 +1,6 @@
-"""Strategy `longctx`: the long-context baseline of the A-RAG seed.
-
-No navigation and no chunk selection: the documents the question is most likely about (the documents of
-the best search hits, best first) go into the context WHOLE, page after page in reading order, until a
-token budget is reached (`--context-tokens`, env RAG_CONTEXT_TOKENS, default 32,000); the page that does
-not fit is cut at the budget and nothing after it is added. One model call answers from that context, in
-the same JSON reply format as `naive`, so `agent`, `naive`, `synth` and `longctx` compare on one CSV.
-
-Offline there is no model to read a long context. What the offline engine can honestly do is read the
-same pages: its extractive answer is drawn only from the pages that fit in the budget (every page of the
-candidate documents, not just the top search hits), and the answer says that it is this and not a
-long-context model.
-"""
+"""Strategy `longctx`, the A-RAG paper's long-context baseline: the documents of the best search hits go into the
+context whole, page after page, up to a token budget, and one call answers. Offline, the extractive engine
+reads the same pages and says so."""
 
 from __future__ import annotations
 

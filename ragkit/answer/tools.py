@@ -1,21 +1,7 @@
-"""The agent's tools: list_dir, search, grep, read_page — read-only and confined to the database root.
+"""The agent's tools: list_dir, search, grep, read_page, read-only and confined to the database root. Each
+public method's docstring is the description the model reads; its JSON schema comes from its signature.
 
-INTERFACE (owned by the agent work; batch/optimize/genqa rely on it):
-
-    class Toolbox:                                   # one per question: tracks the pages read
-        __init__(db: Path, index: Index)
-        list_dir(path: str = "") -> str              # each public tool method's docstring IS the
-        search(query: str, path: str = "", k: int = 8) -> str   # description the model reads; its JSON
-        grep(pattern: str, path: str = "", regex: bool = False) -> str  # schema comes from the signature
-        read_page(path: str) -> str
-        schemas() -> list[dict]                      # OpenAI `tools` list built from the methods above
-        call(name: str, arguments: str) -> str       # never raises: bad JSON, unknown tool, path escape
-                                                     # -> an explanatory string for the model
-        pages_read: list[str]                        # db-relative page paths, in reading order
-
-Every path the model gives goes through `paths.resolve_in_db`; every path it is shown is db-relative.
-Results are bounded (MAX_RESULT_CHARS) so one tool call cannot flood the context window.
-"""
+    Toolbox(db, index): the tools, schemas(), call(name, arguments) -> str (never raises), pages_read"""
 
 from __future__ import annotations
 

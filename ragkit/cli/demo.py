@@ -12,7 +12,7 @@ from ragkit.core.config import Settings
 from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError
 
-EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
 
 def sample_paths(examples: Path = EXAMPLES) -> tuple[Path, Path]:

@@ -1,17 +1,8 @@
-"""LLM providers behind one small interface, a registry, a response cache, and token/cost accounting.
+"""LLM providers behind one small interface, a registry and a response cache, with token and cost accounting.
 
-INTERFACE (owned by the providers work; others rely on it):
-
-    class Provider: name: str; model: str; is_offline: bool
-        chat(messages, *, tools=None, tool_choice="auto", response_format=None, temperature=0.0,
-             max_tokens=None) -> Completion
-    get_provider(settings, *, role="answer" | "judge") -> Provider
-    MockModel(Provider): enqueue(content=None, tool_calls=None, usage=None) for unit tests
-    estimate_cost(model, input_tokens, output_tokens) -> float | None   # None = unknown model
-
-Providers register by name (`@register("openai")`); `get_provider` looks the name up in `settings.provider`.
-`Provider.chat` consults the on-disk response cache before calling the subclass's `_complete`.
-"""
+    Provider: name, model, is_offline; chat(messages, *, tools=None, tool_choice="auto", ...) -> Completion
+    get_provider(settings, *, role="answer" | "judge") -> Provider;  @register("name") adds one
+    MockModel: queued replies for tests;  estimate_cost(model, input_tokens, output_tokens) -> float | None"""
 
 from __future__ import annotations
 

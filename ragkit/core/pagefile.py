@@ -1,18 +1,7 @@
-"""The page file format: a small front matter, then the page's markdown.
+"""The page file format: a small front matter (source, document, section, page, printed_page when it differs),
+then the page's markdown. Values are single-line; the parser forgives hand edits.
 
-    ---
-    source: examples/corpus/家電/冷蔵庫.pdf
-    document: 冷蔵庫 取扱説明書
-    section: 操作と機能
-    page: 8
-    printed_page: 6
-    ---
-    # 温度の設定
-    ...
-
-Values are single-line; the parser is forgiving so a user can edit pages by hand. `printed_page` is there only
-when the number printed on the page (or the PDF's page label) differs from its position in the file.
-"""
+    render_page(meta, body) -> str;  parse_page(text) -> (PageMeta, body);  first_heading(body)"""
 
 from __future__ import annotations
 

@@ -1,22 +1,8 @@
-"""Measuring folder optimization honestly (DESIGN §6): which questions may drive copies (training) and
-which only measure them (held out, or a second CSV), and Ref Recall before and after on each.
+"""Measuring an optimization honestly: which questions may drive copies (training) and which only measure them
+(held out, or a second CSV), and Ref Recall before and after on each; a retrieved copy counts as its page.
 
-A copy that makes the very question it was made for findable proves little; the held-out figure is the one
-to trust. `rag batch --optimize|--enable-rl` splits the answerable questions deterministically
-(`--holdout F`, default 0.25) or takes a second CSV (`--validate CSV`), lets only the training questions'
-misses drive copies, then asks every measured question again and reports Ref Recall before/after per split.
-
-A retrieved copy counts as the page it copies (the same content, found where the agent looked): the held-out
-questions name only original pages, and finding the page through its copy is finding it.
-
-INTERFACE (batch relies on it):
-
-    split_holdout(rows, fraction) -> set[int]           # indices of held-out rows (answerable rows only)
-    measure(items, settings, *, answer_fn, strategy, index, provider, aliases, workers, progress, label)
-        -> Measure(recall, rows, usage, errors)
-    OptimizeMeasure: the per-split figures; summary_rows(), lines()
-    optimize_and_measure(report, rows, scorer, answer_fn, provider, settings, strategy, opts, progress) -> rows
-"""
+    split_holdout(rows, fraction) -> set[int];  measure(items, settings, *, asker, aliases) -> Measure
+    optimize_and_measure(report, rows, scorer, asker, settings, opts, progress) -> rows"""
 
 from __future__ import annotations
 

@@ -1,37 +1,10 @@
-"""Metric definitions of DESIGN §5 as pure functions. Imports no LLM code.
+"""The metric definitions of DESIGN §5 as pure functions of a row's counts; no model code. docs/evaluation.md
+defines each.
 
-INTERFACE (owned by the metrics work; batch/optimize rely on it):
-
-    reference_groups(cell: str) -> list[list[str]]     # required pages (newline or `;`), each a group of
-                                                       # `|`-separated aliases, normalised (paths.normalize_ref)
-    reference_metrics(ref_cell: str, retrieved: list[str], universe: list[str]) -> dict
-        # keys TP TN FP FN Recall Precision Specificity F1 Accuracy; undefined ratios are None.
-        # All paths in the same (Reference Document) form; compared after normalize_ref.
-    checklist_metrics(*, answerable: bool, refused: bool, n_items: int, covered: int, extra: int) -> dict
-        # keys TP TN FP FN Recall Precision F1 Accuracy Specificity (DESIGN §5 branches)
-    summarize(rows: list[dict], columns: list[str]) -> list[dict]   # per metric: mean over defined rows,
-        # micro-averaged value from summed counts, row count
-
-Also here (additions): `ratios` (the five ratios from four counts), `prefixed` (metric dict -> result-CSV
-columns such as "Ref Recall"), `totals_rows` (token/cost/time/error rows for the summary CSV),
-`format_cell`/`format_row` (CSV cell text: None -> "", floats to 4 decimals) and `parse_number` (read back).
-
-Conventions shared by all of them:
-- A ratio with a zero denominator is None, written as an empty cell (never 0, never "nan").
-- F1 = 2TP/(2TP+FP+FN) (DESIGN §5): the harmonic mean of Precision and Recall where both are defined, and
-  0 (not undefined) when TP = 0 and FP+FN > 0; None only when TP = FP = FN = 0.
-- Summary CSV (one row per metric, columns SUMMARY_COLUMNS = Metric, Mean, Micro, Total, Rows, Covers):
-    * ratio metrics ("<prefix> Recall|Precision|Specificity|F1|Accuracy"): Mean = mean over the rows where the
-      ratio is defined; Micro = the same ratio recomputed from the TP/FP/FN/TN of the same prefix summed over
-      the rows where those counts are present; Total empty.
-    * count metrics ("<prefix> TP|TN|FP|FN"): Mean = mean count, Total = sum; Micro empty.
-    * any other numeric column (judge scores, 0/1 flags such as Contain-Match, latency): Mean and Total;
-      booleans count as 1/0, so the Mean of a flag is its rate.
-    * Rows = number of rows where the metric is defined (a non-empty number).
-    * Covers = which rows those are: "all", "answerable", "unanswerable" or "N answerable + M unanswerable"
-      (a row is answerable when its Reference Document is not empty; without that column: "all").
-  `totals_rows` appends run totals in the same shape (Metric = "Total input tokens", ...; value in Total).
-"""
+    reference_metrics(ref_cell, retrieved, universe) -> dict     # TP TN FP FN and the ratios
+    checklist_metrics(*, answerable, refused, n_items, covered, extra) -> dict
+    summarize(rows, columns) -> list[dict]                        # mean, micro, total, rows, covers
+A ratio with a zero denominator is None, written as an empty cell."""
 
 from __future__ import annotations
 

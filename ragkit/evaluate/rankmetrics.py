@@ -1,15 +1,5 @@
-"""Ranking metrics of retrieval alone (`rag batch --strategy search`): page recall@k, hit@k, MRR, nDCG@k.
-
-A question's required pages are the groups of its `Reference Document` cell (metrics.reference_groups: a page
-and its optimized copies are one group). `retrieved` is a ranked list of Reference Document paths.
-
-- recall@k: the share of required groups with any alias among the first k ("page recall").
-- hit@k: 1 when any required group is among the first k, else 0 ("any evidence page in the top k"); higher
-  than recall@k wherever a question has several required pages.
-- MRR: 1 / the rank of the first retrieved page of any group among the first k (0 when none is).
-- nDCG@k: binary gain, each group counted once (at its first alias), over the ideal ranking of min(groups, k).
-A question without required pages (unanswerable) has none of these: None, an empty cell.
-"""
+"""Ranking metrics of `rag batch --strategy search` over the retrieved pages in rank order: hit@k, page recall@k
+and MRR, with alias groups as in the reference metrics."""
 
 from __future__ import annotations
 

@@ -1,13 +1,7 @@
-"""Evaluators: the only code that sees an experiment's target_preference. Each scores texts 0-10 with a reason.
+"""Evaluators, the only code that sees an experiment's target preference: rule evaluators (`rule_keyword`,
+`rule_regex`), `llm` (a model scores and says why) and ragkit's own judges (rag_evaluators), by name.
 
-- rule evaluators, registered by name in RULE_EVALUATORS (a new one = one class + one entry):
-  `rule_keyword` (share of the target's keywords found in the text) and `rule_regex` (share of the target's
-  patterns that match); their reason is empty, as the seed specifies;
-- `llm`: the model scores the text against the target and says why (the dummy adapter: a random score);
-- `ragkit_checklist` / `ragkit_rubric`: ragkit's own judges, treating the text as an answer to the task
-  (see ragkit/evolve/rag_evaluators.py, with `ragkit_naive`, which scores an answer prompt by `rag batch`'s
-  checklist metrics on a question CSV).
-"""
+    make_evaluator(kind, *, target, adapter, task, experiment=None, settings=None) -> Evaluator"""
 
 from __future__ import annotations
 

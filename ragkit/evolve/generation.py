@@ -1,16 +1,4 @@
-"""The generator's side of the loop: what it is asked, and how parents are chosen.
-
-It is built from the task definition and the scored history (texts and scores) only; it never receives the
-target preference, nor an evaluator's reasons (a reason could spell the target out). The seed's rule: the
-generator learns the hidden preference from scores alone.
-
-Generation 0: k independent texts from the task definition.
-Generation n > 0, candidate i: a pool of up to POOL parents is drawn by tournament from the whole scored
-history (each draw: two texts, the higher score wins; seeded by experiment, generation and candidate, so a
-resumed run draws the same pool and different candidates see different pools). One model call then sees the
-ranked history with scores and the pool, and is asked to select two parents from the pool (selection), combine
-them (crossover) and change one thing toward what scored well (mutation).
-"""
+"""The generator's side of the loop: what it is asked, and how parents are chosen."""
 
 from __future__ import annotations
 

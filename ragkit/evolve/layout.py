@@ -1,15 +1,4 @@
-"""Where an experiment's files go (seed 003's layout), written atomically, and its log and token usage.
-
-    DIR/<experiment_id>/
-      experiment.json              what the run was made with (the target only as a hash)
-      summary.json                 best and mean score per generation, the best text
-      logs/execution.log           one line per step (generator replies included, never the target)
-      logs/token_usage.json        tokens, calls and cost: total, per role, per generation
-      iter<N>/input_prompts/prompt_<i>.txt        the messages sent to the generator for text i
-      iter<N>/logic/creation_prompt_<i>.txt       the GA's decision for text i (parents, scores) + raw reply
-      iter<N>/texts/text<i>.txt                   the generated text
-      iter<N>/metrics.json                        [{"file", "score", "reason"}]; written last = generation done
-"""
+"""Where an experiment's files go (seed 003's layout), written atomically, and its log and token usage."""
 
 from __future__ import annotations
 

@@ -1,17 +1,6 @@
-"""ragkit's judges as evolution evaluators.
-
-- `ragkit_checklist`: the text is an answer to the task; target_preference is the checklist (one key point per
-  line). Score = 10 x checklist F1 (judge.judge_checklist: the model's judge, or the lexical judge when the
-  adapter is `dummy`, which has no model).
-- `ragkit_rubric`: target_preference is the expected answer; score = 10 x the rubric's overall score
-  (judge.judge_rubric, seed 002). Needs a model.
-- `ragkit_naive`: the text is the *instructions of the naive answer strategy*. target_preference is a question
-  CSV (the training set: Question, Reference Document, Checklist); every question is answered with
-  `agent.ask(strategy="naive", naive_prompt=text)` over the experiment's database and scored with `rag batch`'s
-  checklist metrics (judge.judge_checklist + metrics.checklist_metrics). Score = 10 x mean Checklist F1 over
-  the rows where it is defined. After the last generation the best prompt and the built-in one are both
-  scored on `holdout_csv`, questions that never drove the evolution (runner.py writes holdout.json).
-"""
+"""ragkit's judges as evolution evaluators: `ragkit_checklist` (10 x checklist F1), `ragkit_rubric` (10 x the
+rubric's overall score) and `ragkit_naive` (an answer prompt scored by batch's checklist metrics on a question
+CSV, then on held-out questions). docs/evolve.md says how each scores."""
 
 from __future__ import annotations
 

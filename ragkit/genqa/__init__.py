@@ -1,51 +1,8 @@
-"""`rag genqa`: anticipated questions with ground truth, page references and checklists (DESIGN §7).
+"""`rag genqa`: anticipated questions with ground truth, page references and checklists (DESIGN §7), from a
+model or, offline, from the pages' own facts. docs/genqa.md says how pages are sampled and questions checked.
 
-INTERFACE (owned by the genqa work; cli relies on it):
-
-    generate_questions(source: Path, settings: Settings, *, per_page=1, max_questions=30, lang=None,
-                       progress=True) -> GenqaReport
-    GenqaReport: path (the CSV written), questions, errors (non-empty => exit 1), usage, skipped, dropped,
-                 notes
-
-How it works
-------------
-1. The source is resolved to a database root and a set of pages: a database folder (or a sub-folder of
-   one: all its pages), or a PDF/DOCX/PPTX that is ingested into `settings.db` first (then only that
-   document's pages). Pages without a text layer (`pagefile.NO_TEXT_MARKER`) or with almost no text are
-   left out; optimizer copies (`page_008_2.md`, or a second file of the same source page) are used once.
-2. Pages are sampled deterministically (seeded by the source): round-robin over documents, and inside a
-   document round-robin over its sections, so the questions spread over the whole collection.
-3. The question budget `max_questions` is split into kinds: about 15 % unanswerable, about 20 %
-   multi-page (2-3 related pages of one document: adjacent pages or the same section; the offline
-   generator uses 2), the rest
-   single-page facts, `per_page` per sampled page.
-4. Two generators share that plan:
-   - offline (`provider.is_offline`): deterministic, no model (`offline.py`, `facts.py`). Each question asks
-     for one fact of its page in the page's own words and language: a figure with its subject, a table
-     cell by row and column, a "label: value" line, a definition, a numbered procedure. The checklist holds
-     whole claims. Multi-page questions ask a fact of each of two related pages. Unanswerable ones are
-     neighbours of real facts (a year the document does not cover) or questions typical of the
-     collection's kind of document, checked absent by search and by the page text. `--lang` keeps the
-     pages written in that language (ja, en, ko); nothing is translated.
-   - LLM: per page (or page group) one `chat_json` call returning items {question, answer, checklist,
-     pages}; a page whose reply is not valid JSON after 3 attempts is skipped and reported. Near-duplicate
-     questions are dropped; a verification call per question drops those whose answer or checklist items
-     the referenced pages do not support. Unanswerable questions are proposed by the model together with
-     their key terms and kept only when no page found through the index contains all of those terms.
-5. The CSV goes to `results/<source>_questions_YYYYMMDD_HHMMSS.csv` (utf-8-sig, never overwriting):
-   Question, Ground Truth, Reference Document, Page, Checklist, then Kind and Language.
-
-Where things are
-----------------
-- `common.py`: the records (GeneratedQuestion, GenqaReport, PageInfo), the run context, the sampling plan,
-  near-duplicate detection and the absence check of unanswerable questions.
-- `source.py`: source -> database root and usable pages (ingesting a document first).
-- `pagetext.py`: a page's markdown as blocks; numbers and content terms of a text.
-- `facts.py`: a page's facts, each as a question, ground truth and checklist of whole claims (offline).
-- `offline.py`: the offline generator (no model): picks facts, joins pages, writes unanswerable questions.
-- `model.py`: the model generator (generation and verification calls).
-- `report.py`: what the command prints.
-"""
+    generate_questions(source, settings, *, per_page=1, max_questions=30, lang=None, progress=True)
+        -> GenqaReport (path, questions, errors, usage, skipped, dropped, notes)"""
 
 
 from __future__ import annotations

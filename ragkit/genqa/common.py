@@ -1,13 +1,5 @@
 """What every part of `rag genqa` shares: the question and report records, the pages of the source, the
-sampling plan, near-duplicate detection and the check that an "unanswerable" topic is really absent.
-
-Near-duplicates: two questions are duplicates when the Jaccard similarity of their token sets
-(`text.tokenize` with English stopwords removed: words, CJK character bigrams; the offline generator's
-own template phrases removed first) is at least `DUPLICATE_JACCARD` (0.6). Measured: paraphrases score
-0.67-0.77 ("What is the rated capacity?" / "... of the fridge?" 0.67, "How do I reset the router?" / "How
-can the router be reset?" 0.67, "定格内容積は何リットルですか？" / "定格内容積は何リットル？" 0.77); different
-questions about one section stay at or below 0.54.
-"""
+sampling plan, near-duplicate detection and the check that an "unanswerable" topic is really absent."""
 
 from __future__ import annotations
 

@@ -1,17 +1,4 @@
-"""Facts of one page, each turned into a question a person would ask, in the page's own language.
-
-A fact is something the page states once and plainly: a number with its subject (a sentence holding
-"14 characters", "40.1%", "$5.3 billion", "約2時間", "14일"), a table cell named by its row and column, a
-"label: value" line, a definition ("X is a ...", "XとはYです"), or a numbered procedure under a heading.
-The question asks for exactly that fact and never contains it; the ground truth is the page's sentence
-(or the cell as a sentence); the checklist holds whole claims ("Passwords must be at least 14
-characters long"), never fragments ("14", "6 L").
-
-Sentence questions keep the page's own words and put the question word where the number was ("Accounts
-are locked after how many failed login attempts?", "約何時間で最初の氷ができますか？", "최대 몇 권까지
-빌릴 수 있습니까?"): Japanese and Korean ask that way anyway, and in English it is the form a reader uses
-to check one figure. Nothing is translated, so a question is in one language.
-"""
+"""Facts of one page, each turned into a question a person would ask, in the page's own language."""
 
 from __future__ import annotations
 

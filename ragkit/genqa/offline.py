@@ -1,17 +1,4 @@
-"""The offline question generator: deterministic, no model.
-
-- single-page questions: the facts of each sampled page (`facts.py`), a mix of kinds (figures, table
-  cells, definitions, procedures), one clear answer each;
-- multi-page questions: one fact of each of two related pages asked together; the checklist holds the
-  claims of both pages, so an answer needs each page;
-- unanswerable questions: a neighbour of a real fact (the same table row or statement, asked for a year
-  the document does not cover), else a question typical of the collection's kind of document (a filing,
-  a manual, a survey report, a policy); each is kept only when neither the search index nor a scan of
-  the page text finds it (`common.covered_by_corpus`).
-
-Questions keep the language of their page: `--lang` keeps only the pages written in that language (the
-offline generator translates nothing; a model does, see `model.py`).
-"""
+"""The offline question generator: deterministic, no model."""
 
 from __future__ import annotations
 

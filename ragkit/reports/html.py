@@ -1,18 +1,7 @@
-"""`rag report RESULTS.csv [RESULTS2.csv ...] -o report.html`: one self-contained HTML file.
+"""`rag report RESULTS.csv... -o report.html`: one self-contained HTML file (inline styles, script and SVG plots,
+a Content-Security-Policy that forbids fetching anything). docs/reports.md lists its sections.
 
-Everything is inline (styles, a small script for the question filters, the plots as SVG drawn here) and a
-Content-Security-Policy forbids the page from fetching anything, so it reads the same offline, attached to
-a CI run or mailed. Plots are hand-made SVG: a histogram is a few rectangles, it needs no dependency
-(matplotlib would add ~40 MB and a second of import for that; Plotly inlines ~3.5 MB of JavaScript per
-report) and it renders without running any script.
-
-Sections: headline metrics with 95 % bootstrap confidence intervals; histograms of Ref Recall, Checklist
-Recall and the judge's overall score; a breakdown by category and by document (from the reference paths);
-tokens, cost and latency; with several runs, wins and losses question by question against the first run;
-the questions, filterable (failed, refused, unanswerable, changed, by document, by text), each expanding
-to question, ground truth, answers, checklist items covered and missed, and reference pages against
-retrieved ones with links to the page files.
-"""
+    write_report(paths, out, *, title=None) -> Path"""
 
 from __future__ import annotations
 

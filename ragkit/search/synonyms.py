@@ -1,16 +1,5 @@
 """Synonyms and abbreviations: a question's words that the page says differently ("capex" on the page is
-"purchases of property and equipment"; "balance sheet" is "statement of financial position").
-
-A group is a set of phrases that mean the same; a query holding one phrase of a group also looks for the others,
-at SYN_WEIGHT of a query word each. A line `a | b => c | d` is one-way: a question naming a measure (a or b)
-also looks for what it is computed from (c and d: "current ratio => current assets | current liabilities"),
-but a page's "current assets" does not make every question about it a question about ratios. Two tables are used together:
-- the built-in one below: general finance, manual and regulation vocabulary in English, Japanese and Korean
-  (cross-language entries too, so a Japanese question finds an English filing's words);
-- the user's file `synonyms.txt` at the top of the database folder (DB/synonyms.txt): one group per line,
-  phrases separated by `|`, `#` starts a comment. It is re-read when it changes. It is not a page (only .md
-  files are), so it is never searched itself.
-"""
+"purchases of property and equipment"; "balance sheet" is "statement of financial position")."""
 
 from __future__ import annotations
 

@@ -30,7 +30,7 @@ _QUANTITY = re.compile(
 
 
 ENGINE = "offline-extractive"  # Answer.engine: agent, naive and synth all run this one engine offline
-REFUSE_BELOW = 0.44  # minimum confidence (see module docstring; benchmarks/offline_calibration.py)
+REFUSE_BELOW = 0.44  # minimum confidence to answer (docs/answer.md: how it was calibrated)
 ABSENT_PENALTY = 0.0  # confidence lost per share of the question its document never mentions (calibrated: 0)
 YEAR_PENALTY = 0.5  # confidence lost when the question names a year the cited document never mentions
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
