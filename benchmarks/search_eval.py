@@ -32,8 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from search import BENCH, PlainBM25, page_map  # noqa: E402
 
 from ragkit.core.pagefile import parse_page  # noqa: E402
-from ragkit.search import index as I  # noqa: E402
 from ragkit.search import query as Q  # noqa: E402
+from ragkit.search import understand as U  # noqa: E402
 from ragkit.search.index import Index  # noqa: E402
 
 KS = (1, 5, 10)
@@ -94,6 +94,28 @@ def hub(questions: list[dict], ranked: list[list[str]], pmap: dict) -> dict:
     return {"page": page, "questions": count[page], "share": round(count[page] / len(questions), 3)}
 
 
+def open_engine(args, db: Path):
+    """The embedded Index, or the OpenSearch index of the same pages (synced first, its time reported)."""
+    if args.backend == "embedded":
+        idx = Index(db, progress=False)
+        idx.refresh()
+        return idx
+    from ragkit.search.indexconfig import parse_index
+    from ragkit.search.opensearch import OpenSearchIndex
+
+    spec = args.index or ("opensearch+" + os.environ["RAG_TEST_OPENSEARCH_URL"] + "/ragkit-bench")
+    idx = OpenSearchIndex(db, parse_index(spec, db), progress=False)
+    mode_env = os.environ.get("RAG_EMBED")
+    os.environ["RAG_EMBED"] = "1"  # pages are indexed with their vectors whatever the mode measured
+    rep = idx.sync(progress=False)
+    os.environ["RAG_EMBED"] = mode_env or "1"
+    print(json.dumps({"sync": {"added": rep.added, "updated": rep.updated, "deleted": rep.deleted,
+                               "unchanged": rep.unchanged, "seconds": round(rep.seconds, 1),
+                               "pages_per_s": round((rep.added + rep.updated) / rep.seconds, 1)
+                               if rep.added + rep.updated else None}}), file=sys.stderr)
+    return idx
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True)
@@ -106,6 +128,9 @@ def main() -> None:
     ap.add_argument("--no-synonyms", action="store_true")
     ap.add_argument("--frame-alpha", type=float, default=Q.FRAME_ALPHA)
     ap.add_argument("--dump", help="write per-question ranks here (JSON lines) for looking at misses")
+    ap.add_argument("--backend", default="embedded", choices=("embedded", "opensearch"))
+    ap.add_argument("--index", help="with --backend opensearch: opensearch+http://HOST:PORT/PREFIX (the pages are "
+                                    "synced there first; default: RAG_TEST_OPENSEARCH_URL with prefix ragkit-bench)")
     args = ap.parse_args()
     os.environ["RAG_EMBED"] = "1" if args.mode == "hybrid" else "0"
     questions = [json.loads(line) for line in (BENCH / "questions.jsonl").read_text().splitlines() if line]
@@ -113,11 +138,10 @@ def main() -> None:
     if args.limit:
         questions = questions[: args.limit]
     db = Path(args.db)
-    I.SUBTOKEN_CAP = not args.no_subtoken_cap
-    I.SYNONYMS = not args.no_synonyms
+    U.SUBTOKEN_CAP = not args.no_subtoken_cap
+    U.SYNONYMS = not args.no_synonyms
     Q.FRAME_ALPHA = args.frame_alpha
-    idx = Index(db, progress=False)
-    idx.refresh()
+    idx = open_engine(args, db)
     rels = idx.pages()
     pmap = page_map(db, rels)
     t0 = time.perf_counter()
@@ -133,9 +157,9 @@ def main() -> None:
         Q.set_question_terms(None)
     else:
         if args.frame == "off":
-            I.FRAME_WEIGHTS = False
+            U.FRAME_WEIGHTS = False
         ranked = [[h.path for h in idx.search(q["question"], k=10, mode=args.mode)] for q in questions]
-    out: dict = {"mode": args.mode, "frame": args.frame, "subtoken_cap": I.SUBTOKEN_CAP, "synonyms": I.SYNONYMS, "frame_alpha": Q.FRAME_ALPHA, "pages": len(rels), "query_ms_mean": round(
+    out: dict = {"backend": args.backend, "mode": args.mode, "frame": args.frame, "subtoken_cap": U.SUBTOKEN_CAP, "synonyms": U.SYNONYMS, "frame_alpha": Q.FRAME_ALPHA, "pages": len(rels), "query_ms_mean": round(
         (time.perf_counter() - t0) * 1000 / len(questions), 1), "ragkit": report(questions, ranked, pmap)}
     if args.baseline:
         bodies = {rel: parse_page((db / rel).read_text(encoding="utf-8"))[1] for rel in rels}

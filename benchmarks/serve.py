@@ -104,10 +104,14 @@ class Server:
         self._log.close()
 
 
-def load(url: str, make_request, clients: int, seconds: float, pid: int) -> dict:
-    """`clients` threads each send requests back to back until the deadline (after one unmeasured request)."""
-    with httpx.Client(base_url=url, timeout=300) as http:
-        make_request(http, random.Random(-1))
+def load(url: str | list[str], make_request, clients: int, seconds: float, pid: int | list[int]) -> dict:
+    """`clients` threads each send requests back to back until the deadline (after one unmeasured request per
+    server); with several servers (replicas), client n talks to server n mod their number."""
+    urls = [url] if isinstance(url, str) else list(url)
+    pids = [pid] if isinstance(pid, int) else list(pid)
+    for u in urls:
+        with httpx.Client(base_url=u, timeout=300) as http:
+            make_request(http, random.Random(-1))
     lat: list[float] = []
     errors: list[str] = []
     lock = threading.Lock()
@@ -115,7 +119,7 @@ def load(url: str, make_request, clients: int, seconds: float, pid: int) -> dict
 
     def client(n: int) -> None:
         rng = random.Random(n)
-        with httpx.Client(base_url=url, timeout=120) as http:
+        with httpx.Client(base_url=urls[n % len(urls)], timeout=120) as http:
             while time.monotonic() < stop_at:
                 t0 = time.perf_counter()
                 try:
@@ -142,10 +146,10 @@ def load(url: str, make_request, clients: int, seconds: float, pid: int) -> dict
     def pct(p: float) -> float:
         return round(lat[min(len(lat) - 1, int(p / 100 * len(lat)))], 1) if lat else 0.0
 
-    cur, peak = rss_mb(pid)
+    mem = [rss_mb(p) for p in pids]
     return {"requests": len(lat), "rps": round(len(lat) / wall, 1), "p50_ms": pct(50), "p95_ms": pct(95),
             "p99_ms": pct(99), "errors": len(errors), "first_error": errors[0] if errors else None,
-            "server_rss_mb": cur, "server_peak_rss_mb": peak}
+            "server_rss_mb": round(sum(m[0] for m in mem), 1), "server_peak_rss_mb": round(sum(m[1] for m in mem), 1)}
 
 
 def search_request(http: httpx.Client, rng: random.Random) -> httpx.Response:

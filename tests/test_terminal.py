@@ -143,7 +143,12 @@ def test_ingest_removes_control_characters_from_page_text(isolated_env):
 
 
 def _commands() -> dict:
-    return dict(typer.main.get_command(app).commands)
+    """Every command by name, a group's subcommands as "group sub" (`rag index sync`)."""
+    out = {}
+    for name, cmd in typer.main.get_command(app).commands.items():
+        subs = getattr(cmd, "commands", None)
+        out.update({f"{name} {s}": c for s, c in subs.items()} if subs else {name: cmd})
+    return out
 
 
 def _options(cmd) -> list:
@@ -189,7 +194,7 @@ def _readme_table() -> dict[str, set[str]]:
     section = text.split("## Commands", 1)[1].split("\n\n", 2)[1]
     rows: dict[str, set[str]] = {}
     for line in section.splitlines():
-        m = re.match(r"\| `rag (\w+)([^`]*)` \|", line)
+        m = re.match(r"\| `rag (\w+(?: [a-z]+)?)([^`]*)` \|", line)
         if m:
             rows[m.group(1)] = set(re.findall(r"(--[a-z][a-z-]*|-k)\b", m.group(2)))
     return rows

@@ -131,16 +131,39 @@ def ingest(
         "--force", help="Re-ingest sources even when unchanged.  [default: off]", show_default=False)] = False,
     workers: Annotated[int | None, typer.Option(
         "--workers", metavar="N", help="Parallel processes.  [default: the number of cores]", show_default=False)] = None,
+    index: Annotated[str | None, typer.Option(
+        "--index", metavar="ENGINE", help="Where the pages are indexed: embedded, or "
+        "opensearch+http://HOST:9200[/PREFIX] (stored in the database; credentials from RAG_OPENSEARCH_USER / "
+        "RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY).  [default: env RAG_INDEX, else what the database "
+        "has, else embedded]", show_default=False)] = None,
 ) -> None:
     """Turn documents into one markdown file per page: DB/<category>/<document>/<section>/page_NNN.md."""
-    from ragkit.cli.render import print_ingest_report
-    from ragkit.ingest import ingest_sources
+    from ragkit.cli.render import print_ingest_report, print_sync_report
+    from ragkit.search.backend import ingest_into
 
     settings = load_settings(db=db)
-    report = ingest_sources(sources, db=settings.db, category=category, force=force, workers=workers)
+    report, synced = ingest_into(sources, db=settings.db, index=index, category=category, force=force,
+                                 workers=workers)
     print_ingest_report(report, console)
+    if synced is not None:
+        print_sync_report(synced, settings.db, console)
     if report.failed:
         raise typer.Exit(1)
+
+
+index_app = typer.Typer(help="The search index of a database.", no_args_is_help=True)
+app.add_typer(index_app, name="index")
+
+
+@index_app.command("sync")
+@handle_errors
+def index_sync(db: DbOpt = None) -> None:
+    """Make the index match the page files: add, update and delete (a second run changes nothing)."""
+    from ragkit.cli.render import print_sync_report
+    from ragkit.search.backend import sync_index
+
+    settings = load_settings(db=db)
+    print_sync_report(sync_index(settings.db), settings.db, console)
 
 
 @app.command()

@@ -27,11 +27,11 @@ def run_demo(settings: Settings, console: Console, *, examples: Path = EXAMPLES)
     from ragkit.answer import ask
     from ragkit.cli.render import print_answer, print_batch_report, print_ingest_report
     from ragkit.evaluate.batch import run_batch
-    from ragkit.ingest import ingest_sources
+    from ragkit.search.backend import ingest_into
 
     corpus, questions = sample_paths(examples)
     console.rule(f"1/3  rag ingest {corpus} --db {settings.db}")
-    report = ingest_sources([corpus], db=settings.db)
+    report, _ = ingest_into([corpus], db=settings.db)
     print_ingest_report(report, console)
 
     sample = next((q for q, ref in zip(*_questions(questions), strict=True) if ref), None)

@@ -338,3 +338,16 @@ def print_evolve_report(report: EvolveReport, console: Any) -> None:
                           f"{'unknown' if cost is None else f'${cost:.4f}'}", highlight=False)
         if r.error:  # the error itself is one line on stderr (the CLI); here only where to look
             console.print("  stopped: see the error for this experiment", highlight=False)
+
+
+# -- rag index sync --------------------------------------------------------------------------------------
+def print_sync_report(report: Any, db: Path, console: Any) -> None:
+    """One line: what the index of `db` gained, changed and lost (None: the embedded engine, rescanned)."""
+    from ragkit.search import index_config
+
+    cfg = index_config(db)
+    if report is None:
+        console.print(f"index: {cfg.label}, up to date with the page files of {db}", highlight=False)
+        return
+    console.print(f"index: {cfg.label}: {report.added} added, {report.updated} updated, {report.deleted} deleted, "
+                  f"{report.unchanged} unchanged ({report.seconds:.1f} s)", highlight=False, markup=False)

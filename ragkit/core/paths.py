@@ -155,3 +155,11 @@ def iter_pages(db_root: Path, prefix: str | None = None) -> list[str]:
             if f.endswith(".md") and not f.startswith("."):
                 out.append((Path(dirpath) / f).relative_to(root).as_posix())
     return sorted(out)
+
+
+def db_folder(db: Path, path: str) -> str:
+    """The db-relative folder (or page) a user or a model names, "" for the database root; a path that leaves
+    the database raises PathEscapeError."""
+    db = Path(db).resolve()
+    full = resolve_in_db(db, strip_db_prefix(db, path))
+    return "" if full == db else full.relative_to(db).as_posix()

@@ -26,9 +26,9 @@ def resolve_source(source: Path, settings: Settings, *, progress: bool = True) -
         if source.suffix.lower() not in DOC_SUFFIXES:
             raise RagError(f"{source}: not a database folder or a PDF/DOCX/PPTX file")
         db = Path(settings.db)
-        from ragkit.ingest import ingest_sources
+        from ragkit.search.backend import ingest_into
 
-        ing = ingest_sources([source], db=db, progress=progress)
+        ing, _ = ingest_into([source], db=db, progress=progress)
         if getattr(ing, "failed", None):
             raise RagError(f"{source}: ingest failed: {_describe_failed(ing.failed)}")
         rels = _pages_of_document(db, source)

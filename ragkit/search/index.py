@@ -1,5 +1,5 @@
 """The Index: one database's search state, its writers (refresh, add_page, remove_page) and search itself, put
-together from the parts in this package; and the module API (open_index, search_db, embed_db, print_hits)."""
+together from the parts in this package."""
 
 from __future__ import annotations
 
@@ -16,36 +16,25 @@ import numpy as np
 from ragkit.core.errors import RagError
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import parse_page
-from ragkit.core.paths import reference_path, resolve_in_db, strip_db_prefix
-from ragkit.core.text import name_forms, search_terms
+from ragkit.core.paths import db_folder, resolve_in_db, strip_db_prefix
 from ragkit.core.workers import follow_parent, starting_workers, stop_pool
 from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
 from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_pages
 from ragkit.search.postings import _Grow, _Scoring, _Segment
 from ragkit.search.query import (
     LAST_PAGE,
-    _one_edit,
-    derived_terms,
-    frame_weight,
-    label_refs,
     page_refs,
     years,
 )
 from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, RERANK_N, _Ranking, fuse
 from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
+from ragkit.search.understand import frame_weights, weighted_terms
 from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
 
 log = logging.getLogger(__name__)
 
 REFRESH_EVERY = 30.0  # seconds: open_index() re-scans the files when its last scan is older
-# query understanding switches (benchmarks turn them off to measure each one)
-FRAME_WEIGHTS = True
-SYNONYMS = True
-SUBTOKEN_CAP = True
-# A capitalised word of the query is searched as its stem and, with this share of a word's weight on top, as
-# itself (text.name_forms).
-NAME_WEIGHT = 0.5
 
 
 # --------------------------------------------------------------------------------------------- the index
@@ -205,6 +194,13 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             if row:
                 self._vectors(row, compute=True, show_progress=False)
 
+    def update_pages(self, written: list[str], removed: list[str]) -> None:
+        """Pages a writer (an upload, a deletion) wrote and removed, applied now."""
+        for rel in removed:
+            self.remove_page(rel)
+        for rel in written:
+            self.add_page(rel)
+
     def remove_page(self, rel: str) -> None:
         """Forget one page now (whether or not its file still exists)."""
         rel = self._rel(rel)
@@ -234,8 +230,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         return list(rels)
 
     def _prefix(self, path: str) -> str:
-        full = resolve_in_db(self.db, strip_db_prefix(self.db, path))
-        return "" if full == self.db else full.relative_to(self.db).as_posix()
+        return db_folder(self.db, path)
 
     def _prefix_mask(self, prefix: str) -> np.ndarray:
         key = (prefix, self._gen)
@@ -248,27 +243,9 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         return m
 
     def query_terms(self, query: str) -> Counter:
-        """The query's terms (stopwords dropped unless nothing else is left). A word the index has never seen
-        (a typo: "Netfilx") is replaced by the indexed words one edit away ("netflix"), sharing its weight."""
-        names = name_forms(query)
-        toks = search_terms(query, drop_stopwords=True, names=names) or search_terms(query, names=names)
-        q: Counter = Counter()
-        for tok, n in Counter(toks).items():
-            near = [] if tok in self._term_ids else [v for v in _one_edit(tok) if v in self._term_ids]
-            if near:
-                for v in near:
-                    q[v] += n / len(near)
-            else:
-                q[tok] += n
-        for name, st in names.items():
-            if name in q and st in q:
-                q[name] *= NAME_WEIGHT
-        if SYNONYMS:
-            self._synonyms.expand(query, q)
-        self._weigh(query, q)
-        for label in label_refs(query):
-            q[label] += 1
-        return q
+        """The query's weighted terms (understand.weighted_terms over this index's vocabulary)."""
+        with self._lock:
+            return weighted_terms(query, _Stats(self), self._synonyms)
 
     def _df(self, term: str) -> int:
         """How many live pages hold `term`. Called under the lock or with a stale answer being harmless."""
@@ -276,33 +253,8 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         return 0 if found is None else int(np.count_nonzero(self._alive.view()[found[0]]))
 
     def _frame_w(self, term: str) -> float:
-        """A term's question-frame weight (1 = not a frame word), or 1 with FRAME_WEIGHTS off."""
-        return frame_weight(term, self._df(term), self._n_alive) if FRAME_WEIGHTS else 1.0
-
-    def _idf(self, df: int) -> float:
-        n = max(self._n_alive, 1)
-        return float(np.log1p((n - df + 0.5) / (df + 0.5)))
-
-    def _weigh(self, query: str, q: Counter) -> None:
-        """Query understanding on the terms' weights (see query.py): question-frame words weigh less, and a
-        term derived from a word of letters and digits ("fy" of "FY2019") never outweighs its source (a rare
-        sub-token would otherwise be the heaviest term of the query)."""
-        with self._lock:
-            dfs = {t: self._df(t) for t in q}
-            n = self._n_alive
-            if FRAME_WEIGHTS:
-                for t in q:
-                    q[t] *= frame_weight(t, dfs[t], n)
-            if SUBTOKEN_CAP:
-                for src, subs in derived_terms(query).items():
-                    src_df = dfs.get(src)
-                    if src_df is None:
-                        src_df = self._df(src)
-                    # an unknown source: the most common of its parts stands for it
-                    cap = self._idf(src_df) if src_df else min((self._idf(dfs[s]) for s in subs if s in q), default=float("inf"))
-                    for s in subs:
-                        if s in q and s != src and dfs[s]:
-                            q[s] *= min(1.0, cap / self._idf(dfs[s]))
+        """A term's question-frame weight (1 = not a frame word)."""
+        return frame_weights([term], _Stats(self))[term]
 
     def search(self, query: str, k: int = 10, path: str | None = None, *,
                mode: str | None = None) -> list[SearchHit]:
@@ -394,13 +346,28 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                 del _INSTANCES[self.db]
 
 
+class _Stats:
+    """understand.TermStats over the embedded index (called under its lock)."""
+
+    def __init__(self, index: Index) -> None:
+        self._index = index
+        self.n = index._n_alive
+
+    def known(self, terms) -> set[str]:
+        return {t for t in terms if t in self._index._term_ids}
+
+    def df(self, terms) -> dict[str, int]:
+        return {t: self._index._df(t) for t in terms}
+
+
 # --------------------------------------------------------------------------------------------- module API
 _INSTANCES: dict[Path, Index] = {}
 _INSTANCES_LOCK = threading.Lock()
 
 
-def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Index:
-    """The shared index of `db` in this process, created (and brought up to date with the files) on first use."""
+def open_embedded(db: Path, *, refresh: bool = True, progress: bool = True) -> Index:
+    """The shared embedded index of `db` in this process, created (and brought up to date with the files) on
+    first use."""
     root = Path(db).resolve()
     if not root.is_dir():
         raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
@@ -413,30 +380,3 @@ def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Inde
     if refresh and time.monotonic() - idx.last_refresh > REFRESH_EVERY:
         idx.refresh(progress=progress)
     return idx
-
-
-def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
-    """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
-    error (a mistyped folder would otherwise look like a search that found nothing)."""
-    idx = open_index(db)
-    if path and not (db / idx._prefix(path)).exists():
-        raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
-    return idx.search(query, k=k, path=path)
-
-
-def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
-    """Give every page of `db` a vector now (`rag search --embed`), so that search can find pages by meaning
-    alone in a database too large to embed during a search. Returns (pages embedded now, pages in all)."""
-    idx = open_index(db, progress=progress)
-    if idx.embedder_name() is None:
-        why = "RAG_EMBED is off" if not idx.semantic else "the embedding package is not installed " \
-              "(pip install 'ragkit[embed]')"
-        raise RagError(f"cannot embed the pages of {db}: {why}")
-    return idx.ensure_embeddings(progress=progress), len(idx.pages())
-
-
-def hits_json(hits: list[SearchHit], db: Path) -> list[dict]:
-    """What `rag search --format json` and `/search` give: {path, page, title, score, snippet} per hit, with
-    Reference Document paths (and printed_page when the number printed on the page differs from `page`)."""
-    return [{"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
-             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {})} for h in hits]

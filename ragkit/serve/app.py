@@ -30,6 +30,7 @@ from ragkit.core.errors import PathEscapeError, RagError, UsageError
 from ragkit.serve import documents as docs
 from ragkit.serve.sessions import (
     HISTORY_FOR_REWRITE,
+    ClusterSessionStore,
     SessionStore,
     Turn,
     rewrite_offline,
@@ -119,8 +120,10 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     secret = str(settings.api_key or "") or None
     token = options.token or None
     provider = provider if provider is not None else get_provider(settings)
-    store = SessionStore(db / ".ragkit")
-    open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
+    first = open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
+    # with a cluster, sessions live there too, so that every replica continues every session
+    store = (ClusterSessionStore(first.client, first.sessions_name) if getattr(first, "backend", "") == "opensearch"
+             else SessionStore(db / ".ragkit"))
     upload_limit = int(options.max_upload_mb * (1 << 20))
     app = FastAPI(title="ragkit", version=_version(),
                   description="Answer, search and manage the documents of one ragkit database.")

@@ -196,10 +196,7 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     except RagError as e:
         src.unlink(missing_ok=True)
         raise ClientError(422, str(e)) from None
-    for rel in report.removed:
-        index.remove_page(rel)
-    for rel in report.written:
-        index.add_page(rel)
+    index.update_pages(report.written, report.removed)
     if report.failed:
         src.unlink(missing_ok=True)
         reason = report.failed[0][1]
@@ -218,6 +215,5 @@ def delete_document(db: Path, doc: DocInfo, index) -> dict:
     from ragkit.ingest import forget_document
 
     removed = forget_document(db, doc.folder, doc.pages, sources_under=db / ".ragkit" / UPLOADS)
-    for rel in doc.pages:
-        index.remove_page(rel)
+    index.update_pages([], doc.pages)
     return {"id": doc.id, "deleted_pages": len(removed)}

@@ -102,6 +102,49 @@ class SessionStore:
             conn.execute("UPDATE sessions SET updated = ? WHERE id = ?", (now, session_id))
 
 
+class ClusterSessionStore:
+    """The same store in the OpenSearch cluster a database uses (<prefix>-sessions), so that several `rag serve`
+    replicas share every session: one cluster document per session, updated with optimistic concurrency."""
+
+    def __init__(self, client: Any, index: str, *, max_turns: int = MAX_TURNS) -> None:
+        self.client = client
+        self.index = index
+        self.max_turns = max_turns
+
+    def _get(self, session_id: str) -> dict | None:
+        got = self.client.request("GET", f"/{self.index}/_doc/{session_id}", ok=(404,))
+        return None if got.get("status") == 404 or not got.get("found") else got
+
+    def new(self) -> str:
+        sid = secrets.token_urlsafe(16)
+        doc = {"updated": int(time.time() * 1000), "data": {"turns": []}}
+        self.client.request("PUT", f"/{self.index}/_create/{sid}", doc, params={"refresh": "wait_for"})
+        return sid
+
+    def exists(self, session_id: str) -> bool:
+        return valid_session_id(session_id) and self._get(session_id) is not None
+
+    def history(self, session_id: str, limit: int | None = None) -> list[Turn]:
+        got = self._get(session_id)
+        turns = ((got or {}).get("_source", {}).get("data") or {}).get("turns") or []
+        return [Turn(**t) for t in turns[-(limit or self.max_turns):]]
+
+    def add(self, session_id: str, turn: Turn) -> None:
+        for _ in range(10):  # another replica may add a turn to the same session at the same moment
+            got = self._get(session_id)
+            if got is None:
+                return
+            turns = (got["_source"].get("data") or {}).get("turns") or []
+            turns = [*turns, {"query": turn.query, "search_query": turn.search_query, "answer": turn.answer,
+                              "sources": list(turn.sources)}][-self.max_turns:]
+            doc = {"updated": int(time.time() * 1000), "data": {"turns": turns}}
+            res = self.client.request("PUT", f"/{self.index}/_doc/{session_id}", doc, ok=(409,),
+                                      params={"if_seq_no": got["_seq_no"], "if_primary_term": got["_primary_term"],
+                                              "refresh": "wait_for"})
+            if res.get("status") != 409:
+                return
+
+
 # ------------------------------------------------------------------------------------ follow-up rewrite
 # Words that point back at something said before: a question holding one needs the earlier question's subject.
 _BACK_WORDS = frozenset("it its they them their this that these those there he she his her one ones same also "

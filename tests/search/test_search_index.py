@@ -8,7 +8,7 @@ import pytest
 from search_fixtures import fresh, top
 
 from ragkit.core.errors import PathEscapeError, RagError
-from ragkit.search.index import open_index
+from ragkit.search import open_index
 
 
 def test_path_filter_and_escape(db):

@@ -1,0 +1,87 @@
+"""The search seam: `open_index(db)`, which every stage calls, hands back the embedded engine or an OpenSearch
+index (search/indexconfig.py says which); both answer the same calls (search, pages, refresh, add_page,
+remove_page, ensure_embeddings, close). Also the module API over either: search_db, embed_db, hits_json."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ragkit.core.errors import RagError
+from ragkit.core.models import SearchHit
+from ragkit.core.paths import db_folder, reference_path
+from ragkit.search.indexconfig import index_config
+
+
+def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Any:
+    """The shared index of `db` in this process: the embedded engine, or the OpenSearch index its configuration
+    names. Both answer the same calls."""
+    root = Path(db)
+    if not root.is_dir():
+        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
+    cfg = index_config(root)
+    if cfg.backend == "opensearch":
+        from ragkit.search.opensearch import open_opensearch
+
+        return open_opensearch(root, cfg, refresh=refresh, progress=progress)
+    from ragkit.search.index import open_embedded
+
+    return open_embedded(root, refresh=refresh, progress=progress)
+
+
+def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
+    """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
+    error (a mistyped folder would otherwise look like a search that found nothing)."""
+    idx = open_index(db)
+    if path and not (Path(db) / db_folder(Path(db).resolve(), path)).exists():
+        raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
+    return idx.search(query, k=k, path=path)
+
+
+def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
+    """Give every page of `db` a vector now (`rag search --embed`), so that search can find pages by meaning
+    alone in a database too large to embed during a search. Returns (pages embedded now, pages in all)."""
+    idx = open_index(db, progress=progress)
+    if idx.embedder_name() is None:
+        why = "RAG_EMBED is off" if not idx.semantic else "the embedding package is not installed " \
+              "(pip install 'ragkit[embed]')"
+        raise RagError(f"cannot embed the pages of {db}: {why}")
+    return idx.ensure_embeddings(progress=progress), len(idx.pages())
+
+
+def hits_json(hits: list[SearchHit], db: Path) -> list[dict]:
+    """What `rag search --format json` and `/search` give: {path, page, title, score, snippet} per hit, with
+    Reference Document paths (and printed_page when the number printed on the page differs from `page`)."""
+    return [{"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
+             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {})} for h in hits]
+
+
+def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw: Any) -> tuple[Any, Any]:
+    """`rag ingest`: the page files (ragkit.ingest), then the index in step with them. `index` (or RAG_INDEX)
+    chooses the engine and stores it in the database; with a cluster, the pages written and removed are synced
+    in bulk (all of them when the database has just moved to this cluster). Returns (IngestReport, SyncReport
+    or None for the embedded engine, which picks changes up by itself)."""
+    from ragkit.ingest import ingest_sources
+    from ragkit.search.indexconfig import configure_index, index_spec_from_env
+
+    spec = index or index_spec_from_env()
+    before = index_config(Path(db))
+    cfg = configure_index(Path(db), spec) if spec else before
+    ix = open_index(db, progress=kw.get("progress", True)) if cfg.backend == "opensearch" else None  # reachable?
+    report = ingest_sources(sources, db=Path(db), **kw)
+    if ix is None:
+        return report, None
+    moved = cfg != before
+    if moved or not ix.count():
+        return report, ix.sync()
+    return report, ix.sync(rels=report.written, removed=report.removed, progress=kw.get("progress", True))
+
+
+def sync_index(db: Path, *, progress: bool = True) -> Any:
+    """`rag index sync`: make the index match the page files (add, update, delete); a second run changes nothing.
+    The embedded engine rescans its files; a cluster gets the differences in bulk."""
+    ix = open_index(db, progress=progress)
+    if getattr(ix, "backend", "embedded") == "opensearch":
+        return ix.sync(progress=progress)
+    ix.refresh(progress=progress)
+    return None

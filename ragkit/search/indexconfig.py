@@ -1,0 +1,107 @@
+"""Which engine serves a database: chosen at ingest (`--index` or RAG_INDEX) and stored in
+DB/.ragkit/index.json, so every later command uses it. Credentials never go there: they come from the
+environment.
+
+    parse_index(spec) -> IndexConfig        # "embedded" | "opensearch+http://HOST:9200[/PREFIX]"
+    configure_index(db, spec) -> IndexConfig;  index_config(db) -> IndexConfig
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import unicodedata
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from ragkit.core.errors import UsageError
+from ragkit.core.paths import atomic_write_text
+
+CONFIG_FILE = "index.json"  # under DB/.ragkit/
+SCHEMES = ("opensearch+http", "opensearch+https")
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    backend: str = "embedded"  # "embedded" | "opensearch"
+    url: str = ""  # http(s)://host:port of the cluster (never credentials: those come from the environment)
+    prefix: str = ""  # index names: <prefix>-pages, <prefix>-documents, <prefix>-sessions
+
+    @property
+    def label(self) -> str:
+        return "embedded" if self.backend == "embedded" else f"opensearch {self.url}/{self.prefix}"
+
+
+def _slug(name: str) -> str:
+    s = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
+    return re.sub(r"[^a-z0-9]+", "-", s).strip("-")[:40] or "db"
+
+
+def parse_index(spec: str, db: Path | None = None) -> IndexConfig:
+    """`embedded`, or `opensearch+http://HOST:PORT[/PREFIX]` (https too). Without a prefix, one is made from the
+    database's folder name and a random part, so two databases never share an index by accident."""
+    spec = (spec or "").strip()
+    if spec in ("", "embedded"):
+        return IndexConfig()
+    scheme, sep, rest = spec.partition("://")
+    if not sep or scheme not in SCHEMES:
+        raise UsageError(f"--index {spec!r}: use `embedded` or opensearch+http://HOST:9200[/PREFIX]")
+    parts = urlsplit(f"{scheme.split('+', 1)[1]}://{rest}")
+    if parts.username or parts.password:
+        raise UsageError("--index: put credentials in RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD or "
+                         "RAG_OPENSEARCH_API_KEY, never in the address (it is stored in the database)")
+    if not parts.hostname:
+        raise UsageError(f"--index {spec!r}: no host")
+    try:
+        port = parts.port
+    except ValueError:
+        raise UsageError(f"--index {spec!r}: the port is not a number") from None
+    prefix = parts.path.strip("/")
+    if prefix and not re.fullmatch(r"[a-z0-9][a-z0-9_\-]{0,60}", prefix):
+        raise UsageError(f"--index: the prefix {prefix!r} must be lowercase letters, digits, '-' or '_'")
+    if not prefix:
+        prefix = f"ragkit-{_slug(db.resolve().name if db else 'db')}-{secrets.token_hex(3)}"
+    host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    url = f"{parts.scheme}://{host}" + (f":{port}" if port else "")
+    return IndexConfig(backend="opensearch", url=url, prefix=prefix)
+
+
+def _config_path(db: Path) -> Path:
+    return Path(db) / ".ragkit" / CONFIG_FILE
+
+
+def index_config(db: Path) -> IndexConfig:
+    """The engine this database was given at ingest (embedded when none was)."""
+    path = _config_path(db)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return IndexConfig()
+    except (OSError, ValueError) as e:
+        raise UsageError(f"{path}: unreadable index configuration ({e}); fix it or delete it for the "
+                         "embedded engine") from None
+    if not isinstance(data, dict) or data.get("backend") not in ("embedded", "opensearch"):
+        raise UsageError(f"{path}: unknown index backend {data!r}")
+    return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix")})
+
+
+def configure_index(db: Path, spec: str) -> IndexConfig:
+    """Store the engine `spec` names for `db` (keeping the prefix when the same cluster is named again without
+    one). Returns the configuration now in force."""
+    new = parse_index(spec, db)
+    old = index_config(db)
+    if new.backend == "opensearch" and old.backend == "opensearch" and old.url == new.url \
+            and "/" not in spec.split("://", 1)[1].strip("/"):
+        new = old  # the same cluster again, no prefix given: the same index
+    if new != old:
+        path = _config_path(db)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(path, json.dumps(asdict(new), indent=2) + "\n")
+    return new
+
+
+def index_spec_from_env() -> str | None:
+    return os.environ.get("RAG_INDEX") or None

@@ -1,0 +1,118 @@
+"""A small OpenSearch HTTP client: JSON in and out, bulk NDJSON, credentials from the environment only, and one
+clear line for every way a cluster can fail (unreachable, refused credentials, an error it answers)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+import httpx
+
+from ragkit.core.errors import RagError
+from ragkit.core.text import one_line
+
+TIMEOUT = 30.0  # seconds per request; a bulk of a few hundred pages takes well under that
+RETRIES = 3  # attempts for a request that failed to connect or got 429/502/503/504
+
+
+class ClusterError(RagError):
+    """The cluster answered with an error, or could not be reached."""
+
+    def __init__(self, message: str, status: int | None = None, body: Any = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.body = body
+
+
+def _auth() -> tuple[dict[str, str], tuple[str, str] | None]:
+    key = os.environ.get("RAG_OPENSEARCH_API_KEY")
+    if key:
+        return {"Authorization": f"ApiKey {key}"}, None
+    user = os.environ.get("RAG_OPENSEARCH_USER")
+    if user:
+        return {}, (user, os.environ.get("RAG_OPENSEARCH_PASSWORD", ""))
+    return {}, None
+
+
+class Client:
+    def __init__(self, url: str, *, timeout: float = TIMEOUT) -> None:
+        self.url = url.rstrip("/")
+        headers, auth = _auth()
+        self._secrets = [s for s in (os.environ.get("RAG_OPENSEARCH_API_KEY"),
+                                     os.environ.get("RAG_OPENSEARCH_PASSWORD")) if s]
+        self._http = httpx.Client(base_url=self.url, headers={"Content-Type": "application/json", **headers},
+                                  auth=auth, timeout=timeout)
+
+    def _clean(self, text: str) -> str:
+        for s in self._secrets:
+            text = text.replace(s, "***")
+        return one_line(text, 300)
+
+    def request(self, method: str, path: str, body: Any = None, *, params: dict | None = None,
+                ok: tuple[int, ...] = (), ndjson: str | None = None) -> Any:
+        """The JSON answer of one request; a status in `ok` is returned as {"status": N} instead of raised."""
+        content = ndjson.encode() if ndjson is not None else (json.dumps(body, ensure_ascii=False).encode()
+                                                              if body is not None else None)
+        headers = {"Content-Type": "application/x-ndjson"} if ndjson is not None else None
+        for attempt in range(1, RETRIES + 1):
+            try:
+                r = self._http.request(method, path, content=content, params=params, headers=headers)
+            except httpx.TimeoutException:
+                if attempt < RETRIES:
+                    continue
+                raise ClusterError(f"OpenSearch at {self.url}: no answer within {self._http.timeout.read:g} s "
+                                   f"({method} {path})") from None
+            except httpx.TransportError as e:
+                if attempt < RETRIES:
+                    time.sleep(0.2 * attempt)
+                    continue
+                raise ClusterError(f"OpenSearch at {self.url} is unreachable ({self._clean(str(e) or type(e).__name__)}); "
+                                   "is the cluster running? The address is stored in the database's "
+                                   "configuration (rag ingest --index)") from None
+            if r.status_code in (429, 502, 503, 504) and attempt < RETRIES:
+                time.sleep(0.5 * attempt)
+                continue
+            break
+        if r.status_code in ok:
+            return {"status": r.status_code}
+        if r.status_code in (401, 403):
+            raise ClusterError(f"OpenSearch at {self.url} refused the credentials ({r.status_code}); set "
+                               "RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY",
+                               r.status_code)
+        try:
+            data = r.json() if r.content else {}
+        except ValueError:
+            raise ClusterError(f"OpenSearch at {self.url}: {method} {path} answered {r.status_code} with "
+                               f"something that is not JSON: {self._clean(r.text)}", r.status_code) from None
+        if r.status_code >= 400:
+            err = data.get("error") if isinstance(data, dict) else None
+            reason = err.get("reason") if isinstance(err, dict) else err
+            cause = (err.get("root_cause") or [{}])[0].get("reason") if isinstance(err, dict) else None
+            raise ClusterError(f"OpenSearch at {self.url}: {method} {path} failed ({r.status_code}): "
+                               f"{self._clean(str(cause or reason or data))}", r.status_code, data)
+        return data
+
+    def bulk(self, actions: list[tuple[dict, dict | None]], *, refresh: str | bool = False) -> dict:
+        """Index and delete in one request: (action, source or None). Raises with the first item's error."""
+        if not actions:
+            return {"items": []}
+        lines = []
+        for action, source in actions:
+            lines.append(json.dumps(action, ensure_ascii=False))
+            if source is not None:
+                lines.append(json.dumps(source, ensure_ascii=False))
+        params = {"refresh": "true" if refresh is True else refresh} if refresh else None
+        out = self.request("POST", "/_bulk", ndjson="\n".join(lines) + "\n", params=params)
+        if out.get("errors"):
+            for item in out.get("items", []):
+                res = next(iter(item.values()))
+                if res.get("error") and not (res.get("status") == 404 and "delete" in item):
+                    err = res["error"]
+                    raise ClusterError(f"OpenSearch at {self.url}: bulk {next(iter(item))} of {res.get('_id')!r} "
+                                       f"failed: {self._clean(str(err.get('reason') if isinstance(err, dict) else err))}")
+        return out
+
+    def close(self) -> None:
+        self._http.close()

@@ -1,0 +1,379 @@
+"""OpenSearchIndex: a database's pages in an OpenSearch cluster, with the embedded engine's methods, so that no
+caller can tell the two apart. The page files stay the truth: `sync` makes the cluster match them (add, update,
+delete, in bulk), and the writers (ingest, the optimizer, serve) sync what they changed."""
+
+from __future__ import annotations
+
+import logging
+import sys
+import threading
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ragkit.core.errors import RagError
+from ragkit.core.models import SearchHit
+from ragkit.core.paths import db_folder, iter_pages
+from ragkit.search.indexconfig import IndexConfig
+from ragkit.search.opensearch import mapping
+from ragkit.search.opensearch.client import Client, ClusterError
+from ragkit.search.opensearch.documents import (
+    PageDoc,
+    PageTerms,
+    doc_id,
+    document_doc,
+    page_vector,
+    read_page_doc,
+)
+from ragkit.search.synonyms import Synonyms
+from ragkit.search.vectors import get_embedder
+
+log = logging.getLogger(__name__)
+
+BULK_PAGES = 200  # pages per bulk request
+PAGES_TTL = 5.0  # seconds a listing of the cluster's pages is reused (our own writes invalidate it at once)
+
+
+@dataclass
+class SyncReport:
+    added: int = 0
+    updated: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    documents: int = 0  # document-level index documents rewritten
+    seconds: float = 0.0
+    errors: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> int:
+        return self.added + self.updated + self.deleted
+
+
+class OpenSearchIndex:
+    backend = "opensearch"
+
+    def __init__(self, db: Path, cfg: IndexConfig, *, progress: bool = True) -> None:
+        self.db = Path(db).resolve()
+        self.cfg = cfg
+        self.progress = progress
+        self.client = Client(cfg.url)
+        self.pages_name = f"{cfg.prefix}-pages"
+        self.documents_name = f"{cfg.prefix}-documents"
+        self.sessions_name = f"{cfg.prefix}-sessions"
+        self._synonyms = Synonyms(self.db)
+        self._lock = threading.RLock()
+        self._write_lock = threading.Lock()
+        self._listing: dict[str, tuple[float, int, list[str]]] = {}
+        self._gen = 0
+        self.last_refresh = float("-inf")
+        self._ensure_indices()
+
+    # ------------------------------------------------------------------------------------------ set-up
+    def _ensure_indices(self) -> None:
+        health = self.client.request("GET", "/_cluster/health")
+        nodes = int(health.get("number_of_data_nodes") or 1)
+        replicas = 1 if nodes > 1 else 0
+        for name, body in ((self.pages_name, mapping.pages_index(replicas=replicas)),
+                           (self.documents_name, mapping.documents_index(replicas=replicas)),
+                           (self.sessions_name, mapping.sessions_index(replicas=replicas))):
+            got = self.client.request("GET", f"/{name}/_mapping", ok=(404,))
+            if got.get("status") == 404:
+                made = self.client.request("PUT", f"/{name}", body, ok=(400,))
+                if made.get("status") == 400:  # another process created it meanwhile
+                    self.client.request("GET", f"/{name}/_mapping")
+                continue
+            meta = (next(iter(got.values()), {}).get("mappings") or {}).get("_meta") or {}
+            if name != self.sessions_name and meta.get("ragkit_mapping") != mapping.MAPPING_VERSION:
+                raise RagError(f"OpenSearch index {name} at {self.cfg.url} was not made by this version of ragkit "
+                               f"(mapping {meta.get('ragkit_mapping')!r}, expected {mapping.MAPPING_VERSION}); "
+                               "delete it or choose another prefix (rag ingest --index URL/PREFIX)")
+
+    @property
+    def semantic(self) -> bool:
+        return get_embedder() is not None
+
+    def embedder_name(self) -> str | None:
+        emb = get_embedder()
+        return emb.name if emb is not None else None
+
+    # ------------------------------------------------------------------------------------------- readers
+    def pages(self, prefix: str | None = None) -> list[str]:
+        """Db-relative paths of every page the cluster holds (under `prefix`), sorted."""
+        key = db_folder(self.db, prefix) if prefix else ""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._listing.get(key)
+            if hit and hit[1] == self._gen and now - hit[0] < PAGES_TTL:
+                return list(hit[2])
+        query: dict = {"match_all": {}}
+        if key:
+            query = {"bool": {"should": [{"term": {"path": key}}, {"prefix": {"path": key.rstrip("/") + "/"}}]}}
+        out: list[str] = []
+        after = None
+        while True:
+            body = {"size": 5000, "query": query, "sort": [{"path": "asc"}], "_source": False,
+                    "docvalue_fields": ["path"]}
+            if after:
+                body["search_after"] = after
+            res = self.client.request("POST", f"/{self.pages_name}/_search", body)
+            hits = res["hits"]["hits"]
+            out += [h["fields"]["path"][0] for h in hits]
+            if len(hits) < 5000:
+                break
+            after = hits[-1]["sort"]
+        with self._lock:
+            self._listing[key] = (now, self._gen, out)
+        return list(out)
+
+    def count(self) -> int:
+        return int(self.client.request("GET", f"/{self.pages_name}/_count")["count"])
+
+    def missing_vectors(self) -> int:
+        if not self.semantic:
+            return 0
+        body = {"query": {"bool": {"must_not": {"exists": {"field": "content_vector"}}}}}
+        return int(self.client.request("POST", f"/{self.pages_name}/_count", body)["count"])
+
+    def search(self, query: str, k: int = 10, path: str | None = None, *, mode: str | None = None
+               ) -> list[SearchHit]:
+        from ragkit.search.opensearch.ranking import rank
+
+        prefix = db_folder(self.db, path) if path else ""
+        if k <= 0 or not query.strip():
+            return []
+        return rank(self, query, k=k, prefix=prefix, mode=mode)
+
+    # ------------------------------------------------------------------------------------------- writers
+    def refresh(self, *, progress: bool | None = None) -> None:
+        """Hand edits reach the cluster with `rag index sync` (sync()); writers sync what they change."""
+        self.last_refresh = time.monotonic()
+
+    def ensure_embeddings(self, *, progress: bool | None = None) -> int:
+        """Vectors are made when pages are synced: nothing to do here."""
+        return 0
+
+    def add_page(self, rel: str) -> None:
+        self.sync(rels=[rel], refresh="wait_for")
+
+    def update_pages(self, written: list[str], removed: list[str]) -> None:
+        """Pages a writer (an upload, a deletion) wrote and removed, in one bulk sync."""
+        self.sync(rels=written, removed=removed, refresh="wait_for")
+
+    def remove_page(self, rel: str) -> None:
+        self.sync(removed=[rel], refresh="wait_for")
+
+    def sync(self, rels: Iterable[str] | None = None, *, removed: Iterable[str] = (), progress: bool | None = None,
+             refresh: str | bool = "wait_for") -> SyncReport:
+        """Make the cluster match the page files: every page (rels None: also deleting what no file backs), or
+        just `rels` (written) and `removed` (deleted). A second run changes nothing."""
+        with self._write_lock:
+            return _sync(self, rels, list(removed), self.progress if progress is None else progress, refresh)
+
+    def _changed(self) -> None:
+        with self._lock:
+            self._gen += 1
+
+    def close(self) -> None:
+        self.client.close()
+        with _INSTANCES_LOCK:
+            if _INSTANCES.get(self.db) is self:
+                del _INSTANCES[self.db]
+
+
+# ------------------------------------------------------------------------------------------------ sync
+def _indexed(ix: OpenSearchIndex, paths: list[str] | None, *, without_vector: bool = False
+             ) -> dict[str, tuple[str, str]]:
+    """path -> (sha, file_id) of what the cluster holds (of `paths`, or everything; only the pages without a
+    vector when `without_vector`)."""
+    out: dict[str, tuple[str, str]] = {}
+    after = None
+    query: dict = {"match_all": {}} if paths is None else {"terms": {"path": paths}}
+    if without_vector:
+        query = {"bool": {"filter": [query], "must_not": [{"exists": {"field": "content_vector"}}]}}
+    while True:
+        body = {"size": 5000, "query": query, "sort": [{"path": "asc"}], "_source": ["sha", "file_id"],
+                "docvalue_fields": ["path"]}
+        if after:
+            body["search_after"] = after
+        hits = ix.client.request("POST", f"/{ix.pages_name}/_search", body)["hits"]["hits"]
+        for h in hits:
+            out[h["fields"]["path"][0]] = (h["_source"].get("sha", ""), h["_source"].get("file_id", ""))
+        if len(hits) < 5000:
+            return out
+        after = hits[-1]["sort"]
+
+
+def _group_paths(ix: OpenSearchIndex, file_ids: set[str]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {f: [] for f in file_ids}
+    if not file_ids:
+        return out
+    after = None
+    while True:
+        body = {"size": 5000, "query": {"terms": {"file_id": sorted(file_ids)}}, "sort": [{"path": "asc"}],
+                "_source": ["file_id"], "docvalue_fields": ["path"]}
+        if after:
+            body["search_after"] = after
+        hits = ix.client.request("POST", f"/{ix.pages_name}/_search", body)["hits"]["hits"]
+        for h in hits:
+            out.setdefault(h["_source"]["file_id"], []).append(h["fields"]["path"][0])
+        if len(hits) < 5000:
+            return out
+        after = hits[-1]["sort"]
+
+
+def _neighbours(db: Path, rels: list[str]) -> dict[str, tuple[str, str]]:
+    """The pages before and after each page in its folder (the spec's context: the page with its neighbours)."""
+    from ragkit.core.pagefile import parse_page
+    from ragkit.search.snippets import display_text
+
+    out = {}
+    cache: dict[str, str] = {}
+
+    def text(rel: str) -> str:
+        if rel not in cache:
+            try:
+                cache[rel] = display_text(parse_page((db / rel).read_text(encoding="utf-8", errors="replace"))[1])
+            except OSError:
+                cache[rel] = ""
+        return cache[rel]
+
+    by_folder: dict[str, list[str]] = {}
+    for rel in rels:
+        folder = rel.rsplit("/", 1)[0] if "/" in rel else ""
+        if folder not in by_folder:
+            by_folder[folder] = sorted(p.name for p in (db / folder).glob("page_*.md")) if (db / folder).is_dir() else []
+    for rel in rels:
+        folder, _, name = rel.rpartition("/")
+        names = by_folder.get(folder, [])
+        i = names.index(name) if name in names else -1
+        prev = f"{folder}/{names[i - 1]}" if i > 0 else ""
+        nxt = f"{folder}/{names[i + 1]}" if 0 <= i < len(names) - 1 else ""
+        out[rel] = (text(prev) if prev else "", text(nxt) if nxt else "")
+    return out
+
+
+def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], progress: bool,
+          refresh: str | bool) -> SyncReport:
+    from ragkit.core.progress import progress_bar
+
+    t0 = time.monotonic()
+    report = SyncReport()
+    full = rels is None
+    files = sorted(iter_pages(ix.db)) if full else sorted({r for r in rels if (ix.db / r).is_file()})
+    gone_files = [] if full else sorted(set(removed) | {r for r in rels if not (ix.db / r).is_file()})
+    held = _indexed(ix, None if full else files + gone_files)
+    emb = get_embedder()
+    # pages indexed while meaning was off get their vectors now
+    novec = set(_indexed(ix, None if full else files, without_vector=True)) if emb is not None else set()
+    seen: dict[str, PageTerms] = {}  # what each page read here adds to its document's index document
+    touched: set[str] = set()
+    with progress_bar(total=len(files), desc="index sync", unit="page", file=sys.stderr,
+                      disable=not progress or len(files) < 200) as bar:
+        for start in range(0, len(files), BULK_PAGES):
+            chunk = files[start: start + BULK_PAGES]
+            neighbours = _neighbours(ix.db, chunk)
+            todo: list[PageDoc] = []
+            for rel in chunk:
+                pd = read_page_doc(ix.db, rel, neighbours.get(rel, ("", "")))
+                if pd is None:
+                    gone_files.append(rel)
+                    continue
+                seen[rel] = pd.slim()
+                if held.get(rel, ("", ""))[0] == pd.sha and rel not in novec:
+                    report.unchanged += 1
+                else:
+                    todo.append(pd)
+                    touched.add(pd.source["file_id"])
+            _index_pages(ix, todo, emb, held, report)
+            bar.update(len(chunk))
+    deletes = sorted(set(held) - set(seen)) if full else sorted(set(gone_files) & set(held))
+    touched |= {held[r][1] for r in deletes if held[r][1]}
+    if deletes:
+        for start in range(0, len(deletes), 1000):
+            ix.client.bulk([({"delete": {"_index": ix.pages_name, "_id": doc_id(r)}}, None)
+                            for r in deletes[start: start + 1000]])
+        report.deleted = len(deletes)
+    if report.changed:
+        ix.client.request("POST", f"/{ix.pages_name}/_refresh")
+        report.documents = _sync_documents(ix, touched, seen, refresh)
+        ix._changed()
+    report.seconds = time.monotonic() - t0
+    return report
+
+
+def _index_pages(ix: OpenSearchIndex, todo: list[PageDoc], emb: Any, held: dict, report: SyncReport) -> None:
+    if not todo:
+        return
+    actions = []
+    for pd, vec in zip(todo, _vectors(emb, todo), strict=True):
+        src = dict(pd.source)
+        if vec is not None:
+            src["content_vector"] = vec
+        actions.append(({"index": {"_index": ix.pages_name, "_id": doc_id(pd.rel)}}, src))
+        if pd.rel in held:
+            report.updated += 1
+        else:
+            report.added += 1
+    ix.client.bulk(actions)
+
+
+def _vectors(emb: Any, batch: list[PageDoc]) -> list[list[float] | None]:
+    if emb is None or not batch:
+        return [None] * len(batch)
+    chunks = [c for pd in batch for c in pd.chunks]
+    try:
+        vecs = emb.encode(chunks)
+    except Exception as e:  # noqa: BLE001 - meaning is a bonus: pages are indexed without it
+        log.warning("pages indexed without vectors: %s", e)
+        return [None] * len(batch)
+    out, i = [], 0
+    for pd in batch:
+        out.append(page_vector(vecs[i: i + len(pd.chunks)]))
+        i += len(pd.chunks)
+    return out
+
+
+def _sync_documents(ix: OpenSearchIndex, file_ids: set[str], seen: dict[str, PageTerms],
+                    refresh: str | bool) -> int:
+    """Rewrite the document-level index documents of these source documents from their pages (read here, or
+    read now from their files)."""
+    groups = _group_paths(ix, file_ids)
+    actions = []
+    for fid, paths in groups.items():
+        pages = [t for t in (seen.get(p) or _read_terms(ix.db, p) for p in paths) if t is not None]
+        if not pages:
+            actions.append(({"delete": {"_index": ix.documents_name, "_id": fid}}, None))
+            continue
+        doc = document_doc(pages[0].group, pages)
+        actions.append(({"index": {"_index": ix.documents_name, "_id": fid}}, doc))
+    for start in range(0, len(actions), 50):
+        ix.client.bulk(actions[start: start + 50])
+    ix.client.request("POST", f"/{ix.documents_name}/_refresh")
+    if refresh:
+        ix.client.request("POST", f"/{ix.pages_name}/_refresh")
+    return len(actions)
+
+
+def _read_terms(db: Path, rel: str) -> PageTerms | None:
+    pd = read_page_doc(db, rel)
+    return pd.slim() if pd is not None else None
+
+
+# --------------------------------------------------------------------------------------------- module API
+_INSTANCES: dict[Path, OpenSearchIndex] = {}
+_INSTANCES_LOCK = threading.Lock()
+
+
+def open_opensearch(db: Path, cfg: IndexConfig, *, refresh: bool = True, progress: bool = True) -> OpenSearchIndex:
+    root = Path(db).resolve()
+    with _INSTANCES_LOCK:
+        ix = _INSTANCES.get(root)
+        if ix is None or ix.cfg != cfg:
+            try:
+                ix = OpenSearchIndex(root, cfg, progress=progress)
+            except ClusterError:
+                raise
+            _INSTANCES[root] = ix
+    return ix

@@ -1,0 +1,281 @@
+"""ragkit's ranking as OpenSearch queries, step for step with the embedded engine (docs/search.md):
+
+1. the query's weighted terms (understand.weighted_terms; page frequencies from the cluster) as boosted term
+   clauses on `rk`, BM25 over ragkit's own terms: the candidate window;
+2. in the same request, the documents index scored by the same clauses (whole documents and their cards), and
+   the pages closest in meaning (a k-NN query);
+3. one page query that adds, as clauses, the document evidence, the pages the query names (page numbers,
+   printed numbers, the last page, figure and table captions) and the year its documents report, with the
+   adjacent-term-pair bonus as a rescore of the best PHRASE_N;
+4. meaning: the best candidates re-ranked by the cosine of the vectors the cluster returns (ranking.fuse), and
+   pages found by meaning alone put first when they are much closer than every candidate.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from typing import Any
+
+import numpy as np
+
+from ragkit.core.models import SearchHit
+from ragkit.core.pagefile import first_heading, parse_page
+from ragkit.core.text import STOPWORDS, search_terms
+from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
+from ragkit.search.query import LAST_PAGE, page_refs, years
+from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, PHRASE_WEIGHT, RERANK_N, YEAR_WEIGHT, fuse
+from ragkit.search.snippets import make_snippet
+from ragkit.search.understand import frame_weights, weighted_terms
+from ragkit.search.vectors import DENSE_WEIGHT, RECALL_MARGIN, RECALL_N, get_embedder
+
+# The analysis page scores come from: ragkit's own terms (the default, as the embedded engine), or one of the
+# cluster's analysers for comparison (RAG_OPENSEARCH_ANALYSIS=ja|ko|en|cjk|standard: kuromoji, nori, english,
+# CJK bigrams, standard); document evidence, named pages, years and pairs stay ragkit's.
+ANALYSES = ("ragkit", "ja", "ko", "en", "cjk", "standard")
+WINDOW = 200  # candidate pages of the first query; the final query re-scores these (and the named pages)
+DOCS_MAX = 2000  # documents scored per query (their evidence reaches their pages)
+_FIELDS = ["path", "file_id", "page", "printed_page"]  # read from doc values: no page text is loaded
+_COSINE = "cosineSimilarity(params.q, doc['content_vector'])"
+
+
+class ClusterStats:
+    """understand.TermStats from the cluster: page frequencies of `rk` terms, one _msearch per batch, cached for
+    the life of one query."""
+
+    def __init__(self, ix: Any) -> None:
+        self._ix = ix
+        self._df: dict[str, int] = {}
+        self.n = 0
+
+    def _fetch(self, terms: set[str]) -> None:
+        need = sorted(t for t in terms if t not in self._df)
+        if not need and self.n:
+            return
+        lines = []
+        for t in need:
+            lines += [{"index": self._ix.pages_name},
+                      {"size": 0, "track_total_hits": True, "query": {"term": {"rk": t}}}]
+        if not self.n:
+            lines += [{"index": self._ix.pages_name}, {"size": 0, "track_total_hits": True}]
+        res = _msearch(self._ix, lines)
+        for t, r in zip(need, res, strict=False):
+            self._df[t] = int(r["hits"]["total"]["value"])
+        if not self.n:
+            self.n = max(int(res[-1]["hits"]["total"]["value"]), 0)
+
+    def known(self, terms) -> set[str]:
+        terms = set(terms)
+        self._fetch(terms)
+        return {t for t in terms if self._df.get(t)}
+
+    def df(self, terms) -> dict[str, int]:
+        terms = set(terms)
+        self._fetch(terms)
+        return {t: self._df.get(t, 0) for t in terms}
+
+
+def _msearch(ix: Any, lines: list[dict]) -> list[dict]:
+    if not lines:
+        return []
+    body = "\n".join(json.dumps(x, ensure_ascii=False) for x in lines) + "\n"
+    res = ix.client.request("POST", "/_msearch", ndjson=body)
+    out = res.get("responses", [])
+    for r in out:
+        if "error" in r:
+            from ragkit.search.opensearch.client import ClusterError
+
+            err = r["error"]
+            raise ClusterError(f"OpenSearch at {ix.cfg.url}: search failed: "
+                               f"{(err.get('reason') if isinstance(err, dict) else err)}")
+    return out
+
+
+def _terms_clause(q: Counter, field: str = "rk") -> list[dict]:
+    return [{"term": {field: {"value": t, "boost": round(float(w), 6)}}} for t, w in q.items() if w > 0]
+
+
+def _scope(prefix: str) -> list[dict]:
+    if not prefix:
+        return []
+    return [{"bool": {"should": [{"term": {"path": prefix}}, {"prefix": {"path": prefix.rstrip("/") + "/"}}]}}]
+
+
+def _pair_weights(query: str, stats: ClusterStats) -> dict[str, float]:
+    """Adjacent term pairs of the query (as indexed in rk_pairs), each as heavy as its lighter term."""
+    toks = [t for t in search_terms(query) if t not in STOPWORDS]
+    if len(toks) < 2:
+        return {}
+    known = stats.known(toks)
+    w = frame_weights(set(toks), stats)
+    out: dict[str, float] = {}
+    for a, b in zip(toks[:-1], toks[1:], strict=True):
+        if a in known and b in known:
+            out[f"{a}+{b}"] = max(out.get(f"{a}+{b}", 0.0), min(w[a], w[b]))
+    return out
+
+
+def analysis() -> str:
+    import os
+
+    name = os.environ.get("RAG_OPENSEARCH_ANALYSIS", "ragkit") or "ragkit"
+    if name not in ANALYSES:
+        from ragkit.core.errors import UsageError
+
+        raise UsageError(f"RAG_OPENSEARCH_ANALYSIS={name!r}: choose one of {', '.join(ANALYSES)}")
+    return name
+
+
+def _page_clause(query: str, clauses: list[dict], how: str) -> dict:
+    """What scores a page by its words: ragkit's weighted terms, or a cluster analyser over the same fields
+    with the same weights (folder path x3, title x2, text)."""
+    if how == "ragkit":
+        return {"bool": {"should": clauses}}
+    sub = "" if how == "standard" else f".{how}"
+    return {"multi_match": {"query": query, "type": "most_fields",
+                            "fields": [f"path_words{sub}^3", f"title{sub}^2", f"content{sub}"]}}
+
+
+def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[SearchHit]:
+    stats = ClusterStats(ix)
+    q = weighted_terms(query, stats, ix._synonyms)
+    clauses = _terms_clause(q)
+    emb = get_embedder() if mode != "keyword" else None
+    scope = _scope(prefix)
+    if not clauses:
+        return []
+    words = _page_clause(query, clauses, analysis())
+    page_q = {"bool": {"should": [words], "filter": scope}}
+    doc_q = {"bool": {"should": clauses}}
+    lines: list[dict] = [
+        {"index": ix.pages_name}, {"size": WINDOW, "query": page_q, "_source": False, "docvalue_fields": ["file_id"]},
+        {"index": ix.documents_name}, {"size": DOCS_MAX, "query": doc_q, "_source": False,
+                                       "docvalue_fields": ["report_year", "last_page"]},
+        {"index": ix.documents_name}, {"size": DOCS_MAX, "query": {"bool": {"should": _terms_clause(q, "rk_card")}},
+                                       "_source": False},
+    ]
+    qv = None
+    if emb is not None:
+        qv = emb.encode_query(query)
+        knn: dict = {"vector": [float(x) for x in qv], "k": max(RECALL_N, k)}
+        if scope:
+            knn["filter"] = {"bool": {"filter": scope}}
+        lines += [{"index": ix.pages_name}, {"size": max(RECALL_N, k), "_source": False, "docvalue_fields": _FIELDS,
+                                             "query": {"knn": {"content_vector": knn}}}]
+    res = _msearch(ix, lines)
+    window, docs, cards = res[0]["hits"]["hits"], res[1]["hits"]["hits"], res[2]["hits"]["hits"]
+    if not window:
+        return []
+    top = float(window[0]["_score"])
+    gmax = max((h["_score"] for h in docs), default=0.0) or 1.0
+    cmax = max((h["_score"] for h in cards), default=0.0) or 1.0
+    evidence: dict[str, float] = {}
+    if DOC_WEIGHT:
+        for h in docs:
+            evidence[h["_id"]] = DOC_WEIGHT * top * h["_score"] / gmax
+        if CARD_WEIGHT:
+            for h in cards:
+                evidence[h["_id"]] = evidence.get(h["_id"], 0.0) + CARD_WEIGHT * top * h["_score"] / cmax
+    # the best page score once its document's evidence is added (what the named-page and year bonuses scale by)
+    best = max(float(h["_score"]) + evidence.get(h["fields"]["file_id"][0], 0.0) for h in window)
+    should: list[dict] = [words]
+    should += [{"constant_score": {"filter": {"term": {"file_id": fid}}, "boost": round(b, 6)}}
+               for fid, b in evidence.items() if b > 0]
+    named = _named_clause(query, q, docs, evidence)
+    if named is not None:
+        should.append({"constant_score": {"filter": named, "boost": round(PAGE_REF_WEIGHT * best, 6)}})
+    year_docs = _year_documents(query, docs)
+    if year_docs:
+        should.append({"constant_score": {"filter": {"terms": {"file_id": year_docs}},
+                                          "boost": round(YEAR_WEIGHT * best, 6)}})
+    matches: list[dict] = [words] + ([named] if named is not None else [])
+    n_final = max(k, PHRASE_N, RERANK_N if emb is not None else 0)
+    body: dict = {"size": n_final, "_source": False, "docvalue_fields": _FIELDS,
+                  "query": {"bool": {"should": should, "filter": [*scope, {"bool": {"should": matches}}]}}}
+    if qv is not None:  # the cluster computes each candidate's cosine; fuse() combines it with the score
+        body["script_fields"] = {"cos": {"script": {"source": _COSINE, "params": {"q": [float(x) for x in qv]}}}}
+    pairs = _pair_weights(query, stats)
+    if PHRASE_WEIGHT and pairs:
+        # the candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score
+        unit = PHRASE_WEIGHT * best / len(pairs)
+        body["rescore"] = {"window_size": PHRASE_N, "query": {
+            "rescore_query": {"bool": {"should": [
+                {"constant_score": {"filter": {"term": {"rk_pairs": p}}, "boost": round(unit * w, 6)}}
+                for p, w in pairs.items()]}},
+            "query_weight": 1.0, "rescore_query_weight": 1.0, "score_mode": "total"}}
+    hits = ix.client.request("POST", f"/{ix.pages_name}/_search", body)["hits"]["hits"]
+    rows = [(_fields(h), float(h["_score"])) for h in hits]
+    rows.sort(key=lambda r: -r[1])  # stable: the cluster's order breaks ties
+    if emb is not None and rows:
+        rows = _by_meaning(rows, qv, res[3]["hits"]["hits"], k)
+    return [_hit(ix, src, score, q) for src, score in rows[:k]]
+
+
+def _named_clause(query: str, q: Counter, docs: list[dict], evidence: dict[str, float]) -> dict | None:
+    """The pages the query names ("page 12", its printed number, "the last page", "Figure 4"), in documents
+    that match the query: a named page may hold none of its words (a photo, a scan)."""
+    refs = page_refs(query) if PAGE_REF_WEIGHT else set()
+    labels = [t for t in q if t.startswith("§")] if PAGE_REF_WEIGHT else []
+    if not refs and not labels:
+        return None
+    which: list[dict] = []
+    numbers = sorted(r for r in refs if r != LAST_PAGE)
+    if numbers:
+        which += [{"terms": {"page": numbers}}, {"terms": {"printed_page": [str(n) for n in numbers]}}]
+    if LAST_PAGE in refs:
+        last = {h["_id"]: _fields(h).get("last_page") for h in docs}
+        which += [{"bool": {"filter": [{"term": {"file_id": fid}}, {"term": {"page": n}}]}}
+                  for fid, n in last.items() if n]
+    which += [{"term": {"rk": label}} for label in labels]
+    matched_docs = [fid for fid, b in evidence.items() if b > 0]
+    if not which or not matched_docs:
+        return None
+    return {"bool": {"should": which, "filter": [{"terms": {"file_id": matched_docs}}]}}
+
+
+def _year_documents(query: str, docs: list[dict]) -> list[str]:
+    """The matching documents that report a year the query names, when some but not all of them do."""
+    named = years(query)
+    if not (YEAR_WEIGHT and named and docs):
+        return []
+    hit = [h["_id"] for h in docs if _fields(h).get("report_year") in named]
+    return hit if 0 < len(hit) < len(docs) else []
+
+
+def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[dict], k: int
+                ) -> list[tuple[dict, float]]:
+    """The best candidates re-ranked by meaning (fuse), and the pages found by meaning alone put first when they
+    are closer to the query than every candidate by RECALL_MARGIN."""
+    head = rows[: max(k, RERANK_N)]
+    if any(src.get("cos") is None for src, _ in head):
+        return rows  # some candidates lack a vector: keyword order, not a lopsided mix
+    sims = np.array([src["cos"] for src, _ in head], dtype=np.float64)
+    fused = fuse(np.array([s for _, s in head]), sims)
+    order = np.lexsort((np.arange(len(head)), -fused))
+    head = [(head[i][0], float(fused[i])) for i in order]
+    ref = float(sims.max()) if len(sims) else 0.0
+    seen = {src["path"] for src, _ in head}
+    found = []
+    for h in recalled[: min(k, RECALL_N)]:
+        cos = 2.0 * float(h["_score"]) - 1.0  # the lucene engine's cosinesimil score is (1 + cos) / 2
+        src = _fields(h)
+        if src["path"] not in seen and cos >= ref + RECALL_MARGIN:
+            found.append((src, 1.0 + DENSE_WEIGHT * cos))
+    return found + head
+
+
+def _fields(hit: dict) -> dict:
+    """A hit's doc-value fields (and script fields) as plain values."""
+    return {name: (vals[0] if vals else None) for name, vals in (hit.get("fields") or {}).items()}
+
+
+def _hit(ix: Any, src: dict, score: float, q: Counter) -> SearchHit:
+    """The hit as the embedded engine gives it: title and snippet from the page file, the truth."""
+    rel = src["path"]
+    try:
+        body = parse_page((ix.db / rel).read_text(encoding="utf-8", errors="replace"))[1]
+    except OSError:
+        body = ""
+    return SearchHit(path=rel, page=int(src.get("page") or 0), title=first_heading(body)[:200],
+                     score=round(score, 4), snippet=make_snippet(body, q),
+                     printed_page=str(src.get("printed_page") or ""))

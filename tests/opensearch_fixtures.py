@@ -1,0 +1,70 @@
+"""Helpers of the OpenSearch tests: the node .ci/run starts (RAG_TEST_OPENSEARCH_URL), a unique index prefix per
+test, removed afterwards, and a three-node cluster a test starts itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import uuid
+from pathlib import Path
+
+import httpx
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+START = REPO / "services" / "opensearch" / "start.sh"
+
+
+def node_url() -> str:
+    url = os.environ.get("RAG_TEST_OPENSEARCH_URL")
+    if not url:
+        pytest.skip("no OpenSearch node: RAG_TEST_OPENSEARCH_URL is not set (.ci/run starts one with "
+                    "services/opensearch/start.sh)")
+    try:
+        httpx.get(url, timeout=5).raise_for_status()
+    except httpx.HTTPError as e:
+        pytest.fail(f"RAG_TEST_OPENSEARCH_URL={url} does not answer: {e}")
+    return url
+
+
+def drop_indices(url: str, prefix: str) -> None:
+    httpx.delete(f"{url}/{prefix}-*", timeout=30)
+
+
+class Cluster:
+    """A three-node cluster in one JVM, started for one test; nodes stop and start through the launcher's
+    control endpoints (services/opensearch/README.md)."""
+
+    def __init__(self, tmp: Path) -> None:
+        # its own pid and log files; the jars built for the shared node are reused (no second build)
+        self.env = {**os.environ, "RAG_OPENSEARCH_CACHE": str(tmp / "os-cache")}
+        out = subprocess.run([str(START), "--nodes", "3", "--port", "auto"], capture_output=True, text=True,
+                             env=self.env, timeout=300)
+        if out.returncode != 0:
+            raise RuntimeError(f"the three-node cluster did not start: {out.stderr[-2000:]}")
+        self.url = out.stdout.strip().split("=", 1)[1]
+
+    def nodes(self) -> list[dict]:
+        return httpx.get(f"{self.url}/_ragkit/nodes", timeout=30).json()["nodes"]
+
+    def stop(self, node: int) -> None:
+        httpx.post(f"{self.url}/_ragkit/nodes/{node}/_stop", timeout=120).raise_for_status()
+
+    def start(self, node: int) -> None:
+        httpx.post(f"{self.url}/_ragkit/nodes/{node}/_start", timeout=180).raise_for_status()
+
+    def wait(self, status: str = "yellow") -> None:
+        httpx.get(f"{self.url}/_cluster/health", params={"wait_for_status": status, "timeout": "60s"},
+                  timeout=90).raise_for_status()
+
+    def close(self) -> None:
+        subprocess.run([str(START), "stop"], env=self.env, capture_output=True, timeout=120)
+
+
+def unique_prefix() -> str:
+    return f"t-{uuid.uuid4().hex[:10]}"
+
+
+def config_of(db: Path) -> dict:
+    return json.loads((db / ".ragkit" / "index.json").read_text(encoding="utf-8"))

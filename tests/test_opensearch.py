@@ -1,0 +1,139 @@
+"""The OpenSearch backend against a real node (RAG_TEST_OPENSEARCH_URL; .ci/run starts one): ingest into a
+cluster, the same search interface for every stage, sync, credentials, and a cluster that fails."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from opensearch_fixtures import config_of, drop_indices, node_url, unique_prefix
+
+from ragkit.core.config import Settings
+from ragkit.search import open_index
+from ragkit.search.backend import ingest_into
+from ragkit.search.index import open_embedded
+
+pytestmark = pytest.mark.opensearch
+
+REPO = Path(__file__).resolve().parents[1]
+CORPUS = REPO / "examples" / "corpus"
+
+
+@pytest.fixture
+def url():
+    return node_url()
+
+
+@pytest.fixture
+def os_db(url, isolated_env):
+    """The sample corpus ingested into ./database with a unique index prefix on the test node."""
+    prefix = unique_prefix()
+    db = isolated_env / "database"
+    report, synced = ingest_into([CORPUS], db=db, index=f"opensearch+{url}/{prefix}", progress=False)
+    assert not report.failed and synced is not None and synced.added == len(report.written) > 0
+    yield db
+    open_index(db).close()
+    drop_indices(url, prefix)
+
+
+def rag(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "ragkit.cli", *args], capture_output=True, text=True,
+                          timeout=timeout, env={**os.environ, **(env or {})})
+
+
+QUERIES = ["How long can a VPN session last?", "VPN session length", "password minimum length",
+           "冷蔵庫の製氷機の掃除方法", "사무실 이전 날짜", "出張旅費の精算期限", "新製品の発売日"]
+
+
+def test_ingest_stores_the_choice_and_search_ranks_as_the_embedded_engine(os_db, url):
+    cfg = config_of(os_db)
+    assert cfg["backend"] == "opensearch" and cfg["url"] == url and "password" not in str(cfg).lower()
+    ix, emb = open_index(os_db), open_embedded(os_db)
+    assert ix.backend == "opensearch" and sorted(ix.pages()) == sorted(emb.pages())
+    agree = sum(ix.search(q, k=1)[0].path == emb.search(q, k=1)[0].path for q in QUERIES)
+    assert agree == len(QUERIES)
+    hit = ix.search("VPN session length", k=3)[0]
+    assert hit.page > 0 and hit.title and "VPN" in hit.snippet
+    # a folder scope, and a scope that names nothing
+    scoped = ix.search("password", k=5, path="policies")
+    assert scoped and all(h.path.startswith("policies/") for h in scoped)
+
+
+def test_every_later_command_uses_the_stored_index(os_db):
+    out = rag("search", "How long can a VPN session last?", "--db", "database", "--format", "json")
+    assert out.returncode == 0, out.stderr
+    assert "4. Remote Access/page_005.md" in out.stdout
+    ask = rag("ask", "How long can a VPN session last?", "--db", "database", "--format", "json")
+    assert ask.returncode == 0 and "page_005" in ask.stdout, ask.stderr
+
+
+def test_sync_adds_updates_and_deletes_and_a_second_run_changes_nothing(os_db):
+    ix = open_index(os_db)
+    page = next(p for p in ix.pages() if p.startswith("policies/"))
+    (os_db / page).write_text((os_db / page).read_text(encoding="utf-8") + "\nzebracrossing rules apply.\n",
+                              encoding="utf-8")
+    gone = next(p for p in ix.pages() if p.startswith("공지/"))
+    (os_db / gone).unlink()
+    new = os_db / "notes" / "extra" / "page_001.md"
+    new.parent.mkdir(parents=True)
+    new.write_text("---\npage: 1\n---\n# Parking\nVisitors park in lot quokkaparking B.\n", encoding="utf-8")
+    out = rag("index", "sync", "--db", "database")
+    assert out.returncode == 0, out.stderr
+    assert "1 added, 1 updated, 1 deleted" in out.stdout
+    again = rag("index", "sync", "--db", "database")
+    assert "0 added, 0 updated, 0 deleted" in again.stdout
+    assert ix.search("zebracrossing", k=1)[0].path == page
+    assert ix.search("quokkaparking", k=1)[0].path == "notes/extra/page_001.md"
+    assert gone not in ix.pages()
+
+
+def test_the_optimizer_copies_and_rollbacks_reach_the_cluster_at_once(os_db):
+    ix = open_index(os_db)
+    src = next(p for p in ix.pages() if p.startswith("policies/"))
+    copy = "policies/vpn rules/page_005.md"
+    (os_db / copy).parent.mkdir(parents=True)
+    shutil.copyfile(os_db / src, os_db / copy)
+    ix.add_page(copy)
+    assert copy in ix.pages()
+    (os_db / copy).unlink()
+    ix.remove_page(copy)
+    assert copy not in ix.pages()
+
+
+def test_strategies_and_batch_go_through_the_seam(os_db, isolated_env):
+    from ragkit.answer import ask
+    from ragkit.evaluate.batch import run_batch
+
+    settings = Settings(db=os_db, results=isolated_env / "results", provider="offline", cache=False)
+    answer = ask("How long can a VPN session last?", settings)
+    assert not answer.error and any("page_005" in s.path for s in answer.sources)
+    csv = isolated_env / "q.csv"
+    csv.write_text("Question,Reference Document\nHow long can a VPN session last?,"
+                   "database/policies/information_security_policy/4. Remote Access/page_005.md\n", encoding="utf-8")
+    report = run_batch(csv, settings, strategy="search", progress=False, k=5)
+    assert not report.errors and float(report.rows[0]["Ref Recall"]) == 1.0
+
+
+def test_credentials_come_from_the_environment_and_never_show(os_db):
+    secret = "s3cr3t-PASSWORD-value"
+    out = rag("search", "VPN", "--db", "database", env={"RAG_OPENSEARCH_USER": "admin",
+                                                           "RAG_OPENSEARCH_PASSWORD": secret})
+    assert out.returncode == 0 and secret not in out.stdout + out.stderr
+    assert secret not in (os_db / ".ragkit" / "index.json").read_text(encoding="utf-8")
+    bad = rag("ingest", str(CORPUS), "--db", "other", "--index", "opensearch+http://admin:pw@127.0.0.1:9200")
+    assert bad.returncode == 2 and "RAG_OPENSEARCH_PASSWORD" in bad.stderr and "Traceback" not in bad.stderr
+    assert not (Path("other") / ".ragkit" / "index.json").exists()
+
+
+def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
+    out = rag("ingest", str(CORPUS), "--db", "database", "--index", "opensearch+http://127.0.0.1:9/x")
+    assert out.returncode == 1
+    lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+    assert any("unreachable" in ln for ln in lines) and "Traceback" not in out.stderr
+    # the choice stays in the database: a later command says the same, in one line
+    again = rag("search", "VPN", "--db", "database")
+    assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr

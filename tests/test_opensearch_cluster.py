@@ -1,0 +1,166 @@
+"""Beyond one machine, against real OpenSearch nodes: two `rag serve` replicas on one index, two ingests at
+once into one database, a three-node cluster that loses a node, and a cluster failure in the middle of a batch."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from opensearch_fixtures import Cluster, drop_indices, node_url, unique_prefix
+
+from ragkit.core.config import Settings
+from ragkit.search import open_index
+from ragkit.search.backend import ingest_into
+
+pytestmark = [pytest.mark.opensearch, pytest.mark.slow]
+
+CORPUS = Path(__file__).resolve().parents[1] / "examples" / "corpus"
+VPN = "How long can a VPN session last?"
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _serve(db: Path, log: Path) -> tuple[subprocess.Popen, str]:
+    port = _port()
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "serve", "--db", str(db), "--port", str(port)],
+                            stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True,
+                            env={**os.environ, "RAG_PROVIDER": "offline"})
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(900):
+        try:
+            if httpx.get(url + "/health", timeout=2).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    proc.kill()
+    raise AssertionError(f"rag serve did not start: {log.read_text()[-2000:]}")
+
+
+def test_two_serve_replicas_answer_alike_and_share_sessions(isolated_env, tmp_path):
+    url = node_url()
+    prefix = unique_prefix()
+    db = isolated_env / "database"
+    ingest_into([CORPUS], db=db, index=f"opensearch+{url}/{prefix}", progress=False)
+    procs = []
+    try:
+        (a, url_a), (b, url_b) = _serve(db, tmp_path / "a.log"), _serve(db, tmp_path / "b.log")
+        procs = [a, b]
+        sa = httpx.get(url_a + "/search", params={"query": VPN, "k": 3}, timeout=60).json()
+        sb = httpx.get(url_b + "/search", params={"query": VPN, "k": 3}, timeout=60).json()
+        assert [h["path"] for h in sa] == [h["path"] for h in sb] and "Remote Access" in sa[0]["path"]
+        first = httpx.post(url_a + "/chat", json={"query": VPN, "strategy": "naive"}, timeout=120).json()
+        sid = first["session_id"]
+        # replica B continues the session replica A started: the follow-up carries the earlier question's terms
+        follow = httpx.post(url_b + "/chat", json={"query": "And what about its password rules?", "session_id": sid,
+                                                   "strategy": "naive"}, timeout=120)
+        assert follow.status_code == 200, follow.text
+        assert follow.json()["session_id"] == sid
+        third = httpx.post(url_a + "/chat", json={"query": "What else?", "session_id": sid, "strategy": "naive"},
+                           timeout=120)
+        assert third.status_code == 200
+        from ragkit.serve.sessions import ClusterSessionStore
+
+        ix = open_index(db)
+        turns = ClusterSessionStore(ix.client, ix.sessions_name).history(sid)
+        assert [t.query for t in turns] == [VPN, "And what about its password rules?", "What else?"]
+    finally:
+        for p in procs:
+            os.killpg(p.pid, signal.SIGTERM)
+            p.wait(timeout=30)
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_two_ingests_at_once_give_the_union(isolated_env):
+    url = node_url()
+    prefix = unique_prefix()
+    db = isolated_env / "database"
+    spec = f"opensearch+{url}/{prefix}"
+    ingest_into([CORPUS / "policies"], db=db, index=spec, progress=False)  # the database and its index exist
+    env = {**os.environ}
+    cmds = [[sys.executable, "-m", "ragkit.cli", "ingest", str(CORPUS / d), "--db", "database"]
+            for d in ("家電", "社内資料", "공지")]
+    procs = [subprocess.Popen(c, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env) for c in cmds]
+    outs = [p.communicate(timeout=600) for p in procs]
+    try:
+        assert all(p.returncode == 0 for p in procs), [o[1][-500:] for o in outs]
+        ix = open_index(db)
+        files = sorted(p.relative_to(db).as_posix() for p in db.rglob("page_*.md") if ".ragkit" not in p.parts)
+        assert ix.pages() == files and len(files) == len(set(files)) > 30
+        assert ix.count() == len(files)  # nothing doubled
+    finally:
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+@pytest.fixture
+def cluster(tmp_path):
+    node_url()  # skips, saying why, where no node can run
+    c = Cluster(tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
+
+
+def test_a_three_node_cluster_goes_on_when_a_node_stops(cluster, isolated_env):
+    db = isolated_env / "database"
+    prefix = unique_prefix()
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{cluster.url}/{prefix}", progress=False)
+    ix = open_index(db)
+    health = httpx.get(f"{cluster.url}/_cluster/health/{prefix}-pages", timeout=30).json()
+    assert health["number_of_nodes"] == 3 and health["active_shards"] == 2  # a primary and its replica
+    before = [h.path for h in ix.search(VPN, k=3)]
+    cluster.stop(2)
+    assert [h.path for h in ix.search(VPN, k=3)] == before
+    report, synced = ingest_into([CORPUS / "家電"], db=db, progress=False)
+    assert not report.failed and synced.added == len(report.written) > 0
+    assert any(p.startswith("家電/") for p in ix.pages())
+    cluster.start(2)
+    cluster.wait("green")
+    assert [h.path for h in ix.search(VPN, k=3)] == before
+    ix.close()
+
+
+def test_a_cluster_failure_mid_batch_fails_those_rows_and_the_rerun_retries_them(cluster, isolated_env):
+    from ragkit.evaluate.batch import run_batch
+    from ragkit.search import configure_index
+
+    db = isolated_env / "database"
+    prefix = unique_prefix()
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{cluster.url}/{prefix}", progress=False)
+    # the database talks to the node that holds no copy of its pages; the two that do will stop
+    shards = httpx.get(f"{cluster.url}/_cat/shards/{prefix}-pages", params={"format": "json"}, timeout=30).json()
+    holders = {int(s["node"].split("-")[1]) for s in shards}
+    nodes = {n["id"]: n for n in cluster.nodes()}
+    (other,) = set(nodes) - holders
+    configure_index(db, f"opensearch+{nodes[other]['url']}/{prefix}")
+    csv = isolated_env / "q.csv"
+    questions = [f"{VPN} ({i})" for i in range(40)]
+    csv.write_text("Question\n" + "\n".join(questions) + "\n", encoding="utf-8")
+    settings = Settings(db=db, results=isolated_env / "results", provider="offline", cache=False, workers=2)
+    stopper = threading.Thread(target=lambda: [time.sleep(1.0), *(cluster.stop(n) for n in sorted(holders))])
+    stopper.start()
+    first = run_batch(csv, settings, strategy="search", progress=False)
+    stopper.join()
+    failed = [r for r in first.rows if r.get("Error")]
+    assert failed and first.checkpoint_kept and len(first.rows) == 40
+    assert all("Traceback" not in r["Error"] and "\n" not in r["Error"] for r in failed)
+    for n in sorted(holders):
+        cluster.start(n)
+    cluster.wait("green")
+    again = run_batch(csv, settings, strategy="search", progress=False)
+    assert not again.errors and again.resumed == 40 - len(failed)  # only the failed rows were asked again
+    assert len(again.rows) == 40 and all(r["Retrieved Files"] for r in again.rows)
