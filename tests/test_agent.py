@@ -209,6 +209,10 @@ def test_step_budget_exhaustion_still_answers_from_what_was_read(server, db, tmp
     assert "step budget (2 tool-using turns)" in user and "Hold the RESET button for 10 seconds" in user
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     assert [e for e in events if e["event"] == "budget"][0]["tool_turns"] == 2
+    searched = [e for e in events if e["event"] == "tool" and e["tool"] == "search"]
+    # the trace says how the search ranked its hits, and what meaning could not weigh
+    assert searched and set(searched[0]["ranking"]) <= {"keyword", "hybrid", "meaning"}
+    assert isinstance(searched[0]["unembedded"], int)
     assert a.confidence < 0.9  # a forced answer is less sure than one the model chose to give
 
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from ragkit.answer.prompts import NAIVE_SYSTEM
 from ragkit.answer.replies import parse_final
-from ragkit.answer.run import QuestionRun, elapsed_ms, final_format, finish, page_block, rules
+from ragkit.answer.run import QuestionRun, elapsed_ms, final_format, finish, page_block, rules, search_ranking
 from ragkit.core.errors import RagError
 from ragkit.core.models import Answer
 from ragkit.core.paths import page_number
@@ -18,7 +18,8 @@ NAIVE_K = 5
 def naive_answer(run: QuestionRun, answer: Answer, toolbox: Any) -> Answer:
     t0 = time.perf_counter()
     hits = run.index.search(run.question, k=NAIVE_K)
-    run.trace.write("search", query=run.question, k=NAIVE_K, hits=[h.path for h in hits], ms=elapsed_ms(t0))
+    run.trace.write("search", query=run.question, k=NAIVE_K, hits=[h.path for h in hits], ms=elapsed_ms(t0),
+                    **search_ranking(hits))
     if not hits:
         answer.answer, answer.refused, answer.confidence = run.refusal, True, 0.0
         return answer

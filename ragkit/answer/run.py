@@ -264,3 +264,8 @@ def page_text(toolbox: Any, path: str) -> str:
 def page_block(toolbox: Any, n: int, path: str, page: int) -> str:
     return f"=== Search result [{n}]: {path} (page {page}) ===\n{page_text(toolbox, path)}"
 
+
+def search_ranking(hits: list) -> dict:
+    """How a search's hits were ranked, for the trace: "keyword", "hybrid" or "meaning" per hit, and the pages in
+    scope that still lacked a vector."""
+    return {"ranking": [h.ranking for h in hits], "unembedded": max((h.unembedded for h in hits), default=0)}

@@ -18,7 +18,7 @@ from ragkit.answer.prompts import (
     SYNTH_SYSTEM,
 )
 from ragkit.answer.replies import FinalReply
-from ragkit.answer.run import QuestionRun, elapsed_ms, finish, page_block
+from ragkit.answer.run import QuestionRun, elapsed_ms, finish, page_block, search_ranking
 from ragkit.core.errors import RagError
 from ragkit.core.models import Answer
 
@@ -41,7 +41,8 @@ def synth_answer(run: QuestionRun, answer: Answer, toolbox: Any, *, workers: int
     hits = run.index.search(query, k=SYNTH_K)
     if not hits and query != run.question:
         hits = run.index.search(run.question, k=SYNTH_K)
-    run.trace.write("search", query=query, k=SYNTH_K, hits=[h.path for h in hits], ms=elapsed_ms(t0))
+    run.trace.write("search", query=query, k=SYNTH_K, hits=[h.path for h in hits], ms=elapsed_ms(t0),
+                    **search_ranking(hits))
     # 3. one draft per result, in parallel
     drafts: list[str] = []
     if hits:

@@ -213,7 +213,9 @@ class Toolbox:
         full, rel = self._resolve(path)
         if rel and not full.exists():
             return f"Error: no folder {rel!r} in the database. Use list_dir to see which folders exist."
-        return format_hits(self.index.search(query, k=k, path=rel or None), query, rel)
+        hits = self.index.search(query, k=k, path=rel or None)
+        self.last_hits = hits
+        return format_hits(hits, query, rel)
 
     def grep(self, pattern: str, path: str = "", regex: bool = False) -> str:
         """Find the lines of the pages that contain a text (case-insensitive, full/half-width and Japanese

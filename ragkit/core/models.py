@@ -16,6 +16,9 @@ class SearchHit:
     score: float
     snippet: str = ""
     printed_page: str = ""  # the number printed on the page, when its front matter gives one (differs from page)
+    # how it was ranked: "keyword", "hybrid" (keywords re-ranked by meaning) or "meaning" (found by meaning alone)
+    ranking: str = "keyword"
+    unembedded: int = 0  # pages in the search's scope that still lacked a vector (meaning could not weigh them)
 
 
 @dataclass

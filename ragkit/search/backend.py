@@ -53,7 +53,28 @@ def hits_json(hits: list[SearchHit], db: Path) -> list[dict]:
     """What `rag search --format json` and `/search` give: {path, page, title, score, snippet} per hit, with
     Reference Document paths (and printed_page when the number printed on the page differs from `page`)."""
     return [{"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
-             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {})} for h in hits]
+             "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {}),
+             "ranking": h.ranking, "unembedded": h.unembedded} for h in hits]
+
+
+def ranking_note(hits: list[SearchHit]) -> str:
+    """One line on how these hits were ranked, and why not by meaning when they were not."""
+    from ragkit.search.vectors import meaning_status
+
+    if not hits:
+        return ""
+    hows = {h.ranking for h in hits}
+    lacking = max(h.unembedded for h in hits)
+    if "hybrid" in hows or "meaning" in hows:
+        note = "ranked by keywords and meaning (hybrid; scores: keyword score scaled to the best, + 0.15 x cosine)"
+        if lacking:
+            note += f"; {lacking} page(s) in scope still lack a vector (`rag search --embed` gives them one)"
+        return note
+    if lacking:
+        return (f"ranked by keywords only (BM25 scores): {lacking} page(s) in scope still lack a vector, so "
+                "meaning was left out; `rag search --embed` gives them one")
+    why = meaning_status()
+    return "ranked by keywords only (BM25 scores)" + (f": {why}" if why else "")
 
 
 def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw: Any) -> tuple[Any, Any]:

@@ -304,6 +304,8 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             kw = self._phrase_bonus(query, rows, kw)
         order = np.lexsort((np.arange(len(rows)), -kw))
         rows, kw = [rows[i] for i in order], kw[order]
+        ranking = ["keyword"] * len(rows)
+        unembedded = 0
         if dense:
             rows, kw = rows[: max(k, RERANK_N)], kw[: max(k, RERANK_N)]
             sims = self._dense_sims(emb, query, rows) if rows else np.zeros(0)
@@ -312,16 +314,21 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                     fused = fuse(kw, sims)
                     order = np.lexsort((np.arange(len(rows)), -fused))
                     rows, kw = [rows[i] for i in order], fused[order]
+                n = len(rows)
                 rows, kw = self._with_recalled(emb, query, prefix, rows, kw, sims, k)
+                ranking = ["meaning"] * (len(rows) - n) + ["hybrid"] * n
+            # said with every hit: meaning weighs only pages that have a vector (a search never changes its
+            # ranking between two calls without saying why)
+            unembedded = self.lacking_in_scope(prefix)
         picked = []
         with self._lock:
-            for (d, rel, _sha), score in zip(rows[:k], kw[:k], strict=False):
-                picked.append((rel, int(self._pages.a[d]), self._titles[d], float(score)))
+            for (d, rel, _sha), score, how in zip(rows[:k], kw[:k], ranking[:k], strict=False):
+                picked.append((rel, int(self._pages.a[d]), self._titles[d], float(score), how))
         out = []
-        for rel, page, title, score in picked:
+        for rel, page, title, score, how in picked:
             snippet, printed = self._snippet_and_printed(rel, q)
             out.append(SearchHit(path=rel, page=page, title=title, score=round(score, 4), snippet=snippet,
-                                 printed_page=printed))
+                                 printed_page=printed, ranking=how, unembedded=unembedded))
         return out
 
     def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:

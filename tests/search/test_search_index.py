@@ -39,10 +39,12 @@ def test_cli_search_json(db, monkeypatch):
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data[0]["path"].endswith("家電/冷蔵庫/操作と機能/page_008.md")
-    assert set(data[0]) == {"path", "page", "title", "score", "snippet"}
+    assert set(data[0]) == {"path", "page", "title", "score", "snippet", "ranking", "unembedded"}
     assert data[0]["page"] == 8 and data[0]["title"] == "設定の削除"
+    assert data[0]["ranking"] in ("keyword", "hybrid", "meaning") and isinstance(data[0]["unembedded"], int)
     res = runner.invoke(app, ["search", "削除", "--db", str(db)])
     assert res.exit_code == 0 and "設定の削除" in res.stdout
+    assert "ranked by keywords" in res.stdout  # the mode is printed next to the scores
     res = runner.invoke(app, ["search", "x", "--db", str(db.parent / "missing")])
     assert res.exit_code == 1 and "not found" in res.output and "Traceback" not in res.output
     # a mistyped folder is an error, not an empty result; a real one (also written as a reference) works

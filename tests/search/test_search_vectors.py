@@ -11,6 +11,7 @@ import pytest
 from search_fixtures import fresh, top, write_page
 
 from ragkit.search import vectors
+from ragkit.search.backend import ranking_note
 
 
 @pytest.fixture(autouse=True)
@@ -43,13 +44,20 @@ def test_a_search_never_waits_for_vectors_they_are_filled_in_the_background(tmp_
         return real(texts)
 
     monkeypatch.setattr(emb, "encode", slow)
-    # no vectors yet: the keyword ranking comes back while the filler is held up
-    assert top(idx, q, mode="hybrid")[0] == "manual/a/billing/page_001.md"
+    # no vectors yet: the keyword ranking comes back while the filler is held up, and says so
+    early = idx.search(q, k=2, mode="hybrid")
+    assert early[0].path == "manual/a/billing/page_001.md"
+    assert {h.ranking for h in early} == {"keyword"} and early[0].unembedded == 2
+    assert "keywords only" in ranking_note(early) and "2 page(s) in scope still lack a vector" in ranking_note(early)
     assert started.wait(30) and idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 0
     release.set()
     assert idx.wait_for_vectors(60)
     assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 2
-    assert top(idx, q, mode="hybrid")[0] == "manual/b/care/page_002.md"  # now re-ranked by meaning
+    later = idx.search(q, k=2, mode="hybrid")
+    assert later[0].path == "manual/b/care/page_002.md"  # now re-ranked by meaning
+    assert {h.ranking for h in later} == {"hybrid"} and later[0].unembedded == 0
+    assert ranking_note(later).startswith("ranked by keywords and meaning")
+    assert all(h.ranking == "keyword" for h in idx.search(q, k=2, mode="keyword"))
 
 
 

@@ -206,9 +206,17 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     hits = ix.client.request("POST", f"/{ix.pages_name}/_search", body)["hits"]["hits"]
     rows = [(_fields(h), float(h["_score"])) for h in hits]
     rows.sort(key=lambda r: -r[1])  # stable: the cluster's order breaks ties
+    unembedded = 0
     if emb is not None and rows:
         rows = _by_meaning(rows, qv, res[3]["hits"]["hits"], k)
-    return [_hit(ix, src, score, q) for src, score in rows[:k]]
+        if any(src.get("ranking") != "hybrid" for src, _ in rows[:k] if src.get("ranking") != "meaning"):
+            unembedded = _unembedded(ix, scope)
+    return [_hit(ix, src, score, q, unembedded) for src, score in rows[:k]]
+
+
+def _unembedded(ix: Any, scope: list[dict]) -> int:
+    body = {"query": {"bool": {"filter": scope, "must_not": [{"exists": {"field": "content_vector"}}]}}}
+    return int(ix.client.request("POST", f"/{ix.pages_name}/_count", body)["count"])
 
 
 def _named_clause(query: str, q: Counter, docs: list[dict], evidence: dict[str, float]) -> dict | None:
@@ -252,7 +260,7 @@ def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[d
     sims = np.array([src["cos"] for src, _ in head], dtype=np.float64)
     fused = fuse(np.array([s for _, s in head]), sims)
     order = np.lexsort((np.arange(len(head)), -fused))
-    head = [(head[i][0], float(fused[i])) for i in order]
+    head = [({**head[i][0], "ranking": "hybrid"}, float(fused[i])) for i in order]
     ref = float(sims.max()) if len(sims) else 0.0
     seen = {src["path"] for src, _ in head}
     found = []
@@ -260,7 +268,7 @@ def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[d
         cos = 2.0 * float(h["_score"]) - 1.0  # the lucene engine's cosinesimil score is (1 + cos) / 2
         src = _fields(h)
         if src["path"] not in seen and cos >= ref + RECALL_MARGIN:
-            found.append((src, 1.0 + DENSE_WEIGHT * cos))
+            found.append(({**src, "ranking": "meaning"}, 1.0 + DENSE_WEIGHT * cos))
     return found + head
 
 
@@ -269,7 +277,7 @@ def _fields(hit: dict) -> dict:
     return {name: (vals[0] if vals else None) for name, vals in (hit.get("fields") or {}).items()}
 
 
-def _hit(ix: Any, src: dict, score: float, q: Counter) -> SearchHit:
+def _hit(ix: Any, src: dict, score: float, q: Counter, unembedded: int = 0) -> SearchHit:
     """The hit as the embedded engine gives it: title and snippet from the page file, the truth."""
     rel = src["path"]
     try:
@@ -278,4 +286,5 @@ def _hit(ix: Any, src: dict, score: float, q: Counter) -> SearchHit:
         body = ""
     return SearchHit(path=rel, page=int(src.get("page") or 0), title=first_heading(body)[:200],
                      score=round(score, 4), snippet=make_snippet(body, q),
-                     printed_page=str(src.get("printed_page") or ""))
+                     printed_page=str(src.get("printed_page") or ""), ranking=src.get("ranking") or "keyword",
+                     unembedded=unembedded)
