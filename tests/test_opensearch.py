@@ -137,3 +137,30 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     # the choice stays in the database: a later command says the same, in one line
     again = rag("search", "VPN", "--db", "database")
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
+    """The same rule as the embedded engine (tests/search/test_search_periods.py): a question about one quarter
+    never ranks the neighbouring quarter's report of the same company first."""
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from test_search_periods import _report
+
+    db = isolated_env / "database"
+    outlook = ("当社グループの業績の見通しについて、売上高は引き続き堅調に推移すると見込んでおり、"
+               "第3四半期以降の売上高も前年を上回る見込みです。第3四半期の売上高の見通しは据え置きます。")
+    _report(db, "北海商事", "hokkai_q2", 2, "45,100", outlook)
+    _report(db, "北海商事", "hokkai_q3", 3, "68,200")
+    _report(db, "南海物産", "nankai_q3", 3, "12,900")
+    prefix = unique_prefix()
+    from ragkit.search import configure_index
+
+    configure_index(db, f"opensearch+{url}/{prefix}")
+    ix = open_index(db)
+    try:
+        ix.sync(progress=False)
+        for mode in ("keyword", "hybrid"):
+            assert ix.search("北海商事の2025年3月期第3四半期の売上高は？", k=1, mode=mode)[0].path.startswith("決算/hokkai_q3/")
+            assert ix.search("北海商事 2025年3月期 第2四半期 売上高", k=1, mode=mode)[0].path.startswith("決算/hokkai_q2/")
+    finally:
+        ix.close()
+        drop_indices(url, prefix)

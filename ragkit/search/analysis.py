@@ -16,6 +16,7 @@ import numpy as np
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import page_number
 from ragkit.core.text import STOPWORDS, name_forms, normalize, search_terms
+from ragkit.search.periods import period_terms
 
 ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 
@@ -97,6 +98,8 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
         body,
     )
     labels = [t for t in map(caption_label, captions) if t]
+    # the fiscal periods a page reports count as headings do ("2025年3月期 第3四半期", "FY2024 Q3")
+    labels += period_terms(f"{fields[0]}\n{meta.document}\n{body}")
     counts: dict[str, list[int]] = {}
     lens = []
     for fi, ftext in enumerate(fields):

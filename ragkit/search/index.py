@@ -19,6 +19,7 @@ from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import db_folder, resolve_in_db, strip_db_prefix
 from ragkit.core.workers import follow_parent, starting_workers, stop_pool
 from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
+from ragkit.search.periods import period_terms
 from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_pages
 from ragkit.search.postings import _Grow, _Scoring, _Segment
 from ragkit.search.query import (
@@ -26,7 +27,7 @@ from ragkit.search.query import (
     page_refs,
     years,
 )
-from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, RERANK_N, _Ranking, fuse
+from ragkit.search.ranking import PAGE_REF_WEIGHT, PERIOD_WEIGHT, PHRASE_N, RERANK_N, _Ranking, fuse
 from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.understand import frame_weights, weighted_terms
@@ -298,10 +299,15 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                 named &= (scores > 0) | ((doc > 0) & self._alive.view())
                 scores = np.where(named, np.maximum(scores, doc) + PAGE_REF_WEIGHT * float(scores.max()), scores)
             scores = self._year_bonus(years(query), scores)
+            periods = period_terms(query)
+            scores = self._period_bonus(periods, scores)
             cand = self._top(scores, max(k, PHRASE_N, RERANK_N if dense else 0))
             rows = [(int(d), self._rels[d], self._shas[d]) for d in cand]
             kw = scores[cand].astype(np.float64)
             kw = self._phrase_bonus(query, rows, kw)
+            # a neighbouring period's report of the same company shares nearly every word: it comes after
+            conflict = self._period_conflicts(periods, self._dgroup.view()[cand])
+            kw = np.where(conflict, kw * (1.0 - PERIOD_WEIGHT), kw)
         order = np.lexsort((np.arange(len(rows)), -kw))
         rows, kw = [rows[i] for i in order], kw[order]
         ranking = ["keyword"] * len(rows)

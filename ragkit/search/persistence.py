@@ -29,7 +29,8 @@ SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
 # Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "12"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length
+ANALYSIS_VERSION = "13"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length;
+# 13: fiscal period terms (search/periods.py)
 
 
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ragkit.core.text import STOPWORDS, search_terms
+from ragkit.search.periods import specific_periods
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_N
 
 if TYPE_CHECKING:
@@ -29,6 +30,11 @@ PAGE_REF_WEIGHT = 0.3
 # the question gain YEAR_WEIGHT x the best score.
 YEAR_WEIGHT = 0.2
 FRONT_PAGES = 3
+# A question naming a fiscal period ("2025年3月期 第3四半期", "FY2024 Q3", "the quarter ended March 31, 2024")
+# prefers the documents whose first FRONT_PAGES pages report exactly that period (search/periods.py): their
+# matching pages gain PERIOD_WEIGHT x the best score, so a neighbouring period's report of the same company,
+# which shares nearly every word, does not come first.
+PERIOD_WEIGHT = 0.5
 
 
 def fuse(kw: np.ndarray, sims: np.ndarray) -> np.ndarray:
@@ -120,6 +126,61 @@ class _Ranking:
         if not hit.any() or hit.sum() == np.count_nonzero(scores):
             return scores
         return np.where(hit, scores + YEAR_WEIGHT * float(scores.max()), scores).astype(np.float32)
+
+    def _period_groups(self, term: str) -> np.ndarray:
+        """Per document (group id): whether its first FRONT_PAGES pages hold the period term. Cached until the
+        index changes. Called under the lock."""
+        key = ("period", term)
+        cached = self._cache.get(key)
+        if cached is None or cached[0] != self._gen:
+            hit = np.zeros(len(self._group_ids), bool)
+            found = self._postings(term)
+            if found is not None:
+                docs, _tfs = found
+                pages = self._pages.view()[docs]
+                keep = self._alive.view()[docs] & (pages >= 1) & (pages <= FRONT_PAGES)
+                hit[self._dgroup.view()[docs[keep]]] = True
+            self._cache[key] = cached = (self._gen, hit)
+        return cached[1]
+
+    def _period_bonus(self, query_periods: list[str], scores: np.ndarray) -> np.ndarray:
+        """Pages of documents that report the most specific period the query names gain PERIOD_WEIGHT x the best
+        score (only pages that match the query otherwise, and only when some but not all matching documents
+        report it)."""
+        terms = specific_periods(query_periods)
+        if not (PERIOD_WEIGHT and terms and scores.any()):
+            return scores
+        groups = np.zeros(len(self._group_ids), bool)
+        for t in terms:
+            groups |= self._period_groups(t)
+        hit = groups[self._dgroup.view()] & (scores > 0)
+        if not hit.any() or hit.sum() == np.count_nonzero(scores):
+            return scores
+        return np.where(hit, scores + PERIOD_WEIGHT * float(scores.max()), scores).astype(np.float32)
+
+    def _period_conflicts(self, query_periods: list[str], groups: np.ndarray) -> np.ndarray:
+        """Which of these documents (group ids) report another period of the same kind than the most specific one
+        the query names, and not that one: a neighbouring period's report ("第2四半期" asked "第3四半期")."""
+        terms = specific_periods(query_periods)
+        out = np.zeros(len(groups), bool)
+        if not (PERIOD_WEIGHT and terms):
+            return out
+        kind = "§end" if terms[0].startswith("§end") else "§fy"
+        asked = np.zeros(len(self._group_ids), bool)
+        for t in terms:
+            asked |= self._period_groups(t)
+        other = np.zeros(len(self._group_ids), bool)
+        for t in self._period_vocabulary():
+            if t.startswith(kind) and t not in terms and (kind == "§end" or not t[3:].isdigit()):
+                other |= self._period_groups(t)
+        return (other & ~asked)[groups]
+
+    def _period_vocabulary(self) -> list[str]:
+        cached = self._cache.get("period_terms")
+        if cached is None or cached[0] != self._gen:
+            self._cache["period_terms"] = cached = (self._gen, [t for t in self._term_ids
+                                                                if t.startswith(("§fy", "§end"))])
+        return cached[1]
 
     def _last_pages(self) -> np.ndarray:
         """Mask of the pages that are the last (highest-numbered) of their document. Called under the lock."""

@@ -23,6 +23,7 @@ from ragkit.search.vectors import EMBED_CHARS, EMBED_CHUNK
 
 FULL_TEXT_CHARS = 20_000  # the page with its neighbours, cut here
 _YEAR_TERM = re.compile(r"(?:19[9]\d|20[0-3]\d|2040)")
+_PERIOD = re.compile(r"§(?:fy|q|h|end)\d")
 
 
 def doc_id(rel: str) -> str:
@@ -119,12 +120,14 @@ def document_doc(group: str, pages: Iterable[PageTerms]) -> dict:
     every: Counter = Counter()
     card: Counter = Counter()
     years: Counter = Counter()
+    periods: set[str] = set()
     for p in pages:
         every.update(p.terms)
         if 1 <= p.page <= CARD_PAGES:
             card.update(p.terms)
         if 1 <= p.page <= FRONT_PAGES:
             years.update(p.year_counts)
+            periods.update(t for t in p.terms if _PERIOD.match(t))
     report_year = max(years.items(), key=lambda kv: (kv[1], kv[0]))[0] if years else None
     return {
         "file_id": file_id(group),
@@ -133,4 +136,5 @@ def document_doc(group: str, pages: Iterable[PageTerms]) -> dict:
         "report_year": int(report_year) if report_year else None,
         "pages": len(pages),
         "last_page": max((p.page for p in pages), default=0),
+        "periods": sorted(periods),  # the fiscal periods its first pages report (search/periods.py)
     }

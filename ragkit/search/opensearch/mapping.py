@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from ragkit.search.vectors import EMBED_DIM
 
-MAPPING_VERSION = 2
+MAPPING_VERSION = 3
 
 _TEXT = {
     "type": "text",
@@ -87,6 +87,7 @@ def documents_index(shards: int = 1, replicas: int = 0) -> dict:
                 "report_year": {"type": "integer"},  # the year its front pages name most
                 "pages": {"type": "integer"},
                 "last_page": {"type": "integer"},
+                "periods": {"type": "keyword"},  # the fiscal periods its first pages report
             },
         },
     }

@@ -22,9 +22,18 @@ import numpy as np
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.text import STOPWORDS, search_terms
+from ragkit.search.periods import period_terms, specific_periods
 from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
 from ragkit.search.query import LAST_PAGE, page_refs, years
-from ragkit.search.ranking import PAGE_REF_WEIGHT, PHRASE_N, PHRASE_WEIGHT, RERANK_N, YEAR_WEIGHT, fuse
+from ragkit.search.ranking import (
+    PAGE_REF_WEIGHT,
+    PERIOD_WEIGHT,
+    PHRASE_N,
+    PHRASE_WEIGHT,
+    RERANK_N,
+    YEAR_WEIGHT,
+    fuse,
+)
 from ragkit.search.snippets import make_snippet
 from ragkit.search.understand import frame_weights, weighted_terms
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_MARGIN, RECALL_N, get_embedder
@@ -150,7 +159,7 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     lines: list[dict] = [
         {"index": ix.pages_name}, {"size": WINDOW, "query": page_q, "_source": False, "docvalue_fields": ["file_id"]},
         {"index": ix.documents_name}, {"size": DOCS_MAX, "query": doc_q, "_source": False,
-                                       "docvalue_fields": ["report_year", "last_page"]},
+                                       "docvalue_fields": ["report_year", "last_page", "periods"]},
         {"index": ix.documents_name}, {"size": DOCS_MAX, "query": {"bool": {"should": _terms_clause(q, "rk_card")}},
                                        "_source": False},
     ]
@@ -188,6 +197,10 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     if year_docs:
         should.append({"constant_score": {"filter": {"terms": {"file_id": year_docs}},
                                           "boost": round(YEAR_WEIGHT * best, 6)}})
+    period_docs = _period_documents(query, docs)
+    if period_docs:
+        should.append({"constant_score": {"filter": {"terms": {"file_id": period_docs}},
+                                          "boost": round(PERIOD_WEIGHT * best, 6)}})
     matches: list[dict] = [words] + ([named] if named is not None else [])
     n_final = max(k, PHRASE_N, RERANK_N if emb is not None else 0)
     body: dict = {"size": n_final, "_source": False, "docvalue_fields": _FIELDS,
@@ -195,14 +208,24 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     if qv is not None:  # the cluster computes each candidate's cosine; fuse() combines it with the score
         body["script_fields"] = {"cos": {"script": {"source": _COSINE, "params": {"q": [float(x) for x in qv]}}}}
     pairs = _pair_weights(query, stats)
+    rescore = []
     if PHRASE_WEIGHT and pairs:
         # the candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score
         unit = PHRASE_WEIGHT * best / len(pairs)
-        body["rescore"] = {"window_size": PHRASE_N, "query": {
+        rescore.append({"window_size": PHRASE_N, "query": {
             "rescore_query": {"bool": {"should": [
                 {"constant_score": {"filter": {"term": {"rk_pairs": p}}, "boost": round(unit * w, 6)}}
                 for p, w in pairs.items()]}},
-            "query_weight": 1.0, "rescore_query_weight": 1.0, "score_mode": "total"}}
+            "query_weight": 1.0, "rescore_query_weight": 1.0, "score_mode": "total"}})
+    neighbours = _period_conflicts(query, docs)
+    if neighbours:
+        # a neighbouring period's report of the same company shares nearly every word: it comes after
+        rescore.append({"window_size": PHRASE_N, "query": {
+            "rescore_query": {"constant_score": {"filter": {"terms": {"file_id": neighbours}},
+                                                 "boost": 1.0 - PERIOD_WEIGHT}},
+            "query_weight": 1.0, "rescore_query_weight": 1.0, "score_mode": "multiply"}})
+    if rescore:
+        body["rescore"] = rescore
     hits = ix.client.request("POST", f"/{ix.pages_name}/_search", body)["hits"]["hits"]
     rows = [(_fields(h), float(h["_score"])) for h in hits]
     rows.sort(key=lambda r: -r[1])  # stable: the cluster's order breaks ties
@@ -248,6 +271,32 @@ def _year_documents(query: str, docs: list[dict]) -> list[str]:
         return []
     hit = [h["_id"] for h in docs if _fields(h).get("report_year") in named]
     return hit if 0 < len(hit) < len(docs) else []
+
+
+def _period_documents(query: str, docs: list[dict]) -> list[str]:
+    """The matching documents whose first pages report the most specific period the query names, when some but
+    not all of them do."""
+    terms = set(specific_periods(period_terms(query)))
+    if not (PERIOD_WEIGHT and terms and docs):
+        return []
+    hit = [h["_id"] for h in docs if terms & set((h.get("fields") or {}).get("periods") or [])]
+    return hit if 0 < len(hit) < len(docs) else []
+
+
+def _period_conflicts(query: str, docs: list[dict]) -> list[str]:
+    """The matching documents that report another period of the same kind than the most specific one the query
+    names, and not that one (ranking._Ranking._period_conflicts, here over the documents index)."""
+    terms = set(specific_periods(period_terms(query)))
+    if not (PERIOD_WEIGHT and terms):
+        return []
+    kind = "§end" if next(iter(terms)).startswith("§end") else "§fy"
+    out = []
+    for h in docs:
+        have = set((h.get("fields") or {}).get("periods") or [])
+        other = {t for t in have - terms if t.startswith(kind) and (kind == "§end" or not t[3:].isdigit())}
+        if other and not have & terms:
+            out.append(h["_id"])
+    return out
 
 
 def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[dict], k: int

@@ -1,0 +1,102 @@
+"""Fiscal periods, in Japanese and English, as terms of their own: a page that reports "2025年3月期 第3四半期" and a
+question that asks about it both hold "§fy2025q3", which a neighbouring period's report of the same company does
+not. "§" is never part of a word, so no text can produce these terms by accident.
+
+    period_terms(text) -> list[str]   # e.g. ["§fy2025", "§q3", "§fy2025q3"], ["§end2024-03"]
+
+Understood: 2025年3月期, 2024年度, 令和5年度 / 平成30年度, 第3四半期 (累計), 上期・下期・上半期・下半期・中間期,
+通期, FY2024 / FY24 / fiscal (year) 2019, Q3 / 3Q / third quarter, first / second half, H1 / H2, and "(quarter |
+year | period) ended March 31, 2024" (the period's end month).
+"""
+
+from __future__ import annotations
+
+import re
+
+from ragkit.core.text import normalize
+
+_KANJI_DIGITS = {"一": 1, "二": 2, "三": 3, "四": 4, "1": 1, "2": 2, "3": 3, "4": 4}
+_ERAS = {"令和": 2018, "平成": 1988}
+_MONTHS = {m: i for i, m in enumerate(
+    "january february march april may june july august september october november december".split(), start=1)}
+_MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
+_ORDINAL_Q = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
+
+# a fiscal year: 2025年3月期, 2024年度, 令和5年度, FY2024, FY 24, fiscal 2019, fiscal year 2019
+_FY = re.compile(
+    r"(?P<ja>(?<!\d)(?P<y1>(?:19|20)\d\d)\s*年\s*(?P<m1>\d{1,2})\s*月\s*期)"
+    r"|(?P<nendo>(?<!\d)(?P<y2>(?:19|20)\d\d)\s*年\s*度)"
+    r"|(?P<era>(?P<e>令和|平成)\s*(?P<n>\d{1,2}|元)\s*年\s*度?)"
+    r"|(?P<fy>\bfy\s*'?(?P<y3>(?:19|20)?\d\d)(?![\d]))"
+    r"|(?P<fiscal>\bfiscal\s+(?:year\s+)?(?P<y4>(?:19|20)\d\d)\b)")
+# a part of a year: 第3四半期, 3Q, Q3, third quarter, 上期 / 下期, first half, H1
+_PART = re.compile(
+    r"第\s*(?P<jq>[1-4一二三四])\s*四\s*半\s*期"
+    r"|(?<![a-z0-9])(?:(?P<q1>[1-4])\s*q|q\s*(?P<q2>[1-4]))(?![a-z0-9])"
+    r"|\b(?P<oq>first|1st|second|2nd|third|3rd|fourth|4th)\s+(?:fiscal\s+)?quarter\b"
+    r"|(?P<h1>上\s*期|上\s*半\s*期|中\s*間\s*期|first\s+half|\bh1\b)"
+    r"|(?P<h2>下\s*期|下\s*半\s*期|second\s+half|\bh2\b)")
+# the end of a reported period: "quarter ended March 31, 2024", "year ended December 31, 2023"
+_ENDED = re.compile(
+    r"\b(?:period|quarter|year|months)\s+ended\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+_BARE_YEAR = re.compile(r"(?<![\d.,])(?:19|20)\d\d(?![\d.,%])")
+BESIDE = 2  # ... and between a part and a plain year ("Q3 2024", "H1 2023", "2024年第3四半期")
+NEAR = 12  # characters between a fiscal year and a part that names the same period ("2025年3月期 第3四半期")
+
+
+def _year(m: re.Match) -> int | None:
+    if m["ja"]:
+        return int(m["y1"])
+    if m["nendo"]:
+        return int(m["y2"])
+    if m["era"]:
+        n = 1 if m["n"] == "元" else int(m["n"])
+        return _ERAS[m["e"]] + n
+    y = m["y3"] or m["y4"]
+    if y is None:
+        return None
+    return int(y) if len(y) == 4 else 2000 + int(y)
+
+
+def _part(m: re.Match) -> str:
+    if m["jq"] or m["q1"] or m["q2"]:
+        return f"q{_KANJI_DIGITS.get(m['jq'] or m['q1'] or m['q2'])}"
+    if m["oq"]:
+        return f"q{_ORDINAL_Q[m['oq']]}"
+    return "h1" if m["h1"] else "h2"
+
+
+def period_terms(text: str) -> list[str]:
+    """The period terms a text names, each once, in order of appearance."""
+    norm = normalize(text)
+    out: list[str] = []
+    years = [(m.start(), m.end(), y) for m in _FY.finditer(norm) if (y := _year(m)) and 1990 <= y <= 2060]
+    parts = [(m.start(), m.end(), _part(m)) for m in _PART.finditer(norm)]
+    for _s, _e, y in years:
+        out.append(f"§fy{y}")
+    bare = [(m.start(), m.end(), int(m[0])) for m in _BARE_YEAR.finditer(norm)]
+    for s, e, part in parts:
+        out.append(f"§{part}")
+        # the fiscal year written closest to it, before or after, within NEAR characters; else a plain year
+        # right beside it ("Q3 2024", "2024年第3四半期")
+        near = [(min(abs(s - ye), abs(ys - e)), y) for ys, ye, y in years
+                if min(abs(s - ye), abs(ys - e)) <= NEAR]
+        near = near or [(min(abs(s - ye), abs(ys - e)), y) for ys, ye, y in bare
+                        if min(abs(s - ye), abs(ys - e)) <= BESIDE]
+        if near:
+            out.append(f"§fy{min(near)[1]}{part}")
+    for m in _ENDED.finditer(norm):
+        month = _MONTHS.get(m["mon"][:3])
+        if month:
+            out.append(f"§end{m['y']}-{month:02d}")
+    return list(dict.fromkeys(out))
+
+
+def specific_periods(terms: list[str]) -> list[str]:
+    """The periods among these terms that tell a company's reports apart: a year with its quarter or half, else
+    a period's end month. A fiscal year alone is the year (ranking.YEAR_WEIGHT's), a bare quarter no period."""
+    for test in (lambda t: t.startswith("§fy") and not t[3:].isdigit(), lambda t: t.startswith("§end")):
+        found = [t for t in terms if test(t)]
+        if found:
+            return found
+    return []

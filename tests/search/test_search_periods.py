@@ -1,0 +1,69 @@
+"""Fiscal periods in Japanese and English: understood in questions and pages, and a question about one period
+never ranks a neighbouring period's report of the same company first."""
+
+from __future__ import annotations
+
+import pytest
+from search_fixtures import fresh, top, write_page
+
+from ragkit.search.periods import period_terms
+
+
+@pytest.mark.parametrize("text,terms", [
+    ("2025年3月期 第3四半期決算短信", ["§fy2025", "§q3", "§fy2025q3"]),
+    ("2025年３月期第３四半期累計期間", ["§fy2025", "§q3", "§fy2025q3"]),
+    ("2024年度の予算", ["§fy2024"]),
+    ("令和5年度 補正予算", ["§fy2023"]),
+    ("令和元年度", ["§fy2019"]),
+    ("平成30年度", ["§fy2018"]),
+    ("2024年3月期 上期の営業利益", ["§fy2024", "§h1", "§fy2024h1"]),
+    ("下半期", ["§h2"]),
+    ("FY2024 Q3 revenue", ["§fy2024", "§q3", "§fy2024q3"]),
+    ("3Q FY24", ["§fy2024", "§q3", "§fy2024q3"]),
+    ("net income in fiscal 2019", ["§fy2019"]),
+    ("the third quarter of fiscal year 2024", ["§fy2024", "§q3", "§fy2024q3"]),
+    ("Q3 2024", ["§q3", "§fy2024q3"]),
+    ("first half of 2023", ["§h1"]),
+    ("For the quarterly period ended March 31, 2024", ["§end2024-03"]),
+    ("for the year ended Dec. 31, 2023", ["§end2023-12"]),
+    ("2024年12月31日現在", []),
+    ("version 2.1 of the iq3 model", []),
+])
+def test_periods_are_read_in_both_languages(text, terms):
+    assert period_terms(text) == terms
+
+
+def _report(db, company: str, name: str, quarter: int, sales: str, outlook: str = "") -> None:
+    body = (f"# {company} 2025年3月期 第{quarter}四半期決算短信\n"
+            f"売上高 {sales} 百万円、営業利益 1,200 百万円。\n{outlook}")
+    write_page(db, f"決算/{name}/p/page_001.md", body, source=f"src/{name}.pdf")
+    write_page(db, f"決算/{name}/p/page_002.md", f"# 連結財務諸表\n売上高 {sales} 百万円\n四半期純利益 800 百万円",
+               source=f"src/{name}.pdf", page=2)
+
+
+def test_a_question_about_one_quarter_finds_that_quarters_report(tmp_path):
+    """The second-quarter summary talks about the third quarter's sales (its outlook) more than the third
+    quarter's own summary does; only the period it reports tells them apart."""
+    db = tmp_path / "database"
+    outlook = ("当社グループの業績の見通しについて、売上高は引き続き堅調に推移すると見込んでおり、"
+               "第3四半期以降の売上高も前年を上回る見込みです。第3四半期の売上高の見通しは据え置きます。")
+    _report(db, "北海商事", "hokkai_q2", 2, "45,100", outlook)
+    _report(db, "北海商事", "hokkai_q3", 3, "68,200")
+    _report(db, "南海物産", "nankai_q3", 3, "12,900")
+    idx = fresh(db)
+    assert top(idx, "北海商事の2025年3月期第3四半期の売上高は？", k=1, mode="keyword")[0].startswith("決算/hokkai_q3/")
+    assert top(idx, "北海商事 2025年3月期 第2四半期 売上高", k=1, mode="keyword")[0].startswith("決算/hokkai_q2/")
+
+
+def test_english_periods_pick_their_filing(tmp_path):
+    db = tmp_path / "database"
+    ends = {2: "June 30", 3: "September 30"}
+    for q, rev in ((2, "5,504"), (3, "6,779")):
+        talk = ("Revenues in the quarter ended September 30 are expected to grow; revenues for September and "
+                "the quarter ended September 30 will reflect new pricing. " if q == 2 else "")
+        write_page(db, f"filings/acme_q{q}/cover/page_001.md",
+                   f"# Acme Corp Form 10-Q\nFor the quarterly period ended {ends[q]}, 2024\n{talk}Revenues {rev} million",
+                   source=f"src/acme_q{q}.pdf")
+    idx = fresh(db)
+    assert top(idx, "Acme revenues in the quarter ended September 30, 2024", k=1, mode="keyword")[0] \
+        == "filings/acme_q3/cover/page_001.md"
