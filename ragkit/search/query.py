@@ -113,15 +113,27 @@ _FRAME_FILE = Path(__file__).with_name("question_terms.json")
 _QUESTION_TERMS: dict | None = None
 
 
+def _script(text: str) -> str:
+    """"ko" for Hangul, "ja" for kana or Han, "" for the rest: which questions can hold a term."""
+    if _HANGUL.search(text):
+        return "ko"
+    return "ja" if _HAN_KANA.search(text) else ""
+
+
 def learn_question_terms(questions: Iterable[str]) -> dict:
-    """{"questions": n, "df": {term: questions holding it}} over the search terms of `questions` (stopwords
-    dropped), keeping terms in at least FRAME_MIN_QUESTIONS of them."""
+    """{"questions": n, "scripts": {"ja": n_ja, "ko": n_ko}, "df": {term: questions holding it}} over the search
+    terms of `questions` (stopwords dropped), keeping terms in at least FRAME_MIN_QUESTIONS of them. A Japanese or
+    Korean term's share is taken among the questions written in its script, not among all of them (a table
+    learned mostly from English questions would otherwise call no Japanese word a frame word)."""
     df: Counter = Counter()
+    scripts: Counter = Counter()
     n = 0
     for q in questions:
         n += 1
+        scripts.update({s for s in (_script(c) for c in q) if s})
         df.update(set(search_terms(q, drop_stopwords=True)))
-    return {"questions": n, "df": {t: c for t, c in sorted(df.items()) if c >= FRAME_MIN_QUESTIONS}}
+    return {"questions": n, "scripts": dict(sorted(scripts.items())),
+            "df": {t: c for t, c in sorted(df.items()) if c >= FRAME_MIN_QUESTIONS}}
 
 
 def question_terms() -> dict:
@@ -147,10 +159,14 @@ def frame_weight(term: str, page_df: int, n_pages: int, table: dict | None = Non
     qdf = table["df"].get(term) if table["questions"] else None
     if not qdf:
         return 1.0
-    ratio = (qdf / table["questions"]) / ((page_df + 1) / (n_pages + 1))
+    script = _script(term)
+    asked = (table.get("scripts") or {}).get(script) if script else None
+    ratio = (qdf / (asked or table["questions"])) / ((page_df + 1) / (n_pages + 1))
     return 1.0 / (1.0 + FRAME_ALPHA * math.log(ratio)) if ratio > 1.0 else 1.0
 
 
+_HANGUL = re.compile("[\uac00-\ud7af\u1100-\u11ff\u3130-\u318f]")
+_HAN_KANA = re.compile("[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
 _RUNS = re.compile(r"[a-z]+|[0-9]+")
 
 
