@@ -68,7 +68,7 @@ def test_dummy_run_writes_the_seed_layout(isolated_env):
     assert r.exit_code == 0, r.output
     root = isolated_env / "out" / "dummy"
     files = tree(root)
-    for n in range(3):
+    for n in range(1, 4):
         for i in range(1, 5):
             for f in (f"iter{n}/texts/text{i}.txt", f"iter{n}/input_prompts/prompt_{i}.txt",
                       f"iter{n}/logic/creation_prompt_{i}.txt"):
@@ -79,24 +79,24 @@ def test_dummy_run_writes_the_seed_layout(isolated_env):
             text = (root / f"iter{n}/texts/text{i}.txt").read_text(encoding="utf-8").strip()
             assert m["reason"] == ""  # rule evaluator
             assert m["score"] == (10.0 if text in FIRE else 0.0)  # the regex evaluator really scored the text
-    names = {(root / f"iter{n}/texts/text{i}.txt").read_text().strip() for n in range(3) for i in range(1, 5)}
+    names = {(root / f"iter{n}/texts/text{i}.txt").read_text().strip() for n in range(1, 4) for i in range(1, 5)}
     assert len(names) > 2  # random Pokemon names, not one constant
     usage = json.loads((root / "logs/token_usage.json").read_text(encoding="utf-8"))
     assert usage["total"]["calls"] == 12 and usage["generator"]["calls"] == 12 and usage["cost_known"]
     assert set(usage["generations"]) == {"0", "1", "2"}
     log = (root / "logs/execution.log").read_text(encoding="utf-8")
-    assert "iter2: done" in log and "response:" in log
-    logic = (root / "iter1/logic/creation_prompt_1.txt").read_text(encoding="utf-8")
-    assert "P1 iter0/text" in logic and "raw reply" in logic
+    assert "iter3: done" in log and "response:" in log
+    logic = (root / "iter2/logic/creation_prompt_1.txt").read_text(encoding="utf-8")
+    assert "P1 iter1/text" in logic and "raw reply" in logic
     summary = json.loads((root / "summary.json").read_text(encoding="utf-8"))
-    assert summary["complete"] and [g["generation"] for g in summary["generations"]] == [0, 1, 2]
-    assert "iter0: best" in r.stdout and "best:" in r.stdout
+    assert summary["complete"] and [g["generation"] for g in summary["generations"]] == [1, 2, 3]
+    assert "iter1: best" in r.stdout and "best:" in r.stdout
 
 
 def test_dummy_llm_evaluator_gives_random_scores_with_a_reason(isolated_env):
     csv = write_csv(isolated_env / "exp.csv", dummy_row(gens=2, k=5, evaluator="llm", target="fire types"))
     assert cli(str(csv), "--results", "out").exit_code == 0
-    scores = [m["score"] for n in range(2)
+    scores = [m["score"] for n in range(1, 3)
               for m in json.loads((isolated_env / f"out/dummy/iter{n}/metrics.json").read_text())]
     assert all(0 <= s <= 10 for s in scores) and len(set(scores)) > 1
 
@@ -111,23 +111,23 @@ def test_finished_generations_are_skipped_and_more_generations_extend(isolated_e
     assert {f: (root / f).stat().st_mtime_ns for f in before} == before  # nothing rewritten
     write_csv(csv, dummy_row(gens=3, k=3))  # a longer run continues the same experiment
     r = cli(str(csv), "--results", "out")
-    assert r.exit_code == 0 and r.stdout.count("skipped") == 2 and (root / "iter2/metrics.json").is_file()
+    assert r.exit_code == 0 and r.stdout.count("skipped") == 2 and (root / "iter3/metrics.json").is_file()
     write_csv(csv, dummy_row(gens=3, k=4))  # another k would mix two experiments: refused, nothing touched
     r = cli(str(csv), "--results", "out")
-    assert r.exit_code == 1 and "different k" in r.output and not (root / "iter0/texts/text4.txt").exists()
+    assert r.exit_code == 1 and "different k" in r.output and not (root / "iter1/texts/text4.txt").exists()
 
 
 def test_until_stops_after_that_generation(isolated_env):
     csv = write_csv(isolated_env / "exp.csv", dummy_row(gens=3, k=2))
-    assert cli(str(csv), "--results", "out", "--until", "0").exit_code == 0
+    assert cli(str(csv), "--results", "out", "--until", "1").exit_code == 0
     root = isolated_env / "out" / "dummy"
-    assert (root / "iter0/metrics.json").is_file() and not (root / "iter1").exists()
+    assert (root / "iter1/metrics.json").is_file() and not (root / "iter2").exists()
 
 
 # -- resume after a real kill ---------------------------------------------------------------------------
 def test_resume_after_kill_keeps_finished_work(scripted_server, isolated_env, tmp_path):
-    """A subprocess is killed (SIGKILL) while the server holds back iter1/text2; the next run keeps iter0 and
-    iter1/text1 (no request is made for them again) and finishes."""
+    """A subprocess is killed (SIGKILL) while the server holds back iter2/text2; the next run keeps iter1 and
+    iter2/text1 (no request is made for them again) and finishes."""
     gate = threading.Event()
     counter = {"n": 0}
 
@@ -148,25 +148,25 @@ def test_resume_after_kill_keeps_finished_work(scripted_server, isolated_env, tm
     root = isolated_env / "out" / "kill"
     try:
         end = time.monotonic() + 120
-        while not (root / "iter1/input_prompts/prompt_2.txt").is_file():
+        while not (root / "iter2/input_prompts/prompt_2.txt").is_file():
             assert proc.poll() is None, proc.communicate()
             assert time.monotonic() < end, "timed out"
             time.sleep(0.05)
-        time.sleep(0.3)  # the request for iter1/text2 is now held by the server
+        time.sleep(0.3)  # the request for iter2/text2 is now held by the server
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=30)
-    assert (root / "iter0/metrics.json").is_file() and (root / "iter1/texts/text1.txt").is_file()
-    assert not (root / "iter1/texts/text2.txt").exists() and not (root / "iter1/metrics.json").exists()
-    kept = (root / "iter1/texts/text1.txt").read_text(encoding="utf-8")
+    assert (root / "iter1/metrics.json").is_file() and (root / "iter2/texts/text1.txt").is_file()
+    assert not (root / "iter2/texts/text2.txt").exists() and not (root / "iter2/metrics.json").exists()
+    kept = (root / "iter2/texts/text1.txt").read_text(encoding="utf-8")
     requests_before = len(scripted_server.requests)
     gate.set()
     done = subprocess.run(cmd, cwd=isolated_env, env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     new = scripted_server.requests[requests_before:]
-    assert len(new) == 1 + 2  # iter1/text2, then iter2's two texts: nothing finished was asked again
-    assert (root / "iter1/texts/text1.txt").read_text(encoding="utf-8") == kept
-    assert "iter0: complete, skipped" in (root / "logs/execution.log").read_text(encoding="utf-8")
+    assert len(new) == 1 + 2  # iter2/text2, then iter3's two texts: nothing finished was asked again
+    assert (root / "iter2/texts/text1.txt").read_text(encoding="utf-8") == kept
+    assert "iter1: complete, skipped" in (root / "logs/execution.log").read_text(encoding="utf-8")
     assert json.loads((root / "summary.json").read_text())["complete"]
     usage = json.loads((root / "logs/token_usage.json").read_text())
     assert usage["generator"]["calls"] == 6  # 2 + 1 before the kill (the held call was never answered) + 3
@@ -182,10 +182,10 @@ def test_three_failed_attempts_stop_the_experiment_and_others_still_run(scripted
     report = run_experiments(csv, settings, results=isolated_env / "out")
     assert len(scripted_server.requests) == 3 and scripted_server.statuses == [503, 503, 503]
     broken, fine = report.results
-    assert broken.error and "3 attempts failed" in broken.error and "iter0" in broken.error
+    assert broken.error and "3 attempts failed" in broken.error and "iter1" in broken.error
     assert TEST_KEY not in broken.error
-    assert not (isolated_env / "out/broken/iter0/metrics.json").exists()
-    assert fine.error is None and (isolated_env / "out/fine/iter0/metrics.json").is_file()
+    assert not (isolated_env / "out/broken/iter1/metrics.json").exists()
+    assert fine.error is None and (isolated_env / "out/fine/iter1/metrics.json").is_file()
 
 
 def test_cli_exit_1_and_one_line_error(scripted_server, isolated_env, monkeypatch):
@@ -198,7 +198,7 @@ def test_cli_exit_1_and_one_line_error(scripted_server, isolated_env, monkeypatc
     r = cli(str(csv), "--results", "out")
     assert r.exit_code == 1 and "Traceback" not in r.output
     errors = [ln for ln in r.stderr.splitlines() if "error:" in ln]
-    assert len(errors) == 1 and "broken: iter0:" in errors[0] and TEST_KEY not in r.output
+    assert len(errors) == 1 and "broken: iter1:" in errors[0] and TEST_KEY not in r.output
 
 
 # -- the hidden target ----------------------------------------------------------------------------------
@@ -230,7 +230,7 @@ def test_target_preference_reaches_only_the_evaluator(scripted_server, isolated_
         if rel.endswith("metrics.json"):
             continue  # the evaluator's own output: its reasons may name the target
         assert "ZEBRA" not in content, rel
-    metrics = json.loads((root / "iter0/metrics.json").read_text())
+    metrics = json.loads((root / "iter1/metrics.json").read_text())
     assert any("ZEBRA" in m["reason"] for m in metrics)
     # later generations see scores, never reasons
     later = [b for b, w in zip(scripted_server.requests, roles, strict=True) if w == "generator"][3:]
@@ -278,8 +278,8 @@ def test_a_new_rule_evaluator_is_one_class_and_one_entry(isolated_env, monkeypat
     monkeypatch.setitem(RULE_EVALUATORS, "rule_length", LengthEvaluator)
     csv = write_csv(isolated_env / "exp.csv", dummy_row(gens=1, k=2, evaluator="rule_length", target="1"))
     assert cli(str(csv), "--results", "out").exit_code == 0
-    metrics = json.loads((isolated_env / "out/dummy/iter0/metrics.json").read_text())
-    texts = [(isolated_env / f"out/dummy/iter0/texts/text{i}.txt").read_text().strip() for i in (1, 2)]
+    metrics = json.loads((isolated_env / "out/dummy/iter1/metrics.json").read_text())
+    texts = [(isolated_env / f"out/dummy/iter1/texts/text{i}.txt").read_text().strip() for i in (1, 2)]
     assert [m["score"] for m in metrics] == [min(10.0, len(t)) for t in texts]
 
 
@@ -346,8 +346,8 @@ def test_shift_jis_csv_and_only(isolated_env):
     csv.write_bytes((HEADER + "\n" + "\n".join(rows) + "\n").encode("cp932"))
     r = cli(str(csv), "--results", "out", "--only", "b")
     assert r.exit_code == 0, r.output
-    assert (isolated_env / "out/b/iter0/metrics.json").is_file() and not (isolated_env / "out/a").exists()
-    assert "実在するポケモンを説明せよ" in (isolated_env / "out/b/iter0/input_prompts/prompt_1.txt").read_text()
+    assert (isolated_env / "out/b/iter1/metrics.json").is_file() and not (isolated_env / "out/a").exists()
+    assert "実在するポケモンを説明せよ" in (isolated_env / "out/b/iter1/input_prompts/prompt_1.txt").read_text()
 
 
 # -- the pipeline script --------------------------------------------------------------------------------
@@ -359,13 +359,13 @@ def test_pipeline_script_runs_every_step_and_never_overwrites(isolated_env):
     text = script.read_text(encoding="utf-8")
     assert os.access(script, os.X_OK) and text.startswith("#!/usr/bin/env bash") and "set -euo pipefail" in text
     steps = [ln for ln in text.splitlines() if ln.startswith("$RAG evolve")]
-    assert len(steps) == 3 and steps[1].endswith("--only a --until 1") and steps[2].endswith("--only b --until 0")
+    assert len(steps) == 3 and steps[1].endswith("--only a --until 2") and steps[2].endswith("--only b --until 1")
     assert not (isolated_env / "out").exists()  # writing the script runs nothing
     env = {**os.environ, "RAG": f"{sys.executable} -m ragkit.cli"}
     for _ in range(2):  # the second run only skips
         done = subprocess.run(["bash", str(script)], cwd="/", env=env, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
-    assert (isolated_env / "out/a/iter1/metrics.json").is_file() and (isolated_env / "out/b/iter0/metrics.json").is_file()
+    assert (isolated_env / "out/a/iter2/metrics.json").is_file() and (isolated_env / "out/b/iter1/metrics.json").is_file()
     assert "skipped" in done.stdout
     r = cli(str(csv), "--script", "run.sh")
     assert r.exit_code == 1 and "already exists" in r.output and script.read_text(encoding="utf-8") == text
@@ -377,7 +377,7 @@ def test_ragkit_checklist_evaluator_with_the_dummy_adapter_uses_the_lexical_judg
                                                         target="\"Fire type\nevolves into Charmeleon\""))
     r = cli(str(csv), "--results", "out")
     assert r.exit_code == 0, r.output
-    metrics = json.loads((isolated_env / "out/dummy/iter0/metrics.json").read_text())
+    metrics = json.loads((isolated_env / "out/dummy/iter1/metrics.json").read_text())
     assert all(m["score"] == 0.0 and "0/2 checklist items covered" in m["reason"] and "lexical" in m["reason"]
                for m in metrics)  # a bare Pokemon name covers neither key point
 
@@ -385,7 +385,7 @@ def test_ragkit_checklist_evaluator_with_the_dummy_adapter_uses_the_lexical_judg
 def test_settings_default_results_folder(isolated_env):
     csv = write_csv(isolated_env / "exp.csv", dummy_row(gens=1, k=1))
     report = run_experiments(csv, Settings(results=isolated_env / "res"))
-    assert report.errors == [] and (isolated_env / "res/dummy/iter0/metrics.json").is_file()
+    assert report.errors == [] and (isolated_env / "res/dummy/iter1/metrics.json").is_file()
 
 
 # -- the worked example: evolving the naive strategy's answer prompt -----------------------------------------
@@ -427,7 +427,7 @@ def test_ragkit_naive_scores_prompts_by_checklist_and_reports_the_holdout(script
                              results=isolated_env / "out")
     root = isolated_env / "out" / "naive"
     assert report.errors == [], report.errors
-    m0 = json.loads((root / "iter0/metrics.json").read_text(encoding="utf-8"))
+    m0 = json.loads((root / "iter1/metrics.json").read_text(encoding="utf-8"))
     assert [m["score"] for m in m0] == [0.0, 10.0]
     assert "Checklist F1 1.000 over 2 question(s)" in m0[1]["reason"]
     # the evolved text replaced the naive instructions; the rules and reply format stayed
@@ -445,7 +445,26 @@ def test_ragkit_naive_scores_prompts_by_checklist_and_reports_the_holdout(script
 def test_the_example_csv_runs_its_dummy_row_and_explains_the_rest_without_a_key(isolated_env, repo_root):
     r = cli(str(repo_root / "examples/experiments.csv"), "--results", "out")
     assert r.exit_code == 1  # the openai rows need a key or a server
-    assert (isolated_env / "out/pokemon_dummy/iter2/metrics.json").is_file()
+    assert (isolated_env / "out/pokemon_dummy/iter3/metrics.json").is_file()
     errors = [ln for ln in r.stderr.splitlines() if ln.startswith("error:")]
     assert len(errors) == 4 and all("needs OPENAI_API_KEY" in e for e in errors)
     assert not (isolated_env / "out/pokemon_fire").exists()
+
+
+def test_a_run_started_with_iter0_resumes_in_its_own_numbering(isolated_env):
+    """Runs made before generations were numbered from 1 (iter0, iter1, ...) are resumed, not restarted."""
+    import shutil
+
+    csv = write_csv(isolated_env / "exp.csv", dummy_row(gens=3, k=2))
+    assert cli(str(csv), "--results", "out", "--until", "2").exit_code == 0
+    root = isolated_env / "out" / "dummy"
+    # make it an old run: iter1, iter2 -> iter0, iter1
+    for old, new in ((1, 0), (2, 1)):
+        shutil.move(root / f"iter{old}", root / f"iter{new}")
+    kept = (root / "iter1/texts/text1.txt").read_text(encoding="utf-8")
+    r = cli(str(csv), "--results", "out")
+    assert r.exit_code == 0, r.output
+    assert (root / "iter2/metrics.json").is_file() and not (root / "iter3").exists()
+    assert (root / "iter1/texts/text1.txt").read_text(encoding="utf-8") == kept
+    log = (root / "logs/execution.log").read_text(encoding="utf-8")
+    assert "iter0: complete, skipped" in log and "iter1: complete, skipped" in log and "iter2: done" in log

@@ -356,7 +356,7 @@ def evolve(
         "--only", metavar="ID", help="Run only this experiment_id (repeatable).  [default: every row]",
         show_default=False)] = None,
     until: Annotated[int | None, typer.Option(
-        "--until", metavar="N", help="Stop after generation N (0-based).  [default: max_generations - 1]",
+        "--until", metavar="N", help="Stop after N generations (iter1..iterN).  [default: max_generations]",
         show_default=False)] = None,
     script: Annotated[Path | None, typer.Option(
         "--script", metavar="FILE", help="Write a shell script with one idempotent step per generation instead "

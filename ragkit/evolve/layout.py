@@ -106,15 +106,24 @@ class ExecutionLog:
 
 
 class ExperimentDir:
+    """result/<id>/: generation n+1 of the loop (step n, from 0) in iter[n+1], as the evolution spec lays it
+    out. A run started before generations were numbered from 1 (its first folder is iter0) keeps its numbering,
+    so it resumes where it stopped."""
+
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.offset = 0 if (self.root / "iter0").is_dir() else 1
+
+    def number(self, n: int) -> int:
+        """The generation (folder) number of loop step n."""
+        return n + self.offset
 
     @property
     def logs(self) -> Path:
         return self.root / "logs"
 
     def iter_dir(self, n: int) -> Path:
-        return self.root / f"iter{n}"
+        return self.root / f"iter{self.number(n)}"
 
     def text_path(self, n: int, i: int) -> Path:
         return self.iter_dir(n) / "texts" / f"text{i}.txt"

@@ -86,12 +86,12 @@ class _Run:
         for i in range(1, exp.k + 1):
             done = d.read_text(n, i)
             if done is not None:
-                self.say(f"iter{n} text{i}: already generated, kept")
+                self.say(f"iter{d.number(n)} text{i}: already generated, kept")
                 texts.append(done)
                 continue
             if n == 0:
                 messages = initial_messages(exp.task_definition, i, exp.k)
-                decision = "generation 0: from the task definition alone"
+                decision = f"generation {d.number(n)}: from the task definition alone"
             else:
                 pool = select_pool(history, f"{exp.experiment_id}:{n}:{i}")
                 messages = evolve_messages(exp.task_definition, history, pool, i, exp.k)
@@ -101,13 +101,13 @@ class _Run:
                             + "; the model selects two of them, crosses them over and mutates the result")
             atomic_write_text(d.prompt_path(n, i), render_messages(messages))
             reply = self.adapter.complete(messages, temperature=GENERATION_TEMPERATURE,
-                                          purpose=f"{exp.experiment_id} iter{n} text{i}",
+                                          purpose=f"{exp.experiment_id} iter{d.number(n)} text{i}",
                                           seed=f"{exp.experiment_id}:{n}:{i}")
             self.ledger.add("generator", n, reply.usage, cached=reply.cached)
             text = clean_text(reply.text)
             atomic_write_text(d.logic_path(n, i), f"{decision}\n\n--- raw reply ---\n{reply.text}\n")
             atomic_write_text(d.text_path(n, i), text + "\n")  # the text last: its presence = this step done
-            self.say(f"iter{n} text{i}: generated ({reply.usage.input_tokens} in / {reply.usage.output_tokens} "
+            self.say(f"iter{d.number(n)} text{i}: generated ({reply.usage.input_tokens} in / {reply.usage.output_tokens} "
                      f"out tokens{', cached' if reply.cached else ''}); response: {text[:500]}")
             texts.append(text + "\n")
         return texts
@@ -120,15 +120,16 @@ class _Run:
             if s.usage is not None:
                 self.ledger.add("evaluator", n, s.usage, cached=s.cached)
             metrics.append({"file": f"text{i}.txt", "score": float(s.score), "reason": s.reason})
-            self.say(f"iter{n} text{i}: score {s.score:g}")  # reasons stay in metrics.json (they may name the target)
+            self.say(f"iter{self.dir.number(n)} text{i}: score {s.score:g}")  # reasons stay in metrics.json (they may name the target)
         return metrics
 
     # -- the loop -------------------------------------------------------------------------------------
     def run(self, until: int | None) -> ExperimentResult:
         exp, d = self.exp, self.dir
         result = ExperimentResult(exp.experiment_id, d.root)
-        last = exp.max_generations - 1 if until is None else min(until, exp.max_generations - 1)
-        self.say(f"start {exp.experiment_id}: generations 0..{last} of {exp.max_generations}, k={exp.k}, "
+        last = exp.max_generations - 1 if until is None else min(until, exp.max_generations) - 1
+        self.say(f"start {exp.experiment_id}: generations {d.number(0)}..{d.number(last)} of "
+                 f"{exp.max_generations}, k={exp.k}, "
                  f"adapter {exp.adapter_type}, model {exp.model_name}, evaluator {exp.evaluator_type}")
         history: list[Scored] = []
         best_so_far: float | None = None
@@ -137,20 +138,20 @@ class _Run:
                 metrics = d.read_metrics(n, exp.k)
                 skipped = metrics is not None
                 if skipped:
-                    self.say(f"iter{n}: complete, skipped")
+                    self.say(f"iter{d.number(n)}: complete, skipped")
                 else:
                     texts = self.generate(n, history)
                     metrics = self.evaluate(n, texts)
                     d.write_metrics(n, metrics)
-                    self.say(f"iter{n}: done, best {max(m['score'] for m in metrics):g}")
+                    self.say(f"iter{d.number(n)}: done, best {max(m['score'] for m in metrics):g}")
                 for i, m in enumerate(metrics, 1):
-                    history.append(Scored(n, i, d.read_text(n, i) or "", float(m["score"])))
+                    history.append(Scored(d.number(n), i, d.read_text(n, i) or "", float(m["score"])))
                 scores = [float(m["score"]) for m in metrics]
                 best_so_far = max(scores) if best_so_far is None else max(best_so_far, max(scores))
-                result.curve.append({"generation": n, "best": max(scores), "mean": round(mean(scores), 4),
+                result.curve.append({"generation": d.number(n), "best": max(scores), "mean": round(mean(scores), 4),
                                      "best_so_far": best_so_far, "skipped": skipped})
         except RagError as e:
-            result.error = self.redact(f"iter{len(result.curve)}: {e}; stopped (finished generations are kept, "
+            result.error = self.redact(f"iter{d.number(len(result.curve))}: {e}; stopped (finished generations are kept, "
                                        "run again to resume)")
             self.say(f"error: {result.error}")
         if history:
@@ -226,8 +227,8 @@ def run_experiments(csv_path: Path, settings: Settings, *, results: Path | None 
                     only: list[str] | None = None, until: int | None = None) -> EvolveReport:
     """`rag evolve`: every experiment of the CSV (or those in `only`), each in results/<experiment_id>/.
     An experiment that fails stops with its error recorded; the others still run."""
-    if until is not None and until < 0:
-        raise UsageError(f"--until must be at least 0, got {until}")
+    if until is not None and until < 1:
+        raise UsageError(f"--until must be at least 1 (generations 1..N), got {until}")
     experiments = load(csv_path, only)
     root = Path(results) if results is not None else Path(settings.results)
     report = EvolveReport()

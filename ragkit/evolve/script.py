@@ -36,7 +36,7 @@ def pipeline_script(csv_path: Path, *, results: Path, only: list[str] | None = N
                      f"{exp.adapter_type}/{exp.model_name}, evaluator {exp.evaluator_type}")
         for n in range(exp.max_generations):
             lines.append(f"$RAG evolve {q(str(csv_path))} --results {q(str(results))} "
-                         f"--only {q(exp.experiment_id)} --until {n}")
+                         f"--only {q(exp.experiment_id)} --until {n + 1}")
     return "\n".join(lines) + "\n"
 
 
