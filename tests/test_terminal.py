@@ -396,3 +396,15 @@ def test_a_table_in_a_pipe_does_not_depend_on_columns(isolated_env):
     assert narrow.returncode == wide.returncode == 0, narrow.stderr
     assert narrow.stdout == wide.stdout
     assert "database/category/a-document-with-a-long-name/section 1/page_001.md" in narrow.stdout
+
+
+def test_help_shows_argument_names_not_python_types():
+    """Usage lines and argument rows read like help: `rag ingest [OPTIONS] SOURCE...`, never `{SOURCE...}...` or
+    `<list[Path]>`."""
+    for name in _commands():
+        res = rag(*name.split(), "--help")
+        assert res.returncode == 0, name
+        usage = next(ln for ln in res.stdout.splitlines() if ln.startswith("Usage:"))
+        assert "{" not in usage and "<" not in usage, usage
+        assert not re.search(r"<(?:list\[|int>|str>|Path>|float>|bool>)", res.stdout), (name, res.stdout)
+    assert "Usage: rag ingest [OPTIONS] SOURCE...\n" in rag("ingest", "--help").stdout

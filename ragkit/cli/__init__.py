@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
+from typer.core import TyperArgument
 
 from ragkit.answer import STRATEGIES
 from ragkit.core.config import load_settings
@@ -17,6 +18,19 @@ from ragkit.core.console import make_console
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.text import one_line
 from ragkit.evaluate import BATCH_STRATEGIES
+
+
+def _usage_name(self) -> str:
+    """An argument in a usage line by its name, as help pages write it: `SOURCE...`, `QUESTION`, `[QUERY]`."""
+    name = self.display_name_raw
+    if self.nargs != 1 and not name.endswith("..."):
+        name += "..."
+    return name if self.required else f"[{name}]"
+
+
+# typer's own usage style shows a required argument as {NAME} and its Python type beside it (<list[Path]>)
+TyperArgument._usage_display_name = _usage_name
+TyperArgument.display_type_rich = lambda self, ctx: None
 
 app = typer.Typer(
     help="ragkit: build, run and measure RAG over a per-page markdown tree of your documents.",
@@ -519,7 +533,7 @@ def serve(
 
 def main() -> None:
     try:
-        app()
+        app(prog_name="rag")  # also under `python -m ragkit.cli`: help and errors name the command users type
     except KeyboardInterrupt:  # pragma: no cover - Ctrl-C outside a command body
         sys.exit(130)
 
