@@ -48,7 +48,8 @@ def database(name: str, workdir: Path) -> Path:
     else:
         src = workdir / "ko-pdfs"
         if not any(src.glob("*.pdf")):
-            subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_ko_corpus.py"), str(src)], check=True)
+            subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_ko_corpus.py"), str(src)], check=True,
+                           stdout=sys.stderr)  # its listing is not the one JSON line
     report = ingest_sources([src], db=db, progress=False)
     if report.failed:
         raise SystemExit(f"ingest failed: {report.failed}")
