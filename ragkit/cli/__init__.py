@@ -12,7 +12,7 @@ import typer
 from rich.markup import escape
 
 from ragkit.answer import STRATEGIES
-from ragkit.core.config import load_settings
+from ragkit.core.config import LIMIT_BY_FIELD, Limits, load_settings
 from ragkit.core.console import make_console
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.text import one_line
@@ -65,6 +65,23 @@ FailUnderOpt = Annotated[list[str] | None, typer.Option(
 ContextTokensOpt = Annotated[int | None, typer.Option(
     "--context-tokens", metavar="N", help="longctx: token budget of the documents put in the context."
     "  [default: 32000, or env RAG_CONTEXT_TOKENS]", show_default=False)]
+
+
+
+def _limit_option(field: str):
+    lim, default = LIMIT_BY_FIELD[field], getattr(Limits(), field)
+    unit = f" {lim.unit}" if lim.unit else ""
+    return Annotated[float | None, typer.Option(
+        lim.flag, metavar={"s": "SECONDS", "": "N"}.get(lim.unit, lim.unit), help=f"Limit: {lim.what}.  [default: {default:g}{unit}, or env {lim.env}]",
+        show_default=False)]
+
+
+UnpackedOpt = _limit_option("unpacked_mb")
+MemberOpt = _limit_option("member_mb")
+RatioOpt = _limit_option("zip_ratio")
+PageTextOpt = _limit_option("page_text_mb")
+DocTimeoutOpt = _limit_option("doc_seconds")
+DocMemoryOpt = _limit_option("memory_mb")
 
 
 def _version(value: bool) -> None:
@@ -131,13 +148,22 @@ def ingest(
         "--force", help="Re-ingest sources even when unchanged.  [default: off]", show_default=False)] = False,
     workers: Annotated[int | None, typer.Option(
         "--workers", metavar="N", help="Parallel processes.  [default: the number of cores]", show_default=False)] = None,
+    max_unpacked_mb: UnpackedOpt = None,
+    max_member_mb: MemberOpt = None,
+    max_zip_ratio: RatioOpt = None,
+    max_page_text_mb: PageTextOpt = None,
+    doc_timeout: DocTimeoutOpt = None,
+    max_doc_memory_mb: DocMemoryOpt = None,
 ) -> None:
     """Turn documents into one markdown file per page: DB/<category>/<document>/<section>/page_NNN.md."""
     from ragkit.cli.render import print_ingest_report
     from ragkit.ingest import ingest_sources
 
-    settings = load_settings(db=db)
-    report = ingest_sources(sources, db=settings.db, category=category, force=force, workers=workers)
+    settings = load_settings(db=db, limits=dict(
+        unpacked_mb=max_unpacked_mb, member_mb=max_member_mb, zip_ratio=max_zip_ratio,
+        page_text_mb=max_page_text_mb, doc_seconds=doc_timeout, memory_mb=max_doc_memory_mb))
+    report = ingest_sources(sources, db=settings.db, category=category, force=force, workers=workers,
+                            limits=settings.limits)
     print_ingest_report(report, console)
     if report.failed:
         raise typer.Exit(1)

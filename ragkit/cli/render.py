@@ -94,6 +94,14 @@ def print_ingest_report(report: IngestReport, console) -> None:
         more = f" and {len(report.ignored) - _SHOW_IGNORED} more" if len(report.ignored) > _SHOW_IGNORED else ""
         console.print(f"ignored {len(report.ignored)} file(s) of other types: {strip_controls(shown)}{more}",
                       highlight=False, markup=False)
+    if report.hidden:
+        shown = ", ".join(report.hidden[:_SHOW_IGNORED])
+        more = f" and {len(report.hidden) - _SHOW_IGNORED} more" if len(report.hidden) > _SHOW_IGNORED else ""
+        console.print(f"skipped {len(report.hidden)} hidden file(s) and folder(s): {strip_controls(shown)}{more}",
+                      highlight=False, markup=False)
+    if report.temporaries:
+        console.print(f"removed {report.temporaries} half-written page file(s) an interrupted ingest left",
+                      highlight=False)
     for path, warning in report.warnings:
         console.print(f"warning: {strip_controls(path)}: {warning}", highlight=False, markup=False)
     if report.outdated:
