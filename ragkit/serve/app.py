@@ -20,7 +20,7 @@ from typing import Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -115,14 +115,16 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
     options = options or ServeOptions()
     db = Path(settings.db).resolve()
-    db.mkdir(parents=True, exist_ok=True)  # an empty database can be filled through POST /documents
+    if not db.is_dir():
+        raise RagError(f"{settings.db}: no such folder (the database to serve)")
     secret = str(settings.api_key or "") or None
     token = options.token or None
     provider = provider if provider is not None else get_provider(settings)
     store = SessionStore(db / ".ragkit")
     open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
     upload_limit = int(options.max_upload_mb * (1 << 20))
-    app = FastAPI(title="ragkit", version=_version(),
+    # /docs is made here (apidocs.py): FastAPI's own loads Swagger UI from a CDN, blank offline
+    app = FastAPI(title="ragkit", version=_version(), docs_url=None, redoc_url=None,
                   description="Answer, search and manage the documents of one ragkit database.")
     app.add_middleware(BodyLimit, upload_limit=upload_limit)
 
@@ -182,6 +184,12 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     def health() -> dict:
         return {"status": "ok", "version": _version()}
 
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        from ragkit.serve.apidocs import api_page
+
+        return HTMLResponse(api_page(app.openapi()))
+
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
@@ -235,7 +243,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         finally:
             await form.close()
         # in the thread pool: the conversion waits on another process, and index() may re-scan the files
-        result = await run_in_threadpool(lambda: docs.upload_document(db, name, data, category, index()))
+        result = await run_in_threadpool(
+            lambda: docs.upload_document(db, name, data, category, index(), settings.limits))
         return JSONResponse(result, status_code=200 if result.get("unchanged") else 201)
 
     @app.get("/pages/{path:path}")
