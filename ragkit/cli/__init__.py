@@ -62,6 +62,10 @@ FailUnderOpt = Annotated[list[str] | None, typer.Option(
     "--fail-under", metavar="METRIC=VALUE",
     help='Quality gate, repeatable (e.g. "Ref Recall=0.8"): exit 3 when the metric\'s mean over the results '
          "is below VALUE.  [default: no gate]", show_default=False)]
+EncodingOpt = Annotated[str | None, typer.Option(
+    "--encoding", metavar="NAME", help="Read input CSVs in this encoding (e.g. cp1252, latin-1, euc-jp, utf-16-le). "
+    "Without it: UTF-8, UTF-16/32 with a BOM, Shift_JIS/CP932; any other is refused by name."
+    "  [default: env RAG_CSV_ENCODING, else none]", show_default=False)]
 ContextTokensOpt = Annotated[int | None, typer.Option(
     "--context-tokens", metavar="N", help="longctx: token budget of the documents put in the context."
     "  [default: 32000, or env RAG_CONTEXT_TOKENS]", show_default=False)]
@@ -271,6 +275,7 @@ def batch(
     max_tokens: MaxTokensOpt = None,
     fail_under: FailUnderOpt = None,
     context_tokens: ContextTokensOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
     --optimize or --enable-rl)."""
@@ -281,7 +286,7 @@ def batch(
     gates = _gates(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
-                             context_tokens=context_tokens)
+                             context_tokens=context_tokens, encoding=encoding)
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
                        holdout=holdout, validate=validate, k=k)
@@ -305,6 +310,7 @@ def eval_(
         "--workers", metavar="N", help="Rows judged in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)] = None,
     no_cache: NoCacheOpt = False,
     fail_under: FailUnderOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
     from ragkit.cli.render import print_batch_report
@@ -313,7 +319,7 @@ def eval_(
 
     gates = _gates(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
-                             workers=workers, cache=not no_cache)
+                             workers=workers, cache=not no_cache, encoding=encoding)
     _say_provider(settings)
     report = run_eval(results_csv, settings)
     print_batch_report(report, console)
@@ -366,14 +372,16 @@ def evolve(
         "of running.  [default: run now]", show_default=False)] = None,
     db: DbOpt = None,
     no_cache: NoCacheOpt = False,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Evolve texts over generations against an evaluator's hidden preference (seed 003)."""
     from ragkit.cli.render import print_evolve_report
     from ragkit.evolve import run_experiments, write_pipeline_script
 
-    settings = load_settings(db=db, results=results, cache=not no_cache)
+    settings = load_settings(db=db, results=results, cache=not no_cache, encoding=encoding)
     if script is not None:
-        path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only)
+        path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only,
+                                     encoding=settings.csv_encoding)
         console.print(f"wrote {escape(str(path))}", highlight=False)
         return
     report = run_experiments(experiments_csv, settings, only=only, until=until)
@@ -399,6 +407,15 @@ def demo(
     ok = run_demo(settings, console)
     if not ok:
         raise typer.Exit(1)
+
+
+def _encoding(flag: str | None) -> str | None:
+    """--encoding, else RAG_CSV_ENCODING, checked (for the commands that need no other setting)."""
+    from ragkit.core.config import check_encoding, env_value
+
+    if flag is not None:
+        return check_encoding(flag)
+    return check_encoding(env_value("RAG_CSV_ENCODING"), "RAG_CSV_ENCODING")
 
 
 # -- reports, comparisons and gates (issue 21) ---------------------------------------------------------
@@ -453,6 +470,7 @@ def compare(
         "--fail-on-regression", metavar="[DELTA]",
         help="Exit 3 when a quality metric's mean fell by more than DELTA (0 when no DELTA is given: any "
              "drop).  [default: no gate]", show_default=False)] = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Question-by-question deltas between two results CSVs, with paired tests (bootstrap, McNemar)."""
     from ragkit.evaluate.gates import EXIT_GATE
@@ -462,7 +480,7 @@ def compare(
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fail_on_regression is not None and fail_on_regression < 0:
         raise UsageError(f"--fail-on-regression must be 0 or more, got {fail_on_regression}")
-    cmp = compare_files(old, new)
+    cmp = compare_files(old, new, encoding=_encoding(encoding))
     console.out(FORMATS[fmt](cmp), highlight=False)
     if fail_on_regression is not None:
         failed = cmp.regressions(fail_on_regression)
@@ -487,11 +505,12 @@ def report(
     label: Annotated[list[str] | None, typer.Option(
         "--label", metavar="NAME", help="A name for each run, in order (repeatable).  [default: the file names]",
         show_default=False)] = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """One self-contained HTML report (plots, filters, per-question details); no network needed to read it."""
     from ragkit.reports.html import write_report
 
-    path = write_report(results_csvs, output, overwrite=force, labels=label)
+    path = write_report(results_csvs, output, overwrite=force, labels=label, encoding=_encoding(encoding))
     console.print(f"report: {path}", markup=False, highlight=False)
 
 @app.command()

@@ -234,7 +234,7 @@ def _limits(env: dict[str, str], flags: dict[str, float | None]) -> Limits:
 
 
 def check_encoding(name: str | None, where: str = "--encoding") -> str | None:
-    """A codec name Python knows (`latin-1`, `cp1252`, `euc-jp`, `utf-16-le`), normalised; None stays None."""
+    """A codec name Python knows (`latin-1`, `cp1252`, `euc-jp`, `utf-16-le`), as given; None stays None."""
     import codecs
 
     from ragkit.core.errors import UsageError
@@ -242,7 +242,8 @@ def check_encoding(name: str | None, where: str = "--encoding") -> str | None:
     if name is None or not name.strip():
         return None
     try:
-        return codecs.lookup(name.strip()).name
+        codecs.lookup(name.strip())
+        return name.strip()
     except LookupError:
         raise UsageError(f"{where}: unknown encoding {name.strip()!r} (e.g. utf-8, cp932, latin-1, cp1252, "
                          "euc-jp, utf-16-le)") from None

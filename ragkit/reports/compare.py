@@ -124,11 +124,11 @@ def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) ->
     return cmp
 
 
-def compare_files(old: Path | str, new: Path | str) -> Comparison:
+def compare_files(old: Path | str, new: Path | str, *, encoding: str | None = None) -> Comparison:
     """Compare two results CSVs; two files without a question in common are an error (not "no change")."""
     from ragkit.core.errors import RagError
 
-    cmp = compare_runs(load_run(old), load_run(new))
+    cmp = compare_runs(load_run(old, encoding=encoding), load_run(new, encoding=encoding))
     if not cmp.paired:
         raise RagError(f"{new}: no question in common with {old}; compare two runs of the same question CSV")
     return cmp

@@ -407,9 +407,9 @@ def default_output(first: Path) -> Path:
 
 
 def write_report(paths: Sequence[Path | str], output: Path | str | None = None, *, overwrite: bool = False,
-                 labels: Sequence[str] | None = None) -> Path:
+                 labels: Sequence[str] | None = None, encoding: str | None = None) -> Path:
     """Read the results CSVs and write the report (atomically; an existing file only with `overwrite`)."""
-    runs = load_runs(paths, labels)
+    runs = load_runs(paths, labels, encoding=encoding)
     out = Path(output) if output is not None else default_output(Path(paths[0]))
     if out.suffix.lower() not in (".html", ".htm"):
         raise RagError(f"{out}: the report is an HTML file; name it .html")
