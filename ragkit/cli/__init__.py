@@ -18,7 +18,38 @@ from ragkit.core.errors import RagError, UsageError
 from ragkit.core.text import one_line
 from ragkit.evaluate import BATCH_STRATEGIES
 
+
+class _OneLineErrors(typer.core.TyperGroup):
+    """A usage error from the parser (an unknown option, a value out of range, a missing argument) is one line
+    on stderr and exit 2, like every other error, not click's usage block."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError
+        from typer._click.exceptions import UsageError as ParseError
+        from typer.exceptions import Abort
+
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                              **extra)
+            code = rv if isinstance(rv, int) else 0
+        except NoArgsIsHelpError as e:  # `rag` alone: the help, as before
+            e.show()
+            code = e.exit_code
+        except ClickException as e:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see {ctx.command_path} --help)" if isinstance(e, ParseError) and ctx else ""
+            err.print(f"[red]error:[/red] {escape(one_line(e.format_message()))}{escape(hint)}", highlight=False)
+            code = e.exit_code
+        except Abort:
+            err.print("aborted", highlight=False)
+            code = 1
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     help="ragkit: build, run and measure RAG over a per-page markdown tree of your documents.",
     no_args_is_help=True,
     add_completion=False,
@@ -265,7 +296,7 @@ def batch(
         "--strategy", metavar="|".join(BATCH_STRATEGIES),
         help="As for ask, or search: retrieval alone, no model (Ref Recall@k, MRR, nDCG@k).")] = "agent",
     k: Annotated[int, typer.Option(
-        "-k", metavar="N", min=1, help="--strategy search: pages retrieved per question.")] = 10,
+        "-k", metavar="N", help="--strategy search: pages retrieved per question.")] = 10,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     resume: Annotated[bool, typer.Option(
@@ -283,6 +314,8 @@ def batch(
     from ragkit.evaluate.batch import run_batch
     from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
+    if k < 1:
+        raise UsageError(f"-k must be at least 1, got {k}")
     gates = _gates(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
@@ -541,7 +574,7 @@ def serve(
 
 def main() -> None:
     try:
-        app()
+        app(prog_name="rag")  # also under `python -m ragkit.cli`: messages name the command users type
     except KeyboardInterrupt:  # pragma: no cover - Ctrl-C outside a command body
         sys.exit(130)
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragkit.core.models import Answer, SearchHit
 from ragkit.core.paths import reference_path
-from ragkit.core.text import one_line, strip_controls
+from ragkit.core.text import clean_json, one_line, strip_controls
 
 if TYPE_CHECKING:  # each command imports only its own stages (pandas alone takes a second to import)
     from ragkit.evaluate.results import BatchReport
@@ -28,7 +28,7 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
 
     console = console if console is not None else Console()
     if fmt == "json":
-        console.out(json.dumps(answer.to_json(), ensure_ascii=False), highlight=False)
+        console.out(json.dumps(clean_json(answer.to_json()), ensure_ascii=False), highlight=False)
         if answer.error:
             from ragkit.core.console import make_console
 
@@ -247,7 +247,7 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console: A
 
     console = console or Console()
     if fmt == "json":
-        console.out(json.dumps(hits_json(hits, db), ensure_ascii=False, indent=2), highlight=False)
+        console.out(json.dumps(clean_json(hits_json(hits, db)), ensure_ascii=False, indent=2), highlight=False)
         return
     if not hits:
         console.print("no matching pages")

@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ragkit.core.text import clean_json
 from ragkit.evaluate.runs import BINARY, HEADLINE, Row, Run, load_run, mcnemar, paired_bootstrap
 
 # Per-question outcome: what "this question got better / worse" is judged on.
@@ -213,7 +214,7 @@ def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
 
 
 def format_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.to_json(), ensure_ascii=False)
+    return json.dumps(clean_json(cmp.to_json()), ensure_ascii=False)
 
 
 FORMATS = {"text": format_text, "markdown": format_markdown, "json": format_json}

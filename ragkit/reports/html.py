@@ -17,6 +17,7 @@ from urllib.parse import quote
 from ragkit.core.csvio import split_checklist
 from ragkit.core.errors import RagError
 from ragkit.core.paths import atomic_write_text
+from ragkit.core.text import strip_controls
 from ragkit.evaluate.runs import HEADLINE, Row, Run, bootstrap_ci, load_runs, percentile
 from ragkit.reports.compare import OUTCOME, compare_runs
 
@@ -27,7 +28,8 @@ RESAMPLES = 1000
 
 
 def _e(text: object) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+    """Escaped for HTML, without control characters (an ESC from a model's answer must not reach the file)."""
+    return html.escape(strip_controls("" if text is None else str(text)), quote=True)
 
 
 def _f(v: float | None, digits: int = 3) -> str:

@@ -27,6 +27,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ragkit.answer import STRATEGIES
 from ragkit.core.config import Settings
 from ragkit.core.errors import PathEscapeError, RagError, UsageError
+from ragkit.core.text import clean_json
 from ragkit.serve import documents as docs
 from ragkit.serve.sessions import (
     HISTORY_FOR_REWRITE,
@@ -210,8 +211,11 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
         if not query.strip():
             raise docs.ClientError(422, "query: the search query is empty")
+        if "\x00" in query:
+            raise docs.ClientError(422, "query: contains a NUL character")
         hits = search_db(db, query, k=k, path=path or None)
-        return Response(json.dumps(hits_json(hits, db), ensure_ascii=False, indent=2), media_type="application/json")
+        return Response(json.dumps(clean_json(hits_json(hits, db)), ensure_ascii=False, indent=2),
+                        media_type="application/json")
 
     @app.get("/documents")
     def list_documents() -> dict:
@@ -257,6 +261,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         query = req.query.strip()
         if not query:
             raise docs.ClientError(422, "query: the question is empty")
+        if "\x00" in query:
+            raise docs.ClientError(422, "query: contains a NUL character")
         strategy = req.strategy or "agent"
         if strategy not in STRATEGIES:
             raise docs.ClientError(422, f"strategy: unknown strategy {strategy!r}; choose one of "
@@ -272,7 +278,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             return StreamingResponse(_stream(sid, query, strategy), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         result, status = _answer(sid, query, strategy, None)
-        return JSONResponse(result, status_code=status)
+        return JSONResponse(clean_json(result), status_code=status)
 
     def _prepare(sid: str, query: str, strategy: str) -> tuple[str, str, Any]:
         """(standalone search query, question for the answerer, rewrite usage)."""
@@ -359,7 +365,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
 
 def _sse(event: str, data: dict) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"event: {event}\ndata: {json.dumps(clean_json(data), ensure_ascii=False)}\n\n"
 
 
 def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
