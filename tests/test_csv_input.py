@@ -196,3 +196,12 @@ def test_codecs_named_in_messages_exist():
     for name in ("latin-1", "cp1252", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "euc-jp", "cp949",
                  "gb18030", "cp932"):
         codecs.lookup(name)
+
+
+def test_a_folder_given_for_the_evolve_script_is_named_a_folder(isolated_env):
+    header = "experiment_id,max_generations,k,model_name,adapter_type,task_definition,target_preference,evaluator_type"
+    write(isolated_env / "exp.csv", f"{header}\na,1,1,none,dummy,Describe,fire,rule_keyword\n".encode())
+    (isolated_env / "steps").mkdir()
+    code, out, err = run("evolve", "exp.csv", "--script", "steps")
+    assert code == 1 and err.strip().splitlines()[-1] == "error: steps: is a folder; name a file for the script " \
+        "(nothing was written)", err

@@ -45,6 +45,8 @@ def write_pipeline_script(csv_path: Path, script: Path, *, results: Path, only: 
                           encoding: str | None = None) -> Path:
     """Write the script (executable); an existing file is never replaced."""
     script = Path(script)
+    if script.is_dir():
+        raise RagError(f"{script}: is a folder; name a file for the script (nothing was written)")
     if script.exists():
         raise RagError(f"{script}: already exists; remove it or choose another name (nothing was written)")
     text = pipeline_script(csv_path, results=results, only=only, encoding=encoding)

@@ -109,10 +109,11 @@ class _Strings:
             self.count += n - start
 
 
-def page_text_bytes(doc, page, cap: int) -> int:
+def page_text_bytes(doc, page, cap: int, *, exact: bool = False) -> int:
     """An upper bound of the text `page` can show, exact up to `cap`: the bytes of the strings in its content
     streams, in the forms they draw (once per use) and in its annotations' appearances. Reads each stream in
-    chunks and stops once the sum passes `cap`, so a stream that unpacks to gigabytes costs time, not memory."""
+    chunks and stops once the sum passes `cap`, so a stream that unpacks to gigabytes costs time, not memory.
+    `exact`: count the strings even when the whole content is under `cap` (benchmarks/limits.py's margin)."""
     import pymupdf
     from pymupdf import mupdf
 
@@ -195,8 +196,8 @@ def page_text_bytes(doc, page, cap: int) -> int:
     # detailed drawing, or a bomb) is scanned for its strings, which costs more.
     raw = mupdf.new_bytes(_CHUNK)
     try:
-        total = page_size(False)
-        return total if total <= cap else page_size(True)
+        total = 0 if exact else page_size(False)
+        return total if total <= cap and not exact else page_size(True)
     finally:
         mupdf.delete_bytes(raw)
 
