@@ -219,3 +219,19 @@ def test_workers_must_be_at_least_one(isolated_env, value):
     assert code == 2, out
     assert out.strip() == f"error: --workers must be at least 1, got {value}"
     assert not os.path.exists(isolated_env / "database")
+
+
+def test_genqa_ingests_its_source_under_the_same_limits(isolated_env, monkeypatch):
+    """`rag genqa FILE` ingests the file first: a bomb fails there with the same line, and the limit comes from
+    the environment as for every command."""
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    pdf_text_bomb(isolated_env / "bomb.pdf", 8)
+    res = CliRunner().invoke(app, ["genqa", "bomb.pdf", "--provider", "offline"])
+    assert res.exit_code == 1, res.output
+    assert "page 1 holds more than 4.0 MB of text" in res.stderr and "--max-page-text-mb" in res.stderr
+    monkeypatch.setenv("RAG_MAX_PAGE_TEXT_MB", "2")
+    res = CliRunner().invoke(app, ["genqa", "bomb.pdf", "--provider", "offline"])
+    assert res.exit_code == 1 and "more than 2.0 MB of text" in res.stderr, res.output
