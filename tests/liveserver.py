@@ -38,9 +38,9 @@ class LiveServer:
         return self
 
     def __exit__(self, *exc) -> None:
+        from ragkit.serve.documents import stop_uploads
+
+        stop_uploads()  # as `rag serve` does on Ctrl-C: conversions in progress are killed, their uploads get 503
         self.server.should_exit = True
         self._thread.join(timeout=30)
         self._sock.close()
-        from ragkit.serve.documents import shutdown_pool
-
-        shutdown_pool()

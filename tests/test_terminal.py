@@ -122,9 +122,10 @@ def test_control_characters_never_reach_a_page_file_or_the_terminal(isolated_env
     ask = rag("ask", "How is the refrigerator defrosted?", env={"RAG_EMBED": "0"})
     assert ask.returncode == 0, ask.stderr
     assert "\x1b" not in ask.stdout + ask.stderr and "\x07" not in ask.stdout
-    # JSON keeps the text as it is: json.dumps escapes control characters itself
+    # JSON loses them too (issue 33): json.dumps would write "\u001b", which `jq -r` turns back into an ESC
     js = rag("search", "defrosting refrigerator", "--format", "json", env={"RAG_EMBED": "0"})
-    assert "\x1b" not in js.stdout and "\\u001b" in js.stdout
+    assert "\x1b" not in js.stdout and "\\u001b" not in js.stdout and "\\u0007" not in js.stdout
+    assert "cleared" in js.stdout
     json.loads(js.stdout)
 
 
@@ -134,7 +135,7 @@ def test_ingest_removes_control_characters_from_page_text(isolated_env):
     db = isolated_env / "database"
     job = Job(src="x.pdf", shown="x.pdf", kind=".pdf", db=str(db), folder="c/x")
     res = emit_pages(job, "Title\x1b[2J", [f"Body {ESC_TEXT}"], ["Sec\x1b]0;t\x07"])
-    text = (db / res.pages[0]).read_text(encoding="utf-8")
+    text = res.texts[0]  # what `rag ingest` writes to res.pages[0]
     assert "Body Safe text [2J cleared ]0;PWNED and a bell  and C1 31m end" in text
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", text)
 

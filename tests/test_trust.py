@@ -186,8 +186,9 @@ def test_utf16_semicolon_and_tab_files_are_read(isolated_env):
         assert report.rows[0]["Reference Document"] == FRIDGE, note
 
 
-def test_undecodable_file_says_which_encodings_were_tried(isolated_env):
-    with pytest.raises(RagError, match="tried UTF-8, UTF-16 with a byte order mark and Shift_JIS/CP932"):
+def test_undecodable_file_names_the_likely_encoding_and_how_to_read_it(isolated_env):
+    with pytest.raises(RagError, match=r"not UTF-8 or Shift_JIS/CP932; it looks like Windows-1252 \(CP1252\).*"
+                                       "read it with --encoding cp1252"):
         _run(isolated_env, b"Question\r\n\x82\xff\xfe\x80 bad\r\n")
 
 

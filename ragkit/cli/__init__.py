@@ -13,7 +13,7 @@ from rich.markup import escape
 from typer.core import TyperArgument
 
 from ragkit.answer import STRATEGIES
-from ragkit.core.config import load_settings
+from ragkit.core.config import LIMIT_BY_FIELD, Limits, load_settings
 from ragkit.core.console import make_console
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.text import one_line
@@ -32,7 +32,37 @@ def _usage_name(self) -> str:
 TyperArgument._usage_display_name = _usage_name
 TyperArgument.display_type_rich = lambda self, ctx: None
 
+class _OneLineErrors(typer.core.TyperGroup):
+    """A usage error from the parser (an unknown option, a value out of range, a missing argument) is one line
+    on stderr and exit 2, like every other error, not click's usage block."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError
+        from typer._click.exceptions import UsageError as ParseError
+        from typer.exceptions import Abort
+
+        try:
+            rv = super().main(args=args, prog_name=prog_name, complete_var=complete_var, standalone_mode=False,
+                              **extra)
+            code = rv if isinstance(rv, int) else 0
+        except NoArgsIsHelpError as e:  # `rag` alone: the help, as before
+            e.show()
+            code = e.exit_code
+        except ClickException as e:
+            ctx = getattr(e, "ctx", None)
+            hint = f" (see {ctx.command_path} --help)" if isinstance(e, ParseError) and ctx else ""
+            err.print(f"[red]error:[/red] {escape(one_line(e.format_message()))}{escape(hint)}", highlight=False)
+            code = e.exit_code
+        except Abort:
+            err.print("aborted", highlight=False)
+            code = 1
+        if standalone_mode:
+            sys.exit(code)
+        return code
+
+
 app = typer.Typer(
+    cls=_OneLineErrors,
     help="ragkit: build, run and measure RAG over a per-page markdown tree of your documents.",
     no_args_is_help=True,
     add_completion=False,
@@ -76,9 +106,30 @@ FailUnderOpt = Annotated[list[str] | None, typer.Option(
     "--fail-under", metavar="METRIC=VALUE",
     help='Quality gate, repeatable (e.g. "Ref Recall=0.8"): exit 3 when the metric\'s mean over the results '
          "is below VALUE.  [default: no gate]", show_default=False)]
+EncodingOpt = Annotated[str | None, typer.Option(
+    "--encoding", metavar="NAME", help="Read input CSVs in this encoding (e.g. cp1252, latin-1, euc-jp, utf-16-le). "
+    "Without it: UTF-8, UTF-16/32 with a BOM, Shift_JIS/CP932; any other is refused by name."
+    "  [default: env RAG_CSV_ENCODING, else none]", show_default=False)]
 ContextTokensOpt = Annotated[int | None, typer.Option(
     "--context-tokens", metavar="N", help="longctx: token budget of the documents put in the context."
     "  [default: 32000, or env RAG_CONTEXT_TOKENS]", show_default=False)]
+
+
+
+def _limit_option(field: str):
+    lim, default = LIMIT_BY_FIELD[field], getattr(Limits(), field)
+    unit = f" {lim.unit}" if lim.unit else ""
+    return Annotated[float | None, typer.Option(
+        lim.flag, metavar={"s": "SECONDS", "": "N"}.get(lim.unit, lim.unit), help=f"Limit: {lim.what}.  [default: {default:g}{unit}, or env {lim.env}]",
+        show_default=False)]
+
+
+UnpackedOpt = _limit_option("unpacked_mb")
+MemberOpt = _limit_option("member_mb")
+RatioOpt = _limit_option("zip_ratio")
+PageTextOpt = _limit_option("page_text_mb")
+DocTimeoutOpt = _limit_option("doc_seconds")
+DocMemoryOpt = _limit_option("memory_mb")
 
 
 def _version(value: bool) -> None:
@@ -150,14 +201,22 @@ def ingest(
         "opensearch+http://HOST:9200[/PREFIX] (stored in the database; credentials from RAG_OPENSEARCH_USER / "
         "RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY).  [default: env RAG_INDEX, else what the database "
         "has, else embedded]", show_default=False)] = None,
+    max_unpacked_mb: UnpackedOpt = None,
+    max_member_mb: MemberOpt = None,
+    max_zip_ratio: RatioOpt = None,
+    max_page_text_mb: PageTextOpt = None,
+    doc_timeout: DocTimeoutOpt = None,
+    max_doc_memory_mb: DocMemoryOpt = None,
 ) -> None:
     """Turn documents into one markdown file per page: DB/<category>/<document>/<section>/page_NNN.md."""
     from ragkit.cli.render import print_ingest_report, print_sync_report
     from ragkit.search.backend import ingest_into
 
-    settings = load_settings(db=db)
+    settings = load_settings(db=db, limits=dict(
+        unpacked_mb=max_unpacked_mb, member_mb=max_member_mb, zip_ratio=max_zip_ratio,
+        page_text_mb=max_page_text_mb, doc_seconds=doc_timeout, memory_mb=max_doc_memory_mb))
     report, synced = ingest_into(sources, db=settings.db, index=index, category=category, force=force,
-                                 workers=workers)
+                                 workers=workers, limits=settings.limits)
     print_ingest_report(report, console)
     if synced is not None:
         print_sync_report(synced, settings.db, console)
@@ -165,7 +224,7 @@ def ingest(
         raise typer.Exit(1)
 
 
-index_app = typer.Typer(help="The search index of a database.", no_args_is_help=True)
+index_app = typer.Typer(help="The search index of a database.", no_args_is_help=True, add_completion=False)
 app.add_typer(index_app, name="index")
 
 
@@ -272,7 +331,7 @@ def batch(
         "--strategy", metavar="|".join(BATCH_STRATEGIES),
         help="As for ask, or search: retrieval alone, no model (Ref Recall@k, MRR, nDCG@k).")] = "agent",
     k: Annotated[int, typer.Option(
-        "-k", metavar="N", min=1, help="--strategy search: pages retrieved per question.")] = 10,
+        "-k", metavar="N", help="--strategy search: pages retrieved per question.")] = 10,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     resume: Annotated[bool, typer.Option(
@@ -282,6 +341,7 @@ def batch(
     max_tokens: MaxTokensOpt = None,
     fail_under: FailUnderOpt = None,
     context_tokens: ContextTokensOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
     --optimize or --enable-rl)."""
@@ -289,10 +349,12 @@ def batch(
     from ragkit.evaluate.batch import run_batch
     from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
+    if k < 1:
+        raise UsageError(f"-k must be at least 1, got {k}")
     gates = _gates(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
-                             context_tokens=context_tokens)
+                             context_tokens=context_tokens, encoding=encoding)
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
                        holdout=holdout, validate=validate, k=k)
@@ -316,6 +378,7 @@ def eval_(
         "--workers", metavar="N", help="Rows judged in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)] = None,
     no_cache: NoCacheOpt = False,
     fail_under: FailUnderOpt = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
     from ragkit.cli.render import print_batch_report
@@ -324,7 +387,7 @@ def eval_(
 
     gates = _gates(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
-                             workers=workers, cache=not no_cache)
+                             workers=workers, cache=not no_cache, encoding=encoding)
     _say_provider(settings)
     report = run_eval(results_csv, settings)
     print_batch_report(report, console)
@@ -377,14 +440,16 @@ def evolve(
         "of running.  [default: run now]", show_default=False)] = None,
     db: DbOpt = None,
     no_cache: NoCacheOpt = False,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Evolve texts over generations against an evaluator's hidden preference (seed 003)."""
     from ragkit.cli.render import print_evolve_report
     from ragkit.evolve import run_experiments, write_pipeline_script
 
-    settings = load_settings(db=db, results=results, cache=not no_cache)
+    settings = load_settings(db=db, results=results, cache=not no_cache, encoding=encoding)
     if script is not None:
-        path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only)
+        path = write_pipeline_script(experiments_csv, script, results=settings.results, only=only,
+                                     encoding=settings.csv_encoding)
         console.print(f"wrote {escape(str(path))}", highlight=False)
         return
     report = run_experiments(experiments_csv, settings, only=only, until=until)
@@ -410,6 +475,15 @@ def demo(
     ok = run_demo(settings, console)
     if not ok:
         raise typer.Exit(1)
+
+
+def _encoding(flag: str | None) -> str | None:
+    """--encoding, else RAG_CSV_ENCODING, checked (for the commands that need no other setting)."""
+    from ragkit.core.config import check_encoding, env_value
+
+    if flag is not None:
+        return check_encoding(flag)
+    return check_encoding(env_value("RAG_CSV_ENCODING"), "RAG_CSV_ENCODING")
 
 
 # -- reports, comparisons and gates (issue 21) ---------------------------------------------------------
@@ -464,6 +538,7 @@ def compare(
         "--fail-on-regression", metavar="[DELTA]",
         help="Exit 3 when a quality metric's mean fell by more than DELTA (0 when no DELTA is given: any "
              "drop).  [default: no gate]", show_default=False)] = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """Question-by-question deltas between two results CSVs, with paired tests (bootstrap, McNemar)."""
     from ragkit.evaluate.gates import EXIT_GATE
@@ -473,7 +548,7 @@ def compare(
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fail_on_regression is not None and fail_on_regression < 0:
         raise UsageError(f"--fail-on-regression must be 0 or more, got {fail_on_regression}")
-    cmp = compare_files(old, new)
+    cmp = compare_files(old, new, encoding=_encoding(encoding))
     console.out(FORMATS[fmt](cmp), highlight=False)
     if fail_on_regression is not None:
         failed = cmp.regressions(fail_on_regression)
@@ -498,11 +573,12 @@ def report(
     label: Annotated[list[str] | None, typer.Option(
         "--label", metavar="NAME", help="A name for each run, in order (repeatable).  [default: the file names]",
         show_default=False)] = None,
+    encoding: EncodingOpt = None,
 ) -> None:
     """One self-contained HTML report (plots, filters, per-question details); no network needed to read it."""
     from ragkit.reports.html import write_report
 
-    path = write_report(results_csvs, output, overwrite=force, labels=label)
+    path = write_report(results_csvs, output, overwrite=force, labels=label, encoding=_encoding(encoding))
     console.print(f"report: {path}", markup=False, highlight=False)
 
 @app.command()

@@ -31,7 +31,7 @@ def run_demo(settings: Settings, console: Console, *, examples: Path = EXAMPLES)
 
     corpus, questions = sample_paths(examples)
     console.rule(f"1/3  rag ingest {corpus} --db {settings.db}")
-    report, _ = ingest_into([corpus], db=settings.db)
+    report, _ = ingest_into([corpus], db=settings.db, limits=settings.limits)
     print_ingest_report(report, console)
 
     sample = next((q for q, ref in zip(*_questions(questions), strict=True) if ref), None)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from ragkit.core.models import Answer, SearchHit
 from ragkit.core.paths import reference_path
-from ragkit.core.text import one_line, strip_controls
+from ragkit.core.text import clean_json, one_line, strip_controls
 
 if TYPE_CHECKING:  # each command imports only its own stages (pandas alone takes a second to import)
     from ragkit.evaluate.results import BatchReport
@@ -28,7 +28,7 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
 
     console = console if console is not None else Console()
     if fmt == "json":
-        console.out(json.dumps(answer.to_json(), ensure_ascii=False), highlight=False)
+        console.out(json.dumps(clean_json(answer.to_json()), ensure_ascii=False), highlight=False)
         if answer.error:
             from ragkit.core.console import make_console
 
@@ -94,6 +94,14 @@ def print_ingest_report(report: IngestReport, console) -> None:
         more = f" and {len(report.ignored) - _SHOW_IGNORED} more" if len(report.ignored) > _SHOW_IGNORED else ""
         console.print(f"ignored {len(report.ignored)} file(s) of other types: {strip_controls(shown)}{more}",
                       highlight=False, markup=False)
+    if report.hidden:
+        shown = ", ".join(report.hidden[:_SHOW_IGNORED])
+        more = f" and {len(report.hidden) - _SHOW_IGNORED} more" if len(report.hidden) > _SHOW_IGNORED else ""
+        console.print(f"skipped {len(report.hidden)} hidden file(s) and folder(s): {strip_controls(shown)}{more}",
+                      highlight=False, markup=False)
+    if report.temporaries:
+        console.print(f"removed {report.temporaries} half-written page file(s) an interrupted ingest left",
+                      highlight=False)
     for path, warning in report.warnings:
         console.print(f"warning: {strip_controls(path)}: {warning}", highlight=False, markup=False)
     if report.outdated:
@@ -239,7 +247,7 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console: A
 
     console = console or Console()
     if fmt == "json":
-        console.out(json.dumps(hits_json(hits, db), ensure_ascii=False, indent=2), highlight=False)
+        console.out(json.dumps(clean_json(hits_json(hits, db)), ensure_ascii=False, indent=2), highlight=False)
         return
     if not hits:
         console.print("no matching pages")

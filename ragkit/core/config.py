@@ -13,6 +13,57 @@ PROVIDERS = ("openai", "offline")
 DEFAULT_MODEL = "gpt-4o-mini"
 
 
+@dataclass(frozen=True)
+class Limit:
+    """One limit on what a document may cost: its field in `Limits`, flag, environment variable, unit."""
+
+    field: str
+    flag: str
+    env: str
+    unit: str
+    what: str
+
+    def names(self) -> str:
+        """How a message names the setting: `--max-member-mb / RAG_MAX_MEMBER_MB`."""
+        return f"{self.flag} / {self.env}"
+
+
+# Defaults measured on ../shared/bench (docs/ingest.md, benchmarks/limits.py): none trips on its 88 PDFs.
+LIMITS = (
+    Limit("unpacked_mb", "--max-unpacked-mb", "RAG_MAX_UNPACKED_MB", "MB", "all members of a DOCX/PPTX, unpacked"),
+    Limit("member_mb", "--max-member-mb", "RAG_MAX_MEMBER_MB", "MB", "one member of a DOCX/PPTX, unpacked"),
+    Limit("zip_ratio", "--max-zip-ratio", "RAG_MAX_ZIP_RATIO", "", "unpacked/packed size of a DOCX/PPTX member"),
+    Limit("page_text_mb", "--max-page-text-mb", "RAG_MAX_PAGE_TEXT_MB", "MB", "text one PDF page shows"),
+    Limit("doc_seconds", "--doc-timeout", "RAG_DOC_TIMEOUT", "s", "wall time to convert one document"),
+    Limit("memory_mb", "--max-doc-memory-mb", "RAG_MAX_DOC_MEMORY_MB", "MB", "memory one conversion may use"),
+)
+LIMIT_BY_FIELD = {lim.field: lim for lim in LIMITS}
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What converting one document may cost, the same in `rag ingest`, `rag serve` uploads and genqa's
+    sources. A document past one fails with a line naming the limit and its setting; the others go on."""
+
+    unpacked_mb: float = 512.0
+    member_mb: float = 256.0
+    zip_ratio: float = 100.0
+    page_text_mb: float = 4.0
+    doc_seconds: float = 300.0
+    memory_mb: float = 1024.0
+
+    def with_(self, **changes) -> Limits:
+        return replace(self, **{k: v for k, v in changes.items() if v is not None})
+
+
+def tripped(field: str, value: float) -> str:
+    """The end of a message for a limit a document went past: `(limit 256 MB: --max-member-mb /
+    RAG_MAX_MEMBER_MB)`."""
+    lim = LIMIT_BY_FIELD[field]
+    unit = f" {lim.unit}" if lim.unit else ""
+    return f"(limit {value:g}{unit}: {lim.names()})"
+
+
 class Secret(str):
     """A string that never shows itself in repr/str formatting of containers or logs."""
 
@@ -39,6 +90,8 @@ class Settings:
     max_steps: int = 12  # agent: tool-using turns per question [env RAG_MAX_STEPS]
     max_tokens: int = 60_000  # agent: input+output tokens per question [env RAG_MAX_TOKENS]
     context_tokens: int = 32_000  # longctx: tokens of whole documents put in the context [env RAG_CONTEXT_TOKENS]
+    limits: Limits = Limits()  # what converting one document may cost [env RAG_MAX_*, RAG_DOC_TIMEOUT]
+    csv_encoding: str | None = None  # --encoding: read input CSVs in this encoding [env RAG_CSV_ENCODING]
     start_pages: int = 5  # agent: N > 0 starts it with the question searched and its top N pages read (fewer
     # model calls, and a weak model reads); 0 = from the bare tree, reading what it chooses [env RAG_START_PAGES]
 
@@ -94,6 +147,8 @@ def load_settings(
     max_tokens: int | None = None,
     context_tokens: int | None = None,
     start_pages: int | None = None,
+    limits: dict[str, float | None] | None = None,
+    encoding: str | None = None,
     env_file: Path | None = None,
 ) -> Settings:
     """Build Settings from flags (arguments), then env, then `.env`.
@@ -129,6 +184,8 @@ def load_settings(
     if start < 0:
         raise UsageError(f"start_pages must be 0 or more, got {start}")
     default_model = env.get("RAG_MODEL") or DEFAULT_MODEL
+    csv_encoding = check_encoding(encoding if encoding is not None else env.get("RAG_CSV_ENCODING"),
+                                  "--encoding" if encoding is not None else "RAG_CSV_ENCODING")
     return Settings(
         db=Path(db or env.get("RAG_DB") or "database"),
         results=Path(results or env.get("RAG_RESULTS") or "results"),
@@ -146,7 +203,50 @@ def load_settings(
         max_tokens=tokens,
         context_tokens=context,
         start_pages=start,
+        limits=_limits(env, limits or {}),
+        csv_encoding=csv_encoding,
     )
+
+
+def _limits(env: dict[str, str], flags: dict[str, float | None]) -> Limits:
+    """Each limit from its flag, else its environment variable, else the default; each must be positive."""
+    from ragkit.core.errors import UsageError
+
+    values: dict[str, float] = {}
+    for lim in LIMITS:
+        flag = flags.get(lim.field)
+        if flag is not None:
+            if not flag > 0:
+                raise UsageError(f"{lim.flag} must be positive, got {flag:g}")
+            values[lim.field] = float(flag)
+            continue
+        raw = env.get(lim.env)
+        if raw is None or not raw.strip():
+            continue
+        try:
+            value = float(raw)
+        except ValueError:
+            raise UsageError(f"{lim.env} must be a number, got {raw!r}") from None
+        if not value > 0 or value == float("inf"):
+            raise UsageError(f"{lim.env} must be a positive number, got {raw!r}")
+        values[lim.field] = value
+    return Limits(**values)
+
+
+def check_encoding(name: str | None, where: str = "--encoding") -> str | None:
+    """A codec name Python knows (`latin-1`, `cp1252`, `euc-jp`, `utf-16-le`), as given; None stays None."""
+    import codecs
+
+    from ragkit.core.errors import UsageError
+
+    if name is None or not name.strip():
+        return None
+    try:
+        codecs.lookup(name.strip())
+        return name.strip()
+    except LookupError:
+        raise UsageError(f"{where}: unknown encoding {name.strip()!r} (e.g. utf-8, cp932, latin-1, cp1252, "
+                         "euc-jp, utf-16-le)") from None
 
 
 def _positive_float(raw: str | None, name: str, default: float) -> float:

@@ -1,7 +1,9 @@
 """CSV in and out, the way spreadsheet users need it (DESIGN §4).
 
-In: UTF-8, UTF-8 with BOM, UTF-16 with BOM or Shift_JIS/CP932; comma, semicolon or tab separated. Out: utf-8-sig, formula-looking cells escaped with a
-leading apostrophe (stripped again when we read our own files), never over an existing file.
+In: UTF-8 (with or without BOM), UTF-16/32 with a BOM (or without one, when the header is ASCII), Shift_JIS/CP932;
+any other encoding is refused by name unless `--encoding` names it; comma, semicolon or tab separated; a row that
+would shift its cells is refused. Out: utf-8-sig, formula-looking cells escaped with a leading apostrophe
+(stripped again when we read our own files), never over an existing file.
 """
 
 from __future__ import annotations
@@ -36,22 +38,157 @@ def unescape_cell(value: str) -> str:
     return value[1:] if isinstance(value, str) and _ESCAPED.match(value) else value
 
 
-def decode_bytes(data: bytes, name: str) -> str:
-    """UTF-16 with a BOM (Excel's "Unicode text"), UTF-8 with or without a BOM, else Shift_JIS/CP932."""
-    if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
+         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+_LABELS = {"utf-32": "UTF-32", "utf-8-sig": "UTF-8", "utf-16": "UTF-16", "utf-16-le": "UTF-16LE",
+           "utf-16-be": "UTF-16BE", "utf-32-le": "UTF-32LE", "utf-32-be": "UTF-32BE"}
+_KANA = re.compile(r"[\u3041-\u30ff]")
+_PRIVATE = re.compile(r"[\ue000-\uf8ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7a3]")
+_HAN = re.compile(r"[\u4e00-\u9fff]")
+_SJIS_COMMON = object()  # marks the Shift_JIS candidate, judged from its bytes
+_KOREAN = frozenset("이다의는에하을를고가서지한로기수도사리자어있나정대그인시면일것해우적주")  # frequent syllables
+
+
+def _utf8_error(data: bytes) -> UnicodeDecodeError:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        return e
+    raise AssertionError("valid UTF-8")  # pragma: no cover - called only after a decoding failed
+
+
+def decode_bytes(data: bytes, name: str, encoding: str | None = None) -> str:
+    """The text of a CSV file, never by a guess that could corrupt it (DESIGN §4).
+
+    Read: a byte order mark's encoding (UTF-8, UTF-16, UTF-32; a mark always wins), else `encoding` when given,
+    else UTF-16/32 without a mark when the header line is plain ASCII (its NUL bytes say which), else UTF-8, else
+    Shift_JIS/CP932 when the text reads as Japanese (kana, no private-use characters). Anything else is refused
+    with one line naming the likely encoding and the `--encoding` that reads it."""
+    for bom, enc in _BOMS:
+        if data.startswith(bom):
+            return _strict(data, enc, name, f"starts with a {_LABELS[enc]} byte order mark but is not valid "
+                                            f"{_LABELS[enc]}")
+    if encoding:
+        enc = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
+        return _strict(data, enc, name, f"is not valid {encoding} (--encoding)").lstrip("\ufeff")
+    wide = _bomless_unicode(data)
+    if wide:
+        return _strict(data, wide, name, f"looks like {_LABELS[wide]} without a byte order mark but is not valid "
+                                         f"{_LABELS[wide]}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError:
+        pass
+    try:
+        text = data.decode("cp932")
+        if _reads_as_japanese(text):
+            return text
+    except UnicodeDecodeError:
+        pass
+    raise RagError(f"{name}: {_refusal(data)}")
+
+
+# A non-ASCII character or two inside a Latin word ("R鬆nion"), or a half-width katakana against a letter
+# ("Straﾟe"): what Latin-1 or CP1252 text looks like when it is decoded as CP932.
+_GLUED = re.compile(r"[A-Za-z][^\x00-\x7f]{1,2}[A-Za-z]|[A-Za-z][\uff61-\uff9f]|[\uff61-\uff9f][A-Za-z]")
+
+
+def _reads_as_japanese(text: str) -> bool:
+    """Whether text decoded as CP932 is Japanese rather than another encoding's bytes: no private-use
+    characters (CP932's user area, where Latin-1's ö and ñ land) and no NUL, and kana (which no Latin
+    text decodes to), or else nothing glued into a Latin word."""
+    if _PRIVATE.search(text) or "\x00" in text:
+        return False
+    return bool(_KANA.search(text)) or not _GLUED.search(text)
+
+
+def _strict(data: bytes, enc: str, name: str, what: str) -> str:
+    try:
+        return data.decode(enc)
+    except UnicodeDecodeError as e:
+        line = data[: e.start].decode(enc, "replace").count("\n") + 1
+        raise RagError(f"{name}: {what} (line {line}, byte 0x{data[e.start]:02X}); save it as CSV UTF-8, or name "
+                       "its encoding with --encoding") from None
+    except LookupError:
+        raise RagError(f"{name}: unknown encoding {enc!r} (--encoding)") from None
+
+
+def _bomless_unicode(data: bytes) -> str | None:
+    """UTF-16/32 without a byte order mark, told from a header line of plain ASCII (`Q\\0u\\0e\\0...`): only the
+    right encoding decodes it to printable ASCII. None when there is no such header."""
+    head = data[:4096]
+    if b"\x00" not in head:
+        return None
+    for enc, unit in (("utf-32-le", 4), ("utf-32-be", 4), ("utf-16-le", 2), ("utf-16-be", 2)):
+        cut = head[: len(head) // unit * unit]
+        text = cut.decode(enc, "replace")
+        first = text.split("\n", 1)[0].rstrip("\r")
+        if len(first) >= 2 and all(" " <= ch <= "~" or ch == "\t" for ch in first):
+            return enc
+    return None
+
+
+def _refusal(data: bytes) -> str:
+    """Why a file cannot be read without a guess, naming the likely encoding and how to read it."""
+    likely = _likely(data)
+    if likely is None:
+        return ("cannot decode the text; it is not UTF-8, UTF-16/32 or Shift_JIS/CP932; save it as CSV UTF-8, or "
+                "name its encoding with --encoding")
+    label, codec = likely
+    if codec == "utf-8":  # UTF-8 with a few damaged bytes: no other encoding reads it better
+        e = _utf8_error(data)
+        line = data[: e.start].count(b"\n") + 1
+        return (f"not valid UTF-8 at line {line} (byte 0x{data[e.start]:02X}), though the rest of it is: a damaged "
+                "file? fix that line, or save it as CSV UTF-8 again")
+    text = data.decode(codec, "replace")
+    line_no, line = next(((i, ln) for i, ln in enumerate(text.split("\n"), 1) if not ln.isascii()), (1, ""))
+    where = next((i for i, ch in enumerate(line) if not ch.isascii()), 0)
+    sample = line[max(0, where - 12): where + 20].strip()
+    return (f"not UTF-8 or Shift_JIS/CP932; it looks like {label} (line {line_no}: {sample!r}); save it as CSV "
+            f"UTF-8, or read it with --encoding {codec}")
+
+
+def _likely(data: bytes) -> tuple[str, str] | None:
+    """(what the bytes look like, the codec that reads them) for a file that is none of the encodings read
+    without being asked, or None."""
+    head = data[:8192]
+    if b"\x00" in head:  # wide text whose header is not ASCII: where its NUL bytes fall says which
+        head = head[: len(head) // 4 * 4]
+        for codec, zero, mostly in (("utf-32-le", 3, 2), ("utf-32-be", 0, 1)):
+            if not any(head[zero::4]) and head[mostly::4].count(0) >= 0.9 * len(head[mostly::4]):
+                return f"{_LABELS[codec]} without a byte order mark", codec
+        odd, even = head[1::2].count(0), head[0::2].count(0)
+        if odd and not even:
+            return "UTF-16LE without a byte order mark", "utf-16-le"
+        if even and not odd:
+            return "UTF-16BE without a byte order mark", "utf-16-be"
+        return None
+    candidates = (("EUC-JP", "euc-jp", _KANA), ("EUC-KR/CP949 (Korean)", "cp949", _KOREAN),
+                  ("Shift_JIS/CP932", "cp932", _SJIS_COMMON), ("GBK/GB18030 (Chinese)", "gb18030", _HAN))
+    for label, codec, marker in candidates:
         try:
-            return data.decode("utf-16")
-        except UnicodeDecodeError:
-            raise RagError(f"{name}: starts with a UTF-16 byte order mark but is not valid UTF-16; "
-                           "save it as CSV UTF-8") from None
-    for enc in ENCODINGS:
-        try:
-            return data.decode(enc)
+            text = data.decode(codec)
         except UnicodeDecodeError:
             continue
-    hint = " (it looks like UTF-16 without a byte order mark)" if data[:200].count(b"\x00") > 10 else ""
-    raise RagError(f"{name}: cannot decode the text; tried UTF-8, UTF-16 with a byte order mark and "
-                   f"Shift_JIS/CP932{hint}; save it as CSV UTF-8")
+        if _PRIVATE.search(text) or _GLUED.search(text):  # Latin text decodes as these too, into its words
+            continue
+        if marker is _KOREAN:  # other double-byte text decodes as CP949's extended syllables too: common ones?
+            syllables = _HANGUL.findall(text)
+            if syllables and sum(ch in _KOREAN for ch in syllables) >= 0.15 * len(syllables):
+                return label, codec
+        elif marker is _SJIS_COMMON:  # most characters from the common rows (kana, level-1 kanji), not Latin-1's
+            leads = re.findall(rb"[\x81-\x9f\xe0-\xfc][\x40-\x7e\x80-\xfc]", data)
+            if leads and sum(b[0] <= 0x9F for b in leads) >= len(leads) / 2:
+                return label, codec
+        elif marker.search(text):
+            return label, codec
+    utf8_chars = len(re.findall(rb"[\xc2-\xf4][\x80-\xbf]+", head))
+    if utf8_chars and utf8_chars >= len(re.findall(rb"[\x80-\xff]", head)) // 3:
+        return "UTF-8 with a few invalid bytes", "utf-8"
+    if any(0x80 <= b <= 0x9F for b in data):
+        return "Windows-1252 (CP1252)", "cp1252"
+    return "Latin-1 (ISO-8859-1)", "latin-1"
 
 
 def _edits(a: str, b: str) -> int:
@@ -95,40 +232,61 @@ def _separator(text: str) -> str:
     return sep if n else ","
 
 
-def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str] | None = None) -> pd.DataFrame:
+def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str] | None = None,
+             encoding: str | None = None) -> pd.DataFrame:
     """Read a CSV as strings (no NaN: empty cells are ""), strictly.
 
-    - Encodings: UTF-8 (with or without BOM), UTF-16 with a BOM, Shift_JIS/CP932.
+    - Encodings: see `decode_bytes` (`encoding`: what `--encoding` names, for any other).
     - Separator: comma, or semicolon/tab when the header line has no comma.
-    - A row with more (non-empty) fields than the header is an error naming the row; missing fields are "".
+    - A row with more fields than the header is an error naming the row, even when the extra fields are empty
+      (an unquoted comma shifts every cell after it). The one exception is a header that itself ends in empty
+      columns (a spreadsheet's padding): those columns are dropped, and a row may fill them only with empty
+      fields. Missing fields are "". A NUL character in a cell is an error naming its row and column.
     - Column names are stripped; `required` columns missing -> one-line error listing what was found;
       with `known`, a column whose name nearly matches a known one is an error naming both (other unknown
       columns pass through); a column name given twice is an error.
     """
     path = Path(path)
+    if path.is_dir():
+        raise RagError(f"{path}: is a folder; give a CSV file")
     if not path.is_file():
         raise RagError(f"{path}: no such file")
     try:
         data = path.read_bytes()
     except OSError as e:
         raise RagError(f"{path}: cannot read ({e.strerror or e})") from None
-    text = decode_bytes(data, str(path))
+    text = decode_bytes(data, str(path), encoding)
     if not text.strip():
         raise RagError(f"{path}: the file is empty")
     sep = _separator(text)
+    quote = f"a {SEPARATORS.get(sep, repr(sep))} inside a cell needs the cell in double quotes"
     try:
         reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
         header = next(reader)
+        named = len(header)
+        while named > 1 and not header[named - 1].strip():
+            named -= 1  # a header that ends in empty columns: a spreadsheet's padding
+        padded = named < len(header)
         records: list[list[str]] = []
         for fields in reader:
-            if len(fields) > len(header) and any(f.strip() for f in fields[len(header):]):
-                raise RagError(f"{path}: row {len(records) + 2} (line {reader.line_num}) has {len(fields)} "
-                               f"fields but the header has {len(header)}; a {SEPARATORS.get(sep, sep)} inside a cell "
-                               "needs the cell in double quotes")
-            records.append((fields + [""] * len(header))[: len(header)])
+            row = f"{path}: row {len(records) + 2} (line {reader.line_num})"
+            extra = fields[named:]
+            if len(fields) > len(header) and not (padded and not any(f.strip() for f in extra)):
+                empty = " (the extra ones are empty, but the separator before them still shifts cells)" if not any(
+                    f.strip() for f in fields[len(header):]) else ""
+                raise RagError(f"{row} has {len(fields)} fields but the header has {len(header)}{empty}; {quote}")
+            if padded and any(f.strip() for f in extra):
+                col = named + next(i for i, f in enumerate(extra) if f.strip()) + 1
+                raise RagError(f"{row} has a value in column {col}, which has no name in the header (it has "
+                               f"{named}); {quote}")
+            nul = next((i for i, f in enumerate(fields[:named]) if "\x00" in f), None)
+            if nul is not None:
+                raise RagError(f"{row}, column {header[nul].strip() or nul + 1!r}: contains a NUL character (\\0); "
+                               "remove it")
+            records.append((fields + [""] * named)[:named])
     except csv.Error as e:
         raise RagError(f"{path}: not a valid CSV ({str(e).splitlines()[0]})") from None
-    columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(header)]
+    columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(header[:named])]
     dup = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
     if dup is not None:
         raise RagError(f"{path}: the column {dup!r} appears twice; rename or remove one")

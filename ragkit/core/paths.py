@@ -14,6 +14,7 @@ from pathlib import Path
 from ragkit.core.errors import PathEscapeError
 
 MAX_NAME = 80  # characters of one folder name; keeps paths readable and under OS limits
+MAX_NAME_BYTES, MAX_PATH_BYTES = 255, 4096  # what a file system allows (Linux NAME_MAX, PATH_MAX)
 _BAD_CHARS = re.compile(r'[<>:"|?*\\/\x00-\x1f\x7f-\x9f]')
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
 # `page_008_2.md` is the optimizer's second copy of page 8 in one folder: still page 8.
@@ -54,10 +55,18 @@ def page_number(path: str | Path) -> int | None:
 def resolve_in_db(db_root: Path, rel: str) -> Path:
     """Resolve a path a model or user gave, relative to the database root; refuse anything that leaves it.
 
-    Refused: NUL bytes, backslashes, absolute paths, `..` components, symlinks that point outside.
+    Refused: NUL bytes, backslashes, absolute paths, `..` components, symlinks that point outside, and names no
+    file can have (not valid text, a name over 255 bytes, a path over 4096).
     """
     if "\x00" in rel:
         raise PathEscapeError("path contains a NUL byte")
+    try:
+        size = len(rel.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise PathEscapeError("path is not valid text (UTF-8)") from None
+    if size > MAX_PATH_BYTES or any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in rel.split("/")):
+        raise PathEscapeError(f"path too long: no file has a name over {MAX_NAME_BYTES} bytes or a path over "
+                              f"{MAX_PATH_BYTES}")
     if "\\" in rel:
         raise PathEscapeError("use forward slashes: backslashes are not allowed in paths")
     rel = rel.strip()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from functools import lru_cache
+from typing import Any
 
 # Character ranges for regex classes. Han, Hiragana, Katakana (incl. half-width after NFKC), Hangul
 # syllables/jamo; CJK punctuation excluded.
@@ -47,6 +48,18 @@ def strip_controls(text: str) -> str:
     """`text` without control characters other than newline and tab: an ESC in a document or a model's
     reply (`ESC[2J`, `ESC]0;title`) must not reach a terminal. A CR becomes a newline, so lines survive."""
     return _CONTROLS.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+def clean_json(value: Any) -> Any:
+    """`value` (JSON-able: dicts, lists, strings, numbers) with `strip_controls` applied to every string, keys
+    too: json.dumps writes an ESC as `\\u001b`, but `jq -r .answer` turns it back into one on the terminal."""
+    if isinstance(value, str):
+        return strip_controls(value)
+    if isinstance(value, dict):
+        return {clean_json(k): clean_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [clean_json(v) for v in value]
+    return value
 
 
 def one_line(value: object, limit: int | None = None) -> str:

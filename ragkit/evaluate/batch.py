@@ -150,7 +150,7 @@ def run_batch(
     if strategy == "search" and (optimize or enable_rl):
         raise UsageError("--strategy search measures retrieval alone: it does not run --optimize or --enable-rl")
     opts = _options(optimize, enable_rl, holdout, validate)
-    df = read_questions(input_csv)
+    df = read_questions(input_csv, settings.csv_encoding)
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
     if opts.active and REFERENCE not in input_cols:
         flag = "--enable-rl" if enable_rl else "--optimize"
@@ -184,7 +184,7 @@ def run_batch(
     # every reference must exist before a single question is asked (and paid for)
     check_references(records, Path(settings.db), input_csv)
     if opts.validate is not None:
-        vdf = read_questions(opts.validate)
+        vdf = read_questions(opts.validate, settings.csv_encoding)
         if REFERENCE not in vdf.columns:
             raise RagError(f"{opts.validate}: --validate needs a {REFERENCE!r} column (the pages to find)")
         vrecords = vdf.to_dict("records")

@@ -80,7 +80,8 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
 
     t0 = time.monotonic()
     results_csv = Path(results_csv)
-    df = read_csv(results_csv, required=(QUESTION, "RAG Answer"), known=known_columns())
+    df = read_csv(results_csv, required=(QUESTION, "RAG Answer"), known=known_columns(),
+                  encoding=settings.csv_encoding)
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
     has_attempts = ATTEMPTS in df.columns
     rows_in = df.to_dict("records")

@@ -166,11 +166,11 @@ class Run:
         return None
 
 
-def load_run(path: Path | str, name: str | None = None) -> Run:
+def load_run(path: Path | str, name: str | None = None, *, encoding: str | None = None) -> Run:
     """Read a results CSV. A file without the `Question` column, or without any metric column, is one-line
     error naming the file."""
     path = Path(path)
-    df = read_csv(path, required=("Question",))
+    df = read_csv(path, required=("Question",), encoding=encoding)
     columns = [str(c) for c in df.columns]
     if not any(c in columns for c in ("Ref Recall", "Checklist Recall", "RAG Answer")):
         raise RagError(f"{path}: not a results CSV (no 'RAG Answer', 'Ref Recall' or 'Checklist Recall' "
@@ -192,14 +192,15 @@ def load_run(path: Path | str, name: str | None = None) -> Run:
     return run
 
 
-def load_runs(paths: Sequence[Path | str], names: Sequence[str] | None = None) -> list[Run]:
+def load_runs(paths: Sequence[Path | str], names: Sequence[str] | None = None, *,
+              encoding: str | None = None) -> list[Run]:
     """Several results CSVs; `names` label them (default: the file stems)."""
     if not paths:
         raise UsageError("give at least one results CSV")
     names = list(names or [])
     if len(names) > len(paths):
         raise UsageError(f"{len(names)} labels for {len(paths)} results CSV(s)")
-    runs = [load_run(p, names[i] if i < len(names) else None) for i, p in enumerate(paths)]
+    runs = [load_run(p, names[i] if i < len(names) else None, encoding=encoding) for i, p in enumerate(paths)]
     # two files with one stem (results/a.csv, other/a.csv) would be indistinguishable in a report
     names = [r.name for r in runs]
     for r in runs:

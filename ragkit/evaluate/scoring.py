@@ -361,12 +361,12 @@ def known_columns() -> tuple[str, ...]:
     return (*INPUT_COLUMNS, *OUTPUT_COLUMNS)
 
 
-def read_questions(path: Path) -> Any:
+def read_questions(path: Path, encoding: str | None = None) -> Any:
     """A question CSV (or a results CSV given as input), read strictly: csvio.read_csv with the known columns,
     then `Page` must be numbers (`3`, `3;5`, `3-5`) or empty."""
     from ragkit.core.csvio import read_csv
 
-    df = read_csv(path, required=(QUESTION,), known=known_columns())
+    df = read_csv(path, required=(QUESTION,), known=known_columns(), encoding=encoding)
     if PAGE in df.columns:
         for i, cell in enumerate(df[PAGE]):
             if not _PAGE_CELL.fullmatch(str(cell or "")):

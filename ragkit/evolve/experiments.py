@@ -58,9 +58,10 @@ def _int(value: str, where: str, low: int, high: int) -> int:
     return n
 
 
-def read_experiments(path: Path, *, adapters: tuple[str, ...], evaluators: tuple[str, ...]) -> list[Experiment]:
+def read_experiments(path: Path, *, adapters: tuple[str, ...], evaluators: tuple[str, ...],
+                     encoding: str | None = None) -> list[Experiment]:
     """Every row of the CSV as an Experiment; RagError naming file, row and field for the first bad cell."""
-    df = read_csv(Path(path), required=REQUIRED)
+    df = read_csv(Path(path), required=REQUIRED, encoding=encoding)
     out: list[Experiment] = []
     seen: dict[str, int] = {}
     for i, rec in enumerate(df.to_dict("records")):

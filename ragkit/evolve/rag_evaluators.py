@@ -61,8 +61,8 @@ class RubricEvaluator(Evaluator):
                      f"{why}".strip(), v.usage)
 
 
-def _questions(path: Path) -> list[dict]:
-    df = read_csv(path, required=("Question", "Checklist"))
+def _questions(path: Path, encoding: str | None = None) -> list[dict]:
+    df = read_csv(path, required=("Question", "Checklist"), encoding=encoding)
     rows = [r for r in df.to_dict("records") if str(r.get("Question") or "").strip()]
     if not rows:
         raise RagError(f"{path}: no questions")
@@ -130,9 +130,9 @@ class NaivePromptEvaluator(Evaluator):
         if not db.is_dir():
             raise RagError(f"ragkit_naive: {db}: no database here; run `rag ingest` first or set the db column")
         self.settings = base.with_(db=db)
-        self.train = _questions(Path(target))
+        self.train = _questions(Path(target), base.csv_encoding)
         holdout = experiment.holdout_csv if experiment is not None else ""
-        self.holdout = _questions(Path(holdout)) if holdout else None
+        self.holdout = _questions(Path(holdout), base.csv_encoding) if holdout else None
 
     def evaluate(self, text: str, *, seed: str = "") -> Score:
         return score_naive_prompt(text, self.train, self.settings, self.adapter.provider)

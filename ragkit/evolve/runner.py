@@ -211,8 +211,9 @@ def run_experiment(exp: Experiment, settings: Settings, results: Path, *, until:
     return run.run(until)
 
 
-def load(csv_path: Path, only: list[str] | None = None) -> list[Experiment]:
-    experiments = read_experiments(Path(csv_path), adapters=adapter_names(), evaluators=evaluator_names())
+def load(csv_path: Path, only: list[str] | None = None, encoding: str | None = None) -> list[Experiment]:
+    experiments = read_experiments(Path(csv_path), adapters=adapter_names(), evaluators=evaluator_names(),
+                                   encoding=encoding)
     if only:
         known = {e.experiment_id for e in experiments}
         missing = [o for o in only if o not in known]
@@ -229,7 +230,7 @@ def run_experiments(csv_path: Path, settings: Settings, *, results: Path | None 
     An experiment that fails stops with its error recorded; the others still run."""
     if until is not None and until < 1:
         raise UsageError(f"--until must be at least 1 (generations 1..N), got {until}")
-    experiments = load(csv_path, only)
+    experiments = load(csv_path, only, settings.csv_encoding)
     root = Path(results) if results is not None else Path(settings.results)
     report = EvolveReport()
     for exp in experiments:

@@ -17,8 +17,9 @@ from ragkit.evolve.runner import load
 
 
 def pipeline_script(csv_path: Path, *, results: Path, only: list[str] | None = None,
-                    workdir: Path | None = None) -> str:
-    experiments = load(Path(csv_path), only)
+                    workdir: Path | None = None, encoding: str | None = None) -> str:
+    experiments = load(Path(csv_path), only, encoding)
+    enc = f" --encoding {shlex.quote(encoding)}" if encoding else ""
     q = shlex.quote
     lines = [
         "#!/usr/bin/env bash",
@@ -36,16 +37,19 @@ def pipeline_script(csv_path: Path, *, results: Path, only: list[str] | None = N
                      f"{exp.adapter_type}/{exp.model_name}, evaluator {exp.evaluator_type}")
         for n in range(exp.max_generations):
             lines.append(f"$RAG evolve {q(str(csv_path))} --results {q(str(results))} "
-                         f"--only {q(exp.experiment_id)} --until {n + 1}")
+                         f"--only {q(exp.experiment_id)} --until {n + 1}{enc}")
     return "\n".join(lines) + "\n"
 
 
-def write_pipeline_script(csv_path: Path, script: Path, *, results: Path, only: list[str] | None = None) -> Path:
+def write_pipeline_script(csv_path: Path, script: Path, *, results: Path, only: list[str] | None = None,
+                          encoding: str | None = None) -> Path:
     """Write the script (executable); an existing file is never replaced."""
     script = Path(script)
+    if script.is_dir():
+        raise RagError(f"{script}: is a folder; name a file for the script (nothing was written)")
     if script.exists():
         raise RagError(f"{script}: already exists; remove it or choose another name (nothing was written)")
-    text = pipeline_script(csv_path, results=results, only=only)
+    text = pipeline_script(csv_path, results=results, only=only, encoding=encoding)
     atomic_write_text(script, text)
     os.chmod(script, 0o755)
     return script

@@ -28,7 +28,7 @@ def resolve_source(source: Path, settings: Settings, *, progress: bool = True) -
         db = Path(settings.db)
         from ragkit.search.backend import ingest_into
 
-        ing, _ = ingest_into([source], db=db, progress=progress)
+        ing, _ = ingest_into([source], db=db, progress=progress, limits=settings.limits)
         if getattr(ing, "failed", None):
             raise RagError(f"{source}: ingest failed: {_describe_failed(ing.failed)}")
         rels = _pages_of_document(db, source)

@@ -8,6 +8,7 @@ import re
 import zipfile
 from pathlib import Path
 
+from ragkit.ingest.limits import check_zip
 from ragkit.ingest.pages import (
     FRONT_SECTION,
     ConvertError,
@@ -44,14 +45,17 @@ def _markitdown(data: bytes, ext: str) -> str:
     return res.markdown or ""
 
 
-def _open_zip(path: Path, kind: str) -> tuple[bytes, zipfile.ZipFile]:
-    data = path.read_bytes()
+def _open_zip(job: Job, kind: str) -> tuple[bytes, zipfile.ZipFile]:
+    """The file's bytes and its zip, once its members are known to unpack within the limits."""
+    data = Path(job.src).read_bytes()
     if not data.startswith(b"PK"):
         raise ConvertError(f"not a {kind} file (not a zip archive)")
     try:
-        return data, zipfile.ZipFile(io.BytesIO(data))
+        zf = zipfile.ZipFile(io.BytesIO(data))
     except zipfile.BadZipFile as e:
         raise ConvertError(f"corrupt {kind} ({reason_line(e)})") from None
+    check_zip(zf, job.limits, kind)
+    return data, zf
 
 
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
@@ -64,7 +68,7 @@ def _top_heading_level(md: str) -> int | None:
 
 def convert_docx(job: Job) -> DocResult:
     path = Path(job.src)
-    data, zf = _open_zip(path, "DOCX")
+    data, zf = _open_zip(job, "DOCX")
     with zf:
         try:
             xml = zf.read("word/document.xml").decode("utf-8")
@@ -152,7 +156,7 @@ def _pptx_sections(zf: zipfile.ZipFile, n: int) -> list[str] | None:
 
 def convert_pptx(job: Job) -> DocResult:
     path = Path(job.src)
-    data, zf = _open_zip(path, "PPTX")
+    data, zf = _open_zip(job, "PPTX")
     with zf:
         title = _office_title(zf)
         try:

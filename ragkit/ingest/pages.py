@@ -1,5 +1,6 @@
 """One document's pages: the conversion job and its result, the report of a run, the section folders
-(outline entries or fixed ranges) and writing the page files atomically."""
+(outline entries or fixed ranges), and writing the page files atomically (the `rag ingest` process writes
+them; a conversion worker only renders them)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ragkit.core.config import Limits
 from ragkit.core.pagefile import NO_TEXT_MARKER, PageMeta, render_page
 from ragkit.core.paths import MAX_NAME, page_filename, sanitize_name
 from ragkit.core.text import HANGUL, join_cjk_breaks, one_line, strip_controls
@@ -16,15 +18,8 @@ from ragkit.core.workers import alive
 FRONT_SECTION = "front matter"
 RANGE_SIZE = 10  # pages per fallback section
 _MAX_REASON = 240
-
-
-_PARENT: int | None = None  # in a worker process: the pid of the `rag ingest` that started it
-
-
-def set_parent(pid: int) -> None:
-    """In a worker process: pages are written only while the `rag ingest` that started it lives."""
-    global _PARENT
-    _PARENT = pid
+# a page file being written: `.page_008.md.<pid>.tmp`, renamed when complete
+_TEMPORARY = re.compile(r"^\.(page_\d+\.md)\.(\d+)\.tmp$")
 
 
 class ConvertError(Exception):
@@ -43,6 +38,8 @@ class IngestReport:
     written: list[str] = field(default_factory=list)  # db-relative page paths written
     removed: list[str] = field(default_factory=list)  # db-relative page paths removed (stale)
     ignored: list[str] = field(default_factory=list)  # files of other types met while walking folders
+    hidden: list[str] = field(default_factory=list)  # hidden files and folders skipped while walking folders
+    temporaries: int = 0  # page files half-written by an interrupted ingest, removed by this one
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, what may be lost): ingested anyway
     seconds: float = 0.0
     db: str = ""
@@ -57,6 +54,7 @@ class Job:
     kind: str  # ".pdf" | ".docx" | ".pptx"
     db: str
     folder: str  # db-relative "<category>/<document>"
+    limits: Limits = field(default_factory=Limits)
 
 
 @dataclass
@@ -65,6 +63,7 @@ class DocResult:
     shown: str
     folder: str
     pages: list[str] = field(default_factory=list)  # db-relative
+    texts: list[str] = field(default_factory=list)  # each page file's content, until the pages are written
     no_text: int = 0
     error: str | None = None
     warning: str | None = None  # ingested, but something may be missing (a repaired PDF)
@@ -153,30 +152,44 @@ def outline_sections(toc: list, n_pages: int) -> list[str] | None:
     return out
 
 
-def _write_page(path: Path, text: str) -> None:
+def write_page(path: Path, text: str) -> None:
     """tmp + rename (atomic for readers); no fsync per page, which would cost more than the extraction."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         tmp.write_text(text, encoding="utf-8", newline="")
-        if _PARENT is not None and not alive(_PARENT):  # orphaned: write nothing more (see follow_parent)
-            tmp.unlink(missing_ok=True)
-            os._exit(1)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
 
 
+def remove_temporaries(db: Path) -> int:
+    """Remove the half-written page files (`.page_008.md.<pid>.tmp`) that an ingest killed while writing left
+    behind, when their writer is gone. Called under the ingest lock. Returns how many were removed."""
+    removed = 0
+    for dirpath, dirnames, filenames in os.walk(db):
+        dirnames[:] = [d for d in dirnames if d != ".ragkit"]
+        for name in filenames:
+            m = _TEMPORARY.match(name)
+            if m and (int(m.group(2)) == os.getpid() or not alive(int(m.group(2)))):
+                try:
+                    os.unlink(os.path.join(dirpath, name))
+                    removed += 1
+                except OSError:
+                    pass
+    return removed
+
+
 def emit_pages(job: Job, title: str, bodies: list[str], sections: list[str],
                 printed: list[str] | None = None) -> DocResult:
+    """The document's page files (paths and contents), rendered; `rag ingest` writes them."""
     res = DocResult(job.src, job.shown, job.folder)
     # nothing a document wrote may drive a terminal later: control characters never reach a page file
     title = one_line(title)
     sections = [one_line(s) for s in sections]
     names = _unique_names(sections)
     total = len(bodies)
-    db = Path(job.db)
     for i, body in enumerate(bodies, start=1):
         body = strip_controls(body).strip()
         if not body or body == NO_TEXT_MARKER:
@@ -187,6 +200,6 @@ def emit_pages(job: Job, title: str, bodies: list[str], sections: list[str],
         label = printed[i - 1].strip() if printed and i <= len(printed) else ""
         meta = PageMeta(source=job.shown, document=title, section=sec, page=i,
                         printed_page="" if label == str(i) else label)
-        _write_page(db / rel, render_page(meta, body))
+        res.texts.append(render_page(meta, body))
         res.pages.append(rel)
     return res

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ragkit.core.pagefile import NO_TEXT_MARKER
 from ragkit.core.text import HAN_KANA
+from ragkit.ingest.limits import LimitError, check_page_text, is_memory_error, memory_message
 from ragkit.ingest.pages import (
     ConvertError,
     DocResult,
@@ -355,8 +356,16 @@ def convert_pdf(job: Job) -> DocResult:
             try:
                 page = doc[i]
                 height = page.rect.height
+                check_page_text(doc, page, i + 1, job.limits)  # before MuPDF holds all of its text
+                pymupdf.TOOLS.reset_mupdf_warnings()
                 lines = _pdf_lines(page, flags)
+                if is_memory_error(pymupdf.TOOLS.mupdf_warnings()):
+                    raise LimitError(memory_message(job.limits))
+            except LimitError:
+                raise
             except Exception as e:
+                if is_memory_error(e):
+                    raise LimitError(memory_message(job.limits)) from None
                 broken[i] = reason_line(e)
             all_lines.append(lines)
             folios.append(_folio_candidates(lines, height))

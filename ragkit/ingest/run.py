@@ -8,7 +8,8 @@ import stat
 import time
 from pathlib import Path
 
-from ragkit.core.errors import RagError
+from ragkit.core.config import Limits
+from ragkit.core.errors import RagError, UsageError
 from ragkit.core.paths import sanitize_name
 from ragkit.ingest.manifest import (
     CONVERTER_VERSION,
@@ -22,7 +23,15 @@ from ragkit.ingest.manifest import (
     save_manifest,
     sniff,
 )
-from ragkit.ingest.pages import IngestReport, Job, reason_line, shown_path
+from ragkit.ingest.pages import (
+    DocResult,
+    IngestReport,
+    Job,
+    reason_line,
+    remove_temporaries,
+    shown_path,
+    write_page,
+)
 from ragkit.ingest.workers import run_jobs
 
 # ------------------------------------------------------------------------------------------ collecting
@@ -55,9 +64,14 @@ def _collect(sources: list[Path], category: str | None, report: IngestReport) ->
         if src.is_dir():
             found = 0
             for dirpath, dirnames, filenames in os.walk(src, followlinks=False):
+                report.hidden.extend(shown_path(Path(dirpath, d).absolute()) + "/"
+                                     for d in sorted(dirnames) if d.startswith("."))
                 dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
                 for f in sorted(filenames):
-                    if f.startswith((".", "~$")):
+                    if f.startswith("."):
+                        report.hidden.append(shown_path(Path(dirpath, f).absolute()))
+                        continue
+                    if f.startswith("~$"):  # an Office lock file next to an open document
                         continue
                     p = Path(dirpath) / f
                     if p.suffix.lower() not in SUPPORTED:
@@ -89,11 +103,17 @@ def ingest_sources(
     force: bool = False,
     workers: int | None = None,
     progress: bool = True,
+    limits: Limits | None = None,
 ) -> IngestReport:
-    """Ingest files and folders into the page tree; see the module docstring for the rules."""
+    """Ingest files and folders into the page tree; see docs/ingest.md for the rules. Documents are converted
+    outside the database's lock (so two ingests, or two uploads, convert at once); their pages and the
+    manifest are written under it."""
     t0 = time.perf_counter()
     if not sources:
         raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be at least 1, got {workers}")
+    limits = limits or Limits()
     db = Path(db)
     if db.exists() and not db.is_dir():
         raise RagError(f"{db}: the database path exists and is not a folder")
@@ -109,89 +129,148 @@ def ingest_sources(
     db.mkdir(parents=True, exist_ok=True)
     state = db / ".ragkit"
     with db_lock(state):
-        manifest = load_manifest(state / MANIFEST)
-        recorded: dict = manifest["sources"]
-        run_keys = {str(p) for p, _, _ in docs}
-        # folders owned by sources outside this run that still exist
-        claimed: dict[str, str] = {}
-        stale_owner: dict[str, str] = {}
-        for key, entry in recorded.items():
-            if key in run_keys:
+        report.temporaries = remove_temporaries(db)
+        recorded: dict = load_manifest(state / MANIFEST)["sources"]
+        jobs, commit = _plan(docs, recorded, db, force, limits, report)
+    try:
+        for res in run_jobs(jobs, workers, progress):
+            if res.worker[0]:
+                report.workers[res.worker[0]] = res.worker[1:]
+            if res.error:
+                report.failed.append((res.shown, res.error))
                 continue
-            folder = entry.get("folder", "")
-            if os.path.exists(key):
-                claimed[folder.casefold()] = key
-            else:
-                stale_owner[folder.casefold()] = key
-
-        jobs: list[Job] = []
-        hashes: dict[str, str] = {}
-        stale_pages: list[str] = []
-        takeover: dict[str, str] = {}  # source -> the vanished source whose folder it takes over
-        for path, kind, cat in docs:
-            key = str(path)
-            shown = shown_path(path)
-            try:
-                st = path.stat()
-                if not stat.S_ISREG(st.st_mode):
-                    report.failed.append((shown, "not a regular file"))
-                    continue
-                digest, head = hash_file(path)
-            except OSError as e:
-                report.failed.append((shown, f"cannot read file ({reason_line(e.strerror or e)})"))
-                continue
-            bad = sniff(head, kind)
-            if bad:  # checked before the folder is claimed, so a non-document never blocks a real one
-                report.failed.append((shown, bad))
-                continue
-            folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
-            owner = claimed.get(folder.casefold())
-            if owner and owner != key:
-                report.failed.append((shown, f"would go to the same folder {folder} as {shown_path(Path(owner))}; "
-                                              "rename one of them or ingest it with --category"))
-                continue
-            claimed[folder.casefold()] = key
-            old = stale_owner.pop(folder.casefold(), None)
-            if old:  # a moved/renamed source: its pages are superseded once this one is ingested
-                takeover[key] = old
-            prev = recorded.get(key)
-            if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder:
-                report.skipped += 1
-                if converter_of(prev) < CONVERTER_VERSION:
-                    report.outdated.append(shown)
-                continue
-            hashes[key] = digest
-            jobs.append(Job(key, shown, kind, str(db.absolute()), folder))
-
-        written: set[str] = set()
-        try:
-            for res in run_jobs(jobs, workers, progress):
-                if res.worker[0]:
-                    report.workers[res.worker[0]] = res.worker[1:]
-                if res.error:
-                    report.failed.append((res.shown, res.error))
-                    continue
-                if res.warning:
-                    report.warnings.append((res.shown, res.warning))
-                report.documents += 1
-                report.pages += len(res.pages)
-                report.pages_without_text += res.no_text
-                report.written.extend(res.pages)
-                written.update(res.pages)
-                prev = recorded.get(res.src)
-                if prev:
-                    stale_pages.extend(prev.get("pages", []))
-                if res.src in takeover:
-                    stale_pages.extend(recorded.pop(takeover[res.src], {}).get("pages", []))
-                recorded[res.src] = {
-                    "sha256": hashes[res.src],
-                    "folder": res.folder,
-                    "pages": res.pages,
-                    "converter": CONVERTER_VERSION,
-                    "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-                }
-        finally:
-            report.removed = remove_pages(db, stale_pages, written)
-            save_manifest(state / MANIFEST, manifest)
+            commit.add(res)
+    finally:
+        commit.flush()
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bool, limits: Limits,
+          report: IngestReport) -> tuple[list[Job], _Commit]:
+    """The documents to convert (unchanged ones skipped, folder clashes failed), read under the lock."""
+    run_keys = {str(p) for p, _, _ in docs}
+    # folders owned by sources outside this run that still exist
+    claimed: dict[str, str] = {}
+    stale_owner: dict[str, str] = {}
+    for key, entry in recorded.items():
+        if key in run_keys:
+            continue
+        folder = entry.get("folder", "")
+        if os.path.exists(key):
+            claimed[folder.casefold()] = key
+        else:
+            stale_owner[folder.casefold()] = key
+    jobs: list[Job] = []
+    commit = _Commit(db, report)
+    for path, kind, cat in docs:
+        key = str(path)
+        shown = shown_path(path)
+        try:
+            st = path.stat()
+            if not stat.S_ISREG(st.st_mode):
+                report.failed.append((shown, "not a regular file"))
+                continue
+            digest, head = hash_file(path)
+        except OSError as e:
+            report.failed.append((shown, f"cannot read file ({reason_line(e.strerror or e)})"))
+            continue
+        bad = sniff(head, kind)
+        if bad:  # checked before the folder is claimed, so a non-document never blocks a real one
+            report.failed.append((shown, bad))
+            continue
+        folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
+        owner = claimed.get(folder.casefold())
+        if owner and owner != key:
+            report.failed.append((shown, _clash(folder, owner)))
+            continue
+        claimed[folder.casefold()] = key
+        old = stale_owner.pop(folder.casefold(), None)
+        if old:  # a moved/renamed source: its pages are superseded once this one is ingested
+            commit.takeover[key] = old
+        prev = recorded.get(key)
+        if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder:
+            report.skipped += 1
+            if converter_of(prev) < CONVERTER_VERSION:
+                report.outdated.append(shown)
+            continue
+        commit.hashes[key] = digest
+        jobs.append(Job(key, shown, kind, str(db.absolute()), folder, limits))
+    return jobs, commit
+
+
+def _clash(folder: str, owner: str) -> str:
+    return (f"would go to the same folder {folder} as {shown_path(Path(owner))}; rename one of them or ingest it "
+            "with --category")
+
+
+class _Commit:
+    """Converted documents waiting to be written: their pages, then the manifest, under the lock, in batches
+    (every few seconds, and at the end) so that a run of thousands of documents does not rewrite the manifest
+    thousands of times."""
+
+    def __init__(self, db: Path, report: IngestReport) -> None:
+        self.db = db
+        self.state = db / ".ragkit"
+        self.report = report
+        self.hashes: dict[str, str] = {}
+        self.takeover: dict[str, str] = {}  # source -> the vanished source whose folder it takes over
+        self.pending: list[DocResult] = []
+        self.pending_bytes = 0
+        self.written: set[str] = set()
+        self.last = time.monotonic()
+        self.cost = 0.0
+
+    def add(self, res: DocResult) -> None:
+        self.pending.append(res)
+        self.pending_bytes += sum(len(t) for t in res.texts)
+        if self.pending_bytes > 64 << 20 or time.monotonic() - self.last > max(2.0, 20 * self.cost):
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        t0 = time.monotonic()
+        report = self.report
+        with db_lock(self.state):
+            manifest = load_manifest(self.state / MANIFEST)
+            recorded: dict = manifest["sources"]
+            stale: list[str] = []
+            try:
+                for res in self.pending:
+                    owner = next((k for k, e in recorded.items() if k != res.src and k != self.takeover.get(res.src)
+                                  and e.get("folder", "").casefold() == res.folder.casefold()
+                                  and os.path.exists(k)), None)
+                    if owner:  # another ingest took the folder while this one converted
+                        report.failed.append((res.shown, _clash(res.folder, owner)))
+                        continue
+                    try:
+                        for rel, text in zip(res.pages, res.texts, strict=True):
+                            write_page(self.db / rel, text)
+                    except OSError as e:
+                        report.failed.append((res.shown, f"cannot write its pages ({reason_line(e.strerror or e)})"))
+                        continue
+                    res.texts = []
+                    if res.warning:
+                        report.warnings.append((res.shown, res.warning))
+                    report.documents += 1
+                    report.pages += len(res.pages)
+                    report.pages_without_text += res.no_text
+                    report.written.extend(res.pages)
+                    self.written.update(res.pages)
+                    stale.extend(recorded.get(res.src, {}).get("pages", []))
+                    if res.src in self.takeover:
+                        stale.extend(recorded.pop(self.takeover[res.src], {}).get("pages", []))
+                    recorded[res.src] = {
+                        "sha256": self.hashes[res.src],
+                        "folder": res.folder,
+                        "pages": res.pages,
+                        "converter": CONVERTER_VERSION,
+                        "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+                    }
+            finally:
+                self.pending, self.pending_bytes = [], 0
+                report.removed.extend(remove_pages(self.db, stale, self.written))
+                save_manifest(self.state / MANIFEST, manifest)
+        self.last = time.monotonic()
+        self.cost = self.last - t0

@@ -1,28 +1,37 @@
-"""Converting documents in worker processes (forkserver), biggest first; a worker never raises: a document's
-failure travels back as one line."""
+"""Converting documents in worker processes (forkserver), biggest first, each under the document limits: a
+worker past the wall-time limit is killed and replaced, and its document fails with one line; a worker that
+dies (out of memory, a crash in a converter) fails only its document. A worker never raises: a document's
+failure travels back as one line. It returns the rendered pages; `rag ingest` writes them.
+
+    run_jobs(jobs, workers, progress) -> iterator of DocResult (in completion order)
+    stop_all()  # from any thread (a server stopping): kill every conversion now; run_jobs raises Stopped
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+import signal
+import threading
+import time
+from collections import deque
 
-from ragkit.core.workers import follow_parent, starting_workers, stop_pool
-from ragkit.ingest.office import convert_docx, convert_pptx
-from ragkit.ingest.pages import ConvertError, DocResult, Job, reason_line, set_parent
-from ragkit.ingest.pdf import convert_pdf
+from ragkit.core.config import Limits, tripped
+from ragkit.core.errors import RagError
+from ragkit.core.workers import follow_parent, starting_workers
+from ragkit.ingest.limits import is_memory_error, limit_memory, memory_message
+from ragkit.ingest.pages import ConvertError, DocResult, Job, reason_line
 
 # ----------------------------------------------------------------------------------------------- worker
 
 
+class Stopped(RagError):
+    """The conversions were stopped from outside (`stop_all`: a server shutting down)."""
 
 
-
-
-def _init_worker(parent: int | None = None) -> None:
-    if parent is not None and parent != os.getpid():
-        set_parent(parent)
-        follow_parent(parent)  # a killed `rag ingest` must not leave workers that go on writing pages
+def _init_worker(limits: Limits | None = None) -> None:
+    if limits is not None:
+        limit_memory(limits)
     with contextlib.suppress(Exception):
         import pymupdf
 
@@ -43,6 +52,9 @@ def _process(job: Job) -> DocResult:
 
 
 def _convert(job: Job) -> DocResult:
+    from ragkit.ingest.office import convert_docx, convert_pptx
+    from ragkit.ingest.pdf import convert_pdf
+
     try:
         if job.kind == ".pdf":
             return convert_pdf(job)
@@ -51,15 +63,176 @@ def _convert(job: Job) -> DocResult:
         return convert_pptx(job)
     except ConvertError as e:
         return DocResult(job.src, job.shown, job.folder, error=str(e))
+    except MemoryError:
+        return DocResult(job.src, job.shown, job.folder, error=memory_message(job.limits))
     except OSError as e:
         return DocResult(job.src, job.shown, job.folder, error=f"cannot read file ({reason_line(e.strerror or e)})")
-    except MemoryError:
-        return DocResult(job.src, job.shown, job.folder, error="out of memory while converting")
     except Exception as e:  # a converter bug must not take the whole run down
+        if is_memory_error(e):
+            return DocResult(job.src, job.shown, job.folder, error=memory_message(job.limits))
         return DocResult(job.src, job.shown, job.folder, error=f"{type(e).__name__}: {reason_line(e)}")
 
 
+def _worker_main(conn, parent: int, limits: Limits) -> None:
+    """A worker: documents in, results out, until the parent closes the pipe (or dies: follow_parent)."""
+    follow_parent(parent)
+    _init_worker(limits)
+    while True:
+        try:
+            job = conn.recv()
+        except (EOFError, OSError):
+            return
+        if job is None:
+            return
+        try:
+            res = _process(job)
+        except BaseException as e:  # noqa: BLE001 - even a bug in _process reaches the parent as one line
+            res = DocResult(job.src, job.shown, job.folder, error=f"{type(e).__name__}: {reason_line(e)}")
+        try:
+            conn.send(res)
+        except MemoryError:
+            conn.send(DocResult(job.src, job.shown, job.folder, error=memory_message(job.limits)))
+
+
+# ------------------------------------------------------------------------------------------------ pool
+
+_LIVE: set[_Pool] = set()
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all() -> None:
+    """Kill every conversion of this process at once (from any thread); each run_jobs raises Stopped."""
+    with _LIVE_LOCK:
+        pools = list(_LIVE)
+    for pool in pools:
+        pool.stop()
+
+
+class _Worker:
+    def __init__(self, ctx, limits: Limits) -> None:
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_worker_main, args=(child, os.getpid(), limits), daemon=True,
+                                name="ragkit-convert")
+        self.proc.start()
+        child.close()
+        self.job: Job | None = None
+        self.deadline = 0.0
+
+    def kill(self) -> None:
+        with contextlib.suppress(Exception):
+            self.proc.kill()
+        with contextlib.suppress(Exception):
+            self.proc.join(5)
+        with contextlib.suppress(Exception):
+            self.conn.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.conn.send(None)
+        with contextlib.suppress(Exception):
+            self.proc.join(1)
+        if self.proc.is_alive():
+            self.kill()
+        with contextlib.suppress(Exception):
+            self.conn.close()
+
+
+class _Pool:
+    """Worker processes that each convert one document at a time, each job under a deadline."""
+
+    def __init__(self, n: int, limits: Limits) -> None:
+        self.n = n
+        self.limits = limits
+        self.ctx = _mp_context()
+        self.workers: list[_Worker] = []
+        self.stopped = False
+
+    def stop(self) -> None:
+        self.stopped = True
+        for w in list(self.workers):
+            w.kill()
+
+    def close(self, *, kill: bool) -> None:
+        for w in self.workers:
+            if kill or self.stopped:
+                w.kill()
+            else:
+                w.close()
+        self.workers = []
+
+    def _start(self) -> _Worker:
+        with starting_workers():
+            w = _Worker(self.ctx, self.limits)
+        self.workers.append(w)
+        return w
+
+    def _retire(self, w: _Worker) -> None:
+        w.kill()
+        self.workers.remove(w)
+
+    def run(self, jobs: list[Job]):
+        from multiprocessing.connection import wait
+
+        todo = deque(jobs)
+        while todo or any(w.job for w in self.workers):
+            if self.stopped:
+                raise Stopped("stopped")
+            for w in self.workers:
+                if w.job is None and todo:
+                    self._assign(w, todo.popleft())
+            while todo and len(self.workers) < self.n:
+                self._assign(self._start(), todo.popleft())
+            busy = [w for w in self.workers if w.job is not None]
+            timeout = max(0.0, min(w.deadline for w in busy) - time.monotonic())
+            ready = set(wait([w.conn for w in busy] + [w.proc.sentinel for w in busy], timeout=timeout))
+            if self.stopped:
+                raise Stopped("stopped")
+            now = time.monotonic()
+            for w in busy:
+                job = w.job
+                if w.conn in ready or w.proc.sentinel in ready:
+                    res = self._receive(w, job)
+                elif now >= w.deadline:
+                    self._retire(w)
+                    res = DocResult(job.src, job.shown, job.folder,
+                                    error=f"took longer than {job.limits.doc_seconds:g} s to convert; stopped "
+                                          f"{tripped('doc_seconds', job.limits.doc_seconds)}")
+                else:
+                    continue
+                w.job = None
+                yield res
+
+    def _assign(self, w: _Worker, job: Job) -> None:
+        w.job = job
+        w.deadline = time.monotonic() + job.limits.doc_seconds
+        try:
+            w.conn.send(job)
+        except (OSError, ValueError):
+            pass  # a dead worker: its sentinel says so at the next wait
+
+    def _receive(self, w: _Worker, job: Job) -> DocResult:
+        try:
+            if w.conn.poll():
+                return w.conn.recv()
+        except (EOFError, OSError):
+            pass
+        except Exception as e:  # noqa: BLE001 - a result that cannot be unpickled
+            self._retire(w)
+            return DocResult(job.src, job.shown, job.folder, error=f"{type(e).__name__}: {reason_line(e)}")
+        # the worker died with the document: killed by the kernel (memory), or a crash in a converter
+        w.proc.join(5)
+        code = w.proc.exitcode
+        self._retire(w)
+        if self.stopped:
+            raise Stopped("stopped")
+        how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit status {code}"
+        return DocResult(job.src, job.shown, job.folder,
+                         error=f"the converter stopped ({how}), perhaps out of memory "
+                               f"{tripped('memory_mb', job.limits.memory_mb)}")
+
+
 def run_jobs(jobs: list[Job], workers: int | None, progress: bool):
+    """Convert `jobs` in worker processes (never in this one: a worker can be killed), biggest first."""
     from ragkit.core.progress import progress_bar
 
     if not jobs:
@@ -68,32 +241,21 @@ def run_jobs(jobs: list[Job], workers: int | None, progress: bool):
     # biggest first, so one large document does not finish alone at the end
     jobs = sorted(jobs, key=lambda j: -_size(j.src))
     bar = progress_bar(total=len(jobs), unit="doc", desc="ingest", disable=not progress, leave=False)
+    pool = _Pool(n_workers, jobs[0].limits)
+    with _LIVE_LOCK:
+        _LIVE.add(pool)
+    finished = False
     try:
-        if n_workers == 1:
-            _init_worker()
-            for job in jobs:
-                res = _process(job)
-                bar.update(1)
-                yield res
-            return
-        pool = None
-        try:
-            with starting_workers():
-                pool = ProcessPoolExecutor(max_workers=n_workers, initializer=_init_worker,
-                                           initargs=(os.getpid(),), mp_context=_mp_context())
-                futures = [pool.submit(_process, job) for job in jobs]
-            for fut in as_completed(futures):
-                bar.update(1)
-                yield fut.result()
-        except BaseException:
-            # Ctrl-C or an error, perhaps while the pool was starting: stop now, not after the running
-            # documents are written. A document cut short is not in the manifest, so the next run converts it
-            # again.
-            if pool is not None:
-                stop_pool(pool)
-            raise
-        pool.shutdown()
+        for res in pool.run(jobs):
+            bar.update(1)
+            yield res
+        finished = True
     finally:
+        # Ctrl-C or an error: stop now, not after the running documents are done. A document cut short is not
+        # in the manifest, so the next run converts it again.
+        with _LIVE_LOCK:
+            _LIVE.discard(pool)
+        pool.close(kill=not finished)
         bar.close()
 
 
@@ -104,9 +266,9 @@ def _mp_context():
 
     if "forkserver" in mp.get_all_start_methods():
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["ragkit.ingest.workers"])
+        ctx.set_forkserver_preload(["ragkit.ingest.workers", "ragkit.ingest.pdf", "pymupdf"])
         return ctx
-    return None
+    return mp.get_context("spawn")
 
 
 def _size(path: str) -> int:

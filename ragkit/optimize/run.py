@@ -322,7 +322,8 @@ def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], 
         return
     recorded = True
     try:
-        report.csv_path, report.backup_path = update_input_csv(input_csv, report.rows, confirmed, ctx.db)
+        report.csv_path, report.backup_path = update_input_csv(input_csv, report.rows, confirmed, ctx.db,
+                                                               ctx.settings.csv_encoding)
     except (RagError, OSError) as e:
         recorded = False
         what = str(e) if isinstance(e, RagError) else f"{input_csv}: cannot update ({e.strerror or e})"
@@ -518,14 +519,14 @@ def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str
     return scored
 
 
-def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyRecord], db: Path
-                     ) -> tuple[Path | None, Path | None]:
+def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyRecord], db: Path,
+                     encoding: str | None = None) -> tuple[Path | None, Path | None]:
     """Add/extend `Optimized Reference Document` = `original|copy` in the input CSV, atomically, after
     copying the previous file to `<name>.bak-YYYYMMDD_HHMMSS`. Returns (csv, backup), or (None, None) when
-    nothing changed."""
+    nothing changed. The CSV is written back as UTF-8 (with a BOM), whatever `encoding` it was read in."""
     import shutil
 
-    df = read_csv(input_csv, required=("Question",))
+    df = read_csv(input_csv, required=("Question",), encoding=encoding)
     if OPT_COL not in df.columns:
         pos = list(df.columns).index(REF_COL) + 1 if REF_COL in df.columns else len(df.columns)
         df.insert(pos, OPT_COL, "")

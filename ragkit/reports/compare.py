@@ -13,6 +13,7 @@ import json
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from ragkit.core.text import clean_json
 from ragkit.evaluate.runs import BINARY, HEADLINE, Row, Run, load_run, mcnemar, paired_bootstrap
 
 # Per-question outcome: what "this question got better / worse" is judged on.
@@ -124,11 +125,11 @@ def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) ->
     return cmp
 
 
-def compare_files(old: Path | str, new: Path | str) -> Comparison:
+def compare_files(old: Path | str, new: Path | str, *, encoding: str | None = None) -> Comparison:
     """Compare two results CSVs; two files without a question in common are an error (not "no change")."""
     from ragkit.core.errors import RagError
 
-    cmp = compare_runs(load_run(old), load_run(new))
+    cmp = compare_runs(load_run(old, encoding=encoding), load_run(new, encoding=encoding))
     if not cmp.paired:
         raise RagError(f"{new}: no question in common with {old}; compare two runs of the same question CSV")
     return cmp
@@ -213,7 +214,7 @@ def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
 
 
 def format_json(cmp: Comparison) -> str:
-    return json.dumps(cmp.to_json(), ensure_ascii=False)
+    return json.dumps(clean_json(cmp.to_json()), ensure_ascii=False)
 
 
 FORMATS = {"text": format_text, "markdown": format_markdown, "json": format_json}

@@ -17,6 +17,7 @@ from urllib.parse import quote
 from ragkit.core.csvio import split_checklist
 from ragkit.core.errors import RagError
 from ragkit.core.paths import atomic_write_text
+from ragkit.core.text import strip_controls
 from ragkit.evaluate.runs import HEADLINE, Row, Run, bootstrap_ci, load_runs, percentile
 from ragkit.reports.compare import OUTCOME, compare_runs
 
@@ -27,7 +28,8 @@ RESAMPLES = 1000
 
 
 def _e(text: object) -> str:
-    return html.escape("" if text is None else str(text), quote=True)
+    """Escaped for HTML, without control characters (an ESC from a model's answer must not reach the file)."""
+    return html.escape(strip_controls("" if text is None else str(text)), quote=True)
 
 
 def _f(v: float | None, digits: int = 3) -> str:
@@ -407,9 +409,9 @@ def default_output(first: Path) -> Path:
 
 
 def write_report(paths: Sequence[Path | str], output: Path | str | None = None, *, overwrite: bool = False,
-                 labels: Sequence[str] | None = None) -> Path:
+                 labels: Sequence[str] | None = None, encoding: str | None = None) -> Path:
     """Read the results CSVs and write the report (atomically; an existing file only with `overwrite`)."""
-    runs = load_runs(paths, labels)
+    runs = load_runs(paths, labels, encoding=encoding)
     out = Path(output) if output is not None else default_output(Path(paths[0]))
     if out.suffix.lower() not in (".html", ".htm"):
         raise RagError(f"{out}: the report is an HTML file; name it .html")

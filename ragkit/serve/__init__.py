@@ -6,7 +6,13 @@ only when a server is made, so `import ragkit` and the other commands never pay 
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import ipaddress
+import logging
+import os
+import signal
+from pathlib import Path
 from typing import Any
 
 from ragkit.core.config import Settings
@@ -42,10 +48,30 @@ def _warm_up(settings: Settings) -> None:
         pass  # an empty database: nothing to warm
 
 
+STOP_SECONDS = 3  # after Ctrl-C or SIGTERM: answers in flight get this long, then the server stops
+
+
+class _Quiet(logging.Filter):
+    """A request still running when the server stops is cancelled: one line in the log, not a traceback."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, asyncio.CancelledError | KeyboardInterrupt | SystemExit) or (
+                isinstance(exc, BaseExceptionGroup) and exc.subgroup(asyncio.CancelledError) is not None):
+            record.msg, record.args, record.exc_info, record.exc_text = "a request in flight was cancelled by " \
+                "the stop", (), None, None
+        return True
+
+
 def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
                max_upload_mb: float = 100.0, announce: Any = print) -> None:
-    """Serve until interrupted."""
+    """Serve until Ctrl-C or SIGTERM, then stop within a few seconds, whatever the requests are doing:
+    conversions are killed at once, answers get STOP_SECONDS, and a thread still waiting on a model then
+    ends with the process."""
     check_bind(host, token)
+    if not Path(settings.db).is_dir():
+        raise RagError(f"--db {settings.db}: no such folder; ingest documents into it first (rag ingest FILE "
+                       f"--db {settings.db}) or create it empty (mkdir) to fill it through POST /documents")
     if max_upload_mb <= 0:
         raise UsageError(f"--max-upload-mb must be positive, got {max_upload_mb:g}")
     if not 0 <= port <= 65535:
@@ -56,22 +82,56 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
         from ragkit.serve.app import ServeOptions, create_app
     except ImportError as e:
         raise RagError(f"rag serve needs FastAPI and uvicorn: pip install 'ragkit[serve]' ({e.name} missing)") from None
-    from ragkit.serve.documents import shutdown_pool
+    from ragkit.serve.documents import stop_uploads
 
     app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb))
     _warm_up(settings)
     shown = f"[{host}]" if ":" in host else host
     announce(f"serving {settings.db} on http://{shown}:{port}/ (API docs at /docs"
              f"{'; token required' if token else ''}); Ctrl-C stops")
-    # a stop waits at most 10 s for answers in flight (a model call can take minutes), then closes them
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
-                            timeout_graceful_shutdown=10)
-    server = uvicorn.Server(config)
+                            timeout_graceful_shutdown=STOP_SECONDS)
+
+    class Server(uvicorn.Server):
+        def handle_exit(self, sig, frame) -> None:
+            stop_uploads()  # a conversion never holds the stop up
+            super().handle_exit(sig, frame)
+
+    server = Server(config)
+    # uvicorn stops on SIGTERM as on Ctrl-C, then raises the signal again: end as after Ctrl-C, not killed by it
+    with contextlib.suppress(ValueError):  # not the main thread (tests): no signal handlers to set
+        signal.signal(signal.SIGTERM, _interrupt)
+    quiet = _Quiet()
+    for name in ("uvicorn.error", "uvicorn", "ragkit.serve"):
+        logging.getLogger(name).addFilter(quiet)
     try:
         server.run()
-    except SystemExit:  # uvicorn exits when it cannot bind; we say why in one line instead
+    except (SystemExit, KeyboardInterrupt):  # uvicorn exits when it cannot bind; we say why in one line instead
         pass
     finally:
-        shutdown_pool()
+        stop_uploads()
     if not server.started:
         raise RagError(f"could not listen on {shown}:{port} (in use, or not an address of this machine)")
+    announce("stopped")
+    _end_stuck_threads()
+
+
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+def _end_stuck_threads(grace: float = 1.0) -> None:
+    """A request thread still waiting on a model (its HTTP timeout can be minutes) would hold the interpreter
+    at exit, which joins every such thread: give them `grace` seconds, then end the process now."""
+    import sys
+    import threading
+    import time
+
+    deadline = time.monotonic() + grace
+    for t in threading.enumerate():
+        if t is not threading.current_thread() and not t.daemon:
+            t.join(max(0.0, deadline - time.monotonic()))
+    if any(t.is_alive() and not t.daemon for t in threading.enumerate() if t is not threading.current_thread()):
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)

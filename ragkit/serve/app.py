@@ -20,13 +20,14 @@ from typing import Any
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response, StreamingResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, Response, StreamingResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ragkit.answer import STRATEGIES
 from ragkit.core.config import Settings
 from ragkit.core.errors import PathEscapeError, RagError, UsageError
+from ragkit.core.text import clean_json
 from ragkit.serve import documents as docs
 from ragkit.serve.sessions import (
     HISTORY_FOR_REWRITE,
@@ -116,7 +117,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
     options = options or ServeOptions()
     db = Path(settings.db).resolve()
-    db.mkdir(parents=True, exist_ok=True)  # an empty database can be filled through POST /documents
+    if not db.is_dir():
+        raise RagError(f"{settings.db}: no such folder (the database to serve)")
     secret = str(settings.api_key or "") or None
     token = options.token or None
     provider = provider if provider is not None else get_provider(settings)
@@ -125,7 +127,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     store = (ClusterSessionStore(first.client, first.sessions_name) if getattr(first, "backend", "") == "opensearch"
              else SessionStore(db / ".ragkit"))
     upload_limit = int(options.max_upload_mb * (1 << 20))
-    app = FastAPI(title="ragkit", version=_version(),
+    # /docs is made here (apidocs.py): FastAPI's own loads Swagger UI from a CDN, blank offline
+    app = FastAPI(title="ragkit", version=_version(), docs_url=None, redoc_url=None,
                   description="Answer, search and manage the documents of one ragkit database.")
     app.add_middleware(BodyLimit, upload_limit=upload_limit)
 
@@ -185,6 +188,12 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     def health() -> dict:
         return {"status": "ok", "version": _version()}
 
+    @app.get("/docs", include_in_schema=False)
+    def api_docs() -> HTMLResponse:
+        from ragkit.serve.apidocs import api_page
+
+        return HTMLResponse(api_page(app.openapi()))
+
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
@@ -205,8 +214,11 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
         if not query.strip():
             raise docs.ClientError(422, "query: the search query is empty")
+        if "\x00" in query:
+            raise docs.ClientError(422, "query: contains a NUL character")
         hits = search_db(db, query, k=k, path=path or None)
-        return Response(json.dumps(hits_json(hits, db), ensure_ascii=False, indent=2), media_type="application/json")
+        return Response(json.dumps(clean_json(hits_json(hits, db)), ensure_ascii=False, indent=2),
+                        media_type="application/json")
 
     @app.get("/documents")
     def list_documents() -> dict:
@@ -238,7 +250,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         finally:
             await form.close()
         # in the thread pool: the conversion waits on another process, and index() may re-scan the files
-        result = await run_in_threadpool(lambda: docs.upload_document(db, name, data, category, index()))
+        result = await run_in_threadpool(
+            lambda: docs.upload_document(db, name, data, category, index(), settings.limits))
         return JSONResponse(result, status_code=200 if result.get("unchanged") else 201)
 
     @app.get("/pages/{path:path}")
@@ -251,6 +264,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         query = req.query.strip()
         if not query:
             raise docs.ClientError(422, "query: the question is empty")
+        if "\x00" in query:
+            raise docs.ClientError(422, "query: contains a NUL character")
         strategy = req.strategy or "agent"
         if strategy not in STRATEGIES:
             raise docs.ClientError(422, f"strategy: unknown strategy {strategy!r}; choose one of "
@@ -266,7 +281,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             return StreamingResponse(_stream(sid, query, strategy), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
         result, status = _answer(sid, query, strategy, None)
-        return JSONResponse(result, status_code=status)
+        return JSONResponse(clean_json(result), status_code=status)
 
     def _prepare(sid: str, query: str, strategy: str) -> tuple[str, str, Any]:
         """(standalone search query, question for the answerer, rewrite usage)."""
@@ -353,7 +368,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
 
 def _sse(event: str, data: dict) -> str:
-    return f"event: {event}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"event: {event}\ndata: {json.dumps(clean_json(data), ensure_ascii=False)}\n\n"
 
 
 def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:

@@ -7,15 +7,12 @@ name anything outside the database. Page paths from clients go through `resolve_
 
 from __future__ import annotations
 
-import concurrent.futures
 import hashlib
-import multiprocessing
-import os
 import re
-import threading
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from ragkit.core.config import Limits
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import (
@@ -26,7 +23,6 @@ from ragkit.core.paths import (
     resolve_in_db,
     sanitize_name,
 )
-from ragkit.core.workers import follow_parent, starting_workers
 
 UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<category>/
 DEFAULT_CATEGORY = "uploads"
@@ -102,11 +98,12 @@ def read_page(db: Path, path: str) -> dict:
     not a page file inside the database (an escape, a hidden file, a folder) is a 4xx."""
     from ragkit.core.paths import strip_db_prefix
 
-    rel = strip_db_prefix(db, path)
     try:
-        full = resolve_in_db(db, rel)
+        full = resolve_in_db(db, strip_db_prefix(db, path))
     except PathEscapeError as e:
         raise ClientError(400, str(e)) from None
+    except (OSError, ValueError):  # an absolute path no file system could hold
+        raise ClientError(400, f"no page {path[:200]!r} in the database (not a path this machine can open)") from None
     root = db.resolve()
     inner = full.relative_to(root).as_posix() if full != root else ""
     if not inner or any(p.startswith(".") for p in inner.split("/")) or not inner.endswith(".md"):
@@ -149,50 +146,31 @@ def check_content(data: bytes, ext: str) -> None:
         raise ClientError(422, f"the uploaded file is not a {ext[1:].upper()} document")
 
 
-_POOL: concurrent.futures.ProcessPoolExecutor | None = None
-_POOL_LOCK = threading.Lock()
+def stop_uploads() -> None:
+    """The server is stopping: kill every conversion in progress now (their requests answer 503)."""
+    from ragkit.ingest.workers import stop_all
+
+    stop_all()
 
 
-def _ingest_pool() -> concurrent.futures.ProcessPoolExecutor:
-    """One separate process converts uploads: conversion is CPU-bound, and in the server's process it would
-    hold the GIL while chats and searches wait. forkserver: forking a threaded server can deadlock."""
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            methods = multiprocessing.get_all_start_methods()
-            ctx = multiprocessing.get_context("forkserver" if "forkserver" in methods else "spawn")
-            # the worker ignores Ctrl-C (the server stops it) and ends with the server even after kill -9
-            _POOL = concurrent.futures.ProcessPoolExecutor(max_workers=1, mp_context=ctx, initializer=follow_parent,
-                                                           initargs=(os.getpid(),))
-        return _POOL
-
-
-def shutdown_pool() -> None:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is not None:
-            _POOL.shutdown(wait=False, cancel_futures=True)
-            _POOL = None
-
-
-def _ingest_one(src: str, db: str, category: str):
+def upload_document(db: Path, filename: str, data: bytes, category: str | None, index,
+                    limits: Limits | None = None) -> dict:
+    """Store an upload under `.ragkit/uploads/`, ingest it with `rag ingest`'s code (converted in a worker
+    process of its own, under the document limits, so uploads convert side by side and a hostile one fails
+    alone), and bring the shared index up to date with the pages written and removed. Returns the document's
+    summary."""
     from ragkit.ingest import ingest_sources
+    from ragkit.ingest.workers import Stopped
 
-    return ingest_sources([Path(src)], db=Path(db), category=category, workers=1, progress=False)
-
-
-def upload_document(db: Path, filename: str, data: bytes, category: str | None, index) -> dict:
-    """Store an upload under `.ragkit/uploads/`, ingest it with `rag ingest`'s code in a separate process, and
-    bring the shared index up to date with the pages written and removed. Returns the document's summary."""
     stem, ext = safe_upload_name(filename)
     check_content(data, ext)
     cat = safe_category(category)
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
     atomic_write_bytes(src, data)
     try:
-        with starting_workers():  # the worker starts at the first submit: no Ctrl-C before it ignores them
-            future = _ingest_pool().submit(_ingest_one, str(src), str(db.resolve()), cat)
-        report = future.result()
+        report = ingest_sources([src], db=db.resolve(), category=cat, workers=1, progress=False, limits=limits)
+    except Stopped:
+        raise ClientError(503, "the server is stopping; upload the document again when it is back") from None
     except RagError as e:
         src.unlink(missing_ok=True)
         raise ClientError(422, str(e)) from None

@@ -1,0 +1,207 @@
+"""Input CSVs are never read by a guess that can change their text (issue 33): the encodings read unasked, the
+ones refused by name with the `--encoding` that reads them, rows that would shift their cells, NUL, folders."""
+
+from __future__ import annotations
+
+import codecs
+import csv
+import io
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragkit.cli import app
+from ragkit.core.csvio import read_csv
+from ragkit.core.errors import RagError
+
+ROWS = [["Question", "Ground Truth"], ["Wie groß ist die Größe?", "Größe 5"]]
+JA = [["Question", "Ground Truth"], ["パスワードは何文字以上ですか？", "十二文字以上です。"]]
+JA_HEADER = [["質問", "回答"], ["パスワードは何文字以上ですか？", "十二文字以上です。"]]
+CP1252_ROWS = [["Question", "Ground Truth"], ["What is a “smart” quote – or €?", "Typographic"]]
+
+
+def text(rows: list[list[str]]) -> str:
+    buf = io.StringIO()
+    csv.writer(buf, lineterminator="\r\n").writerows(rows)
+    return buf.getvalue()
+
+
+def write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+def run(*args: str):
+    res = CliRunner().invoke(app, list(args))
+    return res.exit_code, res.stdout, res.stderr
+
+
+# ------------------------------------------------------------------------------------------------ encodings
+
+READ_UNASKED = [
+    ("utf-8", text(ROWS).encode("utf-8"), ROWS),
+    ("utf-8 with BOM", text(ROWS).encode("utf-8-sig"), ROWS),
+    ("utf-16 with BOM", text(JA).encode("utf-16"), JA),
+    ("utf-32 with BOM", text(JA).encode("utf-32"), JA),
+    ("utf-16le without BOM, ASCII header", text(JA).encode("utf-16-le"), JA),
+    ("utf-16be without BOM, ASCII header", text(JA).encode("utf-16-be"), JA),
+    ("utf-32le without BOM, ASCII header", text(JA).encode("utf-32-le"), JA),
+    ("shift_jis", text(JA).encode("shift_jis"), JA),
+    ("cp932", text(JA_HEADER).encode("cp932"), JA_HEADER),
+    ("cp932 without kana", text([["質問", "Answer"], ["東京都庁", "y"]]).encode("cp932"),
+     [["質問", "Answer"], ["東京都庁", "y"]]),
+]
+
+
+@pytest.mark.parametrize("what,data,rows", READ_UNASKED, ids=[c[0] for c in READ_UNASKED])
+def test_encodings_read_without_being_asked(isolated_env, what, data, rows):
+    df = read_csv(write(isolated_env / "q.csv", data))
+    assert [list(df.columns), *df.values.tolist()] == rows
+
+
+REFUSED = [
+    ("latin-1", text(ROWS).encode("latin-1"), "Latin-1 (ISO-8859-1)", "latin-1", ROWS),
+    ("cp1252", text(CP1252_ROWS).encode("cp1252"), "Windows-1252 (CP1252)", "cp1252", CP1252_ROWS),
+    ("utf-16le without BOM", text(JA_HEADER).encode("utf-16-le"), "UTF-16LE without a byte order mark",
+     "utf-16-le", JA_HEADER),
+    ("utf-16be without BOM", text(JA_HEADER).encode("utf-16-be"), "UTF-16BE without a byte order mark",
+     "utf-16-be", JA_HEADER),
+    ("utf-32le without BOM", text(JA_HEADER).encode("utf-32-le"), "UTF-32LE without a byte order mark",
+     "utf-32-le", JA_HEADER),
+    ("euc-jp", text(JA).encode("euc-jp"), "EUC-JP", "euc-jp", JA),
+]
+
+
+@pytest.mark.parametrize("what,data,label,codec,rows", REFUSED, ids=[c[0] for c in REFUSED])
+def test_other_encodings_are_refused_by_name_and_read_with_encoding(isolated_env, what, data, label, codec, rows):
+    """Before: Latin-1 "Größe" was read as CP932 ("Gr\\ue506e") with exit 0; UTF-16/32 without a mark got
+    "missing column 'Question'" with NULs in the names it found."""
+    path = write(isolated_env / "q.csv", data)
+    with pytest.raises(RagError) as e:
+        read_csv(path, required=("Question",))
+    msg = str(e.value)
+    assert "\n" not in msg and f"it looks like {label}" in msg and f"--encoding {codec}" in msg, msg
+    df = read_csv(path, encoding=codec)
+    assert [list(df.columns), *df.values.tolist()] == rows
+
+
+def test_a_latin1_question_csv_through_rag_batch(isolated_env, sample_db_copy):
+    """The issue's case end to end: refused with one line and exit 1; read right with --encoding."""
+    rows = [["Question", "Reference Document"], ["Wie groß ist die Größe des Passworts?", ""]]
+    path = write(isolated_env / "fragen.csv", text(rows).encode("latin-1"))
+    code, out, err = run("batch", str(path), "--strategy", "search", "--provider", "offline")
+    assert code == 1 and "Traceback" not in err
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: ") and "Latin-1" in line and "--encoding latin-1" in line, err
+    assert "Größe" in line  # the sample, decoded as the encoding it names, lets the user check the guess
+    assert not list(isolated_env.glob("results/*.csv"))
+    code, out, err = run("batch", str(path), "--strategy", "search", "--provider", "offline", "--encoding", "latin-1")
+    assert code == 0, err
+    results = next((isolated_env / "results").glob("fragen_results_*[0-9].csv"))
+    assert read_csv(results)["Question"].tolist() == ["Wie groß ist die Größe des Passworts?"]
+
+
+def _results_csv(path: Path, encoding: str) -> Path:
+    rows = [["Question", "RAG Answer", "Ref Recall"], ["Wie groß ist die Größe?", "Größe 5", "1"]]
+    return write(path, text(rows).encode(encoding))
+
+
+@pytest.mark.parametrize("command", ["eval", "report", "compare", "evolve"])
+def test_every_command_that_reads_a_csv_takes_encoding(isolated_env, command):
+    latin = isolated_env / "in.csv"
+    if command == "evolve":
+        header = "experiment_id,max_generations,k,model_name,adapter_type,task_definition,target_preference," \
+                 "evaluator_type"
+        write(latin, f"{header}\ngroesse,1,1,none,dummy,Beschreibe die Größe,groß,rule_keyword\n".encode("latin-1"))
+        args = [str(latin), "--script", "steps.sh"]
+    else:
+        _results_csv(latin, "latin-1")
+        args = {"eval": [str(latin), "--provider", "offline", "--db", "database"], "report": [str(latin)],
+                "compare": [str(latin), str(_results_csv(isolated_env / "new.csv", "utf-8-sig"))]}[command]
+    if command == "eval":
+        (isolated_env / "database" / "c" / "d" / "s").mkdir(parents=True)
+        (isolated_env / "database" / "c" / "d" / "s" / "page_001.md").write_text("# Größe\nGröße 5\n")
+    code, out, err = run(command, *args)
+    assert code == 1 and "--encoding latin-1" in err and "Traceback" not in err, (out, err)
+    code, out, err = run(command, *args, "--encoding", "latin-1")
+    assert code == 0, (out, err)
+    if command == "evolve":
+        assert "--encoding latin-1" in (isolated_env / "steps.sh").read_text()
+
+
+def test_an_unknown_encoding_is_a_usage_error(isolated_env):
+    path = write(isolated_env / "q.csv", text(ROWS).encode())
+    code, out, err = run("batch", str(path), "--encoding", "klingon", "--strategy", "search")
+    assert code == 2 and err.strip().splitlines()[-1].startswith("error: --encoding: unknown encoding 'klingon'")
+
+
+def test_a_byte_order_mark_wins_over_encoding(isolated_env):
+    """A file optimize rewrote (UTF-8 with a BOM) still reads right under the --encoding of its original."""
+    df = read_csv(write(isolated_env / "q.csv", text(ROWS).encode("utf-8-sig")), encoding="latin-1")
+    assert df["Question"].tolist() == ["Wie groß ist die Größe?"]
+
+
+# --------------------------------------------------------------------------------------------- rows and cells
+
+HEADER5 = "Question,Ground Truth,Reference Document,Page,Checklist"
+
+
+def test_a_row_with_more_fields_is_an_error_even_when_they_are_empty(isolated_env):
+    """The issue's case: an unquoted comma in a question whose row ends in empty fields, as spreadsheet exports
+    write them. Before: the question lost its second half to Ground Truth, exit 0."""
+    path = write(isolated_env / "q.csv", f"{HEADER5}\nHow long must passwords be, in characters?,,,,\n".encode())
+    with pytest.raises(RagError) as e:
+        read_csv(path)
+    msg = str(e.value)
+    assert "row 2 (line 2) has 6 fields but the header has 5" in msg and "double quotes" in msg, msg
+    code, out, err = run("batch", str(path), "--strategy", "search")
+    assert code == 1 and "row 2 (line 2)" in err and "Traceback" not in err
+
+
+def test_a_header_that_ends_in_empty_columns_pads_its_rows(isolated_env):
+    """The one exception: a header padded with empty columns (a spreadsheet's export) lets rows carry empty
+    fields there, and the padding is not a column; a value in it is still an error."""
+    ok = write(isolated_env / "ok.csv", b"Question,Ground Truth,,\nQ1,A1,,\nQ2,A2,,,,\nQ3,A3\n")
+    df = read_csv(ok)
+    assert list(df.columns) == ["Question", "Ground Truth"]
+    assert df.values.tolist() == [["Q1", "A1"], ["Q2", "A2"], ["Q3", "A3"]]
+    shifted = write(isolated_env / "bad.csv", b"Question,Ground Truth,,\nHow long must passwords be, in characters?,12,\n")
+    with pytest.raises(RagError, match=r"row 2 \(line 2\) has a value in column 3, which has no name in the header"):
+        read_csv(shifted)
+
+
+def test_a_nul_in_a_question_is_refused(isolated_env, sample_db_copy):
+    """Before: the NUL went raw into the results CSV."""
+    path = write(isolated_env / "q.csv", b"Question,Ground Truth\nWhat is\x00 MFA?,x\n")
+    code, out, err = run("batch", str(path), "--strategy", "search", "--provider", "offline")
+    assert code == 1
+    assert err.strip().splitlines()[-1] == (f"error: {path}: row 2 (line 2), column 'Question': contains a NUL "
+                                            "character (\\0); remove it")
+    assert not list(isolated_env.glob("results/*.csv"))
+
+
+@pytest.mark.parametrize("command", ["batch", "report", "eval", "compare"])
+def test_a_folder_where_a_file_is_expected_is_named_a_folder(isolated_env, command):
+    """Before: "no such file" for a folder that exists."""
+    folder = isolated_env / "results"
+    folder.mkdir()
+    args = [str(folder), str(folder)] if command == "compare" else [str(folder)]
+    code, out, err = run(command, *args, "--provider", "offline") if command in ("batch", "eval") else run(
+        command, *args)
+    assert code == 1 and err.strip().splitlines()[-1] == f"error: {folder}: is a folder; give a CSV file", err
+
+
+def test_codecs_named_in_messages_exist():
+    for name in ("latin-1", "cp1252", "utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be", "euc-jp", "cp949",
+                 "gb18030", "cp932"):
+        codecs.lookup(name)
+
+
+def test_a_folder_given_for_the_evolve_script_is_named_a_folder(isolated_env):
+    header = "experiment_id,max_generations,k,model_name,adapter_type,task_definition,target_preference,evaluator_type"
+    write(isolated_env / "exp.csv", f"{header}\na,1,1,none,dummy,Describe,fire,rule_keyword\n".encode())
+    (isolated_env / "steps").mkdir()
+    code, out, err = run("evolve", "exp.csv", "--script", "steps")
+    assert code == 1 and err.strip().splitlines()[-1] == "error: steps: is a folder; name a file for the script " \
+        "(nothing was written)", err
