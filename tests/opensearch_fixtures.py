@@ -44,18 +44,33 @@ class Cluster:
         if out.returncode != 0:
             raise RuntimeError(f"the three-node cluster did not start: {out.stderr[-2000:]}")
         self.url = out.stdout.strip().split("=", 1)[1]
+        self._urls: list[str] = []
 
     def nodes(self) -> list[dict]:
-        return httpx.get(f"{self.url}/_ragkit/nodes", timeout=30).json()["nodes"]
+        return httpx.get(f"{self._control()}/_ragkit/nodes", timeout=30).json()["nodes"]
+
+    def _control(self, avoid: int | None = None) -> str:
+        """The URL of a running node other than `avoid`: every node serves the control endpoints, and the
+        first node's own URL goes away when a test stops it."""
+        for url in [self.url, *self._urls]:
+            try:
+                listing = httpx.get(f"{url}/_ragkit/nodes", timeout=30).json()["nodes"]
+            except httpx.HTTPError:
+                continue
+            self._urls = [n["url"] for n in listing]
+            for n in listing:
+                if n.get("running", True) and n["id"] != avoid:
+                    return n["url"]
+        raise RuntimeError("no node of the test cluster answers")
 
     def stop(self, node: int) -> None:
-        httpx.post(f"{self.url}/_ragkit/nodes/{node}/_stop", timeout=120).raise_for_status()
+        httpx.post(f"{self._control(avoid=node)}/_ragkit/nodes/{node}/_stop", timeout=120).raise_for_status()
 
     def start(self, node: int) -> None:
-        httpx.post(f"{self.url}/_ragkit/nodes/{node}/_start", timeout=180).raise_for_status()
+        httpx.post(f"{self._control(avoid=node)}/_ragkit/nodes/{node}/_start", timeout=180).raise_for_status()
 
     def wait(self, status: str = "yellow") -> None:
-        httpx.get(f"{self.url}/_cluster/health", params={"wait_for_status": status, "timeout": "60s"},
+        httpx.get(f"{self._control()}/_cluster/health", params={"wait_for_status": status, "timeout": "60s"},
                   timeout=90).raise_for_status()
 
     def close(self) -> None:

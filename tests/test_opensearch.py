@@ -16,6 +16,8 @@ from ragkit.core.config import Settings
 from ragkit.search import open_index
 from ragkit.search.backend import ingest_into
 from ragkit.search.index import open_embedded
+from ragkit.search.indexconfig import index_config
+from ragkit.search.opensearch import OpenSearchIndex
 
 pytestmark = pytest.mark.opensearch
 
@@ -86,6 +88,9 @@ def test_sync_adds_updates_and_deletes_and_a_second_run_changes_nothing(os_db):
     assert "1 added, 1 updated, 1 deleted" in out.stdout
     again = rag("index", "sync", "--db", "database")
     assert "0 added, 0 updated, 0 deleted" in again.stdout
+    # a fresh view: this process's listing of the cluster's pages is reused for a few seconds (PAGES_TTL),
+    # and the sync ran in another process
+    ix = OpenSearchIndex(os_db, index_config(os_db), progress=False)
     assert ix.search("zebracrossing", k=1)[0].path == page
     assert ix.search("quokkaparking", k=1)[0].path == "notes/extra/page_001.md"
     assert gone not in ix.pages()

@@ -148,19 +148,32 @@ def test_a_cluster_failure_mid_batch_fails_those_rows_and_the_rerun_retries_them
     (other,) = set(nodes) - holders
     configure_index(db, f"opensearch+{nodes[other]['url']}/{prefix}")
     csv = isolated_env / "q.csv"
-    questions = [f"{VPN} ({i})" for i in range(40)]
+    n = 400
+    questions = [f"{VPN} ({i})" for i in range(n)]
     csv.write_text("Question\n" + "\n".join(questions) + "\n", encoding="utf-8")
-    settings = Settings(db=db, results=isolated_env / "results", provider="offline", cache=False, workers=2)
-    stopper = threading.Thread(target=lambda: [time.sleep(1.0), *(cluster.stop(n) for n in sorted(holders))])
+    settings = Settings(db=db, results=isolated_env / "results", provider="offline", cache=False, workers=1)
+
+    def stop_mid_batch() -> None:
+        """Stop the nodes holding the pages once the batch has saved 20 rows to its checkpoint."""
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:
+            saved = sum(len(f.read_bytes().splitlines()) for f in (isolated_env / "results").rglob("*.jsonl"))
+            if saved >= 20:
+                break
+            time.sleep(0.02)
+        for h in sorted(holders):
+            cluster.stop(h)
+
+    stopper = threading.Thread(target=stop_mid_batch)
     stopper.start()
     first = run_batch(csv, settings, strategy="search", progress=False)
     stopper.join()
     failed = [r for r in first.rows if r.get("Error")]
-    assert failed and first.checkpoint_kept and len(first.rows) == 40
+    assert failed and first.checkpoint_kept and len(first.rows) == n
     assert all("Traceback" not in r["Error"] and "\n" not in r["Error"] for r in failed)
-    for n in sorted(holders):
-        cluster.start(n)
+    for h in sorted(holders):
+        cluster.start(h)
     cluster.wait("green")
     again = run_batch(csv, settings, strategy="search", progress=False)
-    assert not again.errors and again.resumed == 40 - len(failed)  # only the failed rows were asked again
-    assert len(again.rows) == 40 and all(r["Retrieved Files"] for r in again.rows)
+    assert not again.errors and again.resumed == n - len(failed)  # only the failed rows were asked again
+    assert len(again.rows) == n and all(r["Retrieved Files"] for r in again.rows)
