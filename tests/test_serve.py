@@ -305,17 +305,29 @@ def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isola
 
 
 # ------------------------------------------------------------------------------------------ security
-def test_token_is_required_everywhere_but_health(sample_db_copy):
+def test_token_is_required_by_the_api_not_by_its_description(sample_db_copy):
+    """Every endpoint that reads or changes data needs the token; /docs and /openapi.json, which describe the API
+    and hold no data, open in a browser (which cannot send the header) and say how to send it."""
     with LiveServer(offline(sample_db_copy), ServeOptions(token="s3cret-token")) as srv:
         assert get(srv.url + "/health").status_code == 200
         for method, path in (("GET", "/search?query=password"), ("GET", "/documents"), ("POST", "/chat"),
-                             ("GET", "/pages/policies"), ("GET", "/openapi.json"), ("DELETE", "/documents/x")):
+                             ("GET", "/pages/policies"), ("DELETE", "/documents/x"), ("GET", "/docs/x"),
+                             ("GET", "/openapi.json/x"), ("GET", "/docs%2F..%2Fdocuments")):
             for headers in ({}, {"Authorization": "Bearer wrong"}, {"Authorization": "s3cret-token"}):
                 r = request(method, srv.url + path, headers=headers, json={"query": "x"})
-                assert r.status_code == 401 and "token" in r.json()["error"], (path, headers)
+                assert r.status_code == 401, (path, headers, r.status_code)
+                assert "Authorization: Bearer" in r.json()["error"] and "token box" in r.json()["error"]
         ok = {"Authorization": "Bearer s3cret-token"}
         assert get(srv.url + "/search", params={"query": "password"}, headers=ok).status_code == 200
-        assert get(srv.url + "/openapi.json", headers=ok).json()["paths"]["/chat"]
+        docs = get(srv.url + "/docs")
+        assert docs.status_code == 200 and "needs its token" in docs.text and "token box" in docs.text
+        assert f"curl -H \"Authorization: Bearer $RAG_API_TOKEN\" '{srv.url}/search?query=" in docs.text
+        assert "s3cret-token" not in docs.text
+        schema = get(srv.url + "/openapi.json")
+        assert schema.status_code == 200 and schema.json()["paths"]["/chat"] and "s3cret-token" not in schema.text
+    with LiveServer(offline(sample_db_copy)) as srv:  # no token: the page says none is needed
+        docs = get(srv.url + "/docs").text
+        assert "needs no token" in docs and "Bearer" not in docs
 
 
 def test_refuses_to_listen_beyond_loopback_without_a_token(sample_db_copy):
@@ -355,6 +367,7 @@ def test_rag_serve_command_runs_uvicorn(sample_db_copy, tmp_path):
             except httpx.TransportError:
                 time.sleep(0.1)
         assert get(url + "/documents").status_code == 401
+        assert get(url + "/docs").status_code == 200  # the start-up line's /docs opens in a browser
         r = get(url + "/documents", headers={"Authorization": "Bearer cli-token"})
         assert r.status_code == 200 and len(r.json()["documents"]) == 5
         page = get(url + "/")
@@ -384,6 +397,7 @@ def test_rag_serve_command_runs_uvicorn(sample_db_copy, tmp_path):
         log.close()
     out = (tmp_path / "serve.log").read_text()
     assert f"127.0.0.1:{port}" in out and TEST_KEY not in out and "Traceback" not in out, out
+    assert "type it into the page's token box" in out and "cli-token" not in out, out
 
 
 def test_upload_while_searching_and_chatting(sample_db_copy, tmp_path):

@@ -1,4 +1,5 @@
-"""The web page of `rag serve` in a real headless Chromium: ask, see a cited answer, open the cited page."""
+"""The web page of `rag serve` in a real headless Chromium: ask, see a cited answer, open the cited page; search
+hits name their document; the token box is what the page asks for, and its API docs link opens."""
 
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ def test_ask_see_citation_open_page(sample_db_copy, browser, tmp_path):  # noqa:
         assert "約2℃" in answer
         link = page.locator(".msg.bot a.citation").first
         assert "page_009.md" in link.get_attribute("data-path")
+        assert link.inner_text().startswith("家電 / 冷蔵庫_取扱説明書 — p. 9"), link.inner_text()
         link.click()
         page.wait_for_function("document.querySelector('#page-body').textContent.includes('冷蔵室')")
         assert "page 9" in page.inner_text("#page-meta")
@@ -37,8 +39,46 @@ def test_ask_see_citation_open_page(sample_db_copy, browser, tmp_path):  # noqa:
         page.fill("#search-query", "浄水フィルター")
         page.click("#search-form button")
         page.wait_for_selector("#search-results a.citation")
-        assert "page_016.md" in page.locator("#search-results a.citation").first.get_attribute("data-path")
+        first = page.locator("#search-results a.citation").first
+        assert "page_016.md" in first.get_attribute("data-path")
+        # a hit names its document, not only its page's heading
+        assert first.inner_text().startswith("家電 / 冷蔵庫_取扱説明書 — p. 16"), first.inner_text()
+        labels = page.locator("#search-results a.citation").all_inner_texts()
+        assert all(" / " in t.split(" — ")[0] for t in labels), labels
         assert outside == [], outside  # nothing is loaded from anywhere but the app
         shot = os.environ.get("RAG_SCREENSHOT")  # docs/serve.png is made with this
         page.screenshot(path=shot or str(tmp_path / "serve.png"), full_page=True)
         page.close()
+
+
+def test_token_box_is_what_the_page_asks_for_and_api_docs_open(sample_db_copy, browser):  # noqa: F811
+    """With a token set, the page says to type it into its token box (not to send a header), says when it is
+    wrong, and its "API docs" link opens /docs, which needs no token and says how to send one."""
+    settings = Settings(db=sample_db_copy, provider="offline", provider_reason="test", cache=False)
+    with LiveServer(settings, ServeOptions(token="browser-token")) as srv:
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(60_000)
+        page.goto(srv.url + "/")
+        page.wait_for_selector("#documents li >> text=error")
+        message = page.inner_text("#documents")
+        assert "type it into the token box" in message and "Authorization" not in message, message
+        assert "needed" in page.get_attribute("#token-box", "class")
+        page.fill("#token", "not-the-token")
+        page.dispatch_event("#token", "change")
+        page.wait_for_selector("#documents li >> text=not this server's token")
+        # the API docs open from the page, without the token
+        with context.expect_page() as opened:
+            page.click("#api-docs")
+        docs = opened.value
+        docs.wait_for_load_state()
+        assert docs.url == srv.url + "/docs"
+        text = docs.inner_text("body")
+        assert "needs its token" in text and "token box" in text and "POST /chat" in text.replace("\n", " "), text
+        assert "browser-token" not in docs.content()
+        # the right token: the documents load and the box is no longer marked
+        page.fill("#token", "browser-token")
+        page.dispatch_event("#token", "change")
+        page.wait_for_selector("#documents li >> text=冷蔵庫_取扱説明書")
+        assert "needed" not in page.get_attribute("#token-box", "class")
+        context.close()

@@ -87,8 +87,9 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
     app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb))
     _warm_up(settings)
     shown = f"[{host}]" if ":" in host else host
-    announce(f"serving {settings.db} on http://{shown}:{port}/ (API docs at /docs"
-             f"{'; token required' if token else ''}); Ctrl-C stops")
+    how = ("; token required: type it into the page's token box, or send Authorization: Bearer <token>"
+           if token else "")
+    announce(f"serving {settings.db} on http://{shown}:{port}/ (API docs at /docs{how}); Ctrl-C stops")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=STOP_SECONDS)
 

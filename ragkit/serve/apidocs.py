@@ -1,6 +1,7 @@
 """The API page at /docs: made here from the app's OpenAPI schema, one self-contained HTML page (no script, no
 font or stylesheet from anywhere else), so it works offline and tells no third party it was opened. The
-schema itself is at /openapi.json."""
+schema itself is at /openapi.json. Both are open without the token (they describe the API and hold no data);
+the page says how to send the token: the web page's token box, or the header."""
 
 from __future__ import annotations
 
@@ -67,7 +68,20 @@ def _operation(path: str, method: str, op: dict, schemas: dict) -> str:
     return "".join(parts)
 
 
-def api_page(schema: dict[str, Any]) -> str:
+def _using(token_required: bool, origin: str) -> str:
+    """How to call the API from here: with a token, the web page's token box, or the header a program sends."""
+    url = _e(f"{origin}/search?query=password")
+    if not token_required:
+        return f"<p>This server needs no token: <code>curl '{url}'</code>.</p>"
+    return ("<p><b>This server needs its token</b> for every call but <code>/health</code>; this page and "
+            "<code>/openapi.json</code> need none. In a browser, open the <a href='/'>web page</a> and type the "
+            "token into its token box (top right): every call the page makes then carries it. From a program, "
+            "send <code>Authorization: Bearer &lt;token&gt;</code>, e.g. "
+            f"<code>curl -H \"Authorization: Bearer $RAG_API_TOKEN\" '{url}'</code>.</p>")
+
+
+def api_page(schema: dict[str, Any], *, token_required: bool = False, origin: str = "") -> str:
+    """The /docs page; `origin` (scheme://host:port as the browser reached the server) is used in the examples."""
     info = schema.get("info", {})
     schemas = schema.get("components", {}).get("schemas", {})
     ops = [_operation(path, method, op, schemas) for path, methods in schema.get("paths", {}).items()
@@ -75,6 +89,6 @@ def api_page(schema: dict[str, Any]) -> str:
     return (f"<!doctype html><html lang=en><head><meta charset=utf-8><title>{_e(info.get('title', 'API'))} API"
             f"</title><style>{_CSS}</style></head><body><h1>{_e(info.get('title', 'API'))} API "
             f"<small>{_e(info.get('version', ''))}</small></h1><p>{_e(info.get('description', ''))}</p>"
+            + _using(token_required, origin) +
             "<p>The machine-readable schema (OpenAPI 3) is at <a href='/openapi.json'><code>/openapi.json</code></a>. "
-            "Errors are JSON: <code>{\"error\": \"one line\"}</code>. With a token, send "
-            "<code>Authorization: Bearer &lt;token&gt;</code>.</p>" + "".join(ops) + "</body></html>")
+            "Errors are JSON: <code>{\"error\": \"one line\"}</code>.</p>" + "".join(ops) + "</body></html>")

@@ -43,7 +43,12 @@ log = logging.getLogger("ragkit.serve")
 STATIC = Path(__file__).with_name("static")
 MAX_QUERY_CHARS = 4000
 MAX_JSON_BODY = 1 << 20  # bytes of any request that is not an upload
-OPEN_PATHS = ("/health", "/", "/static/")  # the page shell holds no data; its API calls carry the token
+# open without the token: they hold no data (health, the page shell whose API calls carry the token, and the
+# API's description, so a browser can read it); everything else needs it
+OPEN_PATHS = ("/health", "/", "/docs", "/openapi.json")
+OPEN_PREFIXES = ("/static/",)
+TOKEN_NEEDED = ("missing or wrong token: send Authorization: Bearer <token> (the web page at / sends the one "
+                "typed into its token box)")
 STEP_FIELD_CHARS = 300  # a streamed step's text fields are cut to this
 
 
@@ -141,12 +146,11 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     @app.middleware("http")
     async def auth(request: Request, call_next):
         path = request.url.path
-        if token and not (path == "/" or path == "/health" or path.startswith("/static/")):
+        if token and not ((path.rstrip("/") or "/") in OPEN_PATHS or path.startswith(OPEN_PREFIXES)):
             given = request.headers.get("authorization", "")
             scheme, _, value = given.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
-                return JSONResponse({"error": "missing or wrong token: send Authorization: Bearer <token>"},
-                                    status_code=401, headers={"WWW-Authenticate": "Bearer"})
+                return JSONResponse({"error": TOKEN_NEEDED}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
         return await call_next(request)
 
     @app.exception_handler(docs.ClientError)
@@ -189,10 +193,11 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         return {"status": "ok", "version": _version()}
 
     @app.get("/docs", include_in_schema=False)
-    def api_docs() -> HTMLResponse:
+    def api_docs(request: Request) -> HTMLResponse:
         from ragkit.serve.apidocs import api_page
 
-        return HTMLResponse(api_page(app.openapi()))
+        return HTMLResponse(api_page(app.openapi(), token_required=bool(token),
+                                     origin=str(request.base_url).rstrip("/")))
 
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:

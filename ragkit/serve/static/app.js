@@ -27,10 +27,30 @@ async function api(path, options = {}) {
   const token = $("token").value.trim();
   if (token) headers["Authorization"] = "Bearer " + token;
   const res = await fetch(path, Object.assign({}, options, { headers }));
+  // a 401 means the token box: say so here (the API's own message is for programs, which send a header)
+  $("token-box").classList.toggle("needed", res.status === 401);
+  if (res.status === 401) {
+    throw new Error(token ? "the token in the token box (top right) is not this server's token: correct it"
+                          : "this server needs its token: type it into the token box (top right)");
+  }
   let data = null;
   try { data = await res.json(); } catch (e) { data = { error: res.status + " " + res.statusText }; }
   if (!res.ok) throw new Error((data && data.error) || res.status + " " + res.statusText);
   return data;
+}
+
+// the documents as /documents lists them: a page's path starts with its document's path
+let documents = [];
+
+function documentOf(path) {
+  const d = documents.find((d) => path.startsWith(d.path + "/"));
+  return d ? `${d.category} / ${d.name}` : null;
+}
+
+// "家電 / 冷蔵庫_取扱説明書 — p. 18 (printed 16)": a citation or a search hit names its document
+function pageLabel(path, page, printed) {
+  const where = `p. ${page}` + (printed ? ` (printed ${printed})` : "");
+  return `${documentOf(path) || path.split("/").slice(0, -1).join("/")} — ${where}`;
 }
 
 // "database/家電/x/page_009.md" -> "/pages/database/%E5%AE%B6%E9%9B%BB/x/page_009.md"
@@ -57,7 +77,7 @@ async function openPage(path) {
 }
 
 function citationLink(path, label) {
-  const a = el("a", { text: label, href: "#", "data-path": path, className: "citation" });
+  const a = el("a", { text: label, href: "#", "data-path": path, title: path, className: "citation" });
   a.addEventListener("click", (ev) => { ev.preventDefault(); openPage(path); });
   return a;
 }
@@ -82,10 +102,9 @@ function showAnswer(box, r) {
   if (r.sources.length) {
     const ol = el("ol", { className: "cites" });
     for (const s of r.sources) {
-      const printed = s.printed_page ? ` (printed ${s.printed_page})` : "";
       const li = el("li");
-      li.appendChild(citationLink(s.path, `${s.path} — p. ${s.page}${printed}`));
-      if (s.title) li.appendChild(el("span", { className: "snippet", text: " " + s.title }));
+      li.appendChild(citationLink(s.path, pageLabel(s.path, s.page, s.printed_page)));
+      if (s.title) li.appendChild(el("span", { className: "snippet", text: " · " + s.title }));
       ol.appendChild(li);
     }
     box.appendChild(ol);
@@ -133,10 +152,12 @@ $("search-form").addEventListener("submit", async (ev) => {
   list.textContent = "";
   try {
     const hits = await api("/search?k=10&query=" + encodeURIComponent($("search-query").value));
+    if (hits.some((h) => !documentOf(h.path))) await refreshDocuments();  // ingested since the list was read
     if (!hits.length) list.appendChild(el("li", { text: "no matching pages" }));
     for (const h of hits) {
       const li = el("li");
-      li.appendChild(citationLink(h.path, `${h.title || h.path} — p. ${h.page}`));
+      li.appendChild(citationLink(h.path, pageLabel(h.path, h.page, h.printed_page)));
+      if (h.title) li.appendChild(el("span", { className: "snippet", text: " · " + h.title }));
       li.appendChild(el("div", { className: "snippet", text: h.snippet }));
       list.appendChild(li);
     }
@@ -149,6 +170,7 @@ async function refreshDocuments() {
   const list = $("documents");
   try {
     const r = await api("/documents");
+    documents = r.documents;
     list.textContent = "";
     if (!r.documents.length) list.appendChild(el("li", { className: "muted", text: "no documents yet: upload one" }));
     for (const d of r.documents) {
