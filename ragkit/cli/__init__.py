@@ -589,7 +589,8 @@ def serve(
         "--host", metavar="ADDR", help="Address to listen on (any but loopback needs a token).")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 8000,
     token: Annotated[str | None, typer.Option(
-        "--token", metavar="TOKEN", help="Require Authorization: Bearer TOKEN on every endpoint but /health."
+        "--token", metavar="TOKEN", help="Require Authorization: Bearer TOKEN on the API; the web page sends the "
+        "one typed into its token box (/, /health and the API docs /docs stay open)."
         "  [default: env RAG_API_TOKEN, else none]", show_default=False)] = None,
     max_upload_mb: Annotated[float, typer.Option(
         "--max-upload-mb", metavar="MB", help="Largest accepted upload.")] = 100.0,

@@ -73,7 +73,7 @@ def _using(token_required: bool, origin: str) -> str:
     url = _e(f"{origin}/search?query=password")
     if not token_required:
         return f"<p>This server needs no token: <code>curl '{url}'</code>.</p>"
-    return ("<p><b>This server needs its token</b> for every call but <code>/health</code>; this page and "
+    return ("<p><b>This server needs its token</b> for every call that reads or changes data; this page and "
             "<code>/openapi.json</code> need none. In a browser, open the <a href='/'>web page</a> and type the "
             "token into its token box (top right): every call the page makes then carries it. From a program, "
             "send <code>Authorization: Bearer &lt;token&gt;</code>, e.g. "
