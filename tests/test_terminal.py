@@ -189,31 +189,6 @@ def test_version():
     assert res.returncode == 0 and res.stdout.strip() == f"ragkit {__version__}"
 
 
-def _readme_table() -> dict[str, set[str]]:
-    """The README's command table: {command: the options its row names}."""
-    text = (REPO / "README.md").read_text(encoding="utf-8")
-    section = text.split("## Commands", 1)[1].split("\n\n", 2)[1]
-    rows: dict[str, set[str]] = {}
-    for line in section.splitlines():
-        m = re.match(r"\| `rag (\w+(?: [a-z]+)?)([^`]*)` \|", line)
-        if m:
-            rows[m.group(1)] = set(re.findall(r"(--[a-z][a-z-]*|-k)\b", m.group(2)))
-    return rows
-
-
-def test_the_readme_command_table_and_help_agree():
-    readme = _readme_table()
-    commands = _commands()
-    assert set(readme) == set(commands), f"README {sorted(readme)} vs --help {sorted(commands)}"
-    for name, cmd in commands.items():
-        # an option is named by its long form where it has one (`-o, --output` is `--output`)
-        in_help = {next((o for o in p.opts if o.startswith("--")), p.opts[0]) for p in _options(cmd)}
-        assert in_help
-        assert readme[name] == in_help, (
-            f"rag {name}: README names {sorted(readme[name] - in_help)} that --help lacks, "
-            f"and lacks {sorted(in_help - readme[name])}")
-
-
 # --------------------------------------------------------------------------------------------- 4. JSON
 
 

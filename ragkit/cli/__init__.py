@@ -442,7 +442,7 @@ def evolve(
     no_cache: NoCacheOpt = False,
     encoding: EncodingOpt = None,
 ) -> None:
-    """Evolve texts over generations against an evaluator's hidden preference (seed 003)."""
+    """Evolve texts over generations against an evaluator's hidden preference."""
     from ragkit.cli.render import print_evolve_report
     from ragkit.evolve import run_experiments, write_pipeline_script
 

@@ -1,4 +1,4 @@
-"""Folder optimization, the "RL" loop (DESIGN §6): copy pages a question missed into folders where it would
+"""Folder optimization, the "RL" loop: copy pages a question missed into folders where it would
 have looked, and with enable_rl keep only the copies that help. docs/optimize.md says how.
 
     optimize_missed(rows, *, input_csv, settings, scorer, asker=None, enable_rl=False, ...) -> OptimizeReport
