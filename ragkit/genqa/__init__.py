@@ -26,6 +26,7 @@ from ragkit.genqa.common import (
     GeneratedQuestion,
     GenqaReport,
     PageInfo,
+    domain_kinds,
     is_duplicate,
     make_plan,
     related_groups,
@@ -33,7 +34,7 @@ from ragkit.genqa.common import (
 )
 from ragkit.genqa.facts import Fact, page_facts
 from ragkit.genqa.model import generate_with_model
-from ragkit.genqa.offline import DOMAIN_TOPICS, domain_kinds, generate_offline
+from ragkit.genqa.offline import DOMAIN_TOPICS, generate_offline
 from ragkit.genqa.pagetext import numbers_in, parse_blocks, terms_in
 from ragkit.genqa.source import resolve_source, seed_for
 
@@ -97,10 +98,9 @@ def generate_questions(
     if lang and provider.is_offline and other:
         report.notes.append(f"{len(other)} page(s) in other languages left out: --lang {lang} offline keeps "
                             "only pages written in it")
-    if 0 < len(questions) < max_questions:
-        why = ("the pages hold no more facts that make one clear question (offline questions are never padded "
-               "with templates)") if provider.is_offline else "the rest were dropped or not written (see above)"
-        report.notes.append(f"{len(questions)} of the {max_questions} questions asked for: {why}")
+    if 0 < len(questions) < max_questions and not provider.is_offline:  # (the offline generator says why itself)
+        report.notes.append(f"{len(questions)} of the {max_questions} questions asked for: the rest were dropped "
+                            "or not written (see above)")
     report.questions = questions
     report.pages_used = len({r for q in questions for r in q.refs})
     if not questions:

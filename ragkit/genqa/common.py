@@ -32,6 +32,23 @@ LANG_NAMES = {"ja": "Japanese", "en": "English", "ko": "Korean", "zh": "Chinese"
               "hi": "Hindi", "th": "Thai", "vi": "Vietnamese", "id": "Indonesian", "sv": "Swedish", "pl": "Polish",
               "tr": "Turkish"}
 OFFLINE_LANGS = ("en", "ja", "ko")
+# the kinds of document a collection holds, told by their own words (domain_kinds)
+DOMAIN_MARKERS = {
+    "filing": ("10-k", "annual report", "fiscal year", "shareholders", "stockholders", "securities and exchange",
+               "net income", "revenue", "earnings per share", "registrant", "有価証券報告書", "決算", "매출액",
+               "사업보고서"),
+    "manual": ("press", "button", "install", "cleaning", "warranty", "display", "setting", "battery", "user manual",
+               "instructions", "取扱説明書", "ボタン", "押し", "お手入れ", "설치", "버튼", "사용설명서"),
+    "survey": ("survey", "respondents", "adults", "poll", "interviews", "margin of error", "調査", "回答者", "설문",
+               "응답자"),
+    "policy": ("policy", "employees", "shall", "compliance", "procedure", "approval", "規程", "規定", "社員", "정책",
+               "직원", "안내"),
+    "paper": ("et al", "arxiv", "we propose", "baseline", "state-of-the-art", "ablation", "fine-tun", "proceedings",
+              "論文", "논문"),
+}
+# who "we" is in a question about a document of that kind ("we ran" -> "the authors ran")
+WE_SUBJECT = {"filing": "the company", "policy": "the company", "manual": "the manufacturer",
+              "survey": "the researchers", "paper": "the authors"}
 
 
 # -- data ---------------------------------------------------------------------------------------------
@@ -105,6 +122,7 @@ class Context:
     _corpus: str | None = None
     _index: object | None = None
     _index_failed: bool = False
+    _doc_kinds: dict[str, str] = field(default_factory=dict)
 
     def rng(self, salt: str) -> random.Random:
         return random.Random(f"{self.seed}|{salt}")
@@ -136,6 +154,12 @@ class Context:
     def lang_of(self, page: PageInfo) -> str:
         return self.lang or page.lang
 
+    def doc_kind(self, doc: str) -> str:
+        """The kind of one document of the source (filing, manual, survey, policy, paper)."""
+        if doc not in self._doc_kinds:
+            self._doc_kinds[doc] = domain_kinds([p for p in self.pages if p.doc == doc])[0]
+        return self._doc_kinds[doc]
+
     def index(self):
         """The search index of the database, or None when it cannot be opened (lexical scan instead)."""
         if self._index is None and not self._index_failed:
@@ -146,6 +170,16 @@ class Context:
             except Exception:  # noqa: BLE001 - absence checks fall back to scanning the page files
                 self._index_failed = True
         return self._index
+
+
+def domain_kinds(pages: list[PageInfo]) -> list[str]:
+    """The kinds of document of these pages, most typical first (those whose marker words they use)."""
+    text = normalize(" ".join(p.body[:3000] for p in pages[:400]))
+    scores = {k: sum(len(re.findall(rf"(?<![a-z]){re.escape(normalize(w))}", text)) for w in words)
+              for k, words in DOMAIN_MARKERS.items()}
+    ranked = sorted(scores, key=lambda k: -scores[k])
+    best = scores[ranked[0]]
+    return [k for k in ranked if scores[k] and scores[k] * 2 >= best] or ["manual", "policy"]
 
 
 @dataclass
@@ -161,8 +195,8 @@ def make_plan(max_questions: int, ctx: Context, *, group_size: int = 2) -> Plan:
     order = sample_pages(ctx.pages, ctx.rng("sample"))
     groups = related_groups(ctx.pages, ctx.rng("groups"), size=group_size)
     n = max_questions
-    unans = max(1, round(n * UNANSWERABLE_SHARE)) if n >= 3 else 0
-    multi = (max(1, round(n * MULTI_SHARE)) if n >= 3 else 0) if groups else 0
+    unans = max(1, math.floor(n * UNANSWERABLE_SHARE + 0.5)) if n >= 3 else 0  # (half up: 4.5 of 30 -> 5)
+    multi = (max(1, math.floor(n * MULTI_SHARE + 0.5)) if n >= 3 else 0) if groups else 0
     singles = n - unans - multi
     return Plan(singles=singles, multi=multi, unanswerable=unans, order=order, groups=groups)
 

@@ -6,7 +6,8 @@ import re
 from dataclasses import dataclass
 
 from ragkit.core.text import STOPWORDS, normalize, split_sentences
-from ragkit.genqa.common import Context, PageInfo
+from ragkit.genqa.common import WE_SUBJECT, Context, PageInfo
+from ragkit.genqa.grammar import has_verb, name_subject
 from ragkit.genqa.pagetext import is_boilerplate, line_shape, parse_blocks, terms_in
 
 
@@ -46,7 +47,8 @@ _NOT_COUNTED = frozenset("percentage percent point points million billion thousa
                          "from by with than as per".split())
 _EN_SKIP = re.compile(r"https?:|www\.|@|\||\.{3}|…|\bet al\b|\bcopyright\b|©|\bmust be read\b", re.I)
 _PRONOUN_START = frozenset("it this that these those there they he she such which".split())
-_ANAPHORA = re.compile(r"\b(?:below|above|that time|this time|the same|these|those|latter|former|such|this|it|they|"
+_ANAPHORA = re.compile(r"\b(?:below|above|that (?:time|figure|number|share|means|year|period|percentage|amount|rate)|"
+                       r"this time|the same|these|those|latter|former|such|this|it|they|"
                        r"them|the amount|the following|aforementioned|additional)\b", re.I)
 _CONTINUES = frozenset("and or but nor which that where whereas while because although though so of than plus minus versus "
                         "including".split())
@@ -97,37 +99,15 @@ def _en_span(m: re.Match, kind: str) -> tuple[int, int]:
     return m.start(), m.end()
 
 
-_WE = {"have": "has", "are": "is", "were": "was", "do": "does", "go": "goes"}
-
-
-def _third_person(text: str) -> str:
-    """"we offer our members" -> "the company offers its members": a question about a filing names who."""
-    def we(m: re.Match) -> str:
-        verb = m.group(2)
-        low = verb.lower()
-        if low in _WE:
-            verb = _WE[low]
-        elif low in ("can", "could", "will", "would", "may", "might", "must", "should", "had", "did") \
-                or low.endswith("ed"):
-            pass
-        elif re.fullmatch(r"[a-z]+", low):
-            verb = verb + ("es" if re.search(r"(?:s|sh|ch|x|z|o)$", low) else "s")
-        return f"{m.group(1).replace('We', 'The company').replace('we', 'the company')} {verb}"
-
-    text = re.sub(r"\b([Ww]e) ([A-Za-z]+)", we, text)
-    text = re.sub(r"^Our\b", "The company's", text)
-    text = re.sub(r"\b[Oo]ur\b", "its", text)
-    return re.sub(r"\bus\b", "the company", text)
-
-
 _OPENER = re.compile(r"^(?:moreover|in addition|additionally|also|however|by contrast|in contrast|at the same time|"
                      r"for example|for instance|similarly|overall|as a result|furthermore|meanwhile|still|indeed|"
                      r"in fact|likewise|therefore|thus|as such|as noted|as shown),\s+", re.I)
 
 
 def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
-    sentence = _OPENER.sub("", sentence)
-    sentence = sentence[:1].upper() + sentence[1:]
+    if _OPENER.match(sentence):  # "Moreover, we ..." -> "We ..."
+        sentence = _OPENER.sub("", sentence)
+        sentence = sentence[:1].upper() + sentence[1:]
     words = sentence.split()
     if not 6 <= len(words) <= 45 or not sentence.endswith(".") or _EN_SKIP.search(sentence) \
             or re.search(r"\brespectively\b|\s=\s", sentence) or not re.match(r"[A-Za-z]{2}", sentence) \
@@ -162,9 +142,12 @@ def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
     if _ANAPHORA.search(claim[:start] + claim[end:]):
         return None  # "The amount ...", "the disclosure below", "during that time": needs the text around it
     lead = re.sub(r"\b(?:a|an)\s$", "", claim[:start])  # "used a 95 percent level" -> "used what percentage level"
+    lead = re.sub(r"(?:^|(?<=\s))(?:[Ss]ome|[Jj]ust)\s$", "", lead)  # "Some 59% of ..." -> "What percentage of ..."
     question_body = lead + wh + claim[end:]
-    question = _third_person(question_body.rstrip(" .")) + "?"
-    question = question[:1].upper() + question[1:]
+    named = name_subject(question_body.rstrip(" ."), WE_SUBJECT.get(ctx.doc_kind(page.doc), "the company"))
+    if named is None:
+        return None  # a verb after "we" this module cannot make agree: no question rather than a broken one
+    question = named[:1].upper() + named[1:] + "?"
     figure = sentence[start:end]
     years = [y for y in re.findall(r"(?<![\d,.$])(?:19|20)\d\d(?![\d,])", question)]
     topic = _topic(claim, ctx, exclude=figure)
@@ -177,13 +160,13 @@ def _en_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
 
 def _trim_clauses(sentence: str, end: int) -> str:
     """A long sentence cut after the clause holding the figure, so the claim stays one short statement (only
-    where a clause of its own follows: "; ", ", which", ", while", ", and", " (")."""
-    if len(sentence.split()) <= 18:
-        return sentence
-    m = re.search(r";\s|,\s(?:which|where|while|whereas|and|but|as|with|compared|up|down|an?)\s|\s[—–]\s|\s\(",
-                  sentence[end:])
-    if m and len(sentence[: end + m.start()].split()) >= 6:
-        return sentence[: end + m.start()].rstrip(" ,;") + "."
+    where a clause of its own follows: "; ", ", which", ", while", ", and", " ("); a short one only at "; "."""
+    clause = r";\s" if len(sentence.split()) <= 18 else \
+        r";\s|,\s(?:which|where|while|whereas|and|but|as|with|compared|up|down|an?)\s|\s[—–]\s|\s\("
+    m = re.search(clause, sentence[end:])
+    cut = sentence[: end + m.start()].rstrip(" ,;") + "." if m else sentence
+    if m and len(cut.split()) >= 6 and has_verb(cut):  # (a cut before the verb would leave a fragment)
+        return cut
     return sentence
 
 
@@ -196,7 +179,7 @@ def _en_definition_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | N
     if not m or _EN_SKIP.search(sentence):
         return None
     term = m.group("term").strip()
-    if len(term.split()) > 4 or any(w.lower() in _NOT_TERMS for w in term.split()) \
+    if len(term.split()) > 4 or any(w.lower() in _NOT_TERMS for w in term.split()) or re.search(r"\d", term) \
             or ctx.idf(term) < 0.7 or len(sentence.split()) > 40:
         return None
     verb = "are" if m.group("verb") == "are" else "is"
@@ -388,7 +371,7 @@ def _kv_fact(page: PageInfo, ctx: Context, line: str, lang: str) -> Fact | None:
     if value.endswith((":", "：")) or len(value) < 2 or re.search(r"[\[\]{}<>]", value):
         return None  # a heading of a list ("Liabilities: Derivative instruments — liabilities:")
     if re.search(r"[()\[\]{}=,;\"“”]|https?$", label) or normalize(label) in _KV_NOT_LABELS \
-            or label[:1].islower() or re.match(r"(?i)(?:figure|fig\.|table|図|表|그림)\s*\d", label) \
+            or label[:1].islower() or re.match(r"(?i)(?:figure|fig\.|table|listing|algorithm|appendix|section|図|表|그림)\s*\d", label) \
             or len(label.split()) > 5 or _EN_SKIP.search(value):
         return None
     fact = _cell_fact(page, ctx, label, "", value, lang, single=True)
@@ -415,6 +398,18 @@ def _steps_fact(page: PageInfo, ctx: Context, heading: str, steps: list[str], la
 
 
 # -- a page's facts ------------------------------------------------------------------------------------
+def _sentences(para: str) -> list[str]:
+    """The paragraph's sentences; a piece that starts in lower case goes back to the one before it ("For the
+    primary U.S. | qualified pension plan, ...": the split was at an abbreviation, not at a sentence end)."""
+    out: list[str] = []
+    for s in split_sentences(para):
+        if out and re.match(r"[a-z]", s) and out[-1].endswith("."):
+            out[-1] = f"{out[-1]} {s}"
+        else:
+            out.append(s)
+    return out
+
+
 def _topic(text: str, ctx: Context, exclude: str = "") -> str:
     terms = [t for t in terms_in(text, ctx.phrase_ok) if normalize(t) not in normalize(exclude)]
     return max(terms, key=lambda t: (ctx.idf(t) + (0.5 if " " in t else 0.0), len(t)), default="")
@@ -450,7 +445,7 @@ def page_facts(page: PageInfo, ctx: Context, boiler: set[str]) -> list[Fact]:
             if kv:
                 out.append(kv)
                 continue
-            for s in split_sentences(para):
+            for s in _sentences(para):
                 s = re.sub(r"^[>\s]+", "", s).strip()
                 if is_boilerplate(s) or line_shape(s) in boiler:
                     continue

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 from collections import Counter
+from collections.abc import Iterator
 
 from ragkit.core.text import normalize, refusal_text
 from ragkit.genqa.common import (
+    KINDS,
     Context,
     GeneratedQuestion,
     GenqaReport,
@@ -15,14 +18,17 @@ from ragkit.genqa.common import (
     Plan,
     add_unique,
     covered_by_corpus,
+    domain_kinds,
+    is_duplicate,
     refusal_point,
 )
 from ragkit.genqa.facts import Fact, page_facts
+from ragkit.genqa.grammar import question_problem
 from ragkit.genqa.pagetext import HEADING_LINE, line_shape
 
 # Questions typical of a kind of document that a given collection may not answer; each carries key terms:
 # a page holding all of them means the topic is covered after all (then the question is not used).
-# The kind is chosen from the collection's own words (DOMAIN_MARKERS), so a 10-K is asked about a filing's
+# The kind is told per document from its own words (common.DOMAIN_MARKERS), so a 10-K is asked about a filing's
 # topics, never about a visitor parking fee.
 DOMAIN_TOPICS: dict[str, dict[str, list[tuple[str, list[str]]]]] = {
     "filing": {"en": [
@@ -58,6 +64,12 @@ DOMAIN_TOPICS: dict[str, dict[str, list[tuple[str, list[str]]]]] = {
         ("What was the survey's response rate among astronauts?", ["astronaut"]),
         ("How many interviews were conducted in Antarctica?", ["antarctica"]),
     ]},
+    "paper": {"en": [
+        ("What accuracy did the method reach on the Klingon translation benchmark?", ["klingon"]),
+        ("How many GPUs of the lunar research station were used to train the model?", ["lunar"]),
+        ("How much were the annotators recruited in Antarctica paid per hour?", ["antarctica"]),
+        ("Which quantum computer was the model trained on?", ["quantum computer"]),
+    ]},
     "policy": {
         "en": [
             ("Which cryptocurrency wallets are approved for paying employee salaries?", ["cryptocurrency"]),
@@ -77,70 +89,201 @@ DOMAIN_TOPICS: dict[str, dict[str, list[tuple[str, list[str]]]]] = {
         ],
     },
 }
-DOMAIN_MARKERS = {
-    "filing": ("10-k", "annual report", "fiscal year", "shareholders", "stockholders", "securities and exchange",
-               "net income", "revenue", "earnings per share", "registrant", "有価証券報告書", "決算", "매출액",
-               "사업보고서"),
-    "manual": ("press", "button", "install", "cleaning", "warranty", "display", "setting", "battery", "user manual",
-               "instructions", "取扱説明書", "ボタン", "押し", "お手入れ", "설치", "버튼", "사용설명서"),
-    "survey": ("survey", "respondents", "adults", "poll", "interviews", "margin of error", "調査", "回答者", "설문",
-               "응답자"),
-    "policy": ("policy", "employees", "shall", "compliance", "procedure", "approval", "規程", "規定", "社員", "정책",
-               "직원", "안내"),
-}
 _KIND_ORDER = ("table", "number", "definition", "kv", "steps")
 
 
 def generate_offline(ctx: Context, plan: Plan, report: GenqaReport) -> list[GeneratedQuestion]:
+    """The plan's questions: singles, multi-page and unanswerable ones in their shares, each kind round-robin
+    over the documents; a kind that falls short is made up with answerable questions while the pages have
+    facts left, and a shortfall that remains is said in a note (never padded with templates)."""
     from ragkit.core.progress import progress_bar
 
     boiler = _boilerplate(ctx.pages)
     docs = {p.doc for p in ctx.pages}
     cache: dict[str, list[Fact]] = {}
+    rejected: set[str] = set()
+
+    def readable(question: str, lang: str) -> bool:
+        """The grammar check: a question that does not read as one is dropped (counted once)."""
+        if question_problem(question, lang) is None:
+            return True
+        if question not in rejected:
+            rejected.add(question)
+            report.dropped["ungrammatical"] += 1
+        return False
 
     def facts(p: PageInfo) -> list[Fact]:
         if p.rel not in cache:
-            cache[p.rel] = page_facts(p, ctx, boiler) if _wanted(p, ctx) else []
+            cache[p.rel] = [f for f in page_facts(p, ctx, boiler) if readable(f.question, f.lang)] \
+                if _wanted(p, ctx) else []
         return cache[p.rel]
 
     def ask(f: Fact) -> str:
         return with_document(f.question, f.page, f.lang) if len(docs) > 1 else f.question
 
+    n = plan.singles + plan.multi + plan.unanswerable
     kept: list[GeneratedQuestion] = []
     used: set[str] = set()  # facts already asked (normalized answers)
-    bar = progress_bar(total=plan.singles + plan.multi + plan.unanswerable, desc="genqa (offline)", unit="q",
-               file=sys.stderr, disable=not ctx.progress)
-    singles: list[GeneratedQuestion] = []
-    turn = 0
-    for page in plan.order:
-        if len(singles) >= plan.singles:
-            break
-        picked = _pick(facts(page), min(ctx.per_page, plan.singles - len(singles)), turn, used)
-        if picked:
-            turn += 1
-        for f in picked:
-            q = GeneratedQuestion(ask(f), f.answer, [page.rel], [page.page], f.checklist, "single", f.lang)
-            if add_unique(q, singles, report):
-                singles.append(q)
+    bar = progress_bar(total=n, desc="genqa (offline)", unit="q", file=sys.stderr, disable=not ctx.progress)
+
+    def keep(q: GeneratedQuestion | None) -> bool:
+        if q is None or not readable(q.question, q.lang) or not add_unique(q, kept, report):
+            return False
+        kept.append(q)
+        bar.update(1)
+        return True
+
+    def single(f: Fact) -> GeneratedQuestion:
+        return GeneratedQuestion(ask(f), f.answer, [f.page.rel], [f.page.page], f.checklist, "single", f.lang)
+
+    turn = [0]
+    by_doc = _by_document(plan.order)
+    topics: list[dict[str, set[str]]] = [{} for _ in by_doc]
+    first, more = ([_page_facts_stream(ps, facts, used, ctx.per_page, turn, t, first=pass1)
+                    for ps, t in zip(by_doc, topics, strict=True)] for pass1 in (True, False))
+    planned = {g[0][0].doc: g for g in _by_document(plan.groups, doc=lambda g: g[0].doc)}
+    groups = [itertools.chain(planned.get(pages[0].doc, []), _pairs_with_facts(pages, facts, used))
+              for pages in by_doc]
+    pairs: dict[int, tuple[Fact, Fact]] = {}  # id of a multi-page question -> the facts it asks
+
+    def take_single(f: Fact) -> bool:
+        return keep(single(f))
+
+    def take_group(group: list[PageInfo]) -> bool:
+        got = _multi(group, facts, used, ask)
+        if got is None or not keep(got[0]):
+            return False
+        pairs[id(got[0])] = got[1]
+        used.update(normalize(f.answer) for f in got[1])
+        return True
+
+    singles_t = _Turns(first, more, take=take_single)  # every page once before any page twice
+    multi_t = _Turns([_groups_stream(g, take_group) for g in groups], take=lambda ok: ok)
+    # singles and multi-page questions in their shares: the kind furthest from its share goes next, so pages
+    # short of facts still give both kinds
+    live = [(singles_t, plan.singles), (multi_t, plan.multi)]
+    while want := [(t, q) for t, q in live if t.kept < q]:
+        t = min(want, key=lambda tq: tq[0].kept / tq[1])[0]
+        if not t.one():
+            live = [(x, q) for x, q in live if x is not t]
+    unanswerable = _unanswerable(ctx, report, by_doc, facts, ask, readable, used) if plan.unanswerable else iter(())
+
+    def take_unanswerable() -> bool:
+        return any(keep(q) for q in unanswerable)  # (stops at the first one kept)
+
+    while sum(q.kind == "unanswerable" for q in kept) < plan.unanswerable and take_unanswerable():
+        pass
+    # a kind short of its share: answerable questions make up the number while the pages have facts
+    while len(kept) < n and singles_t.one():
+        pass
+    while len(kept) < n and multi_t.one():
+        pass
+    multis = [q for q in reversed(kept) if q.kind == "multi"]
+    if len(kept) + len(multis) >= n:  # two single questions instead of one multi-page one reach the number
+        for q in multis:
+            if len(kept) >= n:
+                break
+            a, b = pairs[id(q)]
+            sa, sb = single(a), single(b)
+            others = [k.question for k in kept if k is not q]
+            if readable(sa.question, sa.lang) and readable(sb.question, sb.lang) \
+                    and not is_duplicate(sa.question, others) and not is_duplicate(sb.question, [*others, sa.question]):
+                kept.remove(q)
+                kept.extend([sa, sb])
                 bar.update(1)
-    kept.extend(singles)
-    want_multi = plan.multi + plan.singles - len(singles)  # pages short of facts: more multi-page questions
-    multi = 0
-    for group in plan.groups:
-        if multi >= want_multi:
-            break
-        q = _multi(group, facts, used, ask)
-        if q and add_unique(q, kept, report):
-            kept.append(q)
-            multi += 1
-            bar.update(1)
-    asked = [f for p in plan.order[: max(len(kept) * 2, 20)] for f in facts(p)]
-    for q in _unanswerable(ctx, plan, report, asked, ask):
-        if add_unique(q, kept, report):
-            kept.append(q)
-            bar.update(1)
+    # the last resort, more unanswerable questions than planned: at most one for two answerable ones
+    while len(kept) < n and 3 * sum(q.kind == "unanswerable" for q in kept) < len(kept) and take_unanswerable():
+        pass
     bar.close()
+    kept.sort(key=lambda q: KINDS.index(q.kind))  # stable: in the order taken within a kind
+    unans = sum(q.kind == "unanswerable" for q in kept)
+    if len(kept) < n and kept:
+        report.notes.append(f"{len(kept)} of the {n} questions asked for: every fact of the pages that makes one "
+                            "clear question is asked (offline questions are never padded with templates)")
+    if unans < plan.unanswerable:
+        report.notes.append(f"{unans} of the {plan.unanswerable} unanswerable questions planned: no other candidate "
+                            "was found absent from the collection")
     return kept
+
+
+def _by_document(items: list, doc=lambda p: p.doc) -> list[list]:
+    """Items split by document, each list in the given order; documents in the order they first appear."""
+    out: dict[str, list] = {}
+    for it in items:
+        out.setdefault(doc(it), []).append(it)
+    return list(out.values())
+
+
+def _page_facts_stream(pages: list[PageInfo], facts, used: set[str], per_page: int, turn: list[int],
+                       topics: dict[str, set[str]], *, first: bool):
+    """A document's facts to ask, one at a time: its pages in the sampled order, `per_page` facts each (the
+    first pass, `first`); or the further passes over the pages for the facts left, until none is left.
+    `topics` (page -> topics asked: one question per topic and page) is shared by the two."""
+    while True:
+        progressed = False
+        for page in pages:
+            for _ in range(per_page):
+                f = _pick(facts(page), turn[0], used, topics.setdefault(page.rel, set()))
+                if f is None:
+                    break
+                turn[0] += 1
+                progressed = True
+                yield f
+        if first or not progressed:
+            return
+
+
+def _groups_stream(groups, take):
+    """True each time one of a document's page groups made a multi-page question (its failures skipped)."""
+    for group in groups:
+        if take(group):
+            yield True
+
+
+def _pairs_with_facts(pages: list[PageInfo], facts, used: set[str]):
+    """More related pairs of one document, for when its sampled groups are used up: two pages of one section
+    that both still have a fact to ask (nearest first), then two adjacent pages of different sections."""
+    ps = sorted(pages, key=lambda p: (p.page, p.rel))
+    live = [p for p in ps if any(normalize(f.answer) not in used for f in facts(p))]
+    by_sec: dict[str, list[PageInfo]] = {}
+    for p in live:
+        by_sec.setdefault(p.section, []).append(p)
+    for sec in by_sec.values():
+        yield from ([a, b] for a, b in zip(sec, sec[1:], strict=False))
+    yield from ([a, b] for a, b in zip(live, live[1:], strict=False) if a.section != b.section and b.page == a.page + 1)
+
+
+class _Turns:
+    """Questions kept one at a time from per-document streams, the documents taking turns (so each gives its
+    share); the streams of a later tier only when every stream of the tiers before is used up. `take(item)`
+    says whether an item made a kept question."""
+
+    def __init__(self, *tiers, take) -> None:
+        self.tiers = [list(t) for t in tiers]
+        self.take = take
+        self.at = 0
+        self.kept = 0
+
+    def one(self) -> bool:
+        """Keep one more question (the next document's turn); False when every stream is used up."""
+        while self.tiers:
+            streams = self.tiers[0]
+            if not streams:
+                self.tiers.pop(0)
+                self.at = 0
+                continue
+            item = next(streams[self.at], _DONE)
+            if item is _DONE:
+                del streams[self.at]
+                self.at = self.at if self.at < len(streams) else 0
+            elif self.take(item):
+                self.kept += 1
+                self.at = (self.at + 1) % len(streams)
+                return True
+        return False
+
+
+_DONE = object()
 
 
 def _wanted(page: PageInfo, ctx: Context) -> bool:
@@ -152,21 +295,18 @@ def _lang_key(lang: str) -> str:
     return lang if lang in ("ja", "ko", "zh") else "en"
 
 
-def _pick(facts: list[Fact], n: int, turn: int, used: set[str]) -> list[Fact]:
-    """Up to n facts of one page: the kind whose turn it is first (so a set mixes figures, table cells,
-    definitions and procedures), never the same fact or topic twice."""
+def _pick(facts: list[Fact], turn: int, used: set[str], topics: set[str]) -> Fact | None:
+    """The next fact of one page: the kind whose turn it is first (so a set mixes figures, table cells,
+    definitions and procedures), never the same fact twice nor a topic the page was asked about already."""
     prefer = ("table", "number", "steps", "number", "definition")[turn % 5]
-    ordered = sorted(facts, key=lambda f: (f.kind.replace("kv", "table") != prefer, -f.score))
-    out: list[Fact] = []
-    for f in ordered:
+    for f in sorted(facts, key=lambda f: (f.kind.replace("kv", "table") != prefer, -f.score)):
         key = normalize(f.answer)
-        if key in used or any(normalize(f.topic) == normalize(o.topic) for o in out):
+        if key in used or normalize(f.topic) in topics:
             continue
-        out.append(f)
         used.add(key)
-        if len(out) == n:
-            break
-    return out
+        topics.add(normalize(f.topic))
+        return f
+    return None
 
 
 def document_label(page: PageInfo) -> str:
@@ -204,90 +344,109 @@ def _join_questions(a: str, b: str, lang: str) -> str:
     return f"{a.rstrip('?')}, and {second}"
 
 
-def _multi(group: list[PageInfo], facts, used: set[str], ask) -> GeneratedQuestion | None:
-    """One fact of each of two pages, asked together; the checklist needs both pages."""
-    chosen: list[Fact] = []
-    for p in group[:2]:
-        # short questions only: two long ones joined would not read as one question
-        options = sorted((f for f in facts(p) if len(f.question.split()) <= 14 or f.lang != "en"),
-                         key=lambda f: (_KIND_ORDER.index(f.kind), -f.score))
-        fresh = [f for f in options if normalize(f.answer) not in used]
-        pick = next((f for f in fresh if all(normalize(f.topic) != normalize(o.topic) for o in chosen)), None)
-        if pick is None:
-            return None
-        chosen.append(pick)
-    a, b = chosen
-    if a.lang != b.lang:
-        return None  # one language per question
-    for f in chosen:
-        used.add(normalize(f.answer))
+MULTI_PART_WORDS, MULTI_WORDS = 24, 36  # an English multi-page question: each part, and the two joined
+
+
+def _words(f: Fact) -> int:
+    """Length of a fact's question in words (CJK questions count as short)."""
+    return len(f.question.split()) if f.lang == "en" else 0
+
+
+def _multi(group: list[PageInfo], facts, used: set[str], ask) -> tuple[GeneratedQuestion, tuple[Fact, Fact]] | None:
+    """One fact of each of two pages, asked together (and the two facts); the checklist needs both pages. The
+    caller marks the facts used when it keeps the question."""
+    def options(p: PageInfo) -> list[Fact]:
+        return sorted((f for f in facts(p) if normalize(f.answer) not in used and _words(f) <= MULTI_PART_WORDS),
+                      key=lambda f: (_KIND_ORDER.index(f.kind), -f.score))
+
+    # the first pair (by kind, then score) that reads as one question: one language, two topics, short enough
+    pair = next(((a, b) for a in options(group[0]) for b in options(group[1])
+                 if a.lang == b.lang and normalize(a.topic) != normalize(b.topic)
+                 and _words(a) + _words(b) <= MULTI_WORDS), None) if len(group) >= 2 else None
+    if pair is None:
+        return None
+    a, b = pair
     question = _join_questions(a.question, b.question, a.lang)
     if len(group) and len({p.doc for p in group}) == 1:
         question = ask(Fact(a.page, a.kind, question, "", [], a.lang, a.topic, 0.0))
     return GeneratedQuestion(question, f"{a.answer}\n{b.answer}", [a.page.rel, b.page.rel],
-                             [a.page.page, b.page.page], [*a.checklist[:3], *b.checklist[:3]], "multi", a.lang)
+                             [a.page.page, b.page.page], [*a.checklist[:3], *b.checklist[:3]], "multi", a.lang), (a, b)
 
 
 # -- unanswerable ----------------------------------------------------------------------------------------
-def _unanswerable(ctx: Context, plan: Plan, report: GenqaReport, facts: list[Fact], ask) -> list[GeneratedQuestion]:
-    """Neighbours of real facts first (a year the document does not cover), then questions typical of the
-    collection's kind of document; every one checked absent by search and by the page text."""
-    if plan.unanswerable <= 0:
-        return []
-    out: list[GeneratedQuestion] = []
-    seen: set[str] = set()
-    for f in sorted((f for f in facts if f.year), key=lambda f: -f.score):
-        if len(out) >= plan.unanswerable:
-            return out
-        got = _year_neighbour(ctx, f)
-        if got is None:
-            continue
-        question, year = got
-        if normalize(f.topic) in seen:
-            continue
-        if covered_by_corpus(ctx, question, [year, f.topic]):
+def _unanswerable(ctx: Context, report: GenqaReport, by_doc: list[list[PageInfo]], facts, ask, readable,
+                  used: set[str]) -> Iterator[GeneratedQuestion]:
+    """Unanswerable questions one at a time, the documents taking turns (so each is asked one): a neighbour of
+    one of its facts (a year the document does not cover) or a question typical of its kind of document, the
+    shape asked less so far first; every one checked absent by search and by the page text, and readable."""
+    docs = [ps for ps in ([p for p in pages if _wanted(p, ctx)] for pages in by_doc) if ps]
+    topics: set[str] = set()  # topics asked for another year
+    templates: set[str] = set()  # typical questions asked (each of one document only)
+
+    def unanswerable(question: str, lang: str, terms: list[str]) -> GeneratedQuestion | None:
+        if not readable(question, lang):
+            return None
+        if covered_by_corpus(ctx, question, terms):
             report.dropped["present"] += 1
-            continue
-        seen.add(normalize(f.topic))
-        out.append(GeneratedQuestion(ask(Fact(f.page, f.kind, question, "", [], f.lang, f.topic, 0.0)),
-                                     refusal_text(f.lang), [], [], [refusal_point(f.lang)], "unanswerable", f.lang))
-        if len(out) * 2 >= plan.unanswerable and plan.unanswerable > 1:
-            break  # leave room for the other kind, so the set is not all one shape
-    langs: list[str] = []
-    for p in plan.order:
-        if _wanted(p, ctx) and _lang_key(p.lang) not in langs:
-            langs.append(_lang_key(p.lang))
-    kinds = domain_kinds(ctx.pages)
-    pools = {lg: [t for k in kinds for t in DOMAIN_TOPICS[k].get(lg, [])] for lg in langs}
-    for lg in langs:
-        ctx.rng(f"unanswerable|{lg}").shuffle(pools[lg])
-    while len(out) < plan.unanswerable and any(pools.values()):
-        for lg in langs:
-            if len(out) >= plan.unanswerable or not pools[lg]:
+            return None
+        return GeneratedQuestion(question, refusal_text(lang), [], [], [refusal_point(lang)], "unanswerable", lang)
+
+    def neighbours(pages: list[PageInfo]):
+        for f in _year_facts(pages, facts):
+            got = _year_neighbour(ctx, f)
+            if normalize(f.answer) in used or got is None or normalize(f.topic) in topics:
+                continue  # (a fact asked already: its neighbour would read as a near-duplicate of that question)
+            q = unanswerable(ask(Fact(f.page, f.kind, got[0], "", [], f.lang, f.topic, 0.0)), f.lang, [got[1], f.topic])
+            if q:
+                topics.add(normalize(f.topic))
+                yield q
+
+    def typical(pages: list[PageInfo]):
+        for question, terms, lang in _typical_questions(ctx, pages):
+            if question in templates:
                 continue
-            question, terms = pools[lg].pop(0)
-            if covered_by_corpus(ctx, question, terms):
-                report.dropped["present"] += 1
-                continue
-            out.append(GeneratedQuestion(question, refusal_text(lg), [], [], [refusal_point(lg)], "unanswerable", lg))
-    return out
+            q = unanswerable(ask(Fact(pages[0], "template", question, "", [], lang, terms[0], 0.0)), lang, terms)
+            if q:
+                templates.add(question)
+                yield q
+
+    streams = [(neighbours(ps), typical(ps)) for ps in docs]
+    live = list(range(len(docs)))
+    shapes = [0, 0]  # neighbours, typical questions kept
+    while live:
+        for i in list(live):
+            order = (0, 1) if shapes[0] <= shapes[1] else (1, 0)  # the shape asked less so far first
+            for shape in order:
+                q = next(streams[i][shape], None)
+                if q is not None:
+                    shapes[shape] += 1
+                    yield q
+                    break
+            else:
+                live.remove(i)
 
 
-def domain_kinds(pages: list[PageInfo]) -> list[str]:
-    """The collection's kinds of document, most typical first (those whose marker words it uses)."""
-    text = normalize(" ".join(p.body[:3000] for p in pages[:400]))
-    scores = {k: sum(len(re.findall(rf"(?<![a-z]){re.escape(normalize(w))}", text)) for w in words)
-              for k, words in DOMAIN_MARKERS.items()}
-    ranked = sorted(scores, key=lambda k: -scores[k])
-    best = scores[ranked[0]]
-    return [k for k in ranked if scores[k] and scores[k] * 2 >= best] or ["manual", "policy"]
+def _year_facts(pages: list[PageInfo], facts, first_pages: int = 12) -> list[Fact]:
+    """Facts naming a year on a document's first sampled pages, best first."""
+    return sorted((f for p in pages[:first_pages] for f in facts(p) if f.year), key=lambda f: -f.score)
+
+
+def _typical_questions(ctx: Context, pages: list[PageInfo]) -> list[tuple[str, list[str], str]]:
+    """Questions typical of a document's kind in its language (those of the collection's kinds when its own
+    kind has none in that language), each with its key terms and language; shuffled by the document."""
+    lang = Counter(_lang_key(p.lang) for p in pages).most_common(1)[0][0]
+    pool = DOMAIN_TOPICS[ctx.doc_kind(pages[0].doc)].get(lang) \
+        or [t for k in domain_kinds(ctx.pages) for t in DOMAIN_TOPICS[k].get(lang, [])]
+    pool = list(pool)
+    ctx.rng(f"unanswerable|{pages[0].doc}").shuffle(pool)
+    return [(q, terms, lang) for q, terms in pool]
 
 
 def _year_neighbour(ctx: Context, f: Fact) -> tuple[str, str] | None:
     """The fact's question asked for a year its document never mentions (the nearest earlier one)."""
     doc_text = "\n".join(p.body for p in ctx.pages if p.doc == f.page.doc)
     asked = int(re.sub(r"\D", "", f.year))
-    for y in range(asked - 1, asked - 12, -1):  # the nearest earlier year the document never mentions
+    for y in range(asked - 1, asked - 21, -1):  # the nearest earlier year the document never mentions
         if str(y) not in doc_text:
             question = re.sub(rf"(?<!\d){f.year}(?!\d)", str(y), f.question, count=1)
             return (question, str(y)) if question != f.question else None

@@ -1,0 +1,218 @@
+"""Offline questions read as questions: the grammar check (`genqa.grammar.question_problem`) on the broken
+questions users met and on good ones, the page's "we" named, and generation from small PDFs made here with
+PyMuPDF (a filing, a survey report, a manual and a paper) whose sentences used to give broken questions."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from test_genqa import offline_settings
+
+from ragkit import genqa
+from ragkit.genqa.grammar import has_verb, name_subject, question_problem
+
+# what users met (issue 34) and what the same generator wrote on other pages: each must be caught
+BROKEN = {
+    "The company rans the training how many times with different random seeds and report the average "
+    "performance on the validation set, according to 2023.acl-long.386?": "broken verb form 'rans'",
+    "On a “total population” basis, what percentage of all American adults, according to PIP Seniors?": "no verb",
+    "What percentage of all American adults?": "no verb",
+    "During the measurement, stay in a relaxed environment at room temperature (about what temperature)?":
+        "inside brackets",
+    "Qualified pension plan, the expected long-term rate of return for 2019 is what percentage?": "label",
+    "What is the In scope, according to information security policy?": "article before 'In'",
+    "The company alsos offer discounts to how many members?": "broken verb form 'alsos'",
+    "The company have how many employees?": "the company have",
+    "The plan earned a rate of return of what percentage in the fourth quarter of?": "ends on 'of'",
+    "the expected long-term rate of return is what percentage?": "middle of a sentence",
+    "Sales grew by what percentage (in U.S. dollars?": "unbalanced",
+    "Sales grew by 5 percent.": "no question mark",
+    "Some what percentage of Americans in their early 70s go online?": "some what",
+}
+GOOD = [
+    "Passwords must be at least 14 characters long and are rotated every how many days?",
+    "Accounts are locked after how many failed login attempts?",
+    "What is the Capacity of Unit 2?",
+    "What was Net sales in 2018?",
+    "What are the steps for resetting the watch?",
+    "The authors ran the training how many times with different random seeds and report the average "
+    "performance on the validation set, according to 2023.acl-long.386?",
+    "For the primary U.S. qualified pension plan, the expected long-term rate of return on an annualized basis "
+    "for 2019 is what percentage, according to 3M 2018 10K?",
+    "Taken together, what percentage of older adults own a tablet, an e-book reader, or both?",
+    "The Company recorded an early debt extinguishment charge of how much in the fourth quarter of 2017?",
+    "Stock options vest over a period from one to three years with the expiration date at how many years?",
+    "The model (third-party bank dataset) used what percentage confidence level over a 12-month time horizon?",
+    "After going to the toilet, wait how many minutes before measuring, according to watch d?",
+    "In August 2016, a group of over how many plaintiffs filed a putative class action?",
+    "Which voice assistants can control the device?",
+    "The company leases how many square feet of office space in Austin?",
+    "自動製氷機は給水タンクに水を入れると約何時間で最初の氷ができますか？",
+    "대출 기간은 며칠이며 최대 5권까지 빌릴 수 있습니까?",
+]
+
+
+@pytest.mark.parametrize("question,why", list(BROKEN.items()))
+def test_the_check_catches_broken_questions(question, why):
+    problem = question_problem(question, "en")
+    assert problem is not None and why in problem, (question, problem)
+
+
+@pytest.mark.parametrize("question", GOOD)
+def test_the_check_keeps_good_questions(question):
+    lang = "ja" if re.search(r"[぀-ヿ]", question) else "ko" if re.search(r"[가-힣]", question) else "en"
+    assert question_problem(question, lang) is None, question
+
+
+def test_every_template_question_reads_as_one():
+    for kinds in genqa.DOMAIN_TOPICS.values():
+        for lang, topics in kinds.items():
+            for question, _ in topics:
+                assert question_problem(question, lang) is None, question
+
+
+def test_has_verb():
+    assert has_verb("Passwords are rotated every 90 days.") and has_verb("Options vest over three years.")
+    assert has_verb("The flashlight turns on for 5 minutes.") and has_verb("We used 3 seeds.")
+    assert not has_verb("On a “total population” basis (that is, accounting for all), 63% of all American adults.")
+    assert not has_verb("The number of older adults in rural areas of the country.")
+
+
+def test_we_becomes_who_the_document_speaks_for():
+    assert name_subject("We ran the training 10 times", "the company") == "The company ran the training 10 times"
+    assert name_subject("We ran the training 10 times", "the authors") == "The authors ran the training 10 times"
+    assert name_subject("We also offer our members discounts", "the company") == \
+        "The company also offers its members discounts"
+    assert name_subject("We have 93,000 employees", "the company") == "The company has 93,000 employees"
+    assert name_subject("Our sales grew 5%", "the authors") == "The authors’ sales grew 5%"
+    assert name_subject("In 2018 we currently carry 12 brands", "the company") == \
+        "In 2018 the company currently carries 12 brands"
+    # a verb the lexicon does not know, or a second verb that would not agree: no question rather than a broken one
+    assert name_subject("We blorp the widgets", "the company") is None
+    assert name_subject("We operate 75 plants and sell in 70 countries", "the company") is None
+    assert name_subject("We operate 75 plants and sell in 70 countries", "the authors") == \
+        "The authors operate 75 plants and sell in 70 countries"
+
+
+# -- generated questions read as questions ------------------------------------------------------------------
+_BROKEN_FORM = re.compile(r"\b(?:ran|had|did|made|took|grew|went|paid|sold|could|would|should|also|is|are)s\b", re.I)
+
+
+def assert_readable(questions) -> None:
+    """Every question passes the check, and (read without it) ends as a question, asks with a question word,
+    names who "we" was, has no past tense with an "s" and no dangling end."""
+    for q in questions:
+        text = q.question
+        assert question_problem(text, q.lang) is None, text
+        if q.lang != "en":
+            assert text.endswith(("?", "？", "。")), text
+            continue
+        assert text.endswith("?") and re.match(r"[A-Z0-9“\"']", text), text
+        assert re.search(r"\b(?:what|which|how|when|where|who|why)\b", text, re.I) \
+            or re.match(r"(?:Is|Are|Was|Were|Do|Does|Did|Can|Has|Have)\b", text), text
+        assert not _BROKEN_FORM.search(text), text
+        assert not re.search(r"\b(?:we|our|us)\b", text, re.I) or q.kind == "unanswerable", text
+        body = re.sub(r",? according to [^?]*\?$", "?", text)
+        assert not re.search(r"\b(?:the|a|an|of|and|or)\?$", body), text
+        assert has_verb(body), text
+
+
+def make_pdf(path: Path, pages: list[tuple[str, list[str]]]) -> Path:
+    """A text PDF: one page per (title, paragraphs)."""
+    import pymupdf
+
+    doc = pymupdf.open()
+    for title, paras in pages:
+        page = doc.new_page()
+        page.insert_text((72, 72), title, fontsize=16)
+        left = page.insert_textbox(pymupdf.Rect(72, 100, 540, 780), "\n\n".join(paras), fontsize=11)
+        assert left >= 0, f"{title}: text does not fit the page"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    doc.save(path)
+    return path
+
+
+KIND_PDFS = {  # sentences that gave broken questions before the check, beside plain ones
+    "filing": [
+        ("Annual Report on Form 10-K", [
+            "This annual report is filed with the Securities and Exchange Commission for the fiscal year 2018.",
+            "We operate 75 manufacturing facilities in 29 states. Net income attributable to shareholders was "
+            "$5.3 billion in 2018.",
+            "For the primary U.S. qualified pension plan, the expected long-term rate of return on an annualized "
+            "basis for 2019 is 7.00%."]),
+        ("Results of Operations", [
+            "Net sales increased 3.5% to $32.8 billion in 2018 compared with the prior fiscal year.",
+            "The effective tax rate for the fourth quarter of 2018 was 20.5%. Our revenue from the Safety and "
+            "Graphics business totaled $6.8 billion."]),
+    ],
+    "survey": [
+        ("Older Adults and Technology Use", [
+            "The survey was conducted by telephone among 6,010 adults, and the margin of error is 1.4 points.",
+            "On a “total population” basis (that is, accounting for individuals who do not use the internet at "
+            "all), 63% of all American adults, and 27% of all Americans ages 65 and older, are social networking "
+            "site users."]),
+        ("Smartphones", [
+            "Just 18% of seniors are smartphone adopters. Respondents were asked about tablets and e-book readers.",
+            "Among older adults who go online, 46% use social networking sites such as Facebook."]),
+    ],
+    "manual": [
+        ("Measuring heart rate", [
+            "Press the button on the side to wake the display. Rest for 5 minutes before a measurement.",
+            "During the measurement, wear the device relatively tightly and stay in a relaxed environment at room "
+            "temperature (about 25°C)."]),
+        ("Battery and flashlight", [
+            "The battery lasts up to 14 days in typical use. The flashlight turns on for 5 minutes by default.",
+            "Install the charging cradle on a flat surface before cleaning the battery contacts."]),
+    ],
+    "paper": [
+        ("Robust Tagging of Noisy Text", [
+            "Abstract. We propose a tagger for noisy social media text and compare it with a strong baseline "
+            "(Smith et al., 2020).",
+            "We ran the training 10 times with different random seeds and report the average performance on the "
+            "validation set."]),
+        ("Experiments", [
+            "The learning rate was set to 0.001 for all experiments. We trained each model for 40 epochs on a single "
+            "GPU.",
+            "The tagger reaches an F1 score of 91.2% on the test set, a state-of-the-art result."]),
+    ],
+}
+
+
+def test_questions_from_pdfs_of_four_kinds_read_as_questions():
+    from ragkit.search.backend import ingest_into
+
+    pdfs = [make_pdf(Path("incoming") / f"{kind}.pdf", pages) for kind, pages in KIND_PDFS.items()]
+    db = Path("database")
+    ing, _ = ingest_into(pdfs, db=db, progress=False, workers=1)
+    assert not ing.failed
+    r = genqa.generate_questions(db, offline_settings(), max_questions=40, progress=False)
+    assert r.errors == []
+    assert_readable(r.questions)
+    answerable = [q for q in r.questions if q.kind != "unanswerable"]
+    docs = {ref.split("/")[1] for q in answerable for ref in q.refs}  # incoming/<doc>/<section>/page_NNN.md
+    assert docs == set(KIND_PDFS)  # every document gives questions
+    text = "\n".join(q.question for q in r.questions)
+    # the page's "we" is named by the kind of document, the verb agreeing
+    assert "The authors ran the training how many times" in text
+    assert "The company operates 75 manufacturing facilities in how many states" in text
+    # a sentence split at "U.S." is one sentence again; its question starts where the sentence does
+    pension = [q for q in answerable if "qualified pension plan" in q.question]
+    assert pension and all(q.question.startswith("For the primary U.S.") for q in pension)
+    # the cut that left "what percentage of all American adults" without its verb is not made
+    assert not re.search(r"American adults(?:,[^?]*)?\?$", text)
+    # the figure in brackets cannot be asked in one clear question: dropped by the check
+    assert "(about what temperature)" not in text and r.dropped["ungrammatical"] >= 1
+    # 40 is more than these pages hold: said, and every kind is there
+    assert len(r.questions) < 40 and any(f"{len(r.questions)} of the 40 questions" in n for n in r.notes)
+    assert {"single", "multi", "unanswerable"} <= {q.kind for q in r.questions}
+    # each document is asked an unanswerable question typical of its kind, naming it; never more than one
+    # unanswerable question for two answerable ones
+    unanswerable = [q.question for q in r.questions if q.kind == "unanswerable"]
+    named = {re.sub(r".*according to (\w+)\?$", r"\1", q) for q in unanswerable}
+    assert named == set(KIND_PDFS), unanswerable
+    assert 2 * len(unanswerable) <= len(answerable) + 1
+    assert not any("voice assistants" in q and "paper" in q for q in unanswerable)  # a manual's, not a paper's
+    # "Some 59% of ..." is asked "What percentage of ...", not "Some what percentage of ..."
+    assert not re.search(r"\b(?:some|just) (?:what|how)\b", text, re.I)
