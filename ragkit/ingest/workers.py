@@ -84,6 +84,7 @@ def _worker_main(conn, parent: int, limits: Limits) -> None:
             return
         if job is None:
             return
+        conn.send(_STARTED)  # the document's time starts now, not while this process was starting
         try:
             res = _process(job)
         except BaseException as e:  # noqa: BLE001 - even a bug in _process reaches the parent as one line
@@ -96,6 +97,9 @@ def _worker_main(conn, parent: int, limits: Limits) -> None:
 
 # ------------------------------------------------------------------------------------------------ pool
 
+_STARTED = "started"
+# A worker that has not picked its first job up within this many seconds is stuck in start-up.
+START_GRACE = 120.0
 _LIVE: set[_Pool] = set()
 _LIVE_LOCK = threading.Lock()
 
@@ -116,6 +120,7 @@ class _Worker:
         self.proc.start()
         child.close()
         self.job: Job | None = None
+        self.started = False
         self.deadline = 0.0
 
     def kill(self) -> None:
@@ -190,6 +195,8 @@ class _Pool:
             now = time.monotonic()
             for w in busy:
                 job = w.job
+                if w.conn in ready and not w.started and self._picked_up(w):
+                    continue
                 if w.conn in ready or w.proc.sentinel in ready:
                     res = self._receive(w, job)
                 elif now >= w.deadline:
@@ -204,11 +211,24 @@ class _Pool:
 
     def _assign(self, w: _Worker, job: Job) -> None:
         w.job = job
-        w.deadline = time.monotonic() + job.limits.doc_seconds
+        w.started = False
+        w.deadline = time.monotonic() + START_GRACE + job.limits.doc_seconds
         try:
             w.conn.send(job)
         except (OSError, ValueError):
             pass  # a dead worker: its sentinel says so at the next wait
+
+    @staticmethod
+    def _picked_up(w: _Worker) -> bool:
+        """The worker says it began the job: its time limit runs from here."""
+        try:
+            if w.conn.recv() != _STARTED:
+                return False
+        except (EOFError, OSError):
+            return False
+        w.started = True
+        w.deadline = time.monotonic() + w.job.limits.doc_seconds
+        return True
 
     def _receive(self, w: _Worker, job: Job) -> DocResult:
         try:
