@@ -26,7 +26,7 @@ from ragkit.ingest import (
     outline_sections,
     printed_numbers,
 )
-from ragkit.ingest.pdf import _folio_candidates
+from ragkit.ingest.pdf_margins import band_folios
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
@@ -167,10 +167,10 @@ def test_folio_forms_in_the_header_and_footer_bands():
 
     forms = ["12", "- 13 -", "Page 14", "15 / 40", "16ページ", "p.17", "18쪽", "（１９）", "20 | Annual Report",
              "Annual Report | 21", "Case: 21-13199 Date Filed: 01/05/2022 Page: 22 of 40"]
-    assert sorted(_folio_candidates([at(780, t) for t in forms], 800)) == list(range(12, 23))
-    assert _folio_candidates([at(20, "33")], 800) == {33}  # in the header
+    assert sorted(band_folios([at(780, t) for t in forms], 800)) == list(range(12, 23))
+    assert band_folios([at(20, "33")], 800) == {33}  # in the header
     # not folios: mid-page numbers, numbers inside text
-    assert _folio_candidates([at(400, "22"), at(780, "Figure 3"), at(780, "2019 edition"), at(780, "1,234")],
+    assert band_folios([at(400, "22"), at(780, "Figure 3"), at(780, "2019 edition"), at(780, "1,234")],
                              800) == set()
 
 
@@ -202,7 +202,7 @@ def test_the_number_printed_on_a_page_goes_into_its_front_matter(isolated_env):
     assert [printed[f"c/paper/pages_001-004/page_{n:03d}.md"] for n in range(1, 5)] == [
         "i", "ii", "6981", "6982"]
     text = (db / "c/manual/pages_001-008/page_005.md").read_text(encoding="utf-8")
-    assert "page: 5\nprinted_page: 3\n---" in text
+    assert "page: 5\nprinted_page: 3\nrunning: 2024 edition\n---" in text  # the header's words leave the body
     assert "printed_page" not in (db / "c/manual/pages_001-008/page_001.md").read_text(encoding="utf-8")
 
 

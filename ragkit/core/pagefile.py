@@ -1,5 +1,6 @@
-"""The page file format: a small front matter (source, document, section, page, printed_page when it differs),
-then the page's markdown. Values are single-line; the parser forgives hand edits.
+"""The page file format: a small front matter (source, document, section, page, printed_page when it differs,
+running: the page's running header and footer lines), then the page's markdown. Values are single-line; the
+parser forgives hand edits.
 
     render_page(meta, body) -> str;  parse_page(text) -> (PageMeta, body);  first_heading(body)"""
 
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 from ragkit.core.text import one_line
 
 NO_TEXT_MARKER = "<!-- ragkit: no text layer on this page -->"
+RUNNING_SEP = " · "
 _FM = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
@@ -22,6 +24,7 @@ class PageMeta:
     section: str = ""
     page: int = 0
     printed_page: str = ""  # the number (or label) printed on the page when it differs from `page`: "17", "iii"
+    running: str = ""  # the running header/footer lines taken out of the body, joined by RUNNING_SEP
 
 
 def render_page(meta: PageMeta, body: str) -> str:
@@ -29,6 +32,7 @@ def render_page(meta: PageMeta, body: str) -> str:
         f"---\nsource: {one_line(meta.source)}\ndocument: {one_line(meta.document)}\n"
         f"section: {one_line(meta.section)}\npage: {int(meta.page)}\n"
         + (f"printed_page: {one_line(meta.printed_page)}\n" if meta.printed_page.strip() else "")
+        + (f"running: {one_line(meta.running)}\n" if meta.running.strip() else "")
         + "---\n"
     )
     return fm + body.strip("\n") + "\n"
@@ -50,7 +54,7 @@ def parse_page(text: str) -> tuple[PageMeta, str]:
                 meta.page = int(value)
             except ValueError:
                 pass
-        elif key in ("source", "document", "section", "printed_page"):
+        elif key in ("source", "document", "section", "printed_page", "running"):
             setattr(meta, key, value)
     return meta, text[m.end() :]
 

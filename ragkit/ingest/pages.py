@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.core.config import Limits
-from ragkit.core.pagefile import NO_TEXT_MARKER, PageMeta, render_page
+from ragkit.core.pagefile import NO_TEXT_MARKER, RUNNING_SEP, PageMeta, render_page
 from ragkit.core.paths import MAX_NAME, page_filename, sanitize_name
 from ragkit.core.text import HANGUL, join_cjk_breaks, one_line, strip_controls
 from ragkit.core.workers import alive
@@ -182,8 +182,9 @@ def remove_temporaries(db: Path) -> int:
 
 
 def emit_pages(job: Job, title: str, bodies: list[str], sections: list[str],
-                printed: list[str] | None = None) -> DocResult:
-    """The document's page files (paths and contents), rendered; `rag ingest` writes them."""
+                printed: list[str] | None = None, running: list[list[str]] | None = None) -> DocResult:
+    """The document's page files (paths and contents), rendered; `rag ingest` writes them. `printed` holds each
+    page's printed number, `running` the running header and footer lines the converter took out of its body."""
     res = DocResult(job.src, job.shown, job.folder)
     # nothing a document wrote may drive a terminal later: control characters never reach a page file
     title = one_line(title)
@@ -198,8 +199,10 @@ def emit_pages(job: Job, title: str, bodies: list[str], sections: list[str],
         sec = sections[i - 1]
         rel = f"{job.folder}/{names[sec]}/{page_filename(i, total)}"
         label = printed[i - 1].strip() if printed and i <= len(printed) else ""
+        lines = running[i - 1] if running and i <= len(running) else []
         meta = PageMeta(source=job.shown, document=title, section=sec, page=i,
-                        printed_page="" if label == str(i) else label)
+                        printed_page="" if label == str(i) else label,
+                        running=RUNNING_SEP.join(one_line(t) for t in lines))
         res.texts.append(render_page(meta, body))
         res.pages.append(rel)
     return res

@@ -1,15 +1,13 @@
-"""PDF -> one markdown page per PDF page: lines with their font sizes, headings, bullets, aligned columns as
-tables, printed page numbers, and the document's title."""
+"""PDF -> one markdown page per PDF page: lines with their font sizes, read in column order, headings, bullets,
+paragraphs, tables (pdf_tables), printed page numbers and running lines (pdf_margins), the document's title."""
 
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter
 from pathlib import Path
 
 from ragkit.core.pagefile import NO_TEXT_MARKER
-from ragkit.core.text import HAN_KANA
 from ragkit.ingest.limits import LimitError, check_page_text, is_memory_error, memory_message
 from ragkit.ingest.pages import (
     ConvertError,
@@ -21,11 +19,14 @@ from ragkit.ingest.pages import (
     range_sections,
     reason_line,
 )
+from ragkit.ingest.pdf_layout import BULLETS, join_wrapped, reading_order
+from ragkit.ingest.pdf_margins import Margins, band_folios, line_key, printed_numbers
+from ragkit.ingest.pdf_tables import aligned_table, figure_tables
+from ragkit.ingest.pdf_tables import rows as table_rows
 
-# ------------------------------------------------------------------------------------------------- PDF
+__all__ = ["convert_pdf", "document_title", "printed_numbers", "title_like"]
 
-_BULLETS = "•・●○■□▪◆◇◦‣∙"
-_BULLET_RE = re.compile(f"^\\s*[{_BULLETS}]\\s*|^\\s*[-*]\\s+")
+_BULLET_RE = re.compile(f"^\\s*[{BULLETS}]\\s*|^\\s*[-*]\\s+")
 _HEADING_RATIO = 1.15
 
 
@@ -80,207 +81,136 @@ def _heading_levels(all_lines: list[list[list]]) -> tuple[float, dict[float, int
     return body, {s: min(i + 1, 4) for i, s in enumerate(big)}
 
 
-_JOIN_TIGHT = re.compile(f"[{HAN_KANA}\u3000-\u303f\uff00-\uffef]")
-
-
-def _join_wrapped(a: str, b: str) -> str:
-    """Join a wrapped line to its paragraph: nothing between Japanese/Chinese characters, a space
-    elsewhere (English, Korean); a hyphen at a line end before a lower-case letter is removed."""
-    if not a:
-        return b
-    if not b:
-        return a
-    if a.endswith("-") and len(a) > 1 and a[-2].isalpha() and b[0].islower():
-        return a[:-1] + b  # "delegat-" + "ing": soft hyphenation at a line end
-    if _JOIN_TIGHT.match(a[-1]) or _JOIN_TIGHT.match(b[0]):
-        return a + b
-    return a + " " + b
-
-
-def _rows(lines: list[list]) -> list[list]:
-    """Merge lines that sit on one baseline, left to right, into rows [x0, y0, x1, y1, size, bold, cells]
-    where cells = [[x0, x1, text], ...] split at wide horizontal gaps (table columns)."""
-    rows: list[list] = []
-    for _bno, x0, y0, x1, y1, size, bold, text in lines:
-        text = text.strip()
-        last = rows[-1] if rows else None
-        if last and abs(y1 - last[3]) < 2 and x0 >= last[2] - 1:
-            cell = last[6][-1]
-            if x0 - last[2] > 1.5 * max(size, 1) and not _BULLET_ONLY.match(cell[2]):
-                last[6].append([x0, x1, text])
-            else:
-                cell[1], cell[2] = x1, cell[2] + " " + text
-            last[2], last[4] = x1, max(last[4], size)
-            last[5] = last[5] and bold
-        else:
-            rows.append([x0, y0, x1, y1, size, bold, [[x0, x1, text]]])
-    return rows
-
-
-_BULLET_ONLY = re.compile(f"^\\s*[{_BULLETS}]\\s*$")
-
-
-def _md_cell(text: str) -> str:
-    return join_breaks(text).replace("|", "\\|").strip()
-
-
-def _take_table(rows: list[list], i: int) -> tuple[str, int]:
-    """A table made of rows[i:] when they line up in >= 2 columns over >= 2 rows: (markdown, next index),
-    else ("", i). Rows whose cells miss the first column continue the previous row (wrapped cells)."""
-    first = rows[i]
-    if len(first[6]) < 2:
-        return "", i
-    size = first[4] or 10
-    cols = [c[0] for c in first[6]]
-    tol = size * 1.5
-
-    def col_of(x: float) -> int | None:
-        best = min(range(len(cols)), key=lambda k: abs(cols[k] - x))
-        return best if abs(cols[best] - x) <= tol else None
-
-    table = [[c[2] for c in first[6]]]
-    bottom = first[3]
-    j = i + 1
-    while j < len(rows):
-        x0, y0, _x1, y1, rsize, _bold, cells = rows[j]
-        gap = y0 - bottom
-        if gap < -2 or gap > 2.2 * size or abs(rsize - size) > 2:
-            break
-        idx = [col_of(c[0]) for c in cells]
-        if None in idx or len(set(idx)) != len(idx):
-            break
-        if 0 in idx and len(cells) >= 2:
-            row = [""] * len(cols)
-            for k, c in zip(idx, cells, strict=True):
-                row[k] = c[2]
-            table.append(row)
-        elif gap < 0.8 * size:  # a wrapped cell: continue the previous row
-            for k, c in zip(idx, cells, strict=True):
-                table[-1][k] = _join_wrapped(table[-1][k], c[2])
-        else:
-            break
-        bottom = y1
-        j += 1
-    if len(table) < 2:
-        return "", i
-    lines = ["| " + " | ".join(_md_cell(c) for c in table[0]) + " |",
-             "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in table[1:]]
-    return "\n".join(lines), j
-
-
 _HEAD_END = re.compile(r"[.。,、:：;；]$")
 
 
-def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: float = 0.0) -> str:
-    """Markdown of one page from its line records: headings by font size, bullets, paragraphs with wrapped
-    lines joined, and tables where text lines up in columns (no find_tables: it costs seconds per page)."""
-    rows = _rows(lines)
+_SENTENCE_END = re.compile(r"[.!?。！？:：…\"”’)]$")
+
+
+class _Block:
+    """The heading, list item or paragraph being assembled: its text and the geometry of its lines."""
+
+    __slots__ = ("at", "inner", "kind", "left", "level", "lines", "right", "size", "text", "x1", "y1")
+
+    def __init__(self, kind: str, text: str, x0: float, x1: float, y1: float, size: float, level: int = 0):
+        self.kind, self.text, self.size, self.level = kind, text, size, level
+        self.x1, self.y1 = x1, y1  # the last line's right end and bottom
+        self.left = x0 + size if kind == "li" else x0 - size * 2.5  # lines further left start something new
+        self.inner = x0  # the left edge of the lines after the first
+        self.right = x1  # the widest line's right end
+        self.lines = 1
+        self.at: int | None = None  # its place among the parts when it was reopened (continued in a column)
+
+    def add(self, text: str, x0: float, x1: float, y1: float) -> None:
+        self.text = join_wrapped(self.text, text)
+        self.inner = x0 if self.lines == 1 else min(self.inner, x0)
+        self.x1, self.y1, self.right = x1, y1, max(self.right, x1)
+        self.lines += 1
+
+    def ends_before(self, x0: float, x1: float) -> bool:
+        """Whether a paragraph ends before a line at x0..x1: the line is indented (a first-line indent) while
+        reaching the paragraph's right edge, or the last line stopped short after a full stop."""
+        if self.kind != "p" or self.lines < 2:
+            return False
+        size = self.size
+        indent = x0 > self.inner + 0.6 * size and x1 >= self.right - 1.5 * size
+        short = self.x1 < self.right - max(4 * size, 0.25 * (self.right - self.inner)) \
+            and bool(_SENTENCE_END.search(self.text))
+        return indent or short
+
+    def open(self) -> bool:
+        """A paragraph whose last line runs to its right edge without closing the sentence: cut by a column."""
+        return self.kind == "p" and self.x1 >= self.right - 2 * self.size and not _SENTENCE_END.search(self.text)
+
+
+def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: float = 0.0, width: float = 0.0,
+                       running: frozenset | set = frozenset()) -> str:
+    """Markdown of one page from its line records: read in column order, figure tables and aligned tables,
+    headings by font size (never a running line's text), bullets, paragraphs with wrapped lines joined (a
+    first-line indent or a short last line ends one; a paragraph cut by a column break goes on)."""
+    rows = table_rows(reading_order(lines, width) if width else lines)
+    tables = figure_tables(rows)
     parts: list[str] = []
-    cur: list = []  # [kind, text, left, y1, size, level, rows]
+    cur: _Block | None = None
+    cut: _Block | None = None  # a paragraph that stopped mid-sentence at the foot of a column
     bold_level = min(len(levels) + 1, 4)
 
     def flush():
-        if cur:
-            kind, text, _left, _y1, _size, level, _n = cur
-            if kind == "li" and parts and parts[-1].startswith("- "):
-                parts[-1] += "\n" + text  # keep one list together (a tight markdown list)
+        nonlocal cur, cut
+        if cur is None:
+            return
+        if cur.kind == "li" and parts and parts[-1].startswith("- "):
+            parts[-1] += "\n" + cur.text  # keep one list together (a tight markdown list)
+        else:
+            text = "#" * cur.level + " " + cur.text if cur.kind == "h" else cur.text
+            if cur.at is None:
+                cur.at = len(parts)
+                parts.append(text)
             else:
-                parts.append("#" * level + " " + text if kind == "h" else text)
-            cur.clear()
+                parts[cur.at] = text
+        if cur.open():
+            cut = cur
+        elif not (cut and cur.kind == "p" and cur.size < cut.size):  # a footnote may stand between
+            cut = None
+        cur = None
 
     i = 0
     while i < len(rows):
         x0, y0, x1, y1, size, bold, cells = rows[i]
-        if len(cells) > 1:
-            md, nxt = _take_table(rows, i)
-            if md:
-                flush()
-                parts.append(md)
-                i = nxt
-                continue
+        md, nxt = tables.get(i, ("", i))
+        if not md and len(cells) > 1:
+            md, nxt = aligned_table(rows, i)
+        if md:
+            flush()
+            cut = None
+            parts.append(md)
+            i = nxt
+            continue
         i += 1
         text = " | ".join(c[2] for c in cells).strip()
         if not text:
             continue
         # line boxes of one paragraph may overlap a little (ascenders/descenders): a small negative gap
-        close = bool(cur) and abs(size - cur[4]) <= 0.5 and -0.6 * size <= y0 - cur[3] < size * 0.9
+        close = cur is not None and abs(size - cur.size) <= 0.5 and -0.6 * size <= y0 - cur.y1 < size * 0.9
         level = levels.get(size)
         if not level and bold and body_size and size >= body_size - 0.5 and len(text) <= 80 and len(cells) == 1 \
                 and not _HEAD_END.search(text) and any(ch.isalpha() for ch in text):
             level = bold_level  # a bold line of its own at body size: a minor heading
+        if level and (line_key(text), size) in running:
+            level = 0  # a running header's words: never a heading, so never a page's title
         if level and len(text) <= 120:
-            if close and cur[0] == "h" and cur[5] == level:  # a heading wrapped over lines
-                cur[1] = _join_wrapped(cur[1], text)
-                cur[3], cur[6] = y1, cur[6] + 1
-                if cur[6] > 3 or len(cur[1]) > 200:  # too long for a heading: large-print text
-                    cur[0] = "p"
+            if close and cur.kind == "h" and cur.level == level:  # a heading wrapped over lines
+                cur.add(text, x0, x1, y1)
+                if cur.lines > 3 or len(cur.text) > 200:  # too long for a heading: large-print text
+                    cur.kind = "p"
                 continue
-            if close and cur[0] == "p" and cur[4] == size:  # large-print paragraph continues
-                cur[1] = _join_wrapped(cur[1], text)
-                cur[3] = y1
+            if close and cur.kind == "p" and cur.size == size:  # large-print paragraph continues
+                cur.add(text, x0, x1, y1)
                 continue
             flush()
-            cur[:] = ["h", text, x0, y1, size, level, 1]
+            cut = None
+            cur = _Block("h", text, x0, x1, y1, size, level)
             continue
         m = _BULLET_RE.match(text)
         if m:
             flush()
-            cur[:] = ["li", "- " + text[m.end() :].strip(), x0 + size, y1, size, 0, 1]
+            cut = None
+            cur = _Block("li", "- " + text[m.end():].strip(), x0, x1, y1, size)
             continue
-        if close and cur[0] != "h" and x0 >= cur[2] - size * 0.6:
-            cur[1] = _join_wrapped(cur[1], text)
-            cur[3] = y1
+        if close and cur.kind != "h" and x0 >= cur.left - size * 0.6 and not cur.ends_before(x0, x1):
+            cur.add(text, x0, x1, y1)
             continue
         flush()
-        cur[:] = ["p", text, x0 - size * 2.5, y1, size, 0, 1]  # left: allow a first-line indent
+        if cut is not None and text[:1].islower() and text[:1].isascii() and cut.size == size \
+                and y0 < cut.y1 - size and len(parts) - cut.at <= 3:  # goes on at the top of the next column
+            cur, cut = cut, None
+            cur.add(text, x0, x1, y1)
+            cur.left, cur.inner, cur.right = x0 - size * 2.5, x0, x1  # the new column's edges
+            continue
+        cur = _Block("p", text, x0, x1, y1, size)
     flush()
     # joined per block: a line break that separates a heading from its text is structure, not wrapping
     return "\n\n".join(p if p.startswith("| ") else join_breaks(p) for p in parts)
-
-
-# A folio: the page's printed number, alone in the top or bottom band ("12", "- 12 -", "Page 12", "12 / 40",
-# "12ページ", "p.12", "12쪽"), or at one end of a running header or footer ("12 | Annual Report",
-# "Case 21-13199 Filed 01/05/2022 Page: 12 of 17").
-_FOLIO = re.compile(r"^\s*(?:page|p\.|pg\.?|ページ|페이지)?\s*[-–—(\[]?\s*(\d{1,4})\s*[-–—)\]]?\s*"
-                    r"(?:/\s*\d{1,4}|ページ|頁|페이지|쪽)?\s*$", re.IGNORECASE)
-_FOLIO_EDGE = re.compile(r"^\s*(\d{1,4})\s*[|│·•]\s*\S.*$|^.*\S\s*[|│·•]\s*(\d{1,4})\s*$"
-                         r"|^.*\bpage\s*:?\s*(\d{1,4})(?:\s*(?:of|/)\s*\d{1,4})?\s*$", re.IGNORECASE)
-_FOLIO_BAND = 0.12  # share of the page height at the top and at the bottom where folios are looked for
-_FOLIO_GAP = 4  # pages between two agreeing folios that take their numbering (chapter openers, full-page art)
-
-
-def _folio_candidates(lines: list[list], height: float) -> set[int]:
-    """Numbers that could be the page's printed number: standing alone, or at one end of a header or footer."""
-    out: set[int] = set()
-    for ln in lines:
-        if ln[4] < _FOLIO_BAND * height or ln[2] > (1 - _FOLIO_BAND) * height:
-            text = unicodedata.normalize("NFKC", ln[7])  # full-width digits and brackets: "（１９）"
-            m = _FOLIO.match(text) or _FOLIO_EDGE.match(text)
-            if m:
-                out.add(int(next(g for g in m.groups() if g)))
-    return out
-
-
-def printed_numbers(candidates: list[set[int]]) -> list[str]:
-    """The printed page number of each page ("" when unknown), from each page's folio candidates.
-
-    A candidate counts only when a page one or two away carries the number that follows from it, so a year
-    or a figure number in a footer does not; pages in a short gap between two agreeing folios take the
-    numbering they share. Several runs are fine (front matter, then the body from 1)."""
-    n = len(candidates)
-    offset: list[int | None] = [None] * n
-    for i, cands in enumerate(candidates):
-        for v in sorted(cands):
-            if any(0 <= i + d < n and v + d in candidates[i + d] for d in (-2, -1, 1, 2)):
-                offset[i] = i - v
-                break
-    known = [i for i in range(n) if offset[i] is not None]
-    for a, b in zip(known, known[1:], strict=False):
-        if 1 < b - a <= _FOLIO_GAP + 1 and offset[a] == offset[b]:
-            for i in range(a + 1, b):
-                offset[i] = offset[a]
-    return [str(i - o) if o is not None and i - o >= 1 else "" for i, o in enumerate(offset)]
 
 
 def _printed_pages(doc, candidates: list[set[int]]) -> list[str]:
@@ -348,14 +278,14 @@ def convert_pdf(job: Job) -> DocResult:
             raise ConvertError("PDF has no pages")
         flags = pymupdf.TEXTFLAGS_TEXT & ~pymupdf.TEXT_PRESERVE_IMAGES
         all_lines: list[list[list]] = []
-        folios: list[set[int]] = []
+        sizes: list[tuple[float, float]] = []
         broken: dict[int, str] = {}
         for i in range(n):
             lines: list[list] = []
-            height = 0.0
+            width = height = 0.0
             try:
                 page = doc[i]
-                height = page.rect.height
+                width, height = page.rect.width, page.rect.height
                 check_page_text(doc, page, i + 1, job.limits)  # before MuPDF holds all of its text
                 pymupdf.TOOLS.reset_mupdf_warnings()
                 lines = _pdf_lines(page, flags)
@@ -368,7 +298,17 @@ def convert_pdf(job: Job) -> DocResult:
                     raise LimitError(memory_message(job.limits)) from None
                 broken[i] = reason_line(e)
             all_lines.append(lines)
-            folios.append(_folio_candidates(lines, height))
+            sizes.append((width, height))
+        try:
+            margins = Margins(all_lines, [h for _w, h in sizes])
+            printed = _printed_pages(doc, margins.folio_candidates())
+            all_lines, running, running_keys = margins.running(printed)
+        except MemoryError:
+            raise
+        except Exception:  # noqa: BLE001 - a layout this reading misjudges keeps its margins in the text
+            heights = [h for _w, h in sizes]
+            printed = _printed_pages(doc, [band_folios(ln, h) for ln, h in zip(all_lines, heights, strict=True)])
+            running, running_keys = [[] for _ in all_lines], set()
         body_size, levels = _heading_levels(all_lines)
         bodies: list[str] = []
         first_heading = ""
@@ -380,7 +320,7 @@ def convert_pdf(job: Job) -> DocResult:
                 bodies.append(NO_TEXT_MARKER)
                 continue
             try:
-                md = _pdf_page_markdown(all_lines[i], levels, body_size)
+                md = _pdf_page_markdown(all_lines[i], levels, body_size, sizes[i][0], running_keys)
             except Exception:
                 md = join_breaks("\n".join(ln[7] for ln in all_lines[i]))
             if not first_heading:
@@ -394,9 +334,8 @@ def convert_pdf(job: Job) -> DocResult:
             toc = []
         sections = outline_sections(toc, n) or range_sections(n)
         title = document_title((doc.metadata or {}).get("title") or "", bodies[0] if bodies else "", path.stem)
-        printed = _printed_pages(doc, folios)
         repaired = doc.is_repaired
-    res = emit_pages(job, title, bodies, sections, printed)
+    res = emit_pages(job, title, bodies, sections, printed, running)
     if repaired:  # MuPDF rebuilt a damaged file (truncated, broken xref): what it could not rebuild is gone
         blank = f"{res.no_text} of {n} page(s) have no text" if res.no_text else f"all {n} page(s) have text"
         res.warning = (f"damaged PDF repaired by MuPDF: {n} page(s) recovered, {blank}; content past the damage "

@@ -1,0 +1,301 @@
+"""Page fidelity of PDF pages: statements as tables, running headers and footers, printed page numbers, two columns.
+Every PDF is made here with PyMuPDF."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pymupdf
+
+from ragkit.core.pagefile import PageMeta, first_heading, parse_page, render_page
+from ragkit.core.paths import iter_pages
+from ragkit.ingest import CONVERTER_VERSION, ingest_sources, printed_numbers
+from ragkit.ingest.manifest import CONVERTER_CHANGES
+from ragkit.ingest.pdf_layout import reading_order
+from ragkit.ingest.pdf_tables import figure_tables, rows
+
+
+def put(page, x: float, y: float, text: str, size: float = 9, *, right: bool = False, bold: bool = False) -> None:
+    """Text with its baseline at y, starting at x (or ending at x when right-aligned)."""
+    font = "hebo" if bold else "helv"
+    if right:
+        x -= pymupdf.get_text_length(text, fontname=font, fontsize=size)
+    page.insert_text((x, y), text, fontname=font, fontsize=size)
+
+
+def ingest(tmp: Path, name: str, doc) -> dict[int, tuple[PageMeta, str]]:
+    src = tmp / "src" / f"{name}.pdf"
+    src.parent.mkdir(parents=True, exist_ok=True)
+    doc.save(src)
+    db = tmp / "database"
+    report = ingest_sources([src], db=db, progress=False, workers=1)
+    assert not report.failed, report.failed
+    out = {}
+    for rel in iter_pages(db):
+        meta, body = parse_page((db / rel).read_text(encoding="utf-8"))
+        if Path(meta.source).stem == name:
+            out[meta.page] = (meta, body)
+    return out
+
+
+def table_lines(body: str) -> list[str]:
+    return [ln for ln in body.splitlines() if ln.startswith("|")]
+
+
+# ------------------------------------------------------------------------------------------ statements
+
+STATEMENT = [  # label, indent, figures (None: a caption row), a "$" before the figures
+    ("Revenues", 0, ["6,779,511", "5,504,656", "4,374,562"], True),
+    ("Cost of revenues", 18, ["4,591,476", "3,752,760", "3,117,203"], False),
+    ("Operating income", 0, ["305,826", "402,648", "228,347"], False),
+    ("Other income (expense):", 0, None, False),
+    ("Interest expense", 18, ["(132,716)", "(50,219)", "(29,142)"], False),
+    ("Loss on extinguishment of debt", 18, ["-", "-", "(25,129)"], False),  # helv has no em dash
+    ("Net income", 0, ["122,641", "266,799", "112,403"], True),
+]
+RIGHTS = [416, 502, 588]  # the right edges of the three figure columns
+
+
+def statement_page(doc) -> None:
+    page = doc.new_page()
+    put(page, 18, 30, "Table of Contents", 7.5, bold=True)
+    put(page, 200, 70, "CONSOLIDATED STATEMENTS OF OPERATIONS", 9, bold=True)
+    put(page, 236, 80, "(in thousands, except per share data)", 9, bold=True)
+    put(page, 427, 108, "Year ended December 31,", 7.5, bold=True)
+    for year, right in zip(("2015", "2014", "2013"), RIGHTS, strict=True):
+        put(page, right - 28, 122, year, 7.5, bold=True)
+    y = 135
+    for label, indent, figures, dollar in STATEMENT:
+        put(page, 19 + indent, y, label)
+        for fig, right in zip(figures or [], RIGHTS, strict=False):
+            if dollar:
+                put(page, right - 74, y, "$")
+            put(page, right + (3 if fig.startswith("(") else 0), y, fig, right=True)
+        y += 13.5
+    put(page, 197, y + 12, "See accompanying notes to consolidated financial statements.")
+
+
+def test_a_statement_is_a_table_with_one_row_per_line_item(isolated_env):
+    doc = pymupdf.open()
+    statement_page(doc)
+    [(_meta, body)] = ingest(isolated_env, "netflix", doc).values()
+    rows_md = table_lines(body)
+    assert rows_md[0] == "| Year ended December 31, | 2015 | 2014 | 2013 |", body
+    assert rows_md[1] == "|---|---|---|---|"
+    assert "| Revenues | $ 6,779,511 | $ 5,504,656 | $ 4,374,562 |" in rows_md
+    assert "| Cost of revenues | 4,591,476 | 3,752,760 | 3,117,203 |" in rows_md
+    assert "| Other income (expense): |  |  |  |" in rows_md
+    assert "| Interest expense | (132,716) | (50,219) | (29,142) |" in rows_md
+    assert "| Loss on extinguishment of debt | - | - | (25,129) |" in rows_md
+    assert "| Net income | $ 122,641 | $ 266,799 | $ 112,403 |" in rows_md
+    assert len(rows_md) == 2 + len(STATEMENT)  # one row per line item, none run together
+    assert not re.search(r"\|\s*\$\s*\|", body)  # no currency sign in a cell of its own
+    assert "CONSOLIDATED STATEMENTS OF OPERATIONS" in body.split("|")[0]  # the title stays above the table
+
+
+def line(x0: float, y: float, text: str, x1: float | None = None, size: float = 8.0, bno: int = 0) -> list:
+    """A line record [block, x0, y0, x1, y1, size, bold, text], about 0.45 em per character."""
+    return [bno, x0, y - size, x1 if x1 is not None else x0 + 0.45 * size * len(text), y + 1, size, False, text]
+
+
+def test_figures_and_currency_signs_in_one_piece_of_text_get_a_cell_each():
+    # 3M's statements set "32,765  $" as one piece: a figure and the next column's currency sign
+    recs = [line(57, 100, "(Millions)"), line(370, 100, "2018", 383), line(436, 100, "2017", 449),
+            line(502, 100, "2016", 515)]
+    y = 110
+    for label, a, b, c in (("Net sales", "32,765", "31,657", "30,109"), ("Cost of sales", "16,682", "16,055",
+                                                                           "15,118"),
+                           ("Gain on sale", "—", "(586)", "(111)"), ("Net income", "5,363", "4,869", "5,058")):
+        recs += [line(57, y, label), line(340, y, "$", 352), line(382, y, f"{a}  $", 418),
+                 line(448, y, f"{b}  $", 484), line(514, y, c, 540)]
+        y += 10
+    rs = rows(recs)
+    [(start, (md, end))] = figure_tables(rs).items()
+    assert (start, end) == (0, len(rs))
+    assert md.splitlines()[0] == "| (Millions) | 2018 | 2017 | 2016 |"
+    assert "| Net sales | $ 32,765 | $ 31,657 | $ 30,109 |" in md
+    assert "| Cost of sales | $ 16,682 | $ 16,055 | $ 15,118 |" in md
+    assert "| Gain on sale | $ — | $ (586) | $ (111) |" in md
+
+
+def test_a_wrapped_label_joins_the_row_that_carries_its_figures_and_prose_is_no_table():
+    recs = [line(19, 100, "Revenues"), line(380, 100, "1,234", 416), line(466, 100, "1,000", 502),
+            line(19, 112, "Depreciation of property and equipment, including internal-use software and"),
+            line(36, 122, "other amortization, including content costs"), line(380, 122, "6,281", 416),
+            line(466, 122, "8,116", 502),
+            line(19, 134, "Stock-based compensation"), line(380, 134, "2,119", 416), line(466, 134, "2,975", 502),
+            line(19, 160, "Revenues grew 12% in 2019 and 8% in 2018, as the paragraph below the table says.")]
+    rs = rows(recs)
+    [(md, end)] = figure_tables(rs).values()
+    assert "| Depreciation of property and equipment, including internal-use software and other amortization, " \
+           "including content costs | 6,281 | 8,116 |" in md
+    assert end == len(rs) - 1  # the paragraph after the table is not a row of it
+    assert md.count("\n") == 1 + 3  # header, rule, three line items
+
+
+def test_japanese_negative_figures_are_figures():
+    recs = [line(40, 100, "売上高"), line(300, 100, "12,345", 340), line(400, 100, "11,000", 440),
+            line(40, 112, "営業利益"), line(300, 112, "△1,234", 340), line(400, 112, "▲56", 440),
+            line(40, 124, "経常利益"), line(300, 124, "(1,200)", 340), line(400, 124, "30", 440)]
+    [(md, _end)] = figure_tables(rows(recs)).values()
+    assert "| 営業利益 | △1,234 | ▲56 |" in md and "| 経常利益 | (1,200) | 30 |" in md
+
+
+# ------------------------------------------------------------------------------------------ running lines
+
+
+def report_pages(n: int = 6, first_number: int = 3):
+    """A report whose pages carry a running header of two pieces ("ACME Annual Report 2023" left, the chapter
+    right), a bold running title that would read as a heading, and a footer with the printed number."""
+    doc = pymupdf.open()
+    for i in range(n):
+        page = doc.new_page()  # 595 x 842
+        chapter = "1 Getting Started" if i < 3 else "2 Workout monitoring"
+        put(page, 56, 40, "ACME Annual Report 2023", 9)
+        put(page, 440, 40, chapter, 9)
+        put(page, 56, 56, "Table of Contents", 14, bold=True)  # a link on every page, larger than the text
+        put(page, 56, 120, f"Section {i + 1} heading", 18, bold=True)
+        for k in range(6):
+            put(page, 56, 150 + 14 * k, f"Body text of page {i + 1}, line {k + 1}, about the product and its use.",
+                10)
+        put(page, 56, 815, "Copyright © ACME Ltd.", 8)
+        put(page, 520, 815, str(first_number + i), 8)
+    return doc
+
+
+def test_running_headers_and_footers_leave_the_body_and_are_kept_once_in_the_front_matter(isolated_env):
+    pages = ingest(isolated_env, "report", report_pages())
+    assert len(pages) == 6
+    for n, (meta, body) in pages.items():
+        for words in ("ACME Annual Report", "Getting Started", "Workout monitoring", "Table of Contents",
+                      "Copyright"):
+            assert words not in body, (n, body)
+        chapter = "1 Getting Started" if n <= 3 else "2 Workout monitoring"
+        assert meta.running == f"ACME Annual Report 2023 · {chapter} · Table of Contents · Copyright © ACME Ltd."
+        assert first_heading(body) == f"Section {n} heading"  # never a running line
+        assert meta.printed_page == str(n + 2)  # the footer's number, not the chapter's
+        assert body.startswith(f"# Section {n} heading")
+        assert not re.search(rf"^{n + 2}$", body, re.MULTILINE)  # the printed number left the body too
+    text = (isolated_env / "database" / iter_pages(isolated_env / "database")[0]).read_text(encoding="utf-8")
+    assert text.count("ACME Annual Report 2023") == 1  # once, in the front matter
+
+
+def test_lines_repeated_on_two_pages_or_inside_the_text_stay(isolated_env):
+    doc = pymupdf.open()
+    for i in range(5):
+        page = doc.new_page()
+        if i < 2:
+            put(page, 56, 40, "Draft for review", 9)  # on two pages only: not running
+        put(page, 56, 60 if i % 2 else 40, "Parameters", 10, bold=True)  # heads a few pages, stands inside more
+        for k in range(3):
+            put(page, 56, 300 + 60 * k, "Parameters", 10, bold=True)
+            put(page, 56, 314 + 60 * k, f"Parameter {k} of function {i} is described here in full.", 10)
+    pages = ingest(isolated_env, "api", doc)
+    assert [m.running for m, _b in pages.values()] == [""] * 5
+    assert "Draft for review" in pages[1][1] and "Draft for review" in pages[2][1]
+    assert all(b.count("Parameters") == 4 for _m, b in pages.values())
+
+
+def test_a_table_header_repeated_on_each_page_of_the_table_stays(isolated_env):
+    doc = pymupdf.open()
+    for i in range(4):
+        page = doc.new_page()
+        put(page, 56, 40, "Object Storage Service", 10)
+        put(page, 147, 90, "Item", 10.5, bold=True)
+        put(page, 240, 90, "Description", 10.5, bold=True)
+        for k in range(4):
+            put(page, 147, 112 + 16 * k, f"Limit {i}.{k}", 10.5)
+            put(page, 240, 112 + 16 * k, f"At most {k + 1} requests per second on page {i + 1}.", 10.5)
+    pages = ingest(isolated_env, "obs", doc)
+    for meta, body in pages.values():
+        assert meta.running == "Object Storage Service"
+        assert re.search(r"^\| Item \| Description \|$", body, re.MULTILINE), body
+
+
+# ------------------------------------------------------------------------------------------ printed pages
+
+
+def test_a_page_number_that_follows_the_text_half_way_down_is_found(isolated_env):
+    # an EDGAR filing: the footer comes right after the text, wherever the text ends
+    doc = pymupdf.open()
+    for i in range(6):
+        page = doc.new_page()
+        put(page, 18, 30, "Table of Contents", 7.5)
+        lines = 3 + (i * 7) % 11
+        for k in range(lines):
+            put(page, 18, 70 + 12 * k, f"Item text {k} on this page of the annual report, page {i + 1}.", 9)
+        put(page, 18, 70 + 12 * lines + 20, f"2021 FORM 10-K {i + 40}", 7.5)
+    pages = ingest(isolated_env, "tenk", doc)
+    assert [pages[n][0].printed_page for n in range(1, 7)] == [str(n + 39) for n in range(1, 7)]
+    assert all("FORM 10-K" not in b and "FORM 10-K" in m.running for m, b in pages.values())
+
+
+def test_a_chapter_number_in_the_running_header_is_not_the_page_number():
+    # pages 1-3 of chapter 1, then chapter 2, with their folios 11..16: each page carries both
+    cands = [{1, 11}, {1, 12}, {1, 13}, {2, 14}, {2, 15}, {2, 16}]
+    assert printed_numbers(cands) == ["11", "12", "13", "14", "15", "16"]
+    # a numbering only some pages follow loses a tie to the one all pages follow
+    assert printed_numbers([{3806}, {3807}, {1, 3808}, {2, 3809}, {3, 3810}, {3811}]) == [
+        str(n) for n in range(3806, 3812)]
+
+
+# ------------------------------------------------------------------------------------------ two columns
+
+LEFT = ["Recommendation systems help users to find their", "favourite items among millions of candidates and",
+        "have been studied for decades by many groups. A", "first paragraph ends on this shorter line here.",
+        "A second paragraph starts with an indent and it", "goes on over several lines of the left column so",
+        "that it reaches the foot of the column while the", "sentence goes on at the top of the next column"]
+RIGHT = ["which is where this paragraph continues and ends.", "Another paragraph follows it in the right column",
+         "with its own first line indented like the others", "and a last line that is much shorter than it.",
+         "The last paragraph of the page starts with an", "indent, fills a few lines of the right column and",
+         "ends here, at the foot of the right column, with", "a full stop after the last word of the page."]
+
+
+def two_column_page(doc, right_first: bool) -> None:
+    page = doc.new_page()  # 595 wide: columns at 56..290 and 305..540
+    put(page, 150, 60, "A Study of Two Columns", 16, bold=True)
+    order = [(305, RIGHT), (56, LEFT)] if right_first else [(56, LEFT), (305, RIGHT)]
+    for x, texts in order:
+        for k, text in enumerate(texts):
+            indent = 10 if (x, k) in ((56, 4), (305, 1), (305, 4)) else 0
+            put(page, x + indent, 100 + 12 * k, text, 9.5)
+
+
+def test_two_columns_keep_their_reading_order_and_paragraphs(isolated_env):
+    doc = pymupdf.open()
+    two_column_page(doc, right_first=True)  # the PDF holds the right column first
+    two_column_page(doc, right_first=False)
+    pages = ingest(isolated_env, "paper", doc)
+    for _meta, body in pages.values():
+        paras = [p.strip() for p in body.split("\n\n") if not p.startswith("#")]
+        assert paras[0].startswith("Recommendation systems") and paras[0].endswith("shorter line here.")
+        assert paras[1].startswith("A second paragraph") and "next column which is where" in paras[1]
+        assert paras[1].endswith("continues and ends.")  # one paragraph across the column break
+        assert paras[2].startswith("Another paragraph") and paras[2].endswith("much shorter than it.")
+        assert paras[3].startswith("The last paragraph") and paras[3].endswith("last word of the page.")
+        assert len(paras) == 4
+
+
+def test_side_by_side_rows_are_a_table_and_keep_their_order():
+    # a two-column table of prose cells, each cell a block of its own: reading it column by column would tear
+    # every row apart
+    recs = []
+    for k in range(6):
+        recs.append(line(56, 100 + 30 * k, f"Term number {k} in the glossary of words", 270, 9, bno=2 * k))
+        recs.append(line(305, 100 + 30 * k, f"The definition of term number {k}, in a sentence", 540, 9,
+                         bno=2 * k + 1))
+    assert reading_order(recs, 595) == recs
+
+
+# ------------------------------------------------------------------------------------------ the page file
+
+
+def test_the_running_field_round_trips_and_the_converter_version_says_what_changed():
+    meta = PageMeta(source="a.pdf", document="A", section="s", page=3, printed_page="1",
+                    running="ACME Annual Report · 1 Getting Started")
+    text = render_page(meta, "# Title\n\nBody")
+    assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
+    assert parse_page(text)[0] == meta
+    assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
+    assert CONVERTER_VERSION == 3 and "running" in CONVERTER_CHANGES[3]
