@@ -12,7 +12,9 @@ from ragkit.core.pagefile import PageMeta, first_heading, parse_page, render_pag
 from ragkit.core.paths import iter_pages
 from ragkit.ingest import CONVERTER_VERSION, ingest_sources, printed_numbers
 from ragkit.ingest.manifest import CONVERTER_CHANGES
+from ragkit.ingest.pdf import _pdf_page_markdown
 from ragkit.ingest.pdf_layout import reading_order
+from ragkit.ingest.pdf_margins import line_key
 from ragkit.ingest.pdf_tables import figure_tables, rows
 
 
@@ -117,6 +119,39 @@ def test_figures_and_currency_signs_in_one_piece_of_text_get_a_cell_each():
     assert "| Net sales | $ 32,765 | $ 31,657 | $ 30,109 |" in md
     assert "| Cost of sales | $ 16,682 | $ 16,055 | $ 15,118 |" in md
     assert "| Gain on sale | $ — | $ (586) | $ (111) |" in md
+
+
+def test_years_set_left_of_right_aligned_figures_head_their_columns_under_a_centred_caption():
+    # Activision's statements: the years stand left of the figures' right edges, the caption is centred over
+    # the columns without reaching the first one
+    recs = [line(401, 84, "For the Years Ended December 31,", 514), line(364, 97, "2019", 380),
+            line(450, 97, "2018", 466), line(535, 97, "2017", 550)]
+    y = 110
+    for label, a, b, c in (("Product sales", "$ 1,975", "$ 2,255", "$ 2,110"),
+                           ("Total net revenues", "6,489", "7,500", "7,017"),
+                           ("Loss on extinguishment of debt", "—", "40", "12"),
+                           ("Interest and other expense (income), net", "(26)", "71", "146")):
+        recs += [line(20, y, label), line(407 - 4 * len(a), y, a, 407), line(495 - 4 * len(b), y, b, 495),
+                 line(577 - 4 * len(c), y, c, 577)]
+        y += 12
+    [(md, _end)] = figure_tables(rows(recs)).values()
+    lines = md.splitlines()
+    assert lines[0] == "| For the Years Ended December 31, | 2019 | 2018 | 2017 |", md
+    assert "| Product sales | $ 1,975 | $ 2,255 | $ 2,110 |" in lines
+    assert "| Interest and other expense (income), net | (26) | 71 | 146 |" in lines
+
+
+def test_a_running_line_is_never_a_heading_of_its_own():
+    # "ACME, INC. AND SUBSIDIARIES" heads the notes pages (a running line there) and, in the same type, tops the
+    # statement's title, which it is part of; alone, it is a plain line
+    key = {(line_key("ACME, INC. AND SUBSIDIARIES"), 12.0)}
+    recs = [line(200, 60, "ACME, INC. AND SUBSIDIARIES", 400, 12), line(190, 74, "CONSOLIDATED BALANCE SHEETS", 410, 12),
+            line(56, 110, "Cash and cash equivalents at the end of the year were held in banks.", 540, 9)]
+    md = _pdf_page_markdown(recs, {12.0: 1}, 9.0, 595, key)
+    assert first_heading(md) == "ACME, INC. AND SUBSIDIARIES CONSOLIDATED BALANCE SHEETS"
+    alone = _pdf_page_markdown([recs[0], recs[2]], {12.0: 1}, 9.0, 595, key)
+    assert alone.startswith("ACME, INC. AND SUBSIDIARIES\n\nCash and"), alone  # no "#": a plain line
+    assert _pdf_page_markdown([recs[0], recs[2]], {12.0: 1}, 9.0, 595).startswith("# ACME, INC.")  # not running
 
 
 def test_a_wrapped_label_joins_the_row_that_carries_its_figures_and_prose_is_no_table():
@@ -229,6 +264,19 @@ def test_a_page_number_that_follows_the_text_half_way_down_is_found(isolated_env
     pages = ingest(isolated_env, "tenk", doc)
     assert [pages[n][0].printed_page for n in range(1, 7)] == [str(n + 39) for n in range(1, 7)]
     assert all("FORM 10-K" not in b and "FORM 10-K" in m.running for m, b in pages.values())
+
+
+def test_pages_of_the_financial_statements_keep_the_letter_of_their_numbers(isolated_env):
+    doc = pymupdf.open()
+    for i in range(5):
+        page = doc.new_page()
+        put(page, 18, 30, "Table of Contents", 7.5)
+        for k in range(8):
+            put(page, 56, 100 + 14 * k, f"Note {i + 1}, paragraph {k + 1}: what the statements show this year.", 10)
+        put(page, 290, 800, f"F-{i + 3}", 9)
+    pages = ingest(isolated_env, "filing", doc)
+    assert [pages[n][0].printed_page for n in range(1, 6)] == [f"F-{n + 2}" for n in range(1, 6)]
+    assert all(m.running == "Table of Contents" and "F-" not in b for m, b in pages.values())
 
 
 def test_a_chapter_number_in_the_running_header_is_not_the_page_number():

@@ -90,7 +90,7 @@ _SENTENCE_END = re.compile(r"[.!?。！？:：…\"”’)]$")
 class _Block:
     """The heading, list item or paragraph being assembled: its text and the geometry of its lines."""
 
-    __slots__ = ("at", "inner", "kind", "left", "level", "lines", "right", "size", "text", "x1", "y1")
+    __slots__ = ("at", "inner", "kind", "left", "level", "lines", "right", "running", "size", "text", "x1", "y1")
 
     def __init__(self, kind: str, text: str, x0: float, x1: float, y1: float, size: float, level: int = 0):
         self.kind, self.text, self.size, self.level = kind, text, size, level
@@ -100,6 +100,7 @@ class _Block:
         self.right = x1  # the widest line's right end
         self.lines = 1
         self.at: int | None = None  # its place among the parts when it was reopened (continued in a column)
+        self.running = False  # a heading made of running lines only: written as plain text
 
     def add(self, text: str, x0: float, x1: float, y1: float) -> None:
         self.text = join_wrapped(self.text, text)
@@ -142,7 +143,7 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
         if cur.kind == "li" and parts and parts[-1].startswith("- "):
             parts[-1] += "\n" + cur.text  # keep one list together (a tight markdown list)
         else:
-            text = "#" * cur.level + " " + cur.text if cur.kind == "h" else cur.text
+            text = "#" * cur.level + " " + cur.text if cur.kind == "h" and not cur.running else cur.text
             if cur.at is None:
                 cur.at = len(parts)
                 parts.append(text)
@@ -176,11 +177,13 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
         if not level and bold and body_size and size >= body_size - 0.5 and len(text) <= 80 and len(cells) == 1 \
                 and not _HEAD_END.search(text) and any(ch.isalpha() for ch in text):
             level = bold_level  # a bold line of its own at body size: a minor heading
-        if level and (line_key(text), size) in running:
-            level = 0  # a running header's words: never a heading, so never a page's title
+        # a running line's words are never a heading of their own, so never a page's title; over a heading in the
+        # same type ("ACME, INC." over "CONSOLIDATED STATEMENTS OF OPERATIONS") they are part of it
+        run = bool(level) and (line_key(text), size) in running
         if level and len(text) <= 120:
             if close and cur.kind == "h" and cur.level == level:  # a heading wrapped over lines
                 cur.add(text, x0, x1, y1)
+                cur.running = cur.running and run
                 if cur.lines > 3 or len(cur.text) > 200:  # too long for a heading: large-print text
                     cur.kind = "p"
                 continue
@@ -190,6 +193,7 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
             flush()
             cut = None
             cur = _Block("h", text, x0, x1, y1, size, level)
+            cur.running = run
             continue
         m = _BULLET_RE.match(text)
         if m:
@@ -303,6 +307,7 @@ def convert_pdf(job: Job) -> DocResult:
             margins = Margins(all_lines, [h for _w, h in sizes])
             printed = _printed_pages(doc, margins.folio_candidates())
             all_lines, running, running_keys = margins.running(printed)
+            printed = margins.labels(printed)
         except MemoryError:
             raise
         except Exception:  # noqa: BLE001 - a layout this reading misjudges keeps its margins in the text

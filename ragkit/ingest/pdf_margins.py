@@ -24,6 +24,7 @@ _GAP = 2.0  # most space (in type sizes) between two running lines at one edge
 _EDGE_BAND = 0.15  # share of the page height at the top and at the bottom where running lines sit
 _DIGITS = re.compile(r"\d+")
 _LETTER = re.compile(r"[^\W\d_]")
+_PREFIXED = re.compile(r"^\s*([A-Z]{1,2}) ?[-–] ?(\d{1,4})\s*$")  # "F-25": a page of the financial statements
 _FIRST_NUMBER = re.compile(r"^\s*(\d{1,4})(?=\s|$)")
 _LAST_NUMBER = re.compile(r"(?:^|[\s\-–—])(\d{1,4})\s*$")  # "FORM 10-K 17", "F-25"; not "0.3"
 
@@ -189,11 +190,24 @@ class Margins:
             texts = []
             for k in shown:
                 t = " ".join(lines[k][7].split())
-                bare = _FOLIO.match(unicodedata.normalize("NFKC", t))  # the page number: printed_page says it
-                if t and t not in texts and not (bare and int(bare[1]) == _int(printed[i])):
+                t_nfkc = unicodedata.normalize("NFKC", t)
+                bare = _FOLIO.match(t_nfkc) or _PREFIXED.match(t_nfkc)  # the page number: printed_page says it
+                if t and t not in texts and not (bare and int(bare.groups()[-1]) == _int(printed[i])):
                     texts.append(t)
             running.append(texts)
         return kept, running, taken
+
+    def labels(self, printed: list[str]) -> list[str]:
+        """The printed numbers with the prefix a page's header or footer gives them: "F-25" for 25."""
+        out = list(printed)
+        for i, (lines, numbers) in enumerate(zip(self.pages, self.numbers, strict=True)):
+            v = _int(printed[i])
+            for k in numbers if v is not None else ():
+                m = _PREFIXED.match(unicodedata.normalize("NFKC", lines[k][7]))
+                if m and int(m[2]) == v:
+                    out[i] = f"{m[1]}-{v}"
+                    break
+        return out
 
     def _walk(self, i: int, end: str, groups: list[list[int]], number: int | None) -> list[int]:
         """The running lines at one end of page i: baselines from the edge inwards while every piece on them

@@ -274,7 +274,8 @@ def _header(rs: list[list], info: list, i: int, floor: int, cols: list[list[floa
         r = rs[k]
         if r[3] > rs[i][1] + size or r[3] < top - 2.0 * size or any(len(c[2]) > 60 for c in r[6]):
             break  # below the table's first row, too far above, or prose
-        over = any(_over(c, left, size) for c in r[6])
+        # a row of years over the figures is the header even when the years sit left of right-aligned figures
+        over = any(_over(c, left, size) for c in r[6]) or _year_row(info[k], len(cols))
         if over and len(r[6]) == 1 and _center(r[6][0]) < left - size:
             break  # one line from the labels into the columns: a title
         if over and (info[k] is None or info[k][0] == "years"):
@@ -301,9 +302,16 @@ def _header(rs: list[list], info: list, i: int, floor: int, cols: list[list[floa
     return head, lead
 
 
+def _year_row(entry: tuple[str, list, list] | None, n: int) -> bool:
+    """A header row of one year per figure column, and nothing else: "2019 | 2018 | 2017"."""
+    return bool(entry) and entry[0] == "years" and not entry[1] and len(entry[2]) == n >= 2
+
+
 def _render(rs: list[list], info: list, head: list[int], body: list[int], cols: list[list[float]]) -> str:
     n = len(cols)
-    left = cols[0][0]
+    years = [c for k in head if _year_row(info[k], n) for c in info[k][2]]
+    left = min([cols[0][0]] + [c[0] for c in years])
+    middle, width = (left + cols[-1][1]) / 2, cols[-1][1] - left
     top = [""] * (n + 1)
 
     def put(m: int, text: str) -> None:
@@ -322,9 +330,15 @@ def _render(rs: list[list], info: list, head: list[int], body: list[int], cols: 
         for t in vrow:
             if t[3] not in over:
                 put(0, t[3][2])
+        if len(over) == n and all(t[3] in years for t in vrow):
+            for m, c in enumerate(sorted(over, key=lambda c: c[0])):  # one year per column, in order
+                put(m + 1, c[2])
+            continue
         for c in sorted(over, key=lambda c: c[0]):
             touched = [m for m in range(n) if min(cols[m][1], c[1]) - max(cols[m][0], c[0]) > 0]
-            if 2 <= len(touched) < n or len(touched) >= 2 and len(over) > 1:
+            if len(over) == 1 and len(touched) >= 2 and abs(_center(c) - middle) <= 0.15 * width:
+                put(0, c[2])  # one caption centred over all the columns: "Year ended December 31,"
+            elif 2 <= len(touched) < n or len(touched) >= 2 and len(over) > 1:
                 for m in touched:  # a group's header over some of the columns: each of them says it
                     put(m + 1, c[2])
             elif len(over) == 1 and n >= 2 and not _YEAR.match(c[2]):
