@@ -43,7 +43,8 @@ REF_MORE = ["Ref F1", "Ref Accuracy"]
 OPT_REF_COLUMNS = [f"Opt Ref {k}" for k in ("Recall", "Precision", "Specificity", "F1", "Accuracy",
                                             "TP", "TN", "FP", "FN")]
 JUDGE_COLUMNS = [*RUBRIC_COLUMNS, "Contain Match", "LLM Accuracy"]
-DETAIL_COLUMNS = ["Refused", "Pages Read", "Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms",
+MAX_LOOPS = "Max Loops Reached"  # arag/agent: the step cap was hit (empty for strategies without one)
+DETAIL_COLUMNS = ["Refused", "Pages Read", "Steps", MAX_LOOPS, "Input Tokens", "Output Tokens", "Cost USD", "Latency ms",
                   "Judge Input Tokens", "Judge Output Tokens", "Judge Cost USD"]
 ATTEMPTS = "Attempts"
 TAIL_COLUMNS = ["Error", "Judge Error"]
@@ -61,7 +62,7 @@ SUMMARY_METRICS = [
     "Ref TP", "Ref TN", "Ref FP", "Ref FN", *SEARCH_COLUMNS,
     *OPT_REF_COLUMNS,
     "Judge Accuracy", "Judge Completeness", "Judge Citations", "Judge Context Relevance", "Judge Overall",
-    "Judge Passed", "Contain Match", "LLM Accuracy", "Refused", "Steps", "Latency ms", ATTEMPTS,
+    "Judge Passed", "Contain Match", "LLM Accuracy", "Refused", "Steps", MAX_LOOPS, "Latency ms", ATTEMPTS,
 ]
 
 
@@ -100,6 +101,7 @@ def answer_columns(answer: Answer) -> dict:
         "Refused": bool(answer.refused),
         "Pages Read": join_multi(_dedupe(answer.pages_read)),
         "Steps": answer.steps,
+        MAX_LOOPS: answer.max_loops_reached,
         "Input Tokens": answer.usage.input_tokens,
         "Output Tokens": answer.usage.output_tokens,
         "Cost USD": _cost_cell(answer.usage.cost_usd),
