@@ -93,7 +93,7 @@ class Toolbox:
     """The four read-only tools of one question. Thread-safe; paths are confined to the database root."""
 
     names: tuple[str, ...] = TOOL_NAMES  # the tools a model is offered (a subclass offers its own)
-    max_result_chars = MAX_RESULT_CHARS
+    max_result_chars: int | None = None  # None: MAX_RESULT_CHARS
 
     def __init__(self, db: Path, index: Any) -> None:
         self.db = Path(db)
@@ -446,4 +446,4 @@ class Toolbox:
                     "(no '..', no absolute paths, forward slashes only).")
         except Exception as e:  # a tool must never break the agent loop
             return f"Error: {name} failed: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
-        return _cut(result, self.max_result_chars)
+        return _cut(result, self.max_result_chars or MAX_RESULT_CHARS)

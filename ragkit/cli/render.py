@@ -124,6 +124,13 @@ def _headline() -> tuple[tuple[str, str], ...]:
         ("Judge Passed", "Judge pass rate"),
         ("Refusal Rate Answerable", "Refused, answerable"),
         ("Refusal Rate Unanswerable", "Refused, unanswerable"),
+        # summarization rows (the Task column): their own section of the summary
+        ("Summarization ROUGE-2 F1", "Summary ROUGE-2 F1"),
+        ("Summarization G-Eval Faithfulness", "Summary G-Eval faithfulness (1-5)"),
+        ("Summarization G-Eval Coverage", "Summary G-Eval coverage (1-5)"),
+        ("Summarization Page Recall", "Summary page recall"),
+        ("Summarization Page Precision", "Summary page precision"),
+        ("Summarization Word Count", "Summary words"),
     )
 
 

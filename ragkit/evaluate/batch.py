@@ -53,6 +53,7 @@ from ragkit.evaluate.scoring import (
     check_references,
     read_questions,
 )
+from ragkit.evaluate.summarization import task_of
 
 
 @dataclass
@@ -82,7 +83,7 @@ class _Job:
     prior: dict | None = None  # the checkpoint record a "judge" job starts from
 
 
-def _run_job(job: _Job, scorer: Scorer, asker: Callable[[str], Answer]) -> dict:
+def _run_job(job: _Job, scorer: Scorer, asker: Callable[..., Answer]) -> dict:
     """Answer and score one row; never raises (a failure becomes the record's error)."""
     try:
         if job.mode == "judge" and job.prior is not None:
@@ -90,7 +91,7 @@ def _run_job(job: _Job, scorer: Scorer, asker: Callable[[str], Answer]) -> dict:
             ref_cols = {k: v for k, v in job.prior["cols"].items() if k.startswith(("Ref ", "Opt Ref "))}
             cols, usage, problems = _score(scorer, job.row, answer, ref_cols=ref_cols)
         else:
-            answer = asker(job.question)
+            answer = asker(job.question, task_of(job.row))
             universe = scorer.universe() if scorer.has_ref and not answer.error else None
             cols, usage, problems = _score(scorer, job.row, answer, universe=universe)
         return {"v": _CK_VERSION, "i": job.pos, "q": job.question, "answer": answer_to_dict(answer),
@@ -199,8 +200,9 @@ def run_batch(
     if answer_fn is None:
         from ragkit.answer import ask as answer_fn
 
-    def asker(question: str) -> Answer:  # the run's one way to ask: the batch, and the optimizer's re-asks
-        return answer_fn(question, settings, strategy=strategy, index=index, provider=provider)
+    def asker(question: str, task: str = "qa") -> Answer:  # the run's one way to ask: the batch, the optimizer's re-asks
+        extra = {"task": task} if task != "qa" else {}  # an injected answer_fn need not know tasks
+        return answer_fn(question, settings, strategy=strategy, index=index, provider=provider, **extra)
 
     ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols],
                                     strategy=f"search-k{k}" if strategy == "search" else strategy))
