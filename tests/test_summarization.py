@@ -188,3 +188,41 @@ def test_a_judge_that_never_gives_a_score_is_a_judge_error_not_a_lost_summary(db
     assert row["RAG Answer"].startswith("Hold RESET") and row["G-Eval Faithfulness"] == ""
     assert "G-Eval faithfulness failed" in row["Judge Error"] and "integer from 1 to 5" in row["Judge Error"]
     assert row["ROUGE-2 F1"] == ""  # no reference summary: undefined
+
+
+# -- rag genqa --task summarization ------------------------------------------------------------------------------
+def test_genqa_writes_summarization_items_offline_that_batch_reads(db, isolated_env):
+    r = CliRunner().invoke(app, ["genqa", "database", "--task", "summarization", "--max", "3"])
+    assert r.exit_code == 0, r.output
+    path = next((isolated_env / "results").glob("database_summaries_*.csv"))
+    df = pd.read_csv(path, encoding="utf-8-sig", keep_default_na=False)
+    assert list(df.columns)[:5] == ["Question", "Task", "Reference Summary", "Reference Document", "Page"]
+    assert len(df) >= 1 and set(df["Task"]) == {"summarization"}
+    router = df[df["Question"].str.contains("Router Guide")].iloc[0]
+    assert router["Question"].startswith("Summarise what Router Guide says about Setup (pages 3-4)")
+    # the extractive reference is the pages' own leading sentences, and it names both pages
+    assert "Hold the RESET button for 10 seconds" in router["Reference Summary"]
+    assert router["Reference Document"].splitlines() == [RESET_REF, FIRMWARE_REF] and router["Page"] == "3\n4"
+    # the file is a question CSV rag batch scores as summarization rows
+    r = CliRunner().invoke(app, ["batch", str(path), "--strategy", "naive"])
+    assert r.exit_code == 0, r.output
+    assert "Summary ROUGE-2 F1" in r.output
+    assert CliRunner().invoke(app, ["genqa", "database", "--task", "essay"]).exit_code == 2
+
+
+def test_genqa_summarization_with_a_model(db, isolated_env, scripted_server):
+    scripted_server.reject_json_schema = True
+    scripted_server.set_responder(lambda body: {"content": json.dumps({
+        "request": "How are the router reset and firmware update done?",
+        "summary": "Hold RESET for 10 seconds until the LED blinks orange; update the firmware at 192.168.0.1."})})
+    from ragkit.genqa import generate_questions
+
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results")
+    report = generate_questions(db, settings, max_questions=2, task="summarization", progress=False)
+    assert not report.errors and len(report.questions) == 2 and report.usage.calls >= 2
+    first = scripted_server.requests[0]["messages"]
+    assert "reference summary of about 150 words" in " ".join(first[0]["content"].split())
+    assert "=== database/" in first[1]["content"]
+    df = pd.read_csv(report.path, encoding="utf-8-sig", keep_default_na=False)
+    assert df.loc[0, "Question"] == "How are the router reset and firmware update done?"
+    assert df.loc[0, "Reference Summary"].startswith("Hold RESET") and df.loc[0, "Reference Document"]

@@ -300,8 +300,9 @@ def print_genqa_report(report: GenqaReport, console) -> None:
     table.add_column("Kind")
     table.add_column("Count", justify="right")
     counts = report.counts()
-    for kind in KINDS:
-        table.add_row(kind, str(counts[kind]))
+    for kind in (*KINDS, "summarization"):
+        if kind in counts:
+            table.add_row(kind, str(counts[kind]))
     table.add_row("total", str(len(report.questions)))
     console.print(table)
     langs = Counter(q.lang for q in report.questions)
