@@ -138,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
     reports = {}
     for task, _ in tasks:
         out = args.db_dir / f"report_{task}.html"
-        write_report([paths[f"{task}:{s}"] for s in args.strategies.split(",")], out, overwrite=True)
+        write_report([paths[f"{task}:{s}"] for s in args.strategies.split(",")], out, overwrite=True,
+                     labels=args.strategies.split(","))
         reports[task] = str(out)
     print(json.dumps({"reports": reports}), flush=True)
     return 0

@@ -88,7 +88,10 @@ def _task_values(run: Run, column: str, task: str) -> list[float]:
 
 
 def _headline(runs: Sequence[Run]) -> str:
-    metrics = [m for m in HEADLINE if any(m in r.metrics() for r in runs)]
+    metrics = [m for m in HEADLINE if any(m in r.metrics() for r in runs) and any(_task_values(r, m, "qa")
+                                                                               for r in runs)]
+    if not metrics:  # summarization rows only: their own section says it all
+        return ""
     head = "".join(f"<th>{_e(r.name)}</th>" for r in runs)
     rows = []
     for m in metrics:
