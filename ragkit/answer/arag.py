@@ -41,6 +41,7 @@ def arag_answer(run: QuestionRun, answer: Answer, toolbox: ARagTools) -> Answer:
     if run.provider.is_offline:
         return _offline(run, answer, toolbox)
     cap = max_loops(run)
+    run.trace.write("arag", max_loops=cap, task=run.task)  # the start event's max_steps is the agent's budget
     system = ARAG_SYSTEM.format(max_loops=cap, rules=rules(run, read_rule=" (with chunk_read)"),
                                 final_format=final_format(run))
     if run.task == "summarization":
