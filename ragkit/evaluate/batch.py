@@ -182,6 +182,12 @@ def run_batch(
     # vectors, so without this the first rows of a fresh database were ranked differently from the later
     # ones and a rerun scored differently. Cached: once per database, then nothing to do.
     index.ensure_embeddings(progress=progress)
+    if strategy == "arag":  # its semantic_search's sentence vectors too, before the first question is timed
+        from ragkit.search.sentences import sentence_index
+
+        sentences = sentence_index(Path(settings.db))
+        if sentences is not None:
+            sentences.ensure(index.pages())
     # every reference must exist before a single question is asked (and paid for)
     check_references(records, Path(settings.db), input_csv)
     if opts.validate is not None:
