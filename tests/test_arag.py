@@ -116,6 +116,11 @@ def test_semantic_search_stores_sentence_vectors_with_the_index(db, monkeypatch)
     page = db / "manuals/router/setup/page_004.md"
     page.write_text(page.read_text(encoding="utf-8") + "\nA blinking red light means overheating.\n", encoding="utf-8")
     assert fresh.ensure(index_for(db).pages()) == 1
+    # a torn cache file is no error: the pages are embedded anew and searched
+    (db / ".ragkit" / S.SENTENCE_FILE).write_bytes(b"not a database" * 10)
+    torn = S.SentenceIndex(db, si.embedder)
+    assert torn.search("no network error code", index_for(db).pages(), k=1)[0][0] == "manuals/router/setup/page_004.md"
+    assert torn.embedded == 5
 
 
 # -- the loop through the scripted server ---------------------------------------------------------------

@@ -94,15 +94,24 @@ class SentenceIndex:
     def _load(self, shas: list[str]) -> None:
         if not self._path.is_file():
             return
-        with self._connect() as conn:
+        try:
+            conn = self._connect()
+        except (sqlite3.Error, OSError):
+            return  # unreadable: embed anew (and try to store)
+        try:
             for i in range(0, len(shas), 500):
                 part = shas[i:i + 500]
-                q = f"SELECT sha, sentences, vectors FROM sentences WHERE version = ? AND sha IN ({','.join('?' * len(part))})"
+                q = ("SELECT sha, sentences, vectors FROM sentences WHERE version = ? AND sha IN "
+                     f"({','.join('?' * len(part))})")
                 for sha, sents, blob in conn.execute(q, [SENTENCE_VERSION, *part]):
                     sentences = json.loads(sents)
                     mat = np.frombuffer(blob, dtype=np.float32).reshape(len(sentences), -1) if sentences \
                         else np.zeros((0, 1), np.float32)
                     self._mem[sha] = (sentences, mat)
+        except (sqlite3.Error, ValueError):
+            pass  # a torn or foreign file: what is missing is embedded anew
+        finally:
+            conn.close()
 
     def _embed(self, texts: dict[str, str]) -> None:
         per_page = {sha: page_sentences(t) for sha, t in texts.items()}
@@ -117,9 +126,13 @@ class SentenceIndex:
             rows.append((sha, SENTENCE_VERSION, json.dumps(sents, ensure_ascii=False), part.tobytes()))
         self.embedded += len(per_page)
         try:
-            with self._connect() as conn:  # one transaction: all of this batch or nothing
-                conn.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?)", rows)
-        except sqlite3.Error:
+            conn = self._connect()
+            try:
+                with conn:  # one transaction: all of this batch or nothing
+                    conn.executemany("INSERT OR REPLACE INTO sentences VALUES (?, ?, ?, ?)", rows)
+            finally:
+                conn.close()
+        except (sqlite3.Error, OSError):
             pass  # a read-only database still answers; the vectors stay in memory
 
     def search(self, query: str, pages: list[str], k: int = 5) -> list[tuple[str, float, str]]:
