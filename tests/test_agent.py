@@ -214,6 +214,7 @@ def test_step_budget_exhaustion_still_answers_from_what_was_read(server, db, tmp
     assert searched and set(searched[0]["ranking"]) <= {"keyword", "hybrid", "meaning"}
     assert isinstance(searched[0]["unembedded"], int)
     assert a.confidence < 0.9  # a forced answer is less sure than one the model chose to give
+    assert a.max_loops_reached is True  # the step budget, not the token budget, ended the loop
 
 
 def test_token_budget_exhaustion_still_answers(server, db):
@@ -224,7 +225,7 @@ def test_token_budget_exhaustion_still_answers(server, db):
     a = run(server, db, max_tokens=1000)
     assert len(server.requests) == 3 and "tools" not in server.requests[2]
     assert "token budget (1000 tokens)" in server.requests[2]["messages"][1]["content"]
-    assert a.error is None and a.sources[0].path == RESET_REF
+    assert a.error is None and a.sources[0].path == RESET_REF and a.max_loops_reached is False
 
 
 def test_model_going_quiet_gets_one_last_call(server, db):
@@ -594,8 +595,10 @@ def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
     doc = json.loads(result.stdout)
     assert list(doc) == ["answer", "refused", "sources", "confidence", "general_knowledge", "metadata"]
     assert list(doc["metadata"]) == ["provider", "model", "strategy", "timestamp", "steps", "input_tokens",
-                                     "output_tokens", "cost_usd", "latency_ms", "engine", "fallback"]
+                                     "output_tokens", "cost_usd", "latency_ms", "engine", "fallback",
+                                     "max_loops_reached"]
     assert doc["general_knowledge"] is False and doc["metadata"]["fallback"] is None
+    assert doc["metadata"]["max_loops_reached"] is False  # the agent answered within its step budget
     assert doc["metadata"]["engine"] == "agent"
     assert list(doc["sources"][0]) == ["path", "page", "title", "excerpt", "score"]
     assert doc["sources"][0]["path"] == RESET_REF and doc["sources"][0]["page"] == 3

@@ -2,8 +2,11 @@
 
     ask(question, settings, *, strategy="agent", ...) -> Answer
     STRATEGIES: the registry, name -> strategy function (run, answer, toolbox) -> Answer
+    TOOLBOXES: the strategies whose tools are not the agent's Toolbox (arag: aragtools.ARagTools)
+    TASKS: what a question asks for ("qa", "summarization")
 
-Offline (no model), every strategy but longctx runs the extractive engine (`extractive.answer_offline`)."""
+Offline (no model), every strategy but longctx and arag runs the extractive engine (`extractive.answer_offline`);
+those two run it over what they retrieved themselves."""
 
 from __future__ import annotations
 
@@ -13,6 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.answer.agent import MAX_STEPS, MAX_TOKENS, agent_answer
+from ragkit.answer.arag import arag_answer
+from ragkit.answer.aragtools import ARagTools
 from ragkit.answer.longctx import longctx_answer
 from ragkit.answer.naive import naive_answer
 from ragkit.answer.run import QuestionRun, Trace, error_line
@@ -26,7 +31,11 @@ from ragkit.core.text import detect_lang
 # name -> strategy(run, answer, toolbox) -> Answer; batch, serve and evolve take their choices from here
 STRATEGIES: dict[str, Callable[[QuestionRun, Answer, Any], Answer]] = {
     "agent": agent_answer, "naive": naive_answer, "synth": synth_answer, "longctx": longctx_answer,
+    "arag": arag_answer,
 }
+TOOLBOXES: dict[str, type] = {"arag": ARagTools}
+OWN_OFFLINE = ("longctx", "arag")  # strategies with their own offline path
+TASKS = ("qa", "summarization")
 
 
 def ask(
@@ -40,11 +49,12 @@ def ask(
     max_steps: int | None = None,
     max_tokens: int | None = None,
     naive_prompt: str | None = None,
+    task: str = "qa",
 ) -> Answer:
     """Answer `question` from the database at settings.db with the chosen strategy (DESIGN §2).
 
     A missing or empty database, an unknown strategy or an unusable trace path is a user mistake (RagError /
-    UsageError). `naive_prompt` replaces the naive strategy's instructions (its rules and reply format stay).
+    UsageError). `task` "summarization" asks for a summary (arag: its longer step cap). `naive_prompt` replaces the naive strategy's instructions (its rules and reply format stay).
     A provider or model failure is not raised: the Answer comes back with `error` set (one line,
     API key scrubbed) and whatever usage was spent.
     """
@@ -52,6 +62,8 @@ def ask(
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
     if not str(question or "").strip():
         raise UsageError("the question is empty")
+    if task not in TASKS:
+        raise UsageError(f"unknown task {task!r}: choose one of {', '.join(TASKS)}")
     # budgets: the arguments, else Settings fields of the same name when Settings has them, else the defaults
     if max_steps is None:
         max_steps = getattr(settings, "max_steps", None) or MAX_STEPS
@@ -79,15 +91,15 @@ def ask(
                     strategy=strategy)
     start_pages = getattr(settings, "start_pages", 0)
     trace.write("start", question=question, strategy=strategy, provider=provider.name, model=provider.model,
-                db=str(db), max_steps=max_steps, max_tokens=max_tokens, start_pages=start_pages)
+                db=str(db), max_steps=max_steps, max_tokens=max_tokens, start_pages=start_pages, task=task)
     run = QuestionRun(question=question, db=db, index=index, provider=provider, trace=trace, max_steps=max_steps,
                max_tokens=max_tokens, lang=detect_lang(question), naive_prompt=naive_prompt,
-               context_tokens=settings.context_tokens, start_pages=start_pages)
+               context_tokens=settings.context_tokens, start_pages=start_pages, task=task)
     from ragkit.answer.tools import Toolbox
 
-    toolbox = Toolbox(db, index)
+    toolbox = TOOLBOXES.get(strategy, Toolbox)(db, index)
     try:
-        if provider.is_offline and strategy != "longctx":  # longctx has its own offline path
+        if provider.is_offline and strategy not in OWN_OFFLINE:
             from ragkit.answer.extractive import answer_offline
 
             answer = answer_offline(question, index, db, k=5)

@@ -52,6 +52,7 @@ def agent_answer(run: QuestionRun, answer: Answer, toolbox: Any) -> Answer:
     # page text reached the model: a page read, or pages a search or grep returned with their text
     seen = _presearch(run, toolbox, messages, transcript) if run.start_pages > 0 else False
     tool_turns = 0
+    answer.max_loops_reached = False
     reason = ""
     nudged = False
     require = not seen  # with nothing read, the first turn must use a tool: nothing can be answered before reading
@@ -116,6 +117,7 @@ def agent_answer(run: QuestionRun, answer: Answer, toolbox: Any) -> Answer:
             transcript.append((t.name, t.arguments, result))
             seen = seen or _shows_pages(t.name, result)
     # a budget ran out (or the model went quiet): one last call without tools, from what was gathered
+    answer.max_loops_reached = tool_turns >= run.max_steps
     run.trace.write("budget", reason=reason, tool_turns=tool_turns, tokens=run.tokens)
     if not seen:  # nothing of the documents was seen: an answer now would come from the model's memory
         return _fallback(run, answer, toolbox, f"no page was read ({reason})")

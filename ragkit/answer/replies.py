@@ -76,12 +76,13 @@ _NAME_KEYS = ("name", "function", "tool", "tool_name")
 _ARG_KEYS = ("arguments", "parameters", "args", "input")
 
 
-def _as_call(data: Any) -> tuple[str, str] | None:
+def _as_call(data: Any, names: tuple[str, ...] | None = None) -> tuple[str, str] | None:
     """(name, arguments JSON) from one parsed object in the shapes models write, else None:
     {"name", "arguments"|"parameters"}, {"function": {"name", "arguments"}}, {"name": "search", "query": ...}
     (the parameters beside the name), {"search": {"query": ...}}; arguments as an object or a JSON string."""
     from ragkit.answer.tools import TOOL_NAMES
 
+    names = names or TOOL_NAMES
     if not isinstance(data, dict) or "answer" in data:
         return None
     if isinstance(data.get("function"), dict):
@@ -89,9 +90,9 @@ def _as_call(data: Any) -> tuple[str, str] | None:
     name = next((data[k] for k in _NAME_KEYS if isinstance(data.get(k), str)), None)
     if name is None and len(data) == 1:
         (only, value), = data.items()
-        if only in TOOL_NAMES and isinstance(value, dict):
+        if only in names and isinstance(value, dict):
             name, data = only, {"arguments": value}
-    if name not in TOOL_NAMES:
+    if name not in names:
         return None
     args = next((data[k] for k in _ARG_KEYS if k in data), None)
     if args is None:
@@ -118,7 +119,7 @@ def _json_values(text: str) -> list[Any]:
 _JSON_START = re.compile(r"[\[{]")
 
 
-def textual_tool_calls(content: str | None) -> list[tuple[str, str]]:
+def textual_tool_calls(content: str | None, names: tuple[str, ...] | None = None) -> list[tuple[str, str]]:
     """Tool calls a model wrote into its reply instead of the API's tool_calls, as (name, arguments JSON):
     plain or fenced JSON, {"name": ..., "arguments": ...} (also with doubled braces {{...}}), a list of such
     objects, <tool_call> tags (Qwen, Hermes). A final answer object ({"answer": ...}) is not a call."""
@@ -134,7 +135,7 @@ def textual_tool_calls(content: str | None) -> list[tuple[str, str]]:
                 chunk = chunk.replace("{{", "{").replace("}}", "}")
             for value in _json_values(chunk):
                 for item in value if isinstance(value, list) else [value]:
-                    call = _as_call(item)
+                    call = _as_call(item, names)
                     if call is not None:
                         calls.append(call)
         if calls or "{{" not in text:

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragkit.answer.prompts import FINAL_FORMAT, LANG_NAMES, RULES
+from ragkit.answer.prompts import FINAL_FORMAT, LANG_NAMES, RULES, SUMMARY_RULE
 from ragkit.answer.replies import FinalReply
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Completion, Source, Usage
@@ -79,6 +79,7 @@ class QuestionRun:
     naive_prompt: str | None = None  # replaces the first part of NAIVE_SYSTEM (rag evolve tunes it)
     context_tokens: int = 32_000  # longctx's budget (Settings.context_tokens)
     start_pages: int = 0  # agent: pages of the question's search read before the first turn (ask passes Settings')
+    task: str = "qa"  # "qa" | "summarization" (arag's step cap and prompt, every strategy's summary rule)
     usage: Usage = field(default_factory=lambda: Usage(cost_usd=0.0))
     calls: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -237,7 +238,10 @@ def finish(run: QuestionRun, answer: Answer, final: FinalReply, *, candidates: l
 
 # -- strategies ----------------------------------------------------------------------------------------
 def rules(run: QuestionRun, *, read_rule: str) -> str:
-    return RULES.format(read_rule=read_rule, refusal=run.refusal, lang_name=run.lang_name)
+    out = RULES.format(read_rule=read_rule, refusal=run.refusal, lang_name=run.lang_name)
+    if run.task == "summarization":
+        out += "\n" + SUMMARY_RULE
+    return out
 
 
 def final_format(run: QuestionRun) -> str:

@@ -92,6 +92,9 @@ def format_hits(hits: list[SearchHit], query: str, folder: str = "") -> str:
 class Toolbox:
     """The four read-only tools of one question. Thread-safe; paths are confined to the database root."""
 
+    names: tuple[str, ...] = TOOL_NAMES  # the tools a model is offered (a subclass offers its own)
+    max_result_chars: int | None = None  # None: MAX_RESULT_CHARS
+
     def __init__(self, db: Path, index: Any) -> None:
         self.db = Path(db)
         self.root = self.db.resolve()
@@ -353,7 +356,7 @@ class Toolbox:
     def schemas(self) -> list[dict]:
         """The OpenAI `tools` list, built from each tool's signature, type hints and docstring."""
         out = []
-        for name in TOOL_NAMES:
+        for name in self.names:
             fn = self._tool(name)
             description, docs = _docstring_parts(fn)
             hints = typing.get_type_hints(fn)
@@ -431,8 +434,8 @@ class Toolbox:
         """Run tool `name` with the model's raw JSON arguments. Never raises: every problem (unknown tool,
         bad JSON, wrong arguments, a path leaving the database, an unexpected failure) becomes a message
         the model can act on."""
-        if name not in TOOL_NAMES:
-            return f"Error: there is no tool {name!r}. The tools are: {', '.join(TOOL_NAMES)}."
+        if name not in self.names:
+            return f"Error: there is no tool {name!r}. The tools are: {', '.join(self.names)}."
         try:
             bound = self._bind(name, arguments)
             if isinstance(bound, str):
@@ -443,4 +446,4 @@ class Toolbox:
                     "(no '..', no absolute paths, forward slashes only).")
         except Exception as e:  # a tool must never break the agent loop
             return f"Error: {name} failed: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
-        return _cut(result, MAX_RESULT_CHARS)
+        return _cut(result, self.max_result_chars or MAX_RESULT_CHARS)

@@ -87,7 +87,8 @@ ModelOpt = Annotated[str | None, typer.Option(
 StrategyOpt = Annotated[str, typer.Option(
     "--strategy", metavar="|".join(STRATEGIES),
     help="agent: tool-using navigation; naive: one search, one call; synth: drafts per result, synthesised; "
-         "longctx: whole candidate documents in the context.")]
+         "longctx: whole candidate documents in the context; arag: the A-RAG seed's keyword_search, "
+         "semantic_search and chunk_read loop.")]
 FormatOpt = Annotated[str, typer.Option("--format", metavar="text|json", help="Output format.")]
 NoCacheOpt = Annotated[bool, typer.Option(
     "--no-cache", help="Bypass the on-disk LLM response cache.  [default: off]", show_default=False)]
@@ -408,6 +409,9 @@ def genqa(
     lang: Annotated[str | None, typer.Option(
         "--lang", metavar="L", help="Question language: en, ja or ko offline (only pages written in it); with a "
         "model also zh, fr, de, es and more.  [default: each page's own]", show_default=False)] = None,
+    task: Annotated[str, typer.Option(
+        "--task", metavar="qa|summarization", help="qa: questions with ground truth and checklists; "
+        "summarization: query-focused summarization items with reference summaries and pages.")] = "qa",
     no_cache: NoCacheOpt = False,
 ) -> None:
     """Generate anticipated questions with ground truth, page references and checklists."""
@@ -416,7 +420,8 @@ def genqa(
 
     settings = load_settings(db=db, results=results, provider=provider, model=model, cache=not no_cache)
     _say_provider(settings)
-    report = generate_questions(source, settings, per_page=per_page, max_questions=max_questions, lang=lang)
+    report = generate_questions(source, settings, per_page=per_page, max_questions=max_questions, lang=lang,
+                                task=task)
     print_genqa_report(report, console)
     if report.errors:
         raise typer.Exit(1)

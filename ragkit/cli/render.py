@@ -124,6 +124,13 @@ def _headline() -> tuple[tuple[str, str], ...]:
         ("Judge Passed", "Judge pass rate"),
         ("Refusal Rate Answerable", "Refused, answerable"),
         ("Refusal Rate Unanswerable", "Refused, unanswerable"),
+        # summarization rows (the Task column): their own section of the summary
+        ("Summarization ROUGE-2 F1", "Summary ROUGE-2 F1"),
+        ("Summarization G-Eval Faithfulness", "Summary G-Eval faithfulness (1-5)"),
+        ("Summarization G-Eval Coverage", "Summary G-Eval coverage (1-5)"),
+        ("Summarization Page Recall", "Summary page recall"),
+        ("Summarization Page Precision", "Summary page precision"),
+        ("Summarization Word Count", "Summary words"),
     )
 
 
@@ -293,8 +300,9 @@ def print_genqa_report(report: GenqaReport, console) -> None:
     table.add_column("Kind")
     table.add_column("Count", justify="right")
     counts = report.counts()
-    for kind in KINDS:
-        table.add_row(kind, str(counts[kind]))
+    for kind in (*KINDS, "summarization"):
+        if kind in counts:
+            table.add_row(kind, str(counts[kind]))
     table.add_row("total", str(len(report.questions)))
     console.print(table)
     langs = Counter(q.lang for q in report.questions)

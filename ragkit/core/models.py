@@ -88,6 +88,7 @@ class Answer:
     # after reading, and one focused call on the pages it read answered
     fallback: str | None = None
     engine: str | None = None  # what produced the answer when not the strategy itself ("offline-extractive")
+    max_loops_reached: bool | None = None  # arag/agent: the step cap was hit and a best-effort answer asked for
 
     def to_json(self) -> dict:
         """The exact `rag ask --format json` shape of DESIGN §8, plus `error` when the question failed (an
@@ -113,6 +114,8 @@ class Answer:
                 "fallback": self.fallback,
             },
         }
+        if self.max_loops_reached is not None:
+            out["metadata"]["max_loops_reached"] = self.max_loops_reached
         if self.error:
             out["error"] = self.error
         return out

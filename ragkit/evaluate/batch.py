@@ -53,6 +53,7 @@ from ragkit.evaluate.scoring import (
     check_references,
     read_questions,
 )
+from ragkit.evaluate.summarization import task_of
 
 
 @dataclass
@@ -82,7 +83,7 @@ class _Job:
     prior: dict | None = None  # the checkpoint record a "judge" job starts from
 
 
-def _run_job(job: _Job, scorer: Scorer, asker: Callable[[str], Answer]) -> dict:
+def _run_job(job: _Job, scorer: Scorer, asker: Callable[..., Answer]) -> dict:
     """Answer and score one row; never raises (a failure becomes the record's error)."""
     try:
         if job.mode == "judge" and job.prior is not None:
@@ -90,7 +91,7 @@ def _run_job(job: _Job, scorer: Scorer, asker: Callable[[str], Answer]) -> dict:
             ref_cols = {k: v for k, v in job.prior["cols"].items() if k.startswith(("Ref ", "Opt Ref "))}
             cols, usage, problems = _score(scorer, job.row, answer, ref_cols=ref_cols)
         else:
-            answer = asker(job.question)
+            answer = asker(job.question, task_of(job.row))
             universe = scorer.universe() if scorer.has_ref and not answer.error else None
             cols, usage, problems = _score(scorer, job.row, answer, universe=universe)
         return {"v": _CK_VERSION, "i": job.pos, "q": job.question, "answer": answer_to_dict(answer),
@@ -181,6 +182,12 @@ def run_batch(
     # vectors, so without this the first rows of a fresh database were ranked differently from the later
     # ones and a rerun scored differently. Cached: once per database, then nothing to do.
     index.ensure_embeddings(progress=progress)
+    if strategy == "arag":  # its semantic_search's sentence vectors too, before the first question is timed
+        from ragkit.search.sentences import sentence_index
+
+        sentences = sentence_index(Path(settings.db))
+        if sentences is not None:
+            sentences.ensure(index.pages())
     # every reference must exist before a single question is asked (and paid for)
     check_references(records, Path(settings.db), input_csv)
     if opts.validate is not None:
@@ -199,8 +206,9 @@ def run_batch(
     if answer_fn is None:
         from ragkit.answer import ask as answer_fn
 
-    def asker(question: str) -> Answer:  # the run's one way to ask: the batch, and the optimizer's re-asks
-        return answer_fn(question, settings, strategy=strategy, index=index, provider=provider)
+    def asker(question: str, task: str = "qa") -> Answer:  # the run's one way to ask: the batch, the optimizer's re-asks
+        extra = {"task": task} if task != "qa" else {}  # an injected answer_fn need not know tasks
+        return answer_fn(question, settings, strategy=strategy, index=index, provider=provider, **extra)
 
     ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols],
                                     strategy=f"search-k{k}" if strategy == "search" else strategy))

@@ -67,7 +67,7 @@ def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
 
         return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
     # the answer's own figures come from the batch that produced it, not from this re-scoring
-    for k in ("Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", "Refused",
+    for k in ("Steps", "Max Loops Reached", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", "Refused",
               ATTEMPTS, SPLIT_COLUMN):
         if k in row:
             cols[k] = row[k]
@@ -138,7 +138,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
 
 def _kept(row: dict) -> dict:
     """The answer columns of a results row that re-scoring reads."""
-    keys = ("RAG Answer", "Retrieved Files", "Refused", "Pages Read", "Steps", "Input Tokens", "Output Tokens",
+    keys = ("RAG Answer", "Retrieved Files", "Refused", "Pages Read", "Steps", "Max Loops Reached", "Input Tokens", "Output Tokens",
             "Cost USD", "Latency ms", "Error", ATTEMPTS, SPLIT_COLUMN)
     return {k: row[k] for k in keys if k in row}
 

@@ -30,10 +30,12 @@ from ragkit.evaluate.scoring import (
     TAIL_COLUMNS,
     _fmt,
 )
+from ragkit.evaluate.summarization import SUMMARY_COLUMNS, TASK, summary_section, task_of
 
 
 def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False) -> list[str]:
-    """The results CSV's columns: input columns, then DESIGN §4's, then the further ones."""
+    """The results CSV's columns: input columns, then DESIGN §4's, then the further ones (the summary columns when
+    the input has a `Task` column)."""
     cols = list(input_columns)
     if optimized and OPTIMIZED not in cols:
         pos = cols.index(REFERENCE) + 1 if REFERENCE in cols else len(cols)
@@ -41,7 +43,10 @@ def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool,
     cols += CORE_COLUMNS + CHECKLIST_MORE + REF_MORE
     if optimized:
         cols += OPT_REF_COLUMNS
-    cols += JUDGE_COLUMNS + DETAIL_COLUMNS
+    cols += JUDGE_COLUMNS
+    if TASK in input_columns:
+        cols += SUMMARY_COLUMNS
+    cols += DETAIL_COLUMNS
     if split:
         cols.append(SPLIT_COLUMN)
     if attempts:
@@ -108,8 +113,11 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
 
     metric_cols = [c for c in SUMMARY_METRICS if c in columns]
     ref_col = REFERENCE if REFERENCE in columns else None
-    summary = [format_row(r) for r in summarize(report.rows, metric_cols, reference_column=ref_col)]
-    summary += [format_row(r) for r in _refusal_rows(report.rows, ref_col)]
+    # question answering and summarization are measured apart: the QA metrics cover the qa rows only
+    qa_rows = [r for r in report.rows if task_of(r) == "qa"] if TASK in columns else report.rows
+    summary = [format_row(r) for r in summarize(qa_rows, metric_cols, reference_column=ref_col)] if qa_rows else []
+    summary += [format_row(r) for r in _refusal_rows(qa_rows, ref_col)]
+    summary += [format_row(r) for r in summary_section(report.rows)]
     if report.measure is not None:
         summary += [format_row(r) for r in report.measure.summary_rows()]
     answered = sum(1 for r in report.rows if not r.get("Error"))

@@ -25,7 +25,7 @@ HEADLINE = ["Ref Recall", "Ref Precision", "Checklist Recall", "Checklist Precis
 # Yes/no columns: compared with McNemar's test.
 BINARY = {"Judge Passed", "Contain Match", "LLM Accuracy", "Refused"}
 # Columns that are counts or costs, not qualities: no gates or regressions on them by default.
-_NOT_QUALITY = {"Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Judge Input Tokens",
+_NOT_QUALITY = {"Steps", "Max Loops Reached", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Judge Input Tokens",
                 "Judge Output Tokens", "Judge Cost USD", "Page", "Attempts"}
 # Lower is better for these (a rise is a regression).
 LOWER_IS_BETTER = {"Refused"}

@@ -23,6 +23,7 @@ from ragkit.core.paths import reference_path
 from ragkit.core.text import one_line
 from ragkit.evaluate.judges import RUBRIC_COLUMNS
 from ragkit.evaluate.retrieval import SEARCH_COLUMNS
+from ragkit.evaluate.summarization import REFERENCE_SUMMARY, SUMMARY_COLUMNS, TASK, TASKS, task_of
 
 # -- columns (DESIGN §4) ------------------------------------------------------------------------------
 QUESTION = "Question"
@@ -43,7 +44,8 @@ REF_MORE = ["Ref F1", "Ref Accuracy"]
 OPT_REF_COLUMNS = [f"Opt Ref {k}" for k in ("Recall", "Precision", "Specificity", "F1", "Accuracy",
                                             "TP", "TN", "FP", "FN")]
 JUDGE_COLUMNS = [*RUBRIC_COLUMNS, "Contain Match", "LLM Accuracy"]
-DETAIL_COLUMNS = ["Refused", "Pages Read", "Steps", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms",
+MAX_LOOPS = "Max Loops Reached"  # arag/agent: the step cap was hit (empty for strategies without one)
+DETAIL_COLUMNS = ["Refused", "Pages Read", "Steps", MAX_LOOPS, "Input Tokens", "Output Tokens", "Cost USD", "Latency ms",
                   "Judge Input Tokens", "Judge Output Tokens", "Judge Cost USD"]
 ATTEMPTS = "Attempts"
 TAIL_COLUMNS = ["Error", "Judge Error"]
@@ -51,7 +53,7 @@ TAIL_COLUMNS = ["Error", "Judge Error"]
 # every column a run computes (an input CSV that already has them, e.g. a results CSV, gets them replaced)
 SPLIT = "Optimize Split"  # train | held-out, when an optimization held questions out (ragkit.evaluate.heldout)
 OUTPUT_COLUMNS = [*CORE_COLUMNS, *CHECKLIST_MORE, *REF_MORE, *SEARCH_COLUMNS, *OPT_REF_COLUMNS, *JUDGE_COLUMNS,
-                  *DETAIL_COLUMNS, SPLIT, ATTEMPTS, *TAIL_COLUMNS]
+                  *SUMMARY_COLUMNS, *DETAIL_COLUMNS, SPLIT, ATTEMPTS, *TAIL_COLUMNS]
 _OUTPUT_SET = frozenset(OUTPUT_COLUMNS)
 # columns the summary aggregates (metrics.summarize: means, micro-averages, totals)
 SUMMARY_METRICS = [
@@ -61,7 +63,7 @@ SUMMARY_METRICS = [
     "Ref TP", "Ref TN", "Ref FP", "Ref FN", *SEARCH_COLUMNS,
     *OPT_REF_COLUMNS,
     "Judge Accuracy", "Judge Completeness", "Judge Citations", "Judge Context Relevance", "Judge Overall",
-    "Judge Passed", "Contain Match", "LLM Accuracy", "Refused", "Steps", "Latency ms", ATTEMPTS,
+    "Judge Passed", "Contain Match", "LLM Accuracy", "Refused", "Steps", MAX_LOOPS, "Latency ms", ATTEMPTS,
 ]
 
 
@@ -100,6 +102,7 @@ def answer_columns(answer: Answer) -> dict:
         "Refused": bool(answer.refused),
         "Pages Read": join_multi(_dedupe(answer.pages_read)),
         "Steps": answer.steps,
+        MAX_LOOPS: answer.max_loops_reached,
         "Input Tokens": answer.usage.input_tokens,
         "Output Tokens": answer.usage.output_tokens,
         "Cost USD": _cost_cell(answer.usage.cost_usd),
@@ -168,8 +171,13 @@ class Scorer:
         return {**row, **cols}, usage
 
     def judge_columns(self, row: dict, answer: Answer) -> tuple[dict, Usage, list[str]]:
-        """Checklist, rubric, Contain-Match, LLM-Accuracy and the Evaluation Reason. Never raises: each
-        judge's failure is one entry of the returned problems (the answer stays)."""
+        """Checklist, rubric, Contain-Match, LLM-Accuracy and the Evaluation Reason (a summarization row: its
+        own columns, evaluate.summarization). Never raises: each judge's failure is one entry of the returned
+        problems (the answer stays)."""
+        if task_of(row) == "summarization":
+            from ragkit.evaluate.summarization import score_summary
+
+            return score_summary(self, row, answer)
         from ragkit.evaluate import judges as J
         from ragkit.evaluate.metrics import checklist_metrics, prefixed
 
@@ -352,7 +360,7 @@ def fill_opt_ref(rows: list[dict], scorer: Scorer) -> None:
 
 # -- strict input (DESIGN §4): checked before any question is asked ----------------------------------------
 PAGE = "Page"
-INPUT_COLUMNS = (QUESTION, GROUND_TRUTH, REFERENCE, OPTIMIZED, PAGE, CHECKLIST)
+INPUT_COLUMNS = (QUESTION, GROUND_TRUTH, REFERENCE, OPTIMIZED, PAGE, CHECKLIST, TASK, REFERENCE_SUMMARY)
 _PAGE_CELL = re.compile(r"\s*(?:\d+(?:\s*-\s*\d+)?(?:\s*[,;|/\r\n ]\s*\d+(?:\s*-\s*\d+)?)*)?\s*")
 
 
@@ -363,7 +371,7 @@ def known_columns() -> tuple[str, ...]:
 
 def read_questions(path: Path, encoding: str | None = None) -> Any:
     """A question CSV (or a results CSV given as input), read strictly: csvio.read_csv with the known columns,
-    then `Page` must be numbers (`3`, `3;5`, `3-5`) or empty."""
+    then `Page` must be numbers (`3`, `3;5`, `3-5`) or empty, and `Task` qa, summarization or empty."""
     from ragkit.core.csvio import read_csv
 
     df = read_csv(path, required=(QUESTION,), known=known_columns(), encoding=encoding)
@@ -372,6 +380,11 @@ def read_questions(path: Path, encoding: str | None = None) -> Any:
             if not _PAGE_CELL.fullmatch(str(cell or "")):
                 raise RagError(f"{path}: row {i + 2}, column {PAGE!r}: {one_line(str(cell), 40)!r} is not a page "
                                "number (numbers such as 3, 3;5 or 3-5, or empty)")
+    if TASK in df.columns:
+        for i, cell in enumerate(df[TASK]):
+            if task_of({TASK: cell}) not in TASKS:
+                raise RagError(f"{path}: row {i + 2}, column {TASK!r}: {one_line(str(cell), 40)!r} is not a task "
+                               f"({' or '.join(TASKS)}, or empty for qa)")
     return df
 
 

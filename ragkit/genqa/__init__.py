@@ -1,8 +1,9 @@
 """`rag genqa`: anticipated questions with ground truth, page references and checklists (DESIGN §7), from a
 model or, offline, from the pages' own facts. docs/genqa.md says how pages are sampled and questions checked.
 
-    generate_questions(source, settings, *, per_page=1, max_questions=30, lang=None, progress=True)
-        -> GenqaReport (path, questions, errors, usage, skipped, dropped, notes)"""
+    generate_questions(source, settings, *, per_page=1, max_questions=30, lang=None, progress=True, task="qa")
+        -> GenqaReport (path, questions, errors, usage, skipped, dropped, notes)
+task "summarization" writes query-focused summarization items instead (genqa.summaries)."""
 
 
 from __future__ import annotations
@@ -66,10 +67,13 @@ def generate_questions(
     max_questions: int = 30,
     lang: str | None = None,
     progress: bool = True,
+    task: str = "qa",
 ) -> GenqaReport:
     """Generate anticipated questions for `source` and write them to a timestamped CSV (see module doc)."""
     from ragkit.core.llm import get_provider
 
+    if task not in ("qa", "summarization"):
+        raise UsageError(f"--task must be qa or summarization, got {task!r}")
     if per_page < 1:
         raise UsageError(f"--per-page must be at least 1, got {per_page}")
     if max_questions < 1:
@@ -89,6 +93,8 @@ def generate_questions(
                          pages_total=len(pages))
     ctx = Context(db=db, pages=pages, settings=settings, lang=lang, per_page=per_page, seed=seed_for(source, db),
                   progress=progress)
+    if task == "summarization":
+        return _summaries(ctx, report, provider, max_questions, stem)
     # the offline generator joins one topic per page (2 pages read best); a model can combine 2-3 pages
     plan = make_plan(max_questions, ctx, group_size=2 if provider.is_offline else 3)
     if provider.is_offline:
@@ -111,3 +117,25 @@ def generate_questions(
     return report
 
 
+
+
+def _summaries(ctx: Context, report: GenqaReport, provider, max_items: int, stem: str) -> GenqaReport:
+    """`--task summarization`: items from related page groups (3 pages), written as a summarization CSV."""
+    from ragkit.genqa.summaries import SUMMARY_COLUMNS, generate_summaries, summary_row
+
+    groups = related_groups(ctx.pages, ctx.rng("summaries"), size=3)
+    grouped = {p.rel for g in groups for p in g}
+    # then the pages in no group, one by one (a one-page summary is still a query-focused item)
+    groups += [[p] for p in sample_pages(ctx.pages, ctx.rng("sample")) if p.rel not in grouped]
+    items = generate_summaries(ctx, groups, report, provider, max_items)
+    report.questions = items
+    report.pages_used = len({r for q in items for r in q.refs})
+    if not items:
+        report.errors.append(f"{report.source}: no summarization item could be generated")
+        return report
+    if len(items) < max_items:
+        report.notes.append(f"{len(items)} of the {max_items} items asked for: one per group of related pages "
+                            "or page left over, each page in one item at most")
+    df = pd.DataFrame([summary_row(q, ctx.db) for q in items], columns=SUMMARY_COLUMNS)
+    report.path = csvio.write_csv(df, csvio.timestamped_path(ctx.settings.results, stem, "summaries"))
+    return report

@@ -92,7 +92,7 @@ class GenqaReport:
 
     def counts(self) -> dict[str, int]:
         c = Counter(q.kind for q in self.questions)
-        return {k: c.get(k, 0) for k in KINDS}
+        return {k: c.get(k, 0) for k in (*KINDS, "summarization") if k in KINDS or c.get(k)}
 
 
 @dataclass

@@ -19,6 +19,7 @@ from ragkit.core.errors import RagError
 from ragkit.core.paths import atomic_write_text
 from ragkit.core.text import strip_controls
 from ragkit.evaluate.runs import HEADLINE, Row, Run, bootstrap_ci, load_runs, percentile
+from ragkit.evaluate.summarization import task_of
 from ragkit.reports.compare import OUTCOME, compare_runs
 
 HIST_METRICS = ["Ref Recall", "Checklist Recall", "Judge Overall"]
@@ -81,14 +82,22 @@ def _legend(runs: Sequence[Run]) -> str:
 
 
 # -- sections ------------------------------------------------------------------------------------------
+def _task_values(run: Run, column: str, task: str) -> list[float]:
+    """A column's values over the rows of one task (every row is "qa" in a CSV without a Task column)."""
+    return [v for row in run.rows if task_of(row.cells) == task and (v := row.values.get(column)) is not None]
+
+
 def _headline(runs: Sequence[Run]) -> str:
-    metrics = [m for m in HEADLINE if any(m in r.metrics() for r in runs)]
+    metrics = [m for m in HEADLINE if any(m in r.metrics() for r in runs) and any(_task_values(r, m, "qa")
+                                                                               for r in runs)]
+    if not metrics:  # summarization rows only: their own section says it all
+        return ""
     head = "".join(f"<th>{_e(r.name)}</th>" for r in runs)
     rows = []
     for m in metrics:
         cells = []
         for r in runs:
-            vs = r.values(m)
+            vs = _task_values(r, m, "qa")
             if not vs:
                 cells.append('<td class="na">not measured</td>')
                 continue
@@ -99,6 +108,43 @@ def _headline(runs: Sequence[Run]) -> str:
     return (f'<section id="headline"><h2>Headline metrics</h2><p class="note">Mean over the rows where the metric '
             f'is defined, with a 95 % bootstrap confidence interval ({RESAMPLES} resamples of the questions).</p>'
             f'<table class="grid"><tr><th>metric</th>{head}</tr>{"".join(rows)}</table></section>')
+
+
+def _summarization(runs: Sequence[Run]) -> str:
+    """The summarization rows' own section (rows whose Task is summarization), when any run has them."""
+    if not any(task_of(row.cells) == "summarization" for r in runs for row in r.rows):
+        return ""
+    head = "".join(f"<th>{_e(r.name)}</th>" for r in runs)
+    rows = []
+    for col, label in SUMMARY_REPORT:
+        cells = []
+        for r in runs:
+            vs = _task_values(r, col, "summarization")
+            if not vs:
+                cells.append('<td class="na">not measured</td>')
+                continue
+            cells.append(f'<td><b>{sum(vs) / len(vs):.3f}</b> <span class="n">n={len(vs)}</span></td>')
+        rows.append(f"<tr><th>{_e(label)}</th>{''.join(cells)}</tr>")
+    codes = []
+    for r in runs:
+        counts: dict[str, int] = {}
+        for row in r.rows:
+            if task_of(row.cells) == "summarization":
+                for c in str(row.get("G-Eval Error Codes") or "").split(","):
+                    if c.strip() and c.strip() != "not measured":
+                        counts[c.strip()] = counts.get(c.strip(), 0) + 1
+        codes.append("<td>" + (_e(", ".join(f"{k}×{v}" for k, v in sorted(counts.items()))) or "–") + "</td>")
+    rows.append(f"<tr><th>G-Eval error codes (scores under 3)</th>{''.join(codes)}</tr>")
+    return ('<section id="summarization"><h2>Summarization</h2><p class="note">Rows whose Task is summarization: '
+            'mean over the rows where the metric is defined. G-Eval scores are 1–5; page recall and precision '
+            'are against the Reference Document pages.</p>'
+            f'<table class="grid"><tr><th>metric</th>{head}</tr>{"".join(rows)}</table></section>')
+
+
+SUMMARY_REPORT = (("ROUGE-2 F1", "ROUGE-2 F1"), ("G-Eval Faithfulness", "G-Eval faithfulness"),
+                  ("G-Eval Coverage", "G-Eval coverage"), ("Ref Recall", "page recall"),
+                  ("Ref Precision", "page precision"), ("Word Count", "words"), ("Steps", "steps"),
+                  ("Max Loops Reached", "max loops reached"))
 
 
 def _distributions(runs: Sequence[Run]) -> str:
@@ -393,7 +439,7 @@ def build_report(runs: Sequence[Run], out_dir: Path) -> str:
     sources = "".join(f"<li><b>{_e(r.name)}</b>: {_e(r.path)} — {len(r.rows)} questions</li>" for r in runs)
     meta = json.dumps({"generator": "ragkit", "runs": [str(r.path) for r in runs]}, ensure_ascii=False)
     body = (f'<main><h1>ragkit report</h1><p class="note">generated {datetime.now():%Y-%m-%d %H:%M}</p>'
-            f'<ul>{sources}</ul>{_headline(runs)}{_distributions(runs)}{wins}{_breakdown(runs)}{_cost(runs)}'
+            f'<ul>{sources}</ul>{_headline(runs)}{_summarization(runs)}{_distributions(runs)}{wins}{_breakdown(runs)}{_cost(runs)}'
             f'{_questions(runs, verdicts, out_dir)}</main>')
     csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'

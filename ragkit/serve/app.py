@@ -296,8 +296,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         else:
             standalone, usage = rewrite_with_model(query, history, provider)
         question = standalone
-        if history and not provider.is_offline and strategy == "agent":
-            # the agent chooses its own searches, so it can also be shown the conversation itself
+        if history and not provider.is_offline and strategy in ("agent", "arag"):
+            # the agent (and arag) chooses its own searches, so it can also be shown the conversation itself
             convo = "\n".join(f"- Q: {t.query}\n  A: {t.answer[:300]}" for t in history)
             question = f"{standalone}\n\n(Earlier in this conversation:\n{convo})"
         return standalone, question, usage
