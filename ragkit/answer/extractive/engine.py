@@ -123,10 +123,19 @@ def _respell(term: str, df: Counter) -> str:
     return best or term
 
 
-def _qwords(words: list[tuple[str, list[str]]], n: int, df: Counter) -> list[_QWord]:
+_GLUED = re.compile(r"^([a-z]+)(\d+)$|^(\d+)([a-z]+)$")
+
+
+def _qwords(words: list[tuple[str, list[str]]], n: int, df: Counter, *, respell: bool = True) -> list[_QWord]:
+    """The question's words with their weights. With `respell`, a Latin word no page holds is read as the
+    corpus word one edit away (`_respell`), and letters glued to digits ("FY2021", "table1") as two words."""
     out = []
     for word, terms in words:
-        respelt = [_respell(t, df) for t in terms]
+        if respell and len(terms) == 1 and not df.get(terms[0], 0) and (m := _GLUED.match(terms[0])):
+            parts = [x for x in m.groups() if x]
+            out += _qwords([(x, [x]) for x in parts if len(x) > 1 or x.isdigit()], n, df, respell=True)
+            continue
+        respelt = [_respell(t, df) for t in terms] if respell else terms
         if respelt != terms:
             word, terms = " ".join(respelt), respelt
         w = [idf(n, df.get(t, 0)) * (HIRAGANA_WEIGHT if _HIRAGANA_ONLY.match(t) else 1.0) for t in terms]
@@ -316,6 +325,33 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
 
 
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+
+
+@dataclass(frozen=True)
+class Support:
+    """How far some pages speak of what a question asks (all shares IDF-weighted, in [0, 1])."""
+
+    held: float  # share of the question's words the pages hold (no respelling: a word they lack is lacking)
+    years_absent: int  # years (1900-2099) the question names that the pages never mention
+    unnamed: float  # share of the question's words the whole database never names (after respelling)
+
+
+def question_support(question: str, texts: list[str], index, db: Path) -> Support:
+    """Whether pages speak of what a question asks at all (see Support)."""
+    q = question.strip()[:MAX_QUESTION_CHARS]
+    words = question_words(q)
+    held: set[str] = set().union(*(term_set(t) for t in texts)) if texts else set()
+    years = sum(1 for y in set(_YEAR.findall(q)) if y not in held)
+    if not words:
+        return Support(1.0, years, 0.0)
+    n, df = corpus_stats(Path(db), index)
+    return Support(_coverage(_qwords(words, n, df, respell=False), [(held, 1.0)]), years, _unnamed(words, n, df))
+
+
+def _unnamed(words: list[tuple[str, list[str]]], n: int, df: Counter) -> float:
+    """IDF-weighted share of the question's words (respelt) that no page of the database holds."""
+    qwords = _qwords(words, n, df)
+    return 1.0 - _coverage(qwords, [({t for w in qwords for t in w.terms if df.get(t, 0)}, 1.0)])
 
 
 def _confidence(an: _Analysis) -> float:
