@@ -29,8 +29,9 @@ line per strategy plus a final one:
 evenly over the file, and U unanswerable ones (``--unanswerable``, default a quarter). Per strategy: page
 recall (a required page cited; the pages read too), Contain-Match, both together (a right page cited and
 an answer holding the ground truth: ``right_page_and_answer``), refusals of answerable and unanswerable
-questions, agent fallbacks (to naive's pages) and re-reads (a refusal after reading answered by a
-focused call on the pages read), steps, tokens and seconds per question. ``--page-chars`` cuts the page text every
+questions, agent fallbacks (to naive's pages), re-reads (the agent refused, the reading of its start pages
+answered) and unconfirmed answers (the agent answered, the reading refused), steps, tokens and seconds per
+question. ``--page-chars`` cuts the page text every
 strategy is given (the tools' results and naive/synth's pages alike) so a small local model's context and
 speed allow the run; the JSON says which cut was used. ``--start-pages N`` starts the agent with the question
 searched and its top N pages read (RAG_START_PAGES; default 5; 0 starts it from the bare tree). Per-question lines go to stderr as they finish.
@@ -396,13 +397,16 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
             "refused_answerable": ratio(sum(r["refused"] for r in A), len(A)),
             "refused_unanswerable": ratio(sum(r["refused"] for r in U), len(U)),
             "fallbacks": sum(r["fallback"] == "naive" for r in mine),
-            "rereads": sum(r["fallback"] == "reread" for r in mine), "errors": sum(bool(r["error"]) for r in mine),
+            "rereads": sum(r["fallback"] == "reread" for r in mine),
+            "unconfirmed": sum(r["fallback"] == "unconfirmed" for r in mine),
+            "errors": sum(bool(r["error"]) for r in mine),
             "first_error": next((r["error"] for r in mine if r["error"]), None),
             "steps_per_question": round(statistics.mean(r["steps"] for r in mine), 2) if mine else None,
             "tokens_per_question": round(statistics.mean(r["tokens"] for r in mine)) if mine else None,
             "seconds_per_question": round(statistics.mean(r["seconds"] for r in mine), 1) if mine else None,
             "max_steps": args.max_steps, "start_pages": settings.start_pages, "page_chars": args.page_chars or None,
-            "ingest_failed": len(report.failed),
+            "ingest_failed": len(report.failed), "run_wall_minutes": round((time.perf_counter() - started) / 60, 1),
+            "date": time.strftime("%Y-%m-%d"),
         })
         print(json.dumps(lines[-1], ensure_ascii=False), flush=True)
     if args.db_dir is None:

@@ -93,8 +93,9 @@ def judge_kind(body: dict) -> str:
 def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, log: list | None = None,
                     lock: threading.Lock | None = None):
     """Agent strategy script: first turn -> one `search` tool call; after a tool result -> the final JSON answer
-    {answer, sources, refused}; a request without tools (the naive pass that checks a refusal given without
-    opening a page) -> the same answer. Judge calls (response_format set) go to `judge(body)`."""
+    {answer, sources, refused}; a request without tools (the reading of the pages that writes the agent's answer,
+    or the naive pass) -> the same answer. `log` gets the question of every agent turn that answers. Judge calls
+    (response_format set) go to `judge(body)`."""
     lock = lock or threading.Lock()
 
     def respond(body: dict):
@@ -107,7 +108,7 @@ def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, lo
         elif not model_tool_results(msgs):
             return {"tool_calls": [("search", {"query": question})]}
         text, sources = answers[question]
-        if log is not None:
+        if log is not None and body.get("tools") is not None:
             with lock:
                 log.append(question)
         return {"content": json.dumps({"answer": text, "sources": sources, "refused": not sources},

@@ -42,8 +42,11 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
         console.print("[yellow]offline:[/yellow] deterministic extractive answer, no model; agent, naive and "
                       "synth are one engine offline; set OPENAI_API_KEY for model answers", highlight=False)
     if answer.fallback == "reread":
-        console.print("[yellow]note:[/yellow] the agent refused after reading; one focused reading of the pages "
-                      "it read (as naive reads its pages) gave this answer", highlight=False)
+        console.print("[yellow]note:[/yellow] the agent refused after reading; one focused reading of its start "
+                      "pages (as naive reads its pages) gave this answer", highlight=False)
+    elif answer.fallback == "unconfirmed":
+        console.print("[yellow]note:[/yellow] the agent answered, but one focused reading of its start and cited "
+                      "pages found no answer there, so it refuses", highlight=False)
     elif answer.fallback:
         console.print(f"[yellow]note:[/yellow] the model read no page itself, so the agent searched as "
                       f"{answer.fallback} does and answered from those pages", highlight=False)
