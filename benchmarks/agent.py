@@ -352,6 +352,10 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
     if args.page_chars:  # one cut for every strategy: the agent's tool results and naive/synth's pages
         run_mod.CONTEXT_PAGE_CHARS = args.page_chars
         tools_mod.MAX_RESULT_CHARS = args.page_chars
+    if args.reply_tokens:  # one output cap for every model call of every strategy
+        from ragkit.answer import agent as agent_mod
+
+        run_mod.REPLY_MAX_TOKENS = agent_mod.REPLY_MAX_TOKENS = args.reply_tokens
     settings = Settings(db=db, provider="openai", provider_reason="benchmark", model=args.model,
                         judge_model=args.model, api_key=Secret(os.environ.get("OPENAI_API_KEY") or "sk-local"),
                         api_base=args.base_url, cache=False, timeout=args.timeout, max_steps=args.max_steps,
@@ -405,6 +409,7 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
             "tokens_per_question": round(statistics.mean(r["tokens"] for r in mine)) if mine else None,
             "seconds_per_question": round(statistics.mean(r["seconds"] for r in mine), 1) if mine else None,
             "max_steps": args.max_steps, "start_pages": settings.start_pages, "page_chars": args.page_chars or None,
+            "reply_tokens": run_mod.REPLY_MAX_TOKENS,
             "ingest_failed": len(report.failed), "run_wall_minutes": round((time.perf_counter() - started) / 60, 1),
             "date": time.strftime("%Y-%m-%d"),
         })
@@ -431,6 +436,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start-pages", type=int, default=None,
                     help="real model: agent starts with the question's top N pages read (default: RAG_START_PAGES's)")
     ap.add_argument("--page-chars", type=int, default=None, help="real model: page text cut for every strategy")
+    ap.add_argument("--reply-tokens", type=int, default=None,
+                    help="real model: output cap of every model call (default ragkit's REPLY_MAX_TOKENS)")
     ap.add_argument("--ids", default="", help="real model: only these question ids of the --limit selection")
     ap.add_argument("--deadline-min", type=float, default=None,
                     help="real model: start no new question after this many minutes; report what finished")
