@@ -163,6 +163,12 @@ def print_batch_report(report: BatchReport, console) -> None:
         console.print(table)
     elif report.kind == "batch":
         console.print("no ground truth columns: answers only, no metrics", highlight=False)
+    rule = by_metric.get("Passed by rule")
+    if rule is not None:
+        console.print(f"passed by rule: {rule.get('Total')} refusal(s) of unanswerable questions (judge columns set "
+                      "by rule, not by a judge; left out of the judge means)", highlight=False, markup=False)
+    for note in report.run.notes:
+        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
 
     u = report.usage
     if u.cost_usd is None:
@@ -204,6 +210,8 @@ def print_batch_report(report: BatchReport, console) -> None:
         console.print(f"results: {report.results_path}", highlight=False, markup=False)
     if report.summary_path:
         console.print(f"summary: {report.summary_path}", highlight=False, markup=False)
+    if report.run_path:
+        console.print(f"run record: {report.run_path}", highlight=False, markup=False)
 
 
 def _num(v: Any) -> str:
