@@ -485,12 +485,22 @@ def test_rubric_contain_match_and_llm_accuracy_with_ground_truth(isolated_env, s
     row = dict(zip(row[0], row[1], strict=True))
     assert row["Judge Accuracy"] == "0.9" and row["Judge Overall"] != "" and row["Judge Passed"] == "True"
     assert row["Contain Match"] == "True" and row["LLM Accuracy"] == "True"
+    assert row["Judged By"] == settings.judge_model  # a judge measured this row (not the refusal rule)
     assert "judge 0." in row["Evaluation Reason"]
     assert int(row["Judge Input Tokens"]) > 0 and float(row["Cost USD"]) > 0
     kinds = [judge_kind(b) for b in scripted_server.requests if is_judge(b)]
     assert sorted(kinds) == ["accuracy_verdict", "checklist_verdict", "rubric_verdict"]
     # the judge uses the judge model
     assert all(b["model"] == settings.judge_model for b in scripted_server.requests if is_judge(b))
+    # the run record names both models; the report shows the judged figure as a measurement
+    from ragkit.evaluate.runinfo import read_run_info
+    from ragkit.reports.html import write_report
+
+    info = read_run_info(report.results_path)
+    assert (info.provider, info.model, info.judge_model, info.strategy) == (
+        "openai", settings.model, settings.judge_model, "agent")
+    html = write_report([report.results_path], isolated_env / "r.html").read_text(encoding="utf-8")
+    assert "judged (1)" in html and "class=\"rule\"" not in html  # no refusal was passed by rule here
 
 
 def test_contain_match_reads_the_answer_not_its_citations(isolated_env):
