@@ -358,8 +358,8 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
         run_mod.REPLY_MAX_TOKENS = agent_mod.REPLY_MAX_TOKENS = args.reply_tokens
     settings = Settings(db=db, provider="openai", provider_reason="benchmark", model=args.model,
                         judge_model=args.model, api_key=Secret(os.environ.get("OPENAI_API_KEY") or "sk-local"),
-                        api_base=args.base_url, cache=False, timeout=args.timeout, max_steps=args.max_steps,
-                        max_tokens=args.max_tokens)
+                        api_base=args.base_url, cache=args.cache, cache_dir=db_dir / "llm-cache",
+                        timeout=args.timeout, max_steps=args.max_steps, max_tokens=args.max_tokens)
     if args.start_pages is not None:
         settings = settings.with_(start_pages=args.start_pages)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
@@ -409,7 +409,7 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
             "tokens_per_question": round(statistics.mean(r["tokens"] for r in mine)) if mine else None,
             "seconds_per_question": round(statistics.mean(r["seconds"] for r in mine), 1) if mine else None,
             "max_steps": args.max_steps, "start_pages": settings.start_pages, "page_chars": args.page_chars or None,
-            "reply_tokens": run_mod.REPLY_MAX_TOKENS,
+            "reply_tokens": run_mod.REPLY_MAX_TOKENS, "response_cache": args.cache,
             "ingest_failed": len(report.failed), "run_wall_minutes": round((time.perf_counter() - started) / 60, 1),
             "date": time.strftime("%Y-%m-%d"),
         })
@@ -436,6 +436,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start-pages", type=int, default=None,
                     help="real model: agent starts with the question's top N pages read (default: RAG_START_PAGES's)")
     ap.add_argument("--page-chars", type=int, default=None, help="real model: page text cut for every strategy")
+    ap.add_argument("--cache", action="store_true",
+                    help="real model: ragkit's response cache on (an identical request is answered once: the "
+                         "agent's reading of the start pages is naive's very call); seconds then undercount")
     ap.add_argument("--reply-tokens", type=int, default=None,
                     help="real model: output cap of every model call (default ragkit's REPLY_MAX_TOKENS)")
     ap.add_argument("--ids", default="", help="real model: only these question ids of the --limit selection")
