@@ -144,6 +144,7 @@ def main(argv: list[str] | None = None) -> int:
         db = (args.db_dir or Path(tempfile.mkdtemp(prefix="ragkit-mmlb-"))) / "database"
         ingest_sources([BENCH / "pdfs"], db=db, progress=False)
         index = open_index(db, progress=False)
+        index.ensure_embeddings(progress=False)  # every question ranks on the same state, as in `rag batch`
         qs = [json.loads(line) for line in (BENCH / "questions.jsonl").read_text(encoding="utf-8").splitlines()
               if line.strip()]
         rows = collect(db, index, qs)

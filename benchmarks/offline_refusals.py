@@ -194,6 +194,7 @@ def main(argv: list[str] | None = None) -> int:
         db = (args.db_dir or Path(tempfile.mkdtemp(prefix="ragkit-refusals-"))) / "database"
         report = ingest_sources([BENCH / "pdfs" / d for d in docs], db=db, progress=False)
         index = open_index(db, progress=False)
+        index.ensure_embeddings(progress=False)  # every question ranks on the same state, as in `rag batch`
         rows = collect(db, index, qs, docs, gk)
         meta = {"documents": len(docs), "pages": len(index.pages()), "ingest_failed": len(report.failed)}
         if args.save:

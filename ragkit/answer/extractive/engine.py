@@ -389,8 +389,9 @@ def _names(question: str) -> set[str]:
 
 
 def _confidence(an: _Analysis) -> float:
-    """Confidence in [0, 1]: the evidence coverage, less what the question asks about that the cited
-    document does not mention at all (see the module docstring for the constants)."""
+    """The raw score in [0, 1] that decides refusals: the evidence coverage, less what the question asks about
+    that the cited document or the whole database never names, and an answer of the wrong kind (docs/answer.md
+    says how the constants were tuned)."""
     silence = min(1.0, max(UNNAMED_FLOOR, an.db_pages / UNNAMED_FULL_PAGES))
     unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names
     c = (an.coverage - ABSENT_PENALTY * an.absent - (YEAR_PENALTY if an.years_absent else 0.0)
