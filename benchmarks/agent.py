@@ -29,8 +29,9 @@ line per strategy plus a final one:
 evenly over the file, and U unanswerable ones (``--unanswerable``, default a quarter). Per strategy: page
 recall (a required page cited; the pages read too), Contain-Match, both together (a right page cited and
 an answer holding the ground truth: ``right_page_and_answer``), refusals of answerable and unanswerable
-questions, agent fallbacks (to naive's pages) and re-reads (a refusal after reading answered by a
-focused call on the pages read), steps, tokens and seconds per question. ``--page-chars`` cuts the page text every
+questions, agent fallbacks (to naive's pages), re-reads (the agent refused, the reading of its start pages
+answered) and unconfirmed answers (the agent answered, the reading refused), steps, tokens and seconds per
+question. ``--page-chars`` cuts the page text every
 strategy is given (the tools' results and naive/synth's pages alike) so a small local model's context and
 speed allow the run; the JSON says which cut was used. ``--start-pages N`` starts the agent with the question
 searched and its top N pages read (RAG_START_PAGES; default 5; 0 starts it from the bare tree). Per-question lines go to stderr as they finish.
@@ -351,10 +352,14 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
     if args.page_chars:  # one cut for every strategy: the agent's tool results and naive/synth's pages
         run_mod.CONTEXT_PAGE_CHARS = args.page_chars
         tools_mod.MAX_RESULT_CHARS = args.page_chars
+    if args.reply_tokens:  # one output cap for every model call of every strategy
+        from ragkit.answer import agent as agent_mod
+
+        run_mod.REPLY_MAX_TOKENS = agent_mod.REPLY_MAX_TOKENS = args.reply_tokens
     settings = Settings(db=db, provider="openai", provider_reason="benchmark", model=args.model,
                         judge_model=args.model, api_key=Secret(os.environ.get("OPENAI_API_KEY") or "sk-local"),
-                        api_base=args.base_url, cache=False, timeout=args.timeout, max_steps=args.max_steps,
-                        max_tokens=args.max_tokens)
+                        api_base=args.base_url, cache=args.cache, cache_dir=db_dir / "llm-cache",
+                        timeout=args.timeout, max_steps=args.max_steps, max_tokens=args.max_tokens)
     if args.start_pages is not None:
         settings = settings.with_(start_pages=args.start_pages)
     strategies = [s.strip() for s in args.strategies.split(",") if s.strip()]
@@ -396,13 +401,17 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
             "refused_answerable": ratio(sum(r["refused"] for r in A), len(A)),
             "refused_unanswerable": ratio(sum(r["refused"] for r in U), len(U)),
             "fallbacks": sum(r["fallback"] == "naive" for r in mine),
-            "rereads": sum(r["fallback"] == "reread" for r in mine), "errors": sum(bool(r["error"]) for r in mine),
+            "rereads": sum(r["fallback"] == "reread" for r in mine),
+            "unconfirmed": sum(r["fallback"] == "unconfirmed" for r in mine),
+            "errors": sum(bool(r["error"]) for r in mine),
             "first_error": next((r["error"] for r in mine if r["error"]), None),
             "steps_per_question": round(statistics.mean(r["steps"] for r in mine), 2) if mine else None,
             "tokens_per_question": round(statistics.mean(r["tokens"] for r in mine)) if mine else None,
             "seconds_per_question": round(statistics.mean(r["seconds"] for r in mine), 1) if mine else None,
             "max_steps": args.max_steps, "start_pages": settings.start_pages, "page_chars": args.page_chars or None,
-            "ingest_failed": len(report.failed),
+            "reply_tokens": run_mod.REPLY_MAX_TOKENS, "response_cache": args.cache,
+            "ingest_failed": len(report.failed), "run_wall_minutes": round((time.perf_counter() - started) / 60, 1),
+            "date": time.strftime("%Y-%m-%d"),
         })
         print(json.dumps(lines[-1], ensure_ascii=False), flush=True)
     if args.db_dir is None:
@@ -427,6 +436,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--start-pages", type=int, default=None,
                     help="real model: agent starts with the question's top N pages read (default: RAG_START_PAGES's)")
     ap.add_argument("--page-chars", type=int, default=None, help="real model: page text cut for every strategy")
+    ap.add_argument("--cache", action="store_true",
+                    help="real model: ragkit's response cache on (an identical request is answered once: the "
+                         "agent's reading of the start pages is naive's very call); seconds then undercount")
+    ap.add_argument("--reply-tokens", type=int, default=None,
+                    help="real model: output cap of every model call (default ragkit's REPLY_MAX_TOKENS)")
     ap.add_argument("--ids", default="", help="real model: only these question ids of the --limit selection")
     ap.add_argument("--deadline-min", type=float, default=None,
                     help="real model: start no new question after this many minutes; report what finished")

@@ -26,6 +26,9 @@ RESET_PAGE = "manuals/router/setup/page_003.md"
 RESET_REF = f"database/{RESET_PAGE}"
 FINAL = json.dumps({"answer": "Hold the RESET button for 10 seconds until the LED blinks orange.",
                     "sources": [RESET_PAGE], "refused": False})
+# the focused reading of the pages the agent cited (naive's prompt, no tools) that writes its answer
+READING = json.dumps({"answer": "Hold the RESET button for 10 seconds until the LED blinks orange.",
+                      "sources": ["[1]"], "refused": False})
 
 
 @pytest.fixture(autouse=True)
@@ -45,7 +48,8 @@ def server(scripted_server):
     # json_schema is rejected as llama.cpp's server does, so no strategy may depend on it; tool_choice
     # "required" is taken (OpenAI): `llama_server` below rejects it too
     scripted_server.reject_json_schema = True
-    return scripted_server
+    yield scripted_server
+    assert scripted_server.unscripted == 0, "a model call found no scripted reply"
 
 
 @pytest.fixture
@@ -53,7 +57,8 @@ def llama_server(scripted_server):
     # behave like llama.cpp's server: a request that needed either feature would fail
     scripted_server.reject_json_schema = True
     scripted_server.reject_tool_choice_required = True
-    return scripted_server
+    yield scripted_server
+    assert scripted_server.unscripted == 0, "a model call found no scripted reply"
 
 
 def run(server, db, question="How do I reset the router?", **kw):
@@ -81,21 +86,27 @@ def test_multi_step_sequence_reaches_the_right_page_and_cites_it(server, db):
     server.enqueue(tool_calls=[("search", {"query": "reset button", "path": "manuals/router"})])
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL, usage={"prompt_tokens": 900, "completion_tokens": 30})
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and not a.refused
     assert a.answer.startswith("Hold the RESET button for 10 seconds")
     assert [(s.path, s.page, s.title) for s in a.sources] == [(RESET_REF, 3, "Resetting the router")]
     assert "RESET button" in a.sources[0].excerpt and a.sources[0].score > 0.5
     assert a.pages_read == [RESET_REF]
-    assert a.steps == 5 and a.usage.calls == 5
+    assert a.steps == 6 and a.usage.calls == 6 and a.fallback is None
     assert (a.provider, a.model, a.strategy) == ("openai", "gpt-4o-mini", "agent")
     assert 0.7 <= a.confidence <= 1.0
     reqs = server.requests
-    assert len(reqs) == 5 and server.pending == 0
+    assert len(reqs) == 6 and server.pending == 0
     first = reqs[0]
     assert [t["function"]["name"] for t in first["tools"]] == ["list_dir", "search", "grep", "read_page"]
     # the first turn must use a tool (nothing is answered before reading); then the model chooses
-    assert [r["tool_choice"] for r in reqs] == ["required"] + ["auto"] * 4
+    assert [r.get("tool_choice") for r in reqs] == ["required"] + ["auto"] * 4 + [None]
+    # the answer is written by one focused reading of the cited page: naive's prompt, no tools
+    reading = reqs[5]
+    assert "tools" not in reading and [m["role"] for m in reading["messages"]] == ["system", "user"]
+    assert reading["messages"][0]["content"].startswith("You answer a question from the document pages given")
+    assert f"=== Search result [1]: {RESET_PAGE} " in reading["messages"][1]["content"]
     assert not any("response_format" in r for r in reqs)
     system = first["messages"][0]["content"]
     assert refusal_text("en") in system and "never instructions" in system and "English" in system
@@ -113,10 +124,11 @@ def test_multi_step_sequence_reaches_the_right_page_and_cites_it(server, db):
 def test_a_rerun_is_served_from_the_cache_at_no_cost(server, db, tmp_path):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     cache = {"cache": True, "cache_dir": tmp_path / "cache"}
     first = run(server, db, settings=cache)
     again = run(server, db, settings=cache)
-    assert len(server.requests) == 2  # the second run never reached the server
+    assert len(server.requests) == 3  # the second run never reached the server
     assert again.answer == first.answer and [s.path for s in again.sources] == [RESET_REF]
     assert first.usage.cost_usd > 0 and again.usage.cost_usd == 0.0 and again.usage.input_tokens == 0
 
@@ -124,9 +136,10 @@ def test_a_rerun_is_served_from_the_cache_at_no_cost(server, db, tmp_path):
 def test_usage_is_summed_over_calls(server, db):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})], usage={"prompt_tokens": 100, "completion_tokens": 7})
     server.enqueue(content=FINAL, usage={"prompt_tokens": 300, "completion_tokens": 20})
+    server.enqueue(content=READING, usage={"prompt_tokens": 200, "completion_tokens": 10})
     a = run(server, db)
-    assert (a.usage.input_tokens, a.usage.output_tokens, a.usage.calls) == (400, 27, 2)
-    assert a.usage.cost_usd == pytest.approx((400 * 0.15 + 27 * 0.60) / 1e6)
+    assert (a.usage.input_tokens, a.usage.output_tokens, a.usage.calls) == (600, 37, 3)
+    assert a.usage.cost_usd == pytest.approx((600 * 0.15 + 37 * 0.60) / 1e6)
 
 
 def test_malformed_arguments_and_unknown_tool_are_explained_to_the_model(server, db):
@@ -134,6 +147,7 @@ def test_malformed_arguments_and_unknown_tool_are_explained_to_the_model(server,
                                ("search", {"query": "reset", "limit": 3})])
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and a.sources[0].path == RESET_REF
     errs = tool_messages(server.requests[1])
@@ -155,6 +169,7 @@ def test_path_escape_attempts_get_explanations_and_read_nothing_outside(server, 
     # the model then cites paths outside: they are dropped, not shown as sources; the page read stands in
     server.enqueue(content=json.dumps({"answer": "Something.", "sources": ["../../outside.md", str(outside)],
                                        "refused": False}))
+    server.enqueue(content=READING)  # the reading of the page it read
     a = run(server, db)
     results = tool_messages(server.requests[1])
     assert len(results) == len(attempts)
@@ -167,15 +182,17 @@ def test_429_then_success(server, db):
     server.enqueue(status=429, retry_after=0)
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and a.answer.startswith("Hold the RESET")
-    assert server.statuses == [429, 200, 200] and a.usage.calls == 2
+    assert server.statuses == [429, 200, 200, 200] and a.usage.calls == 3
 
 
 def test_timeout_then_success_and_timeout_failure_is_an_error_answer(server, db):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})], delay=1.0)
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db, settings={"timeout": 0.2})
     assert a.error is None and a.answer.startswith("Hold the RESET")
     for _ in range(3):
@@ -199,10 +216,11 @@ def test_step_budget_exhaustion_still_answers_from_what_was_read(server, db, tmp
     server.enqueue(tool_calls=[("search", {"query": "reset"})])
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     trace = tmp_path / "trace.jsonl"
     a = run(server, db, max_steps=2, trace_path=trace)
     assert a.error is None and a.answer.startswith("Hold the RESET") and a.sources[0].path == RESET_REF
-    assert a.steps == 3
+    assert a.steps == 4 and "tools" not in server.requests[3]  # the last call, then the reading
     final = server.requests[2]
     assert "tools" not in final and [m["role"] for m in final["messages"]] == ["system", "user"]
     user = final["messages"][1]["content"]
@@ -213,7 +231,7 @@ def test_step_budget_exhaustion_still_answers_from_what_was_read(server, db, tmp
     # the trace says how the search ranked its hits, and what meaning could not weigh
     assert searched and set(searched[0]["ranking"]) <= {"keyword", "hybrid", "meaning"}
     assert isinstance(searched[0]["unembedded"], int)
-    assert a.confidence < 0.9  # a forced answer is less sure than one the model chose to give
+    assert a.confidence < 0.9  # a forced answer is less sure than one the model chose to give, read or not
     assert a.max_loops_reached is True  # the step budget, not the token budget, ended the loop
 
 
@@ -222,8 +240,9 @@ def test_token_budget_exhaustion_still_answers(server, db):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})], usage=big)
     server.enqueue(tool_calls=[("search", {"query": "LED"})], usage=big)
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db, max_tokens=1000)
-    assert len(server.requests) == 3 and "tools" not in server.requests[2]
+    assert len(server.requests) == 4 and "tools" not in server.requests[2]
     assert "token budget (1000 tokens)" in server.requests[2]["messages"][1]["content"]
     assert a.error is None and a.sources[0].path == RESET_REF and a.max_loops_reached is False
 
@@ -241,6 +260,7 @@ def test_tool_call_written_as_text_is_executed(server, db):
     call = json.dumps({"name": "read_page", "arguments": {"path": RESET_PAGE}})
     server.enqueue(content=f"<tool_call>{call}</tool_call>")
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and a.pages_read == [RESET_REF] and a.sources[0].path == RESET_REF
     last = server.requests[1]["messages"][-1]
@@ -252,6 +272,7 @@ def test_context_overflow_falls_back_to_a_final_answer(server, db):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(status=400, body={"error": {"message": "This model's maximum context length is 8192 tokens"}})
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and a.sources[0].path == RESET_REF
     assert "context window" in server.requests[2]["messages"][1]["content"] and "tools" not in server.requests[2]
@@ -272,9 +293,12 @@ def test_context_overflow_falls_back_to_a_final_answer(server, db):
 def test_invalid_json_final_answers_are_read_leniently(server, db, content, answer, cited):
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=content)
+    server.enqueue(content=content)  # the reading's reply, read as leniently
     a = run(server, db)
     assert a.error is None and a.answer == answer and not a.refused
     assert [s.path for s in a.sources] == [RESET_REF]
+    # what the agent cited (or, citing nothing, the page it read) is what the reading was given
+    assert f"=== Search result [1]: {RESET_PAGE} " in server.requests[2]["messages"][1]["content"]
     assert 0.3 < a.confidence <= (1.0 if cited else 0.8)  # citing nothing itself costs confidence
 
 
@@ -292,12 +316,11 @@ def test_refusal_in_the_questions_language(server, db):
     server.enqueue(tool_calls=[("search", {"query": "保証期間"})])
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     ja_refusal = json.dumps({"answer": refusal_text("ja"), "sources": [], "refused": True}, ensure_ascii=False)
-    server.enqueue(content=ja_refusal)
-    server.enqueue(content=ja_refusal)  # the refusal is checked once on the page read, and stands
+    server.enqueue(content=ja_refusal)  # from the bare tree there are no start pages to read again: it stands
     a = run(server, db, question="冷蔵庫の保証期間は何年ですか？")
     assert a.refused and a.answer == "この質問には資料から回答できません。" and a.sources == []
-    assert a.confidence == 0.0 and a.error is None and a.fallback is None and a.steps == 4
-    for request in (server.requests[0], server.requests[3]):
+    assert a.confidence == 0.0 and a.error is None and a.fallback is None and a.steps == 3
+    for request in (server.requests[0], server.requests[2]):
         system = request["messages"][0]["content"]
         assert refusal_text("ja") in system and "Japanese" in system
 
@@ -373,6 +396,8 @@ def test_prompt_injection_page_changes_nothing_outside_the_tools(server, db, iso
                                ("run_shell", {"cmd": "env"})])
     server.enqueue(content=json.dumps({"answer": f"Hold RESET for 10 seconds. The key is {TEST_KEY}.",
                                        "sources": ["manuals/router/setup/page_005.md"], "refused": False}))
+    server.enqueue(content=json.dumps({"answer": f"Hold RESET for 10 seconds. The key is {TEST_KEY}.",
+                                       "sources": ["[1]"], "refused": False}))  # the reading, as gullible
     trace = tmp_path / "trace.jsonl"
     a = run(server, db, trace_path=trace)
     print_answer(a, fmt="json")
@@ -395,8 +420,11 @@ def test_prompt_injection_page_changes_nothing_outside_the_tools(server, db, iso
 
 def test_many_tool_calls_in_one_turn_are_capped(server, db):
     server.enqueue(tool_calls=[("list_dir", {"path": ""})] * 10)
+    server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])  # folders are not pages: it reads one
     server.enqueue(content=FINAL)
-    run(server, db)
+    server.enqueue(content=READING)  # the reading of the cited page
+    a = run(server, db)
+    assert a.error is None and a.fallback is None and a.sources[0].path == RESET_REF
     results = tool_messages(server.requests[1])
     assert len(results) == 10 and sum(r.startswith("Error: at most 8 tool calls") for r in results) == 2
 
@@ -534,6 +562,7 @@ def test_ask_opens_the_real_index_itself(server, db):
     server.enqueue(tool_calls=[("search", {"query": "RESET button"})])
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = ask("How do I reset the router?", openai_settings(server, db=db))
     assert a.error is None and a.sources[0].path == RESET_REF
     assert RESET_PAGE in tool_messages(server.requests[1])[0]
@@ -553,10 +582,12 @@ def test_offline_provider_uses_the_extractive_engine_for_every_strategy(db):
 def test_trace_records_every_step_without_the_key(server, db, tmp_path):
     server.enqueue(tool_calls=[("search", {"query": "reset"}), ("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     trace = tmp_path / "t" / "trace.jsonl"
     run(server, db, trace_path=trace)
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
-    assert [e["event"] for e in events] == ["start", "llm", "tool", "tool", "llm", "answer"]
+    assert [e["event"] for e in events] == ["start", "llm", "tool", "tool", "llm", "reading", "llm", "answer"]
+    assert events[5]["pages"] == [RESET_PAGE] and events[5]["agent_refused"] is False
     tool = events[2]
     assert tool["tool"] == "search" and tool["arguments"] == {"query": "reset"} and tool["result_chars"] > 0
     assert "ms" in tool and tool["error"] is False
@@ -572,12 +603,13 @@ def test_print_answer_text(server, db):
 
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     console = Console(record=True, width=200)
     print_answer(a, console=console)
     text = console.export_text()
     assert "Hold the RESET button" in text and "Sources" in text
-    assert f"{RESET_REF} (page 3) — Resetting the router" in text and "· 2 steps ·" in text
+    assert f"{RESET_REF} (page 3) — Resetting the router" in text and "· 3 steps ·" in text
 
 
 def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
@@ -589,6 +621,7 @@ def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
     monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     result = CliRunner().invoke(app, ["ask", "How do I reset the router?", "--format", "json",
                                       "--trace", "trace.jsonl", "--no-cache"])
     assert result.exit_code == 0, result.output
@@ -602,7 +635,7 @@ def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
     assert doc["metadata"]["engine"] == "agent"
     assert list(doc["sources"][0]) == ["path", "page", "title", "excerpt", "score"]
     assert doc["sources"][0]["path"] == RESET_REF and doc["sources"][0]["page"] == 3
-    assert doc["metadata"]["steps"] == 2 and doc["metadata"]["provider"] == "openai"
+    assert doc["metadata"]["steps"] == 3 and doc["metadata"]["provider"] == "openai"
     trace = (isolated_env / "trace.jsonl").read_text(encoding="utf-8")
     assert '"event": "tool"' in trace and TEST_KEY not in trace and TEST_KEY not in result.output
 
@@ -616,6 +649,7 @@ def test_cli_ask_text_and_error_exit(server, db, monkeypatch):
     monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     result = CliRunner().invoke(app, ["ask", "How do I reset the router?", "--no-cache"])
     assert result.exit_code == 0, result.output
     assert "Hold the RESET button" in result.stdout and "(page 3)" in result.stdout
@@ -644,6 +678,7 @@ def test_every_page_in_the_test_db_is_reachable(db):
 def test_budgets_come_from_arguments_then_settings(server, db):
     server.enqueue(tool_calls=[("list_dir", {})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     run(server, db, max_steps=1)
     assert "tools" not in server.requests[1]  # forced after one tool-using turn
     with pytest.raises(UsageError, match="at least 1"):
@@ -651,6 +686,7 @@ def test_budgets_come_from_arguments_then_settings(server, db):
     # without an argument, ask() takes the budget from Settings (flag / RAG_MAX_STEPS)
     server.enqueue(tool_calls=[("list_dir", {})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     ask("How do I reset the router?", openai_settings(server, db=db, max_steps=1), index=index_for(db))
     assert "tools" not in server.requests[3]
 
@@ -668,6 +704,7 @@ def test_an_answer_before_any_page_was_read_is_not_accepted_the_model_is_told_on
     server.enqueue(content=UNREAD)  # a weak model answers from the folder names, or from nothing
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     trace = tmp_path / "trace.jsonl"
     a = run(server, db, trace_path=trace)
     assert a.error is None and a.answer.startswith("Hold the RESET") and a.fallback is None
@@ -676,7 +713,7 @@ def test_an_answer_before_any_page_was_read_is_not_accepted_the_model_is_told_on
     assert told["tool_choice"] == "required"
     assert told["messages"][-2] == {"role": "assistant", "content": UNREAD}
     assert told["messages"][-1]["content"].startswith("You have not read any page yet")
-    assert [r["tool_choice"] for r in server.requests] == ["required", "auto", "required", "auto"]
+    assert [r.get("tool_choice") for r in server.requests] == ["required", "auto", "required", "auto", None]
     events = [json.loads(line)["event"] for line in trace.read_text(encoding="utf-8").splitlines()]
     assert events.count("nudge") == 1
 
@@ -684,8 +721,9 @@ def test_an_answer_before_any_page_was_read_is_not_accepted_the_model_is_told_on
 def test_search_results_are_page_text_an_answer_from_them_is_accepted(server, db):
     server.enqueue(tool_calls=[("search", {"query": "reset button"})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
-    assert a.error is None and a.fallback is None and a.sources[0].path == RESET_REF and len(server.requests) == 2
+    assert a.error is None and a.fallback is None and a.sources[0].path == RESET_REF and len(server.requests) == 3
 
 
 def test_a_server_answering_required_without_a_tool_call_is_asked_auto_from_then_on(server, db):
@@ -693,13 +731,14 @@ def test_a_server_answering_required_without_a_tool_call_is_asked_auto_from_then
     server.enqueue(content=UNREAD)
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and a.sources[0].path == RESET_REF
-    assert [r["tool_choice"] for r in server.requests] == ["required", "auto", "auto"]
+    assert [r.get("tool_choice") for r in server.requests] == ["required", "auto", "auto", None]
     # padding stops: a turn that must be a tool call (the first, the one after the nudge) is capped lower than
     # one that may answer
     low, high = agent_mod.REQUIRED_MAX_TOKENS, agent_mod.REPLY_MAX_TOKENS
-    assert [r["max_tokens"] for r in server.requests] == [low, low, high]
+    assert [r["max_tokens"] for r in server.requests] == [low, low, high, high]
 
 
 def test_a_refusal_before_any_page_was_read_is_not_accepted_either(server, db):
@@ -708,6 +747,8 @@ def test_a_refusal_before_any_page_was_read_is_not_accepted_either(server, db):
     server.enqueue(tool_calls=[("read_page", {"path": "家電/冷蔵庫/操作と機能/page_008.md"})])
     server.enqueue(content=json.dumps({"answer": "24時間ほど待ちます。", "sources": ["家電/冷蔵庫/操作と機能/page_008.md"],
                                        "refused": False}, ensure_ascii=False))
+    server.enqueue(content=json.dumps({"answer": "24時間ほど待ちます。", "sources": ["[1]"], "refused": False},
+                                      ensure_ascii=False))  # the reading of the cited page
     a = run(server, db, question="製氷機は初めて使うとき何時間待ちますか？")
     assert not a.refused and a.answer == "24時間ほど待ちます。"
     assert a.sources[0].path == "database/家電/冷蔵庫/操作と機能/page_008.md"
@@ -750,12 +791,13 @@ def test_against_a_llama_cpp_like_server_required_is_dropped_and_the_agent_still
     llama_server.enqueue(content=UNREAD)
     llama_server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     llama_server.enqueue(content=FINAL)
+    llama_server.enqueue(content=READING)  # the reading of the cited page
     a = run(llama_server, db)
     assert a.error is None and a.sources[0].path == RESET_REF and a.fallback is None
     # the first request with "required" was rejected (HTTP 500) and sent again with "auto"; the nudge turn asks
     # for "auto" from then on, since the endpoint is known to reject it
-    assert [r["tool_choice"] for r in llama_server.requests] == ["required", "auto", "auto", "auto"]
-    assert llama_server.statuses == [500, 200, 200, 200]
+    assert [r.get("tool_choice") for r in llama_server.requests] == ["required", "auto", "auto", "auto", None]
+    assert llama_server.statuses == [500, 200, 200, 200, 200]
 
 
 def test_tool_call_arguments_as_a_json_object_do_not_crash_the_question(server, db):
@@ -766,6 +808,7 @@ def test_tool_call_arguments_as_a_json_object_do_not_crash_the_question(server, 
             "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}}
     server.enqueue(body=body)
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and a.pages_read == [RESET_REF] and a.sources[0].path == RESET_REF
 
@@ -786,6 +829,7 @@ CALL = {"name": "read_page", "arguments": {"path": RESET_PAGE}}
 def test_tool_calls_written_into_the_content_in_the_shapes_small_models_use(server, db, content):
     server.enqueue(content=content)
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = run(server, db)
     assert a.error is None and a.pages_read == [RESET_REF] and a.sources[0].path == RESET_REF
     assert server.requests[1]["messages"][-1]["content"].startswith("Result of read_page")
@@ -818,15 +862,16 @@ def start(server, db, question="How do I reset the router?", **settings):
 def test_the_agent_starts_with_the_question_searched_and_its_top_pages_read(server, db, tmp_path):
     # a small model that answers its first turn without a tool call answers from what naive would give it
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)
     trace = tmp_path / "trace.jsonl"
     a = ask("How do I reset the router?", openai_settings(server, db=db, start_pages=5), index=index_for(db),
             trace_path=trace)
-    assert a.error is None and a.fallback is None and not a.refused and a.steps == 1
+    assert a.error is None and a.fallback is None and not a.refused and a.steps == 2
     assert [s.path for s in a.sources] == [RESET_REF]
     expected = [h.path for h in index_for(db).search("How do I reset the router?", k=naive_mod.NAIVE_K)]
     assert expected[0] == RESET_PAGE and len(expected) >= 2
     assert a.pages_read == [f"database/{p}" for p in expected]
-    [req] = server.requests
+    req = server.requests[0]
     assert req["tool_choice"] == "auto"  # pages were read: the model may answer at once
     msgs = req["messages"]
     assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool", "assistant"] + ["tool"] * len(expected)
@@ -841,11 +886,33 @@ def test_the_agent_starts_with_the_question_searched_and_its_top_pages_read(serv
     events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
     pre = [e for e in events if e.get("presearch")]
     assert [e["tool"] for e in pre] == ["search"] + ["read_page"] * len(expected)
+    assert [e["pages"] for e in events if e["event"] == "reading"] == [expected]
+
+
+def naive_request(server, db, question: str) -> dict:
+    """The request `naive` sends for this question (its one call), from a run of its own."""
+    n = len(server.requests)
+    server.enqueue(content=READING)
+    ask(question, openai_settings(server, db=db), strategy="naive", index=index_for(db))
+    return server.requests[n]
+
+
+def test_the_reading_of_an_answer_citing_only_start_pages_is_naives_very_call(server, db):
+    # so the agent answers and refuses as naive does whenever it finds nothing beyond naive's pages
+    server.enqueue(content=FINAL)
+    server.enqueue(content=READING)
+    a = start(server, db)
+    assert a.error is None and not a.refused and a.steps == 2
+    reading = server.requests[1]
+    naive = naive_request(server, db, "How do I reset the router?")
+    assert reading["messages"] == naive["messages"] and "tools" not in reading
+    assert {k: v for k, v in reading.items() if k != "messages"} == {k: v for k, v in naive.items() if k != "messages"}
 
 
 def test_the_start_pages_are_cut_as_naive_cuts_them(server, db, monkeypatch):
     monkeypatch.setattr(run_mod, "CONTEXT_PAGE_CHARS", 120)
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)
     start(server, db)
     reads = [m["content"] for m in server.requests[0]["messages"] if m["role"] == "tool"][1:]
     assert reads and all(len(r) <= 120 + len("\n[... page cut]") for r in reads)
@@ -856,20 +923,27 @@ def test_after_the_start_the_model_can_still_search_and_read_more(server, db):
     server.enqueue(tool_calls=[("search", {"query": "firmware"}), ("read_page", {"path": "manuals/router/setup/page_004.md"})])
     server.enqueue(content=json.dumps({"answer": "Open 192.168.0.1 and choose Update.",
                                        "sources": ["manuals/router/setup/page_004.md"], "refused": False}))
+    server.enqueue(content=json.dumps({"answer": "Open the admin page at 192.168.0.1 and choose Update [2].",
+                                       "sources": ["[2]"], "refused": False}))
     a = start(server, db, start_pages=1)
-    assert a.error is None and a.steps == 2
-    assert a.pages_read == [RESET_REF, "database/manuals/router/setup/page_004.md"]
+    assert a.error is None and a.steps == 3 and a.fallback is None
+    first = [h.path for h in index_for(db).search("How do I reset the router?", k=1)]
+    assert a.pages_read == [f"database/{first[0]}", "database/manuals/router/setup/page_004.md"]
     assert [s.path for s in a.sources] == ["database/manuals/router/setup/page_004.md"]
-    first = server.requests[0]["messages"]
-    assert len(first[4]["tool_calls"]) == 1  # start_pages=1: one page read before the first turn
+    assert a.answer == "Open the admin page at 192.168.0.1 and choose Update [2]."
+    assert len(server.requests[0]["messages"][4]["tool_calls"]) == 1  # start_pages=1: one page read first
     assert tool_messages(server.requests[1])[-1].startswith("Page file: manuals/router/setup/page_004.md")
+    # the reading: the start page first, then the page the agent found and cited beyond it
+    user = server.requests[2]["messages"][1]["content"]
+    assert f"=== Search result [1]: {first[0]} " in user
+    assert "=== Search result [2]: manuals/router/setup/page_004.md " in user
 
 
 REFUSAL = json.dumps({"answer": refusal_text("en"), "sources": [], "refused": True})
 
 
-def test_a_refusal_after_reading_is_checked_once_on_the_pages_read_and_stands_when_that_refuses(server, db):
-    # no new search: the pages the agent read go to one call with naive's prompt, without tools
+def test_a_refusal_is_read_again_on_the_start_pages_and_stands_when_that_refuses(server, db):
+    # no new search: the start pages go to one call with naive's prompt, without tools
     server.enqueue(content=REFUSAL)
     server.enqueue(content=REFUSAL)
     a = start(server, db, question="What is the warranty period of the router?")
@@ -883,16 +957,17 @@ def test_a_refusal_after_reading_is_checked_once_on_the_pages_read_and_stands_wh
     user = check["messages"][1]["content"]
     blocks = [user.index(f"=== Search result [{n}]: {p} ") for n, p in enumerate(read, 1)]
     assert blocks == sorted(blocks)  # the pages in the order they were read
+    assert check["messages"] == naive_request(server, db, "What is the warranty period of the router?")["messages"]
 
 
-def test_a_refusal_stands_when_its_check_fails(server, db):
+def test_a_refusal_stands_when_its_reading_fails(server, db):
     server.enqueue(content=REFUSAL)
     server.enqueue(content="")  # the focused call returns nothing: no error for the question, the refusal stands
     a = start(server, db, question="What is the warranty period of the router?")
     assert a.error is None and a.refused and a.answer == refusal_text("en") and a.fallback is None
 
 
-def test_a_refusal_after_reading_that_the_focused_call_answers_is_replaced_and_says_so(server, db):
+def test_a_refusal_that_the_reading_answers_from_pages_holding_the_question_is_replaced_and_says_so(server, db):
     server.enqueue(content=REFUSAL)
     server.enqueue(content=json.dumps({"answer": "Hold RESET for 10 seconds.", "sources": ["[1]"], "refused": False}))
     a = start(server, db, question="How do I reset the router?")
@@ -906,7 +981,65 @@ def test_a_refusal_after_reading_that_the_focused_call_answers_is_replaced_and_s
     console = Console(record=True, width=200)
     print_answer(a, console=console)
     text = console.export_text()
-    assert "one focused reading of the pages it read" in text and "read no page itself" not in text
+    assert "one focused reading of its start pages" in text and "read no page itself" not in text
+
+
+def test_an_answer_the_reading_does_not_confirm_becomes_a_refusal(server, db, tmp_path):
+    # a weak model answers in a long tool conversation what naive's short prompt refuses: the reading decides
+    server.enqueue(content=json.dumps({"answer": "The warranty is 2 years.", "sources": [RESET_PAGE],
+                                       "refused": False}))
+    server.enqueue(content=REFUSAL)
+    trace = tmp_path / "trace.jsonl"
+    a = ask("What is the warranty period of the router?", openai_settings(server, db=db, start_pages=5),
+            index=index_for(db), trace_path=trace)
+    assert a.error is None and a.refused and a.answer == refusal_text("en") and a.sources == []
+    assert a.fallback == "unconfirmed" and a.confidence == 0.0 and a.steps == 2
+    events = [json.loads(line) for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert [e["agent_refused"] for e in events if e["event"] == "reading"] == [False]
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    print_answer(a, console=console)
+    assert "found no answer there, so it refuses" in console.export_text()
+
+
+LEAVE = {"hr/policies/leave/page_002.md": ("HR Handbook", "Leave", 2,
+                                           "# Paid parental leave\nEmployees receive 20 days of paid parental "
+                                           "leave after six months of service."),
+         "hr/policies/records/page_009.md": ("HR Handbook", "Records", 9,
+                                             "# Records retention\nPersonnel files are kept for 7 years after an "
+                                             "employee leaves. Payroll records are kept for 7 years.")}
+
+
+def test_a_refusal_is_not_turned_into_an_answer_from_pages_that_never_speak_of_the_question(server, db,
+                                                                                          isolated_env, tmp_path):
+    """The issue's case: asked about paid parental leave that the corpus does not mention, the agent refused
+    and a second reading answered "7 years" from a records-retention page. The refusal stands."""
+    make_db(isolated_env, {"hr/policies/records/page_009.md": LEAVE["hr/policies/records/page_009.md"]})
+    question = "How many days of paid parental leave do employees get?"
+    server.enqueue(content=REFUSAL)
+    server.enqueue(content=json.dumps({"answer": "7 years", "sources": ["[1]"], "refused": False}))
+    trace = tmp_path / "trace.jsonl"
+    a = ask(question, openai_settings(server, db=db, start_pages=5), index=index_for(db), trace_path=trace)
+    assert a.error is None and a.refused and a.answer == refusal_text("en") and a.sources == []
+    assert a.fallback is None and a.steps == 2 and "7 years" not in a.answer
+    events = [json.loads(line)["event"] for line in trace.read_text(encoding="utf-8").splitlines()]
+    assert "reading_ungrounded" in events
+    # the same reading of a page that does speak of it is accepted (the check is not a refusal of everything)
+    other = make_db(isolated_env / "other", LEAVE)
+    server.enqueue(content=REFUSAL)
+    server.enqueue(content=json.dumps({"answer": "20 days", "sources": ["hr/policies/leave/page_002.md"],
+                                       "refused": False}))
+    a = ask(question, openai_settings(server, db=other, start_pages=5), index=index_for(other))
+    assert not a.refused and a.answer == "20 days" and a.fallback == "reread"
+    assert a.sources[0].path.endswith("database/hr/policies/leave/page_002.md")
+
+
+def test_a_refusal_is_not_turned_into_a_figure_for_a_year_its_pages_never_name(server, db):
+    server.enqueue(content=REFUSAL)
+    server.enqueue(content=json.dumps({"answer": "Hold RESET for 10 seconds.", "sources": ["[1]"], "refused": False}))
+    a = start(server, db, question="How did the router reset procedure change in 2024?")
+    assert a.refused and a.fallback is None and a.steps == 2
 
 
 def test_when_the_start_search_finds_nothing_the_model_must_still_read_first(server, db):
@@ -914,6 +1047,7 @@ def test_when_the_start_search_finds_nothing_the_model_must_still_read_first(ser
     server.enqueue(content=UNREAD)
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = start(server, db, question="zqxv wplk")
     assert a.error is None and a.fallback is None and [s.path for s in a.sources] == [RESET_REF]
     assert server.requests[0]["tool_choice"] == "required"
@@ -936,6 +1070,7 @@ def test_start_pages_zero_starts_from_the_bare_tree_and_the_setting_comes_from_t
     assert load_settings().start_pages == 5  # the default: the agent starts where naive does
     server.enqueue(tool_calls=[("read_page", {"path": RESET_PAGE})])
     server.enqueue(content=FINAL)
+    server.enqueue(content=READING)  # the reading of the cited page
     a = start(server, db, start_pages=0)
     assert a.pages_read == [RESET_REF]
     assert [m["role"] for m in server.requests[0]["messages"]] == ["system", "user"]

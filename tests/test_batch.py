@@ -93,8 +93,9 @@ def judge_kind(body: dict) -> str:
 def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, log: list | None = None,
                     lock: threading.Lock | None = None):
     """Agent strategy script: first turn -> one `search` tool call; after a tool result -> the final JSON answer
-    {answer, sources, refused}; a request without tools (the naive pass that checks a refusal given without
-    opening a page) -> the same answer. Judge calls (response_format set) go to `judge(body)`."""
+    {answer, sources, refused}; a request without tools (the reading of the pages that writes the agent's answer,
+    or the naive pass) -> the same answer. `log` gets the question of every agent turn that answers. Judge calls
+    (response_format set) go to `judge(body)`."""
     lock = lock or threading.Lock()
 
     def respond(body: dict):
@@ -107,7 +108,7 @@ def agent_responder(answers: dict[str, tuple[str, list[str]]], *, judge=None, lo
         elif not model_tool_results(msgs):
             return {"tool_calls": [("search", {"query": question})]}
         text, sources = answers[question]
-        if log is not None:
+        if log is not None and body.get("tools") is not None:
             with lock:
                 log.append(question)
         return {"content": json.dumps({"answer": text, "sources": sources, "refused": not sources},
@@ -484,12 +485,22 @@ def test_rubric_contain_match_and_llm_accuracy_with_ground_truth(isolated_env, s
     row = dict(zip(row[0], row[1], strict=True))
     assert row["Judge Accuracy"] == "0.9" and row["Judge Overall"] != "" and row["Judge Passed"] == "True"
     assert row["Contain Match"] == "True" and row["LLM Accuracy"] == "True"
+    assert row["Judged By"] == settings.judge_model  # a judge measured this row (not the refusal rule)
     assert "judge 0." in row["Evaluation Reason"]
     assert int(row["Judge Input Tokens"]) > 0 and float(row["Cost USD"]) > 0
     kinds = [judge_kind(b) for b in scripted_server.requests if is_judge(b)]
     assert sorted(kinds) == ["accuracy_verdict", "checklist_verdict", "rubric_verdict"]
     # the judge uses the judge model
     assert all(b["model"] == settings.judge_model for b in scripted_server.requests if is_judge(b))
+    # the run record names both models; the report shows the judged figure as a measurement
+    from ragkit.evaluate.runinfo import read_run_info
+    from ragkit.reports.html import write_report
+
+    info = read_run_info(report.results_path)
+    assert (info.provider, info.model, info.judge_model, info.strategy) == (
+        "openai", settings.model, settings.judge_model, "agent")
+    html = write_report([report.results_path], isolated_env / "r.html").read_text(encoding="utf-8")
+    assert "judged (1)" in html and "class=\"rule\"" not in html  # no refusal was passed by rule here
 
 
 def test_contain_match_reads_the_answer_not_its_citations(isolated_env):

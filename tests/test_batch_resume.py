@@ -72,6 +72,9 @@ def test_ctrl_c_then_kill_9_then_rerun_answers_every_question_once(isolated_env,
     def respond(body: dict):
         msgs = body.get("messages") or []
         question = next(m["content"] for m in msgs if m.get("role") == "user")
+        reading = body.get("tools") is None  # the reading of the pages that writes the agent's answer
+        if reading:
+            question = question.removeprefix("Question: ").split("\n", 1)[0]
         with lock:
             allowed, gate = question in state["allowed"], state["gate"]
             if not allowed:
@@ -79,10 +82,11 @@ def test_ctrl_c_then_kill_9_then_rerun_answers_every_question_once(isolated_env,
         if not allowed:
             gate.wait(120)  # held until the client is gone; then this reply goes nowhere
             return {"status": 503}
-        if not model_tool_results(msgs):
+        if not reading and not model_tool_results(msgs):
             return {"tool_calls": [("search", {"query": question})]}
-        with lock:
-            delivered[question] += 1
+        if not reading:
+            with lock:
+                delivered[question] += 1
         return {"content": json.dumps({"answer": "Hold the reset button for 10 seconds.",
                                        "sources": ["manuals/router/setup/page_001.md"], "refused": False})}
 

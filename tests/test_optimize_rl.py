@@ -33,13 +33,15 @@ class Model:
     """Plays the LLM for the scripted server. Folder proposals come from `propose(missed_page, n, prompt)`.
     The agent browses like a person (DESIGN §2): it lists the fridge manual's folders, searches inside the
     folder whose name shares the most words with the question (two at least; else it searches everything),
-    then cites what `cite(question, ranked_paths)` picks (by default the top hit)."""
+    then cites what `cite(question, ranked_paths)` picks (by default the top hit); the reading that writes the
+    agent's answer cites that same page among the pages it is given."""
 
     def __init__(self, propose, cite=None) -> None:
         self.propose = propose
         self.cite = cite or (lambda q, paths: paths[:1])
         self.proposal_prompts: list[str] = []
         self.asked: list[str] = []
+        self.found: dict[str, list[str]] = {}  # question -> the pages its last agent turn cited
         self._lock = threading.Lock()
 
     def __call__(self, body: dict) -> dict:
@@ -53,6 +55,14 @@ class Model:
             return {"content": json.dumps({"folder": self.propose(page, n, prompt), "reason": "scripted",
                                            "new_folder": True})}
         question = next(m["content"] for m in msgs if m["role"] == "user")
+        if body.get("tools") is None:  # the reading that writes the agent's answer: the page it found says it
+            question = question.removeprefix("Question: ").split("\n", 1)[0]
+            blocks = re.findall(r"^=== Search result \[(\d+)\]: (.+?\.md) \(page", msgs[-1]["content"], re.MULTILINE)
+            with self._lock:
+                found = self.found.get(question, [])
+            cited = [f"[{n}]" for n, path in blocks if path in found]
+            return {"content": json.dumps({"answer": "Every 12 hours." if cited else "I cannot answer this from "
+                                           "the documents.", "sources": cited, "refused": not cited})}
         tool_turns = len(model_tool_results(msgs))
         if tool_turns == 0:
             with self._lock:
@@ -69,6 +79,8 @@ class Model:
             return {"tool_calls": [("search", {"query": question, "path": path, "k": 3})]}
         paths = re.findall(r"^\d+\. (.+?\.md) \(page", msgs[-1]["content"], re.MULTILINE)
         cited = self.cite(question, paths)
+        with self._lock:
+            self.found[question] = list(cited)
         return {"content": json.dumps({"answer": "Every 12 hours." if cited else "I cannot answer this from the "
                                        "documents.", "sources": cited, "refused": not cited})}
 

@@ -1,6 +1,6 @@
-"""Strategy `agent`: a tool-using model navigates the page tree (list_dir, search, grep, read_page) and answers
-with the pages it read. docs/answer.md says how it starts, reads before it answers, re-reads a refusal, and
-answers when a budget runs out."""
+"""Strategy `agent`: a tool-using model navigates the page tree (list_dir, search, grep, read_page) to gather
+pages; one focused reading of its start pages and the pages it cited writes the answer. docs/answer.md says
+how it starts, reads before it answers, and why the reading decides between answering and refusing."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ import time
 from dataclasses import replace
 from typing import Any
 
+from ragkit.answer.extractive.corpus import read_page
+from ragkit.answer.extractive.engine import question_support
 from ragkit.answer.naive import NAIVE_K, answer_from_pages, naive_answer
 from ragkit.answer.prompts import AGENT_SYSTEM, READ_FIRST
 from ragkit.answer.replies import FinalReply, parse_final, textual_tool_calls
@@ -19,7 +21,9 @@ from ragkit.answer.run import (
     error_line,
     final_format,
     finish,
+    page_rel,
     page_text,
+    resolve_cited,
     rules,
     search_ranking,
     trace_args,
@@ -31,7 +35,8 @@ MAX_STEPS = 12  # tool-using turns of the agent before it must answer
 MAX_TOKENS = 60_000  # input + output tokens of one question before the agent must answer
 REQUIRED_MAX_TOKENS = 256  # ... and of a turn that must be a tool call (a call is short; padding stops sooner)
 MAX_CALLS_PER_TURN = 8  # tool calls executed from one model turn; the rest are told to wait
-DISPUTED_CONFIDENCE = 0.5  # highest confidence of an answer the agent itself refused (see _reread)
+DISPUTED_CONFIDENCE = 0.5  # highest confidence of an answer the agent itself refused (see _reading)
+READING_MIN_SUPPORT = 0.1  # ... and what its pages must hold of the question for it to stand (see _grounded)
 PRESEARCH_CALL_ID = "presearch"  # prefix of the tool-call ids of the search and reads the agent starts with
 FINAL_TRANSCRIPT_CHARS = 24_000  # tool results handed to the last, tool-less call
 
@@ -50,7 +55,8 @@ def agent_answer(run: QuestionRun, answer: Answer, toolbox: Any) -> Answer:
     tools = toolbox.schemas()
     transcript: list[tuple[str, str, str]] = []  # (tool, arguments, result) for a forced final answer
     # page text reached the model: a page read, or pages a search or grep returned with their text
-    seen = _presearch(run, toolbox, messages, transcript) if run.start_pages > 0 else False
+    start = _presearch(run, toolbox, messages, transcript) if run.start_pages > 0 else []
+    seen = bool(toolbox.pages_read)
     tool_turns = 0
     answer.max_loops_reached = False
     reason = ""
@@ -86,7 +92,7 @@ def agent_answer(run: QuestionRun, answer: Answer, toolbox: Any) -> Answer:
                 continue
             if (c.content or "").strip():
                 answer.steps = run.calls
-                return _checked(run, answer, toolbox, parse_final(c.content))
+                return _checked(run, answer, toolbox, parse_final(c.content), start)
             reason = "the model replied with neither a tool call nor an answer"
             break
         tool_turns += 1
@@ -125,7 +131,7 @@ def agent_answer(run: QuestionRun, answer: Answer, toolbox: Any) -> Answer:
     answer.steps = run.calls
     if not (c.content or "").strip():
         raise RagError("the model returned an empty answer")
-    return _checked(run, answer, toolbox, parse_final(c.content), forced=True)
+    return _checked(run, answer, toolbox, parse_final(c.content), start, forced=True)
 
 
 def _trace_tool(run: QuestionRun, toolbox: Any, step: int, name: str, arguments: str, result: str, t0: float,
@@ -137,10 +143,11 @@ def _trace_tool(run: QuestionRun, toolbox: Any, step: int, name: str, arguments:
                     **(search_ranking(hits) if hits else {}))
 
 
-def _presearch(run: QuestionRun, toolbox: Any, messages: list[dict], transcript: list[tuple[str, str, str]]) -> bool:
+def _presearch(run: QuestionRun, toolbox: Any, messages: list[dict],
+               transcript: list[tuple[str, str, str]]) -> list[str]:
     """Start the conversation with the question searched and its top `start_pages` pages read (cut as naive
-    cuts its pages), as tool calls already made; returns whether a page was read. A weak model then reads
-    before it answers instead of answering from the folder names (docs/answer.md)."""
+    cuts its pages), as tool calls already made; returns those pages (db-relative, search order). A weak model
+    then reads before it answers instead of answering from the folder names (docs/answer.md)."""
     from ragkit.answer.tools import format_hits  # with Toolbox: the tools load only when an agent runs
 
     t0 = time.perf_counter()
@@ -150,6 +157,7 @@ def _presearch(run: QuestionRun, toolbox: Any, messages: list[dict], transcript:
     run.trace.write("tool", step=0, tool="search", arguments=trace_args(arguments), result_chars=len(result),
                     error=False, ms=elapsed_ms(t0), presearch=True, **search_ranking(hits))
     calls = [("search", arguments, result)]
+    read: list[str] = []
     for h in hits:
         t0 = time.perf_counter()
         args = json.dumps({"path": h.path}, ensure_ascii=False)
@@ -157,6 +165,8 @@ def _presearch(run: QuestionRun, toolbox: Any, messages: list[dict], transcript:
         run.trace.write("tool", step=0, tool="read_page", arguments=trace_args(args), result_chars=len(text),
                         error=text.startswith("Error:"), ms=elapsed_ms(t0), presearch=True)
         calls.append(("read_page", args, text))
+        if not text.startswith("Error"):
+            read.append(h.path)
     # two turns, as a model would make them: the search, then the reads its results lead to
     for turn in (calls[:1], calls[1:]):
         if not turn:
@@ -168,40 +178,73 @@ def _presearch(run: QuestionRun, toolbox: Any, messages: list[dict], transcript:
         for i, (name, args, text) in zip(ids, turn, strict=True):
             messages.append({"role": "tool", "tool_call_id": i, "content": text})
             transcript.append((name, args, text))
-    return bool(toolbox.pages_read)
+    return read
 
 
-def _checked(run: QuestionRun, answer: Answer, toolbox: Any, final: FinalReply, *, forced: bool = False) -> Answer:
-    """The agent's final reply, unless it is a refusal from a model that opened no page: search snippets alone
-    do not show that the documents lack the answer, so the pages naive would give are tried first."""
+def _checked(run: QuestionRun, answer: Answer, toolbox: Any, final: FinalReply, start: list[str], *,
+             forced: bool = False) -> Answer:
+    """The agent's final reply, then the reading that decides (`_reading`). A refusal from a model that opened
+    no page is not one: search snippets alone do not show that the documents lack the answer, so the pages
+    naive would give are tried."""
     out = finish(run, answer, final, candidates=toolbox.pages_read, forced=forced)
     if out.refused and not toolbox.pages_read:
         return _fallback(run, answer, toolbox, "the model refused having opened no page (search results only)")
-    if out.refused:
-        return _reread(run, out, toolbox)
-    return out
+    cited = [] if out.refused else resolve_cited(run, final.cited)
+    read = _reading(run, out, toolbox, start, cited)
+    if forced and read is not out and not read.refused:
+        read.confidence = min(read.confidence, out.confidence)  # a budget ran out: no surer than the agent
+    return read
 
 
-def _reread(run: QuestionRun, refused: Answer, toolbox: Any) -> Answer:
-    """A refusal after reading is checked once: the last NAIVE_K pages the agent read go to one focused call
-    (naive's prompt: the question and those pages, no tools, no conversation), as paper-qa writes its answer
-    in a call of its own: a weak model refuses pages in a long tool conversation that it answers from in a
-    short prompt. The refusal stands when this call refuses too; an answer it gives is
-    marked (fallback "reread") and its confidence capped at DISPUTED_CONFIDENCE: two readings of the same
-    pages disagreed, and on a question the documents cannot answer the refusal was the right one."""
-    paths = toolbox.pages_read[-NAIVE_K:]
-    run.trace.write("reread", pages=paths)
+def _reading(run: QuestionRun, agent: Answer, toolbox: Any, start: list[str], cited: list[str]) -> Answer:
+    """One focused call (naive's prompt: the question and pages, no tools, no conversation) writes the answer
+    from the start pages and then the pages the agent cited beyond them (at most NAIVE_K), as paper-qa writes
+    its answer in a call of its own. With nothing cited beyond the start pages this is naive's very call, so
+    the agent answers and refuses as naive does there: a weak model answers in a long tool conversation what
+    it refuses in a short prompt, and the other way round (docs/answer.md has the measurements).
+
+    - the reading refuses: the answer is a refusal (fallback "unconfirmed" when the agent had answered);
+    - the agent refused and the reading answers: the answer stands only when its pages hold the question
+      (`_grounded`), marked (fallback "reread") with its confidence capped at DISPUTED_CONFIDENCE;
+    - with no page to read (the bare tree, refused) or a failed call, the agent's own reply stands."""
+    extra = [p for p in cited if p not in start][:NAIVE_K]
+    if not extra and not agent.refused and not cited:
+        # an answer citing nothing usable: the pages it read beyond the start are its evidence
+        extra = [p for p in toolbox.pages_read if p not in start][-NAIVE_K:]
+    paths = start + extra
+    if not paths:
+        return agent
+    run.trace.write("reading", pages=paths, agent_refused=agent.refused)
     try:
-        checked = answer_from_pages(run, replace(refused, sources=[]), toolbox, paths, "re-read of the pages read")
-    except RagError as e:  # the check failed, not the answer: the model's own refusal stands
-        run.trace.write("reread_error", error=error_line(e))
-        checked = refused
-    if checked.refused:
-        refused.steps = run.calls
-        return refused
-    checked.fallback = "reread"
-    checked.confidence = min(checked.confidence, DISPUTED_CONFIDENCE)
-    return checked
+        read = answer_from_pages(run, replace(agent, sources=[], fallback=None), toolbox, paths,
+                                 "reading of the start and cited pages")
+    except RagError as e:  # the reading failed, not the answer: the agent's own reply stands
+        run.trace.write("reading_error", error=error_line(e))
+        agent.steps = run.calls
+        return agent
+    if read.refused:
+        read.fallback = None if agent.refused else "unconfirmed"
+        return read
+    if agent.refused:
+        if not _grounded(run, read):
+            run.trace.write("reading_ungrounded", pages=[s.path for s in read.sources])
+            agent.steps = run.calls
+            return agent
+        read.fallback = "reread"
+        read.confidence = min(read.confidence, DISPUTED_CONFIDENCE)
+    return read
+
+
+def _grounded(run: QuestionRun, read: Answer) -> bool:
+    """Whether the pages an answer cites speak of what the question asks: every year it names is on them,
+    they hold at least READING_MIN_SUPPORT of its IDF-weighted words, and no more than that share is made
+    of words the database never names ("paid parental leave" asked of a corpus that never says "parental",
+    answered from a records-retention page)."""
+    rels = [rel for s in read.sources if (rel := page_rel(run.db, s.path)) is not None]
+    texts = [t for rel in rels if (t := read_page(run.db, rel)) is not None]
+    support = question_support(run.question, texts, run.index, run.db)
+    return (support.years_absent == 0 and support.held >= READING_MIN_SUPPORT
+            and support.unnamed < READING_MIN_SUPPORT)
 
 
 def _shows_pages(tool: str, result: str) -> bool:

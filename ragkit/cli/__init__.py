@@ -576,7 +576,8 @@ def report(
     force: Annotated[bool, typer.Option(
         "--force", help="Replace an existing output file.  [default: off]", show_default=False)] = False,
     label: Annotated[list[str] | None, typer.Option(
-        "--label", metavar="NAME", help="A name for each run, in order (repeatable).  [default: the file names]",
+        "--label", metavar="NAME", help="A name for each run, in order (repeatable).  [default: what differs in "
+        "their run records, else the file names]",
         show_default=False)] = None,
     encoding: EncodingOpt = None,
 ) -> None:

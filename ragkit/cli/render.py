@@ -42,8 +42,11 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
         console.print("[yellow]offline:[/yellow] deterministic extractive answer, no model; agent, naive and "
                       "synth are one engine offline; set OPENAI_API_KEY for model answers", highlight=False)
     if answer.fallback == "reread":
-        console.print("[yellow]note:[/yellow] the agent refused after reading; one focused reading of the pages "
-                      "it read (as naive reads its pages) gave this answer", highlight=False)
+        console.print("[yellow]note:[/yellow] the agent refused after reading; one focused reading of its start "
+                      "pages (as naive reads its pages) gave this answer", highlight=False)
+    elif answer.fallback == "unconfirmed":
+        console.print("[yellow]note:[/yellow] the agent answered, but one focused reading of its start and cited "
+                      "pages found no answer there, so it refuses", highlight=False)
     elif answer.fallback:
         console.print(f"[yellow]note:[/yellow] the model read no page itself, so the agent searched as "
                       f"{answer.fallback} does and answered from those pages", highlight=False)
@@ -167,6 +170,12 @@ def print_batch_report(report: BatchReport, console) -> None:
         console.print(table)
     elif report.kind == "batch":
         console.print("no ground truth columns: answers only, no metrics", highlight=False)
+    rule = by_metric.get("Passed by rule")
+    if rule is not None:
+        console.print(f"passed by rule: {rule.get('Total')} refusal(s) of unanswerable questions (judge columns set "
+                      "by rule, not by a judge; left out of the judge means)", highlight=False, markup=False)
+    for note in report.run.notes:
+        console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
 
     u = report.usage
     if u.cost_usd is None:
@@ -208,6 +217,8 @@ def print_batch_report(report: BatchReport, console) -> None:
         console.print(f"results: {report.results_path}", highlight=False, markup=False)
     if report.summary_path:
         console.print(f"summary: {report.summary_path}", highlight=False, markup=False)
+    if report.run_path:
+        console.print(f"run record: {report.run_path}", highlight=False, markup=False)
 
 
 def _num(v: Any) -> str:

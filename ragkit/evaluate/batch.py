@@ -35,6 +35,8 @@ from ragkit.evaluate.results import (
     answer_from_dict,
     answer_to_dict,
     result_columns,
+    retrieval_depth,
+    run_record,
     usage_from,
     write_outputs,
 )
@@ -215,6 +217,9 @@ def run_batch(
     report = BatchReport(kind="batch", input_path=input_csv, skipped_blank=blank, checkpoint_path=ck.path,
                          provider=settings.provider, model=provider.model, judge_model=scorer.judge.model,
                          strategy=f"search (k={k})" if strategy == "search" else strategy)
+    report.run = run_record("batch", settings, strategy=strategy, provider=settings.provider, model=provider.model,
+                            judge=scorer.judge, k=retrieval_depth(strategy, settings, k), input_path=input_csv,
+                            offline=provider.is_offline, rows=records)
     others = [p for p in ck.path.parent.glob(f"{glob.escape(ck.path.name.rsplit('-', 1)[0])}-*.jsonl") if p != ck.path] \
         if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():

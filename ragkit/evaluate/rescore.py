@@ -24,10 +24,12 @@ from ragkit.evaluate.checkpoint import (
     _DaemonPool,
 )
 from ragkit.evaluate.heldout import SPLIT_COLUMN
-from ragkit.evaluate.results import BatchReport, result_columns, write_outputs
+from ragkit.evaluate.results import BatchReport, result_columns, run_record, write_outputs
+from ragkit.evaluate.runinfo import RunInfo, read_run_info
 from ragkit.evaluate.scoring import (
     _OUTPUT_SET,
     ATTEMPTS,
+    CONFIDENCE,
     OPTIMIZED,
     QUESTION,
     REFERENCE,
@@ -67,8 +69,8 @@ def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
 
         return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
     # the answer's own figures come from the batch that produced it, not from this re-scoring
-    for k in ("Steps", "Max Loops Reached", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", "Refused",
-              ATTEMPTS, SPLIT_COLUMN):
+    for k in ("Steps", "Max Loops Reached", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read",
+              "Refused", CONFIDENCE, ATTEMPTS, SPLIT_COLUMN):
         if k in row:
             cols[k] = row[k]
     return cols, usage
@@ -96,6 +98,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     scorer = Scorer.create(settings, input_cols, index=index)
     report = BatchReport(kind="eval", input_path=results_csv, skipped_blank=len(rows_in) - len(jobs),
                          provider=settings.provider, model="", judge_model=scorer.judge.model)
+    report.run = _eval_record(results_csv, settings, scorer, rows_in)
 
     out: dict[int, dict] = {}
     bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
@@ -136,10 +139,25 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     return report
 
 
+def _eval_record(results_csv: Path, settings: Settings, scorer: Scorer, rows: list[dict]) -> RunInfo:
+    """The record of a re-scoring: who answered comes from the record of the results it re-scores (unknown
+    without one), the judge and the database are this run's."""
+    source = read_run_info(results_csv)
+    run = run_record("eval", settings, strategy=source.strategy if source else None,
+                     provider=source.provider if source else None, model=source.model if source else None,
+                     judge=scorer.judge, k=source.k if source else None, input_path=results_csv,
+                     offline=bool(source and source.engine == "offline-extractive"), rows=rows)
+    if source is not None:
+        run.context_tokens = source.context_tokens
+    else:
+        run.notes.append(f"{results_csv.name} has no run record: who answered it is unknown")
+    return run
+
+
 def _kept(row: dict) -> dict:
     """The answer columns of a results row that re-scoring reads."""
-    keys = ("RAG Answer", "Retrieved Files", "Refused", "Pages Read", "Steps", "Max Loops Reached", "Input Tokens", "Output Tokens",
-            "Cost USD", "Latency ms", "Error", ATTEMPTS, SPLIT_COLUMN)
+    keys = ("RAG Answer", "Retrieved Files", "Refused", CONFIDENCE, "Pages Read", "Steps", "Max Loops Reached",
+            "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Error", ATTEMPTS, SPLIT_COLUMN)
     return {k: row[k] for k in keys if k in row}
 
 

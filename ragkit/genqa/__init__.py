@@ -19,6 +19,7 @@ from ragkit.core.text import detect_lang
 from ragkit.genqa.common import (
     COLUMNS,
     DUPLICATE_JACCARD,
+    GENERATED_BY,
     KINDS,
     LANG_NAMES,
     MAX_CONSECUTIVE_FAILURES,
@@ -112,7 +113,8 @@ def generate_questions(
     if not questions:
         report.errors.append(f"{source}: no question could be generated")
         return report
-    df = pd.DataFrame([q.row(db) for q in questions], columns=COLUMNS)
+    who = "offline genqa" if provider.is_offline else f"genqa {provider.model}"
+    df = pd.DataFrame([{**q.row(db), GENERATED_BY: who} for q in questions], columns=COLUMNS)
     report.path = csvio.write_csv(df, csvio.timestamped_path(settings.results, stem, "questions"))
     return report
 

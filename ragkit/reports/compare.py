@@ -14,7 +14,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ragkit.core.text import clean_json
-from ragkit.evaluate.runs import BINARY, HEADLINE, Row, Run, load_run, mcnemar, paired_bootstrap
+from ragkit.evaluate.runinfo import RunInfo, differing_fields, run_labels
+from ragkit.evaluate.runs import BINARY, HEADLINE, RULE_METRICS, Row, Run, load_run, mcnemar, paired_bootstrap
 
 # Per-question outcome: what "this question got better / worse" is judged on.
 OUTCOME = ["Ref Recall", "Checklist Recall", "Judge Overall", "Contain Match", "LLM Accuracy"]
@@ -34,6 +35,7 @@ class MetricDelta:
     ci: tuple[float, float] | None = None  # 95 % interval of the delta (bootstrap)
     worse: int = 0  # questions where it went down
     better: int = 0
+    by_rule: int = 0  # of the n pairs, those where a side was passed by the refusal rule, not judged
 
     @property
     def significant(self) -> bool:
@@ -57,6 +59,12 @@ class Comparison:
     only_old: int
     only_new: int
     metrics: list[MetricDelta] = field(default_factory=list)
+    old_label: str = ""  # each run labelled by what differs in their run records (file stem without one)
+    new_label: str = ""
+    old_run: RunInfo | None = None
+    new_run: RunInfo | None = None
+    differ: list[str] = field(default_factory=list)  # the run-record fields that differ
+    not_measured: dict[str, list[str]] = field(default_factory=dict)  # metric -> runs where no judge measured it
     worse: list[QuestionChange] = field(default_factory=list)
     better: list[QuestionChange] = field(default_factory=list)
     mixed: list[QuestionChange] = field(default_factory=list)
@@ -71,6 +79,8 @@ class Comparison:
 
     def to_json(self) -> dict:
         d = asdict(self)
+        for side in ("old_run", "new_run"):
+            d[side] = getattr(self, side).to_json() if getattr(self, side) is not None else None
         for m in d["metrics"]:
             m["ci"] = list(m["ci"]) if m["ci"] is not None else None
         for kind in ("worse", "better", "mixed"):
@@ -88,14 +98,23 @@ def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) ->
     pairs = _pairs(old, new)
     old_keys, new_keys = {r.key for r in old.rows}, {r.key for r in new.rows}
     cmp = Comparison(old=str(old.path), new=str(new.path), paired=len(pairs),
-                     only_old=len(old_keys - new_keys), only_new=len(new_keys - old_keys))
+                     only_old=len(old_keys - new_keys), only_new=len(new_keys - old_keys),
+                     old_label=old.name, new_label=new.name, old_run=old.info, new_run=new.info,
+                     differ=differing_fields([old.info, new.info]))
     shared = [m for m in old.quality_metrics() if m in set(new.quality_metrics())]
     ordered = [m for m in HEADLINE if m in shared] + [m for m in shared if m not in HEADLINE]
     for m in ordered:
+        # a judge column that no judge measured in a run (only refusals passed by rule) is no measurement
+        unmeasured = [r.name for r in (old, new) if m in RULE_METRICS and not r.values(m)]
+        if unmeasured:
+            cmp.not_measured[m] = unmeasured
+            continue
         both = [(a.values[m], b.values[m]) for a, b in pairs
                 if a.values.get(m) is not None and b.values.get(m) is not None]
         if not both:
             continue
+        rule = sum(1 for a, b in pairs if m in RULE_METRICS and a.values.get(m) is not None
+                   and b.values.get(m) is not None and (a.by_rule or b.by_rule))
         n = len(both)
         mo = sum(a for a, _ in both) / n
         mn = sum(b for _, b in both) / n
@@ -104,13 +123,13 @@ def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) ->
         better = sum(1 for d in diffs if d > 0)
         if m in BINARY:
             ci, _ = paired_bootstrap(diffs, resamples=resamples, seed=seed)
-            md = MetricDelta(m, n, mo, mn, mn - mo, "mcnemar", mcnemar(worse, better), ci, worse, better)
+            md = MetricDelta(m, n, mo, mn, mn - mo, "mcnemar", mcnemar(worse, better), ci, worse, better, rule)
         else:
             ci, p = paired_bootstrap(diffs, resamples=resamples, seed=seed)
             md = MetricDelta(m, n, mo, mn, mn - mo, "paired bootstrap" if p is not None else "", p, ci,
-                             worse, better)
+                             worse, better, rule)
         cmp.metrics.append(md)
-    outcome = [m for m in OUTCOME if m in shared]
+    outcome = [m for m in OUTCOME if m in shared and m not in cmp.not_measured]
     for a, b in pairs:
         changes = {m: (a.values[m], b.values[m]) for m in outcome
                    if a.values.get(m) is not None and b.values.get(m) is not None
@@ -129,7 +148,10 @@ def compare_files(old: Path | str, new: Path | str, *, encoding: str | None = No
     """Compare two results CSVs; two files without a question in common are an error (not "no change")."""
     from ragkit.core.errors import RagError
 
-    cmp = compare_runs(load_run(old, encoding=encoding), load_run(new, encoding=encoding))
+    runs = [load_run(old, encoding=encoding), load_run(new, encoding=encoding)]
+    for r, label in zip(runs, run_labels([r.info for r in runs], [r.name for r in runs]), strict=True):
+        r.name = label
+    cmp = compare_runs(*runs)
     if not cmp.paired:
         raise RagError(f"{new}: no question in common with {old}; compare two runs of the same question CSV")
     return cmp
@@ -163,8 +185,33 @@ def _change_text(qc: QuestionChange) -> str:
     return ", ".join(f"{m} {_f(a, 2)}→{_f(b, 2)}" for m, (a, b) in qc.changes.items())
 
 
+RUN_FIELDS = (("strategy", "strategy"), ("provider", "provider"), ("model", "model"), ("judge_model", "judge"),
+               ("k", "k"), ("context_tokens", "context tokens"), ("version", "ragkit"), ("database", "database"),
+               ("date", "date"))
+
+
+def run_line(info: RunInfo | None) -> str:
+    """A run record in one line ("no run record" for a file written before records existed)."""
+    if info is None:
+        return "no run record (<results>.run.json): who answered is unknown"
+    parts = [f"{label} {'–' if getattr(info, f) in (None, '') else getattr(info, f)}" for f, label in RUN_FIELDS]
+    return ", ".join(parts)
+
+
+def _notes(cmp: Comparison) -> list[str]:
+    out = []
+    for m, runs in cmp.not_measured.items():
+        out.append(f"{m}: not measured in {' and '.join(runs)} (no judge; refusals passed by rule are not a "
+                   "measurement)")
+    for info, label in ((cmp.old_run, cmp.old_label), (cmp.new_run, cmp.new_label)):
+        for note in (info.notes if info else []):
+            out.append(f"{label}: {note}")
+    return out
+
+
 def format_text(cmp: Comparison, *, limit: int = 20) -> str:
-    lines = [f"old: {cmp.old}", f"new: {cmp.new}",
+    lines = [f"old: {cmp.old_label}  ({cmp.old})", f"     {run_line(cmp.old_run)}",
+             f"new: {cmp.new_label}  ({cmp.new})", f"     {run_line(cmp.new_run)}",
              f"paired questions: {cmp.paired} (only in old: {cmp.only_old}, only in new: {cmp.only_new})", ""]
     w = max([len(m.metric) for m in cmp.metrics] + [6])
     lines.append(f"{'metric':<{w}}  {'n':>4}  {'old':>6}  {'new':>6}  {'delta':>7}  {'95% CI':>18}  "
@@ -174,6 +221,11 @@ def format_text(cmp: Comparison, *, limit: int = 20) -> str:
         lines.append(f"{m.metric:<{w}}  {m.n:>4}  {_f(m.old):>6}  {_f(m.new):>6}  {_signed(m.delta):>7}  "
                      f"{_ci(m.ci):>18}  {_p(m.p):>6}  {m.test}{star}")
     lines.append("(* p < 0.05)")
+    ruled = [m for m in cmp.metrics if m.by_rule]
+    if ruled:
+        lines.append("of the n pairs, passed by rule (a refusal of an unanswerable question, not judged): "
+                     + ", ".join(f"{m.metric} {m.by_rule}" for m in ruled))
+    lines += _notes(cmp)
     for title, items in (("worse", cmp.worse), ("better", cmp.better), ("mixed", cmp.mixed)):
         lines.append("")
         lines.append(f"{title}: {len(items)} question(s)")
@@ -190,7 +242,9 @@ def _md_cell(text: str) -> str:
 
 def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
     """GitHub-flavoured markdown for a CI job summary."""
-    lines = [f"### rag compare: `{Path(cmp.old).name}` → `{Path(cmp.new).name}`", "",
+    lines = [f"### rag compare: {cmp.old_label} → {cmp.new_label}", "",
+             f"- old: `{Path(cmp.old).name}`: {run_line(cmp.old_run)}",
+             f"- new: `{Path(cmp.new).name}`: {run_line(cmp.new_run)}", "",
              f"{cmp.paired} paired questions (only in old: {cmp.only_old}, only in new: {cmp.only_new}); "
              f"**{len(cmp.worse)} worse**, {len(cmp.better)} better, {len(cmp.mixed)} mixed.", "",
              "| metric | n | old | new | delta | 95% CI | p | test |", "|---|---:|---:|---:|---:|---|---:|---|"]
@@ -200,6 +254,9 @@ def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
             delta = f"**{delta}**"
         lines.append(f"| {m.metric} | {m.n} | {_f(m.old)} | {_f(m.new)} | {delta} | {_ci(m.ci)} | {_p(m.p)} "
                      f"| {m.test} |")
+    notes = _notes(cmp)
+    if notes:
+        lines += [""] + [f"- {_md_cell(n)}" for n in notes]
     for title, items in (("Worse", cmp.worse), ("Better", cmp.better), ("Mixed", cmp.mixed)):
         if not items:
             continue

@@ -18,9 +18,11 @@ from ragkit.core.csvio import split_checklist
 from ragkit.core.errors import RagError
 from ragkit.core.paths import atomic_write_text
 from ragkit.core.text import strip_controls
-from ragkit.evaluate.runs import HEADLINE, Row, Run, bootstrap_ci, load_runs, percentile
+from ragkit.evaluate.runinfo import differing_fields
+from ragkit.evaluate.runs import HEADLINE, RULE_METRICS, Row, Run, bootstrap_ci, load_runs, percentile
 from ragkit.evaluate.summarization import task_of
-from ragkit.reports.compare import OUTCOME, compare_runs
+from ragkit.reports.calibration import diagram_svg, reliability
+from ragkit.reports.compare import OUTCOME, RUN_FIELDS, compare_runs
 
 HIST_METRICS = ["Ref Recall", "Checklist Recall", "Judge Overall"]
 BREAKDOWN_METRICS = ["Ref Recall", "Checklist Recall", "Judge Overall", "Contain Match"]
@@ -83,8 +85,31 @@ def _legend(runs: Sequence[Run]) -> str:
 
 # -- sections ------------------------------------------------------------------------------------------
 def _task_values(run: Run, column: str, task: str) -> list[float]:
-    """A column's values over the rows of one task (every row is "qa" in a CSV without a Task column)."""
-    return [v for row in run.rows if task_of(row.cells) == task and (v := row.values.get(column)) is not None]
+    """A column's values over the rows of one task (every row is "qa" in a CSV without a Task column); for a
+    judge column only the rows a judge measured (not those passed by rule)."""
+    rule = column in RULE_METRICS
+    return [v for row in run.rows if task_of(row.cells) == task and (v := row.values.get(column)) is not None
+            and not (rule and row.by_rule)]
+
+
+def _runs(runs: Sequence[Run]) -> str:
+    """What made each run (its <results>.run.json), the fields that differ marked, and its caveats."""
+    differ = set(differing_fields([r.info for r in runs]))
+    head = "".join(f"<th>{_e(label)}</th>" for _, label in RUN_FIELDS)
+    rows, notes = [], []
+    for r in runs:
+        if r.info is None:
+            cells = f'<td colspan="{len(RUN_FIELDS)}" class="na">no run record: who answered is unknown</td>'
+        else:
+            cells = "".join(f'<td class="{"differs" if f in differ else ""}">'
+                            f'{_e("–" if getattr(r.info, f) in (None, "") else getattr(r.info, f))}</td>'
+                            for f, _ in RUN_FIELDS)
+            notes += [f"<li><b>{_e(r.name)}</b>: {_e(n)}</li>" for n in r.info.notes]
+        rows.append(f'<tr><th>{_e(r.name)}</th>{cells}<td>{_e(r.path)}</td><td>{len(r.rows)}</td></tr>')
+    return (f'<section id="runs"><h2>Runs</h2><p class="note">Each run is labelled by what differs in its run '
+            f'record (<code>&lt;results&gt;.run.json</code>); the fields that differ are marked.</p>'
+            f'<table class="grid"><tr><th>run</th>{head}<th>file</th><th>questions</th></tr>{"".join(rows)}</table>'
+            + (f'<ul class="caveats">{"".join(notes)}</ul>' if notes else "") + "</section>")
 
 
 def _headline(runs: Sequence[Run]) -> str:
@@ -98,15 +123,20 @@ def _headline(runs: Sequence[Run]) -> str:
         cells = []
         for r in runs:
             vs = _task_values(r, m, "qa")
+            ruled = r.passed_by_rule(m)
+            rule = f' <span class="rule">passed by rule ({ruled})</span>' if ruled else ""
             if not vs:
-                cells.append('<td class="na">not measured</td>')
+                cells.append(f'<td class="na">not measured{rule}</td>')
                 continue
             ci = bootstrap_ci(vs, resamples=RESAMPLES)
             ci_text = f' <span class="ci">[{ci[0]:.3f}, {ci[1]:.3f}]</span>' if ci else ""
-            cells.append(f'<td><b>{sum(vs) / len(vs):.3f}</b>{ci_text} <span class="n">n={len(vs)}</span></td>')
+            n = f"judged ({len(vs)})" if m in RULE_METRICS and m != "Contain Match" else f"n={len(vs)}"
+            cells.append(f'<td><b>{sum(vs) / len(vs):.3f}</b>{ci_text} <span class="n">{n}</span>{rule}</td>')
         rows.append(f"<tr><th>{_e(m)}</th>{''.join(cells)}</tr>")
     return (f'<section id="headline"><h2>Headline metrics</h2><p class="note">Mean over the rows where the metric '
-            f'is defined, with a 95 % bootstrap confidence interval ({RESAMPLES} resamples of the questions).</p>'
+            f'is defined, with a 95 % bootstrap confidence interval ({RESAMPLES} resamples of the questions). A '
+            f'judge column counts only the rows a judge measured: a refusal of a question the documents cannot '
+            f'answer is passed by rule, shown apart, and a column no judge measured reads “not measured”.</p>'
             f'<table class="grid"><tr><th>metric</th>{head}</tr>{"".join(rows)}</table></section>')
 
 
@@ -147,6 +177,26 @@ SUMMARY_REPORT = (("ROUGE-2 F1", "ROUGE-2 F1"), ("G-Eval Faithfulness", "G-Eval 
                   ("Max Loops Reached", "max loops reached"))
 
 
+def _calibration(runs: Sequence[Run]) -> str:
+    """Confidence against correctness, for the runs that have both."""
+    tables = [(i, t) for i, r in enumerate(runs) if (t := reliability(r)) is not None and t.n]
+    if not tables:
+        return ""
+    colors = [COLORS[i % len(COLORS)] for i, _ in tables]
+    blocks = []
+    for _, t in tables:
+        body = "".join(f"<tr><td>{_e(b['band'])}</td><td>{b['n']}</td><td>{b['confidence']:.3f}</td>"
+                       f"<td>{b['correct']:.3f}</td></tr>" for b in t.bands)
+        blocks.append(f'<div class="reltable"><h3>{_e(t.run)}</h3><p>correct = {_e(t.correctness)}; {t.n} answers; '
+                      f'expected calibration error <b>{_f(t.ece)}</b></p><table class="grid"><tr><th>confidence'
+                      f'</th><th>answers</th><th>mean confidence</th><th>share correct</th></tr>{body}</table></div>')
+    return (f'<section id="calibration"><h2>Confidence against correctness</h2><p class="note">Answered questions '
+            f'only, by confidence band; an answer to a question the documents cannot answer is wrong. On the '
+            f'diagonal, confidence would be the share of right answers.</p><p>{_legend([runs[i] for i, _ in tables])}'
+            f'</p><div class="plots"><div class="plot">{diagram_svg([t for _, t in tables], colors)}</div>'
+            f'{"".join(blocks)}</div></section>')
+
+
 def _distributions(runs: Sequence[Run]) -> str:
     plots = []
     for m in HIST_METRICS:
@@ -177,7 +227,8 @@ def _group_table(runs: Sequence[Run], key, title: str, label: str) -> str:
         n = max(len(b.get(g, ())) for b in buckets)
         for m in metrics:
             for b in buckets:
-                vs = [v for row in b.get(g, ()) if (v := row.values.get(m)) is not None]
+                vs = [v for row in b.get(g, ()) if (v := row.values.get(m)) is not None
+                      and not (m in RULE_METRICS and row.by_rule)]
                 cells.append(f"<td>{_f(sum(vs) / len(vs)) if vs else '–'}</td>")
         body.append(f"<tr><th>{_e(g)}</th><td>{n}</td>{''.join(cells)}</tr>")
     return (f"<h3>{_e(title)}</h3><table class=\"grid\"><tr><th>{_e(label)}</th><th>questions</th>{head}</tr>"
@@ -309,8 +360,9 @@ def _run_detail(run: Run, row: Row, out_dir: Path, multi: bool) -> str:
     checklist = checklist_status(row)
     marks = {True: ("covered", "✓"), False: ("missed", "✗"), None: ("unknown", "?")}
     items = "".join(f'<li class="{marks[s][0]}"><span>{marks[s][1]}</span> {_e(it)}</li>' for it, s in checklist)
-    scores = " · ".join(f"{m} {_f(row.values.get(m), 2)}" for m in ("Ref Recall", "Checklist Recall",
-                                                                       "Judge Overall") if m in run.columns)
+    scores = " · ".join(f"{m} {_f(row.values.get(m), 2)}" + (" (by rule)" if m in RULE_METRICS and row.by_rule
+                                                              else "")
+                        for m in ("Ref Recall", "Checklist Recall", "Judge Overall") if m in run.columns)
     status = []
     if row.error:
         status.append(f'<p class="err">error: {_e(row.error)}</p>')
@@ -384,7 +436,9 @@ text-transform:uppercase;letter-spacing:.04em}
 table.grid{border-collapse:collapse;background:#fff;margin:6px 0}
 .grid th,.grid td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;vertical-align:top}
 .grid td{font-variant-numeric:tabular-nums}
-.ci,.n,.note,small{color:#5f6b7a}.na{color:#9aa3ae}
+.ci,.n,.note,small{color:#5f6b7a}.na{color:#9aa3ae}.rule{color:#8a6d00;font-size:12px}
+td.differs{background:#fff4d6;font-weight:600}.caveats{color:#8a2420}
+svg.rel .diag{stroke:#9aa3ae;stroke-dasharray:4 3}.reltable{min-width:280px}
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #d5d9e0;padding:6px}
 .plot.empty{width:366px;height:196px;color:#5f6b7a}
 svg .t{font-size:13px;font-weight:600}svg .l{font-size:10px;fill:#5f6b7a}svg .ax{stroke:#9aa3ae}
@@ -439,8 +493,8 @@ def build_report(runs: Sequence[Run], out_dir: Path) -> str:
     sources = "".join(f"<li><b>{_e(r.name)}</b>: {_e(r.path)} — {len(r.rows)} questions</li>" for r in runs)
     meta = json.dumps({"generator": "ragkit", "runs": [str(r.path) for r in runs]}, ensure_ascii=False)
     body = (f'<main><h1>ragkit report</h1><p class="note">generated {datetime.now():%Y-%m-%d %H:%M}</p>'
-            f'<ul>{sources}</ul>{_headline(runs)}{_summarization(runs)}{_distributions(runs)}{wins}{_breakdown(runs)}{_cost(runs)}'
-            f'{_questions(runs, verdicts, out_dir)}</main>')
+            f'<ul>{sources}</ul>{_runs(runs)}{_headline(runs)}{_summarization(runs)}{_distributions(runs)}'
+            f'{_calibration(runs)}{wins}{_breakdown(runs)}{_cost(runs)}{_questions(runs, verdicts, out_dir)}</main>')
     csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'

@@ -15,7 +15,7 @@ from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
-STATS_VERSION = 1  # bump when term_set changes
+STATS_VERSION = 2  # bump when term_set changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
 
 

@@ -12,13 +12,14 @@ from ragkit.core import text as T
 _QUESTION_WORDS = frozenset(
     """many much please tell list name give describe explain mention mentioned say says said show shows
     shown kind type types find me you your i my we our us one ones any some all each other also
-    doe mean meaning 意味 의미""".split()
+    doe mean meaning get got gett take took taking need want happen fy 意味 의미""".split()
 )
 _JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$|どういう(意味|こと)|"
                           r"どうすれば(いい|よい)|どうなりますか|どうなる")
 _EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fast)\b", re.IGNORECASE)
 _KO_QUESTION_WORDS = frozenset(
-    "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 누구 무슨 어느 왜".split()
+    "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 누구 무슨 어느 왜 "
+    "있는 있나요 있습니까 있다 수 것".split()  # and the auxiliaries around them ("쓸 수 있는")
 )
 _KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "나요", "까요", "가요",
                "세요", "니까")
@@ -67,8 +68,18 @@ def _prepare(text: str) -> str:
     return text
 
 
+def _fold(term: str) -> str:
+    """text.stem, then a final 'e' off a longer Latin word, so that 'charge' meets 'charged' and 'charging'
+    (search keeps the 'e': it measured better there; the answerer must see that a sentence holds the word)."""
+    t = T.stem(term)
+    return t[:-1] if len(t) > 4 and t.endswith("e") and t.isascii() and t.isalpha() else t
+
+
 def _word_terms(word: str) -> list[str]:
-    return [T.stem(t) for t in T.tokenize(word, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
+    return [_fold(t) for t in T.tokenize(word, drop_stopwords=True) if not _HIRAGANA_CHAR.match(t)]
+
+
+_QUESTION_TERMS = frozenset(_fold(w) for w in _QUESTION_WORDS) | _QUESTION_WORDS
 
 
 def _terms(text: str) -> list[str]:
@@ -84,10 +95,28 @@ def term_set(text: str) -> set[str]:
     return set(_word_terms(p)) | set(_CJK_CHAR.findall(p))
 
 
+# A sentence or clause after the question that only says how to write the answer ("Round your answer to two
+# decimal places.", "Answer in millions.", "Please write the answer in int format."): not what is asked about.
+_SPLIT = re.compile(r"(?<=[?!;])\s*|(?<=\.)\s+")
+_INSTRUCTION = re.compile(
+    r"^\s*(?:please\s+|and\s+|then\s+)?(?:round(?:ed)?|answers?|anwser|write|give|format(?:ted)?|enumerate|express|"
+    r"provide|return|output|reply|respond|use\s+(?:the\s+)?format|list\s+them|the\s+answer|your\s+answer|"
+    r"in\s+the\s+format|for\s+example|e\.g\.|i\.e\.)\b", re.IGNORECASE)
+
+
+def question_core(question: str) -> str:
+    """The question without the instructions that follow it on how to write the answer."""
+    parts = [p for p in _SPLIT.split(question) if p.strip()]
+    if len(parts) <= 1:
+        return question
+    return " ".join([parts[0], *(p for p in parts[1:] if not _INSTRUCTION.match(p))])
+
+
 def question_words(question: str) -> list[tuple[str, list[str]]]:
     """The question's content words as (word, terms) — a CJK word has several bigrams — in order, without
-    what only makes it a question (interrogatives, question endings, 'how many'). "何分" keeps "分"."""
-    q = _EN_QUESTION.sub(" ", _JA_QUESTION.sub(" ", question))
+    what only makes it a question (interrogatives, question endings, 'how many', instructions on how to write
+    the answer). "何分" keeps "分"."""
+    q = _EN_QUESTION.sub(" ", _JA_QUESTION.sub(" ", question_core(question)))
     q = _INTERROGATIVE_CJK.sub("|", q)
     if _HANGUL_WORD.search(q):
         words = []
@@ -106,7 +135,7 @@ def question_words(question: str) -> list[tuple[str, list[str]]]:
         if word in _KO_PARTICLES:  # a particle cut off a Latin word or number ("E5의")
             continue
         terms = [t for t in dict.fromkeys(_word_terms(word))
-                 if not ((len(t) == 1 and t.isascii() and not t.isdigit()) or t in _QUESTION_WORDS)]
+                 if not ((len(t) == 1 and t.isascii() and not t.isdigit()) or t in _QUESTION_TERMS)]
         key = " ".join(terms)
         if terms and key not in seen:
             seen.add(key)

@@ -1,0 +1,113 @@
+"""What made a results file: strategy, provider, model, judge model, k, context tokens, ragkit version, database
+and date, written as `<results>.run.json` beside the CSV by batch and eval and read back by compare and report,
+which label each run by the fields that differ from the others ("agent · qwen2.5-coder-1.5b")."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+
+from ragkit.core.paths import atomic_write_text
+
+RUN_SUFFIX = ".run.json"
+# the fields a label is made of, in this order; strategy and model always (what a reader asks first)
+_ALWAYS = ("strategy", "model")
+_LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_tokens", "database", "version",
+                 "kind", "date")
+QUOTING_NOTE = ("Checklist Recall measures quoting, not answering: offline genqa wrote these checklists from the "
+                "pages' sentences and the offline engine answers by quoting those sentences")
+
+
+@dataclass
+class RunInfo:
+    kind: str = ""  # "batch" | "eval"
+    strategy: str | None = None
+    provider: str | None = None  # who answered
+    model: str | None = None
+    judge_model: str | None = None  # None: no judge model (offline: the lexical judge)
+    k: int | None = None  # pages the strategy retrieves (agent: its start pages)
+    context_tokens: int | None = None
+    version: str = ""
+    database: str = ""
+    date: str = ""  # ISO 8601, when the file was written
+    input: str = ""  # the question CSV (batch) or the results file re-scored (eval)
+    questions: int = 0
+    engine: str | None = None  # "offline-extractive" when the offline engine answered
+    checklists_by: str | None = None  # "offline genqa" when every checklist came from offline genqa
+    notes: list[str] = field(default_factory=list)
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict) -> RunInfo:
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def run_info_path(results: Path | str) -> Path:
+    """`x_results_20261125_101010.csv` -> `x_results_20261125_101010.run.json`."""
+    p = Path(results)
+    return p.with_name(p.stem + RUN_SUFFIX)
+
+
+def write_run_info(results: Path, info: RunInfo) -> Path:
+    path = run_info_path(results)
+    atomic_write_text(path, json.dumps(info.to_json(), ensure_ascii=False, indent=2) + "\n")
+    return path
+
+
+def read_run_info(results: Path | str) -> RunInfo | None:
+    """The run record beside a results file; None when there is none (an older file) or it is unreadable."""
+    try:
+        data = json.loads(run_info_path(results).read_text(encoding="utf-8"))
+        return RunInfo.from_json(data) if isinstance(data, dict) else None
+    except (OSError, ValueError, TypeError):
+        return None
+
+
+def _show(name: str, value) -> str:
+    if name == "k":
+        return f"k={value}"
+    if name == "context_tokens":
+        return f"{value:,} context tokens" if isinstance(value, int) else f"{value} context tokens"
+    if name == "judge_model":
+        return f"judge {value}" if value else "no judge model"
+    if name == "database":
+        return Path(str(value)).name or str(value)
+    if name == "date":
+        return str(value)[:16].replace("T", " ")
+    return "–" if value in (None, "") else str(value)
+
+
+def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
+    """A label per run: its strategy and model, then every other field whose value differs between the runs
+    (a run without a record keeps its fallback name). Labels stay unique."""
+    known = [i for i in infos if i is not None]
+    differ = [f for f in differing_fields(infos) if f not in _ALWAYS and f != "date"]
+    if "strategy" in differing_fields(infos) and "k" in differ:
+        differ.remove("k")  # what k means comes with the strategy (agent's start pages, naive's hits)
+    if len(known) > 1 and not differ and len({(i.strategy, i.model) for i in known}) == 1:
+        differ = ["date"]  # the same set-up twice: when is what tells them apart
+    labels = []
+    for info, fallback in zip(infos, fallbacks, strict=True):
+        if info is None:
+            labels.append(fallback)
+            continue
+        parts = [_show(f, getattr(info, f)) for f in _ALWAYS]
+        parts += [_show(f, getattr(info, f)) for f in differ
+                  if getattr(info, f) not in (None, "") or f == "judge_model"]
+        labels.append(" · ".join(p for p in parts if p))
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def differing_fields(infos: list[RunInfo | None]) -> list[str]:
+    """The fields whose values differ between the runs that have a record."""
+    known = [i for i in infos if i is not None]
+    return [f for f in _LABEL_FIELDS if len({json.dumps(getattr(i, f), default=str) for i in known}) > 1]

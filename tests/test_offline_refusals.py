@@ -1,0 +1,138 @@
+"""Offline refusals that hold and confidence that means something (issue 31), on small hand-made pages modelled
+on the four PDFs a new user tried: a 10-K filing, a watch manual and a research paper."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import httpx
+import pytest
+from liveserver import LiveServer
+from pagetree import write_pages
+
+from ragkit.answer.extractive import answer_offline
+from ragkit.answer.extractive import engine as E
+from ragkit.answer.extractive.answertype import answer_kind, holds_kind
+from ragkit.answer.extractive.terms import question_core
+from ragkit.core.config import Settings
+from ragkit.search import open_index
+
+WATCH_7 = ("### 1.3 Charging your watch\n\n#### Charging\n\n1. Connect the USB Type-C port and power adapter and "
+           "then plug in the power adapter.\n\n2. Rest your watch on top of the charging cradle, ensuring that the "
+           "contacts on your watch and the cradle are aligned. Wait until the charging icon appears on your watch "
+           "screen. 3. When your watch is fully charged, 100% will be displayed on the watch screen and the "
+           "charging will stop automatically.\n")
+WATCH_8 = ("NOTE\n\n- Use the dedicated charging cable, charging cradle, rated output voltage of 5 V, and rated "
+           "output current of 1 A or higher to charge your watch. Charging the watch using a non-Huawei charger or "
+           "a power bank may result in it taking a longer time to charge, the device being unable to charge fully, "
+           "overheating, or other similar issues.\n- Keep the surface of the charging cradle clean.\n\n"
+           "#### Charging time\n\nYour watch will be fully charged within two hours. When the charging indicator "
+           "displays 100%, the watch is fully charged. Disconnect your watch from the power adapter once it is "
+           "fully charged.\n\n#### Checking the battery level\n\nSwipe down from the top of the home screen to "
+           "check the battery level.\n")
+FILING = ("## Results of Operations\n\n| | 2015 | 2014 | 2013 |\n|---|---|---|---|\n"
+          "| Revenues | $6,779,511 | $5,504,656 | $4,374,562 |\n| Net income | 122,641 | 266,799 | 112,403 |\n\n"
+          "Revenues increased in 2015 due to growth in the number of paid streaming memberships.\n\n"
+          "## Quarterly results\n\nRevenues for the fourth quarter of 2015 were $1,823,333 thousand.\n")
+PAPER = ("## 4 Method\n\nThe scheduler keeps a FIFO queue of requests; the world model predicts the next state.\n"
+         "```python\nqueue = deque()\nwhile queue:\n    state = world.step(queue.popleft())\n```\n"
+         "We won a 12% gain over the baseline on the Cup benchmark of 2022.\n")
+PAGES = {
+    "manuals/honor_watch/1 Getting Started/page_007.md": ("HONOR Watch GS Pro OnlineHelp", "1 Getting Started", 7,
+                                                          WATCH_7),
+    "manuals/honor_watch/1 Getting Started/page_008.md": ("HONOR Watch GS Pro OnlineHelp", "1 Getting Started", 8,
+                                                          WATCH_8),
+    "filings/NETFLIX_2015_10K/Item 7/page_021.md": ("Netflix 2015 Form 10-K", "Item 7", 21, FILING),
+    "papers/world_models/4 Method/page_004.md": ("World models for scheduling", "4 Method", 4, PAPER),
+}
+
+
+@pytest.fixture
+def db(tmp_path) -> Path:
+    return write_pages(tmp_path / "database", PAGES)
+
+
+def ask(db: Path, question: str):
+    return answer_offline(question, open_index(db, progress=False), db)
+
+
+def test_chat_quotes_the_charging_time_and_its_confidence_is_not_a_word_count(db):
+    """The issue's /chat case: "How long does it take to fully charge the watch?" was answered at confidence
+    1.0 with sentences that name no time. The answer now quotes the sentence that holds the duration, and its
+    confidence is the calibrated share of right answers, not the share of the question's words found."""
+    question = "How long does it take to fully charge the watch?"
+    with LiveServer(Settings(db=db, provider="offline", provider_reason="test", cache=False)) as srv:
+        body = httpx.post(srv.url + "/chat", json={"query": question}, timeout=120).json()
+    assert not body["refused"] and "fully charged within two hours" in body["answer"]
+    assert "non-Huawei" not in body["answer"]
+    an = E._analyse(question, open_index(db, progress=False), db, 5)
+    assert an.kind == "duration" and an.typed and E._confidence(an) == pytest.approx(1.0)
+    # what /chat says is the table's reading of that score, not the score itself
+    assert body["metadata"]["confidence"] == pytest.approx(round(E.calibrated(1.0), 3))
+    assert body["metadata"]["confidence"] < 1.0
+
+
+def test_a_quote_without_the_kind_of_answer_asked_for_is_less_sure(tmp_path):
+    """The same question on the pages without the "Charging time" paragraph: every word of the question is
+    still on the page, but no sentence names a time."""
+    pages = {k: (d, s, p, body.split("#### Charging time")[0]) for k, (d, s, p, body) in PAGES.items()}
+    db = write_pages(tmp_path / "database", pages)
+    an = E._analyse("How long does it take to fully charge the watch?", open_index(db, progress=False), db, 5)
+    assert an.chosen and an.coverage == pytest.approx(1.0) and not an.typed
+    assert E._confidence(an) <= 1.0 - E.TYPE_PENALTY
+
+
+@pytest.mark.parametrize("question", [
+    "Who won the 2022 FIFA World Cup?",  # off-topic: the paper has a queue, a world model, a Cup benchmark of 2022
+    "What was Netflix's revenue in 2019?",  # a year the filing never names
+    "What is the battery capacity of the watch in mAh?",  # a unit the manual never names
+    "What is Netflix's revenue in Japan?",  # an entity the filing never names
+])
+def test_questions_whose_words_the_documents_do_not_hold_are_refused(db, question):
+    a = ask(db, question)
+    assert a.refused and a.sources == [], a.answer
+
+
+@pytest.mark.parametrize("question,quote", [
+    ("What were Netflix's revenues in 2015?", "6,779,511"),
+    ("How do I check the battery level of the watch?", "Swipe down"),
+    ("What does the scheduler keep its requests in?", "FIFO queue"),
+])
+def test_what_the_documents_hold_is_still_answered(db, question, quote):
+    a = ask(db, question)
+    assert not a.refused and quote in a.answer, a.answer
+
+
+def test_instructions_on_how_to_answer_are_not_what_is_asked():
+    assert question_core("What is Cash ratio in FY2021 for Nike? Round your answer to two decimal places.") == \
+        "What is Cash ratio in FY2021 for Nike?"
+    assert question_core("what is the FY2015 EBITDA % margin for Netflix?Answer in percentage term, round to one "
+                         "decimal place.") == "what is the FY2015 EBITDA % margin for Netflix?"
+    assert question_core("Mr. R.A. Shah and Mr. S.V. Shanbhag: how many boards?") == \
+        "Mr. R.A. Shah and Mr. S.V. Shanbhag: how many boards?"
+
+
+@pytest.mark.parametrize("question,kind,text,holds", [
+    ("How long does it take to charge?", "duration", "fully charged within two hours", True),
+    ("How long does it take to charge?", "duration", "When charged, 100% is displayed", False),
+    ("What percentage of adults agree?", "percentage", "52% of adults agree", True),
+    ("How many stores were open?", "number", "978 domestic stores", True),
+    ("In which year was it founded?", "date", "The company was founded in 1997.", True),
+    ("Who wrote the policy?", None, "", True),
+    ("When is an account locked?", None, "after five failed attempts", True),  # a condition, not a date
+    ("When was the company founded?", "date", "It was founded by two engineers.", False),
+    ("自動製氷で最初の氷ができるまで何時間かかりますか？", "duration", "約2時間で最初の氷ができます", True),
+])
+def test_answer_kinds(question, kind, text, holds):
+    assert answer_kind(question) == kind and holds_kind(text, kind) is holds
+
+
+def test_calibration_table_is_monotone_and_read_between_its_points():
+    table = E.CALIBRATION
+    assert table and all(a[0] <= b[0] and a[1] <= b[1] for a, b in zip(table, table[1:], strict=False))
+    assert all(0.0 <= y <= 1.0 for _, y in table)
+    assert E.calibrated(0.0) == table[0][1] and E.calibrated(1.0) == table[-1][1]
+    (x0, y0), (x1, y1) = table[0], table[1]
+    assert E.calibrated((x0 + x1) / 2) == pytest.approx((y0 + y1) / 2)
+    assert E.calibrated(0.5, ((0.0, 0.1), (1.0, 0.9))) == pytest.approx(0.5)
+    assert E.calibrated(0.7, ()) == 0.7
