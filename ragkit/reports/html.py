@@ -113,10 +113,9 @@ def _runs(runs: Sequence[Run]) -> str:
 
 
 def _headline(runs: Sequence[Run]) -> str:
-    metrics = [m for m in HEADLINE if any(m in r.metrics() for r in runs) and any(_task_values(r, m, "qa")
-                                                                               for r in runs)]
-    if not metrics:  # summarization rows only: their own section says it all
-        return ""
+    if not any(task_of(row.cells) == "qa" for r in runs for row in r.rows):
+        return ""  # summarization rows only: their own section says it all
+    metrics = [m for m in HEADLINE if any(m in r.metrics() for r in runs)]
     head = "".join(f"<th>{_e(r.name)}</th>" for r in runs)
     rows = []
     for m in metrics:

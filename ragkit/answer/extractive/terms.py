@@ -12,7 +12,8 @@ from ragkit.core import text as T
 _QUESTION_WORDS = frozenset(
     """many much please tell list name give describe explain mention mentioned say says said show shows
     shown kind type types find me you your i my we our us one ones any some all each other also
-    doe mean meaning get got gett take took taking need want happen fy 意味 의미""".split()
+    doe mean meaning get got gett take took taking need want happen fy 意味 의미
+    summarise summarize summaris summariz summary summari overview outline briefly""".split()
 )
 _JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$|どういう(意味|こと)|"
                           r"どうすれば(いい|よい)|どうなりますか|どうなる")
