@@ -1,4 +1,4 @@
-"""Strategy `arag`, the A-RAG seed's agent: keyword_search, semantic_search and chunk_read (aragtools) in a ReAct
+"""Strategy `arag`, the A-RAG paper's agent: keyword_search, semantic_search and chunk_read (aragtools) in a ReAct
 loop of at most MAX_LOOPS steps (SUMMARY_MAX_LOOPS for a summarization task); when the cap (or the token budget)
 is reached, one tool-less call asks for a best-effort answer and the Answer records `max_loops_reached`.
 Offline (no model) the tools run once on the question and the extractive engine answers from the chunks they

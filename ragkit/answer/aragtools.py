@@ -1,4 +1,4 @@
-"""The A-RAG seed's three tools over the page tree (a chunk is a page; its db-relative path is the metadata
+"""The A-RAG paper's three tools over the page tree (a chunk is a page; its db-relative path is the metadata
 prefix): keyword_search, semantic_search, chunk_read. Read-only and confined to the database like the agent's
 Toolbox, whose schemas and dispatch they share; each docstring is the description the model reads.
 

@@ -87,7 +87,7 @@ ModelOpt = Annotated[str | None, typer.Option(
 StrategyOpt = Annotated[str, typer.Option(
     "--strategy", metavar="|".join(STRATEGIES),
     help="agent: tool-using navigation; naive: one search, one call; synth: drafts per result, synthesised; "
-         "longctx: whole candidate documents in the context; arag: the A-RAG seed's keyword_search, "
+         "longctx: whole candidate documents in the context; arag: the A-RAG paper's keyword_search, "
          "semantic_search and chunk_read loop.")]
 FormatOpt = Annotated[str, typer.Option("--format", metavar="text|json", help="Output format.")]
 NoCacheOpt = Annotated[bool, typer.Option(
