@@ -13,7 +13,7 @@ from pagetree import write_pages
 from ragkit.answer.extractive import answer_offline
 from ragkit.answer.extractive import engine as E
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
-from ragkit.answer.extractive.terms import question_core
+from ragkit.answer.extractive.terms import question_core, question_words
 from ragkit.core.config import Settings
 from ragkit.search import open_index
 
@@ -136,3 +136,15 @@ def test_calibration_table_is_monotone_and_read_between_its_points():
     assert E.calibrated((x0 + x1) / 2) == pytest.approx((y0 + y1) / 2)
     assert E.calibrated(0.5, ((0.0, 0.1), (1.0, 0.9))) == pytest.approx(0.5)
     assert E.calibrated(0.7, ()) == 0.7
+
+
+def test_a_closing_last_after_how_long_asks_for_a_duration_and_is_not_a_word_to_find(tmp_path):
+    """'How long can a VPN session last?' is answered by a page saying 'limited to 8 hours': 'last' is the
+    question's frame there (without this the sample policy's answer was refused as naming an unknown word)."""
+    words = [w for w, _ in question_words("How long can a VPN session last?")]
+    assert "last" not in words and "vpn" in [w.casefold() for w in words]
+    assert "last" in [w for w, _ in question_words("What was the last quarter's revenue?")]
+    db = write_pages(tmp_path / "database", {"it/policy/remote/page_001.md": (
+        "policy", "remote", 1, "Remote access goes through the VPN. VPN sessions are limited to 8 hours.")})
+    a = ask(db, "How long can a VPN session last?")
+    assert not a.refused and "8 hours" in a.answer, a.answer

@@ -18,6 +18,8 @@ _QUESTION_WORDS = frozenset(
 _JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$|どういう(意味|こと)|"
                           r"どうすれば(いい|よい)|どうなりますか|どうなる")
 _EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fast)\b", re.IGNORECASE)
+# "How long does X last?": the closing "last" asks for a duration, as "how long" does; pages say "8 hours"
+_EN_DURATION_END = re.compile(r"\blast(s|ing)?\b(?=\W*$)", re.IGNORECASE)
 _KO_QUESTION_WORDS = frozenset(
     "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 누구 무슨 어느 왜 "
     "있는 있나요 있습니까 있다 수 것".split()  # and the auxiliaries around them ("쓸 수 있는")
@@ -117,7 +119,10 @@ def question_words(question: str) -> list[tuple[str, list[str]]]:
     """The question's content words as (word, terms) — a CJK word has several bigrams — in order, without
     what only makes it a question (interrogatives, question endings, 'how many', instructions on how to write
     the answer). "何分" keeps "分"."""
-    q = _EN_QUESTION.sub(" ", _JA_QUESTION.sub(" ", question_core(question)))
+    q = question_core(question)
+    if re.search(r"\bhow long\b", q, re.IGNORECASE):
+        q = _EN_DURATION_END.sub(" ", q)
+    q = _EN_QUESTION.sub(" ", _JA_QUESTION.sub(" ", q))
     q = _INTERROGATIVE_CJK.sub("|", q)
     if _HANGUL_WORD.search(q):
         words = []
