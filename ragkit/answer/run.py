@@ -249,6 +249,22 @@ def final_format(run: QuestionRun) -> str:
 
 
 
+def tool_history_text(transcript: list[tuple[str, str, str]], reader: str, budget: int) -> str:
+    """A tool loop's (name, arguments, result) history as plain text for a tool-less last call (no tool
+    messages, so any server takes it): the `reader` tool's pages first and whole, other results cut at 2,000
+    characters, everything within `budget` characters."""
+    parts: list[str] = []
+    for name, args, result in sorted(transcript, key=lambda e: e[0] != reader):
+        entry = f"### {name}({args})\n{result if name == reader else result[:2000]}"
+        if len(entry) > budget:
+            entry = entry[:max(0, budget)] + "\n[... cut]"
+        parts.append(entry)
+        budget -= len(entry)
+        if budget <= 0:
+            break
+    return "\n\n".join(parts) if parts else "(no tool was used)"
+
+
 def trace_args(arguments: str) -> Any:
     try:
         return json.loads(arguments)
