@@ -13,9 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
-import typer
-
-from ragkit.cli import app
+from test_terminal import _commands
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
@@ -41,14 +39,6 @@ def shell_blocks(doc: Path) -> list[tuple[int, str, str | None]]:
 
 
 BLOCKS = [(doc, line, code, why) for doc in DOCS for line, code, why in shell_blocks(doc)]
-
-
-def _commands() -> dict:
-    out = {}
-    for name, cmd in typer.main.get_command(app).commands.items():
-        subs = getattr(cmd, "commands", None)
-        out.update({f"{name} {s}": c for s, c in subs.items()} if subs else {name: cmd})
-    return out
 
 
 def _long(p) -> str:
