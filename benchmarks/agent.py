@@ -366,7 +366,7 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
     rows: list[dict] = []
     started = time.perf_counter()
     stopped = None
-    for q in chosen:  # question by question, every strategy on it, so a partial run compares like with like
+    for q in [] if args.skip_qa else chosen:  # question by question, every strategy on it, so a partial run compares like with like
         if args.deadline_min and time.perf_counter() - started > args.deadline_min * 60:
             stopped = f"--deadline-min {args.deadline_min} reached after {len(rows) // len(strategies)} questions"
             break
@@ -386,7 +386,7 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
             rows.append(row)
             print(json.dumps(row, ensure_ascii=False), file=sys.stderr, flush=True)
     lines = []
-    for strategy in strategies:
+    for strategy in [] if args.skip_qa else strategies:
         mine = [r for r in rows if r["strategy"] == strategy]
         A = [r for r in mine if r["answerable"]]
         U = [r for r in mine if not r["answerable"]]
@@ -414,8 +414,89 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
             "date": time.strftime("%Y-%m-%d"),
         })
         print(json.dumps(lines[-1], ensure_ascii=False), flush=True)
+    if args.summaries:
+        lines += bench_real_summaries(args, settings, index, db, db_dir, strategies, ask)
     if args.db_dir is None:
         shutil.rmtree(db_dir, ignore_errors=True)
+    return lines
+
+
+def summary_items(db: Path, db_dir: Path, n: int) -> list[dict]:
+    """`n` query-focused summarization items that offline `rag genqa --task summarization` writes from the
+    database (request, reference summary, reference pages), written once to DB_DIR/summaries.csv and reused."""
+    from ragkit.core.config import Settings
+    from ragkit.genqa import generate_questions
+
+    path = db_dir / "summaries.csv"
+    if not path.exists():
+        g = generate_questions(db, Settings(db=db, results=db_dir / "genqa", provider="offline"),
+                               max_questions=n, task="summarization", progress=False)
+        shutil.copyfile(g.path, path)
+    rows = read_csv(path).fillna("").to_dict("records")
+    return [{k: str(v) for k, v in r.items()} for r in rows][:n]
+
+
+def bench_real_summaries(args: argparse.Namespace, settings, index, db: Path, db_dir: Path,
+                         strategies: list[str], ask) -> list[dict]:
+    """Each strategy writes the summaries of --summaries items (ask(task="summarization")): ROUGE-2 F1 against
+    the reference summary, page recall and precision against its pages, words, and with --geval the model's own
+    G-Eval faithfulness and coverage (the batch's scoring, evaluate.summarization.score_summary)."""
+    from types import SimpleNamespace
+
+    from ragkit.core.llm import get_provider
+    from ragkit.core.paths import reference_path
+    from ragkit.evaluate.metrics import reference_metrics
+    from ragkit.evaluate.summarization import COVERAGE, FAITHFULNESS, ROUGE2, WORDS, score_summary
+
+    items = summary_items(db, db_dir, args.summaries)
+    results = db_dir / "summary-results"
+    results.mkdir(parents=True, exist_ok=True)
+    scorer = SimpleNamespace(judge=get_provider(settings, role="judge") if args.geval else None,
+                             settings=settings.with_(results=results), db=db)
+    universe = [reference_path(db, r) for r in index.pages()]
+    rows: list[dict] = []
+    started = time.perf_counter()
+    for item in items:
+        for strategy in strategies:
+            t0 = time.perf_counter()
+            a = ask(item["Question"], settings, strategy=strategy, index=index, task="summarization")
+            secs = time.perf_counter() - t0
+            cited = [reference_path(db, strip_db_prefix(db, s.path)) for s in a.sources]
+            m = reference_metrics(item["Reference Document"], cited, universe)
+            tp, fp, fn = m["TP"], m["FP"], m["FN"]
+            cols, _usage, problems = score_summary(scorer, item, a)
+            row = {"task": "summarization", "strategy": strategy, "request": item["Question"][:120],
+                   "refused": a.refused, "rouge2_f1": cols[ROUGE2], "words": cols[WORDS],
+                   "page_recall": ratio(tp, tp + fn), "page_precision": ratio(tp, tp + fp),
+                   "faithfulness": cols.get(FAITHFULNESS), "coverage": cols.get(COVERAGE),
+                   "max_loops_reached": getattr(a, "max_loops_reached", None), "steps": a.steps,
+                   "tokens": a.usage.input_tokens + a.usage.output_tokens, "seconds": round(secs, 1),
+                   "error": a.error or ("; ".join(problems) or None), "answer": a.answer[:200]}
+            rows.append(row)
+            print(json.dumps(row, ensure_ascii=False), file=sys.stderr, flush=True)
+
+    def mean(mine: list[dict], key: str) -> float | None:
+        vals = [r[key] for r in mine if isinstance(r[key], (int, float)) and not isinstance(r[key], bool)]
+        return round(statistics.mean(vals), 4) if vals else None
+
+    lines = []
+    for strategy in strategies:
+        mine = [r for r in rows if r["strategy"] == strategy]
+        lines.append({
+            "benchmark": "agent-real-model", "task": "summarization", "strategy": strategy, "model": args.model,
+            "items": len(mine), "refused": sum(r["refused"] for r in mine), "rouge2_f1": mean(mine, "rouge2_f1"),
+            "page_recall": mean(mine, "page_recall"), "page_precision": mean(mine, "page_precision"),
+            "words": mean(mine, "words"),
+            "geval_faithfulness": mean(mine, "faithfulness") if args.geval else "not run (--geval off)",
+            "geval_coverage": mean(mine, "coverage") if args.geval else "not run (--geval off)",
+            "max_loops_reached": sum(bool(r["max_loops_reached"]) for r in mine),
+            "errors": sum(bool(r["error"]) for r in mine),
+            "steps_per_item": mean(mine, "steps"), "tokens_per_item": mean(mine, "tokens"),
+            "seconds_per_item": mean(mine, "seconds"), "page_chars": args.page_chars or None,
+            "max_tokens": args.max_tokens, "run_wall_minutes": round((time.perf_counter() - started) / 60, 1),
+            "date": time.strftime("%Y-%m-%d"),
+        })
+        print(json.dumps(lines[-1], ensure_ascii=False), flush=True)
     return lines
 
 
@@ -444,6 +525,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--ids", default="", help="real model: only these question ids of the --limit selection")
     ap.add_argument("--deadline-min", type=float, default=None,
                     help="real model: start no new question after this many minutes; report what finished")
+    ap.add_argument("--summaries", type=int, default=0,
+                    help="real model: also N summarization items (offline genqa --task summarization) per strategy")
+    ap.add_argument("--geval", action="store_true", help="real model: the summaries' G-Eval by the same model")
+    ap.add_argument("--skip-qa", action="store_true", help="real model: only the --summaries items")
     args = ap.parse_args(argv)
     if args.base_url:
         bench_real(args)

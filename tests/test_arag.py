@@ -250,3 +250,21 @@ def test_chat_takes_the_arag_strategy(db):
         body = r.json()
         assert body["metadata"]["strategy"] == "arag" and body["answer"].startswith("[arag offline")
         assert body["sources"][0]["path"].endswith(RESET_PAGE)
+
+
+def test_rag_ask_task_summarization_reaches_the_loop(server, db, monkeypatch):
+    from fakeserver import TEST_KEY
+
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_API_BASE", server.base_url)
+    server.enqueue(tool_calls=[("chunk_read", {"paths": RESET_PAGE})])
+    server.enqueue(content=FINAL)
+    r = CliRunner().invoke(app, ["ask", "Summarise what the router guide says about setup.", "--strategy", "arag",
+                                 "--task", "summarization", "--format", "json", "--no-cache"])
+    assert r.exit_code == 0, r.output
+    system = " ".join(server.requests[0]["messages"][0]["content"].split())
+    assert "at most 22 steps" in system and "summary of about 200 words" in system
+    assert json.loads(r.stdout)["sources"][0]["path"] == RESET_REF
+    assert "Hold the RESET button" in tool_messages(server.requests[1])[0]  # the page was read
+    r = CliRunner().invoke(app, ["ask", "x", "--task", "essay"])
+    assert r.exit_code == 2 and "unknown task 'essay'" in r.output and "Traceback" not in r.output

@@ -226,3 +226,18 @@ def test_genqa_summarization_with_a_model(db, isolated_env, scripted_server):
     df = pd.read_csv(report.path, encoding="utf-8-sig", keep_default_na=False)
     assert df.loc[0, "Question"] == "How are the router reset and firmware update done?"
     assert df.loc[0, "Reference Summary"].startswith("Hold RESET") and df.loc[0, "Reference Document"]
+
+
+def test_offline_request_names_a_heading_not_a_page_range_folder():
+    from ragkit.genqa.common import PageInfo
+    from ragkit.genqa.summaries import offline_item
+
+    body = "# Battery care\n\nCharge the watch for two hours before its first use. Keep the charger contacts dry."
+    group = [PageInfo(rel=f"pdfs/watch/pages_011-020/page_01{n}.md", page=10 + n, doc="watch.pdf",
+                      doc_title="Watch Manual", section="pages_011-020", body=body if n == 4 else "Plain text page "
+                      "with a sentence long enough to be quoted in a reference summary.", lang="en")
+             for n in (4, 5)]
+    item = offline_item(group)
+    assert item is not None
+    assert item.question.startswith("Summarise what Watch Manual says about Battery care (pages 14-15)")
+    assert "pages_011" not in item.question

@@ -291,6 +291,9 @@ def ask(
     max_steps: MaxStepsOpt = None,
     max_tokens: MaxTokensOpt = None,
     context_tokens: ContextTokensOpt = None,
+    task: Annotated[str, typer.Option(
+        "--task", metavar="qa|summarization", help="qa answers the question; summarization writes the summary "
+        "it asks for (arag: its longer step cap).")] = "qa",
 ) -> None:
     """Answer a question from the database and cite the pages used."""
     from ragkit.answer import ask as ask_question
@@ -302,7 +305,7 @@ def ask(
                              max_tokens=max_tokens, context_tokens=context_tokens)
     if fmt == "text":
         _say_provider(settings)
-    result = ask_question(question, settings, strategy=strategy, trace_path=trace)
+    result = ask_question(question, settings, strategy=strategy, trace_path=trace, task=task)
     print_answer(result, fmt=fmt, console=console)
     if result.error:
         raise typer.Exit(1)

@@ -9,6 +9,7 @@ document and section and the reference summary is extractive (each page's leadin
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from ragkit.core.jsonreply import chat_json
@@ -42,6 +43,9 @@ def summary_row(item: GeneratedQuestion, db: Path) -> dict[str, str]:
             "Page": "\n".join(str(p) for p in item.pages), "Kind": item.kind, "Language": item.lang}
 
 
+_RANGE_FOLDER = re.compile(r"^pages_\d+-\d+$")
+
+
 def _pages_label(group: list[PageInfo]) -> str:
     nums = sorted(p.page for p in group)
     return f"{nums[0]}-{nums[-1]}" if len(nums) > 1 and nums[-1] - nums[0] == len(nums) - 1 else ", ".join(map(str, nums))
@@ -51,9 +55,10 @@ def offline_item(group: list[PageInfo]) -> GeneratedQuestion | None:
     """A request naming the group's document and section (or first heading), and an extractive reference."""
     lang = group[0].lang if group[0].lang in REQUEST else "en"
     first = group[0]
-    sections = list(dict.fromkeys(p.section for p in group if p.section))
-    topic = (" / ".join(sections) if sections else
-             next((line.lstrip("# ").strip() for line in first.body.splitlines() if line.startswith("#")), ""))
+    # a page-range folder (pages_011-020: the document had no outline) names no subject: the pages' headings do
+    sections = list(dict.fromkeys(p.section for p in group if p.section and not _RANGE_FOLDER.match(p.section)))
+    headings = (line.lstrip("# ").strip() for p in group for line in p.body.splitlines() if line.startswith("#"))
+    topic = " / ".join(sections) if sections else next((h for h in headings if len(h) >= 3), "")
     doc = first.doc_title or Path(first.doc).stem
     if not topic or not doc:
         return None
