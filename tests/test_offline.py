@@ -9,6 +9,7 @@ import pytest
 from pagetree import write_pages
 
 from ragkit.answer.extractive import REFUSE_BELOW, answer_offline
+from ragkit.answer.extractive.engine import REFUSE_BELOW_MEANING, calibrated
 from ragkit.answer.extractive.terms import _question_terms
 from ragkit.answer.extractive.units import page_units as _units
 from ragkit.core import text as T
@@ -92,7 +93,7 @@ def test_answers_cite_the_right_page(mini, question, page, must_contain, lang):
     assert "offline" in a.answer
     assert T.detect_lang(a.answer) == lang  # notice and labels in the question's language
     assert f"[1] {a.sources[0].path} p.{a.sources[0].page}" in a.answer
-    assert REFUSE_BELOW <= a.confidence <= 1.0
+    assert calibrated(min(REFUSE_BELOW, REFUSE_BELOW_MEANING)) <= a.confidence <= 1.0
     assert a.provider == "offline" and a.model == "offline" and a.steps == 1
     assert a.usage.input_tokens == a.usage.output_tokens == 0 and a.usage.cost_usd == 0.0
     assert a.latency_ms > 0

@@ -148,3 +148,36 @@ def test_a_closing_last_after_how_long_asks_for_a_duration_and_is_not_a_word_to_
         "policy", "remote", 1, "Remote access goes through the VPN. VPN sessions are limited to 8 hours.")})
     a = ask(db, "How long can a VPN session last?")
     assert not a.refused and "8 hours" in a.answer, a.answer
+
+
+MEMBERSHIP = ("## Plans\n\nThe Gold plan streams on four screens at once.\n\n## Suppliers\n\nOur chemical "
+              "suppliers ship packaging for the DVD service.\n\n## Listing\n\nThe company's shares trade on the "
+              "Nasdaq under the ticker symbol NFLX.\n")
+
+
+def test_meaning_refuses_a_question_whose_words_a_page_holds_but_not_its_sense(tmp_path, monkeypatch):
+    """"What is the chemical symbol for gold?": every word is on the membership page, no sentence there is
+    about it. With the embedding model the engine checks the best question-sentence cosine of the pages it
+    read (SUPPORT_FLOOR) and refuses; with keywords alone the words decide and it answers."""
+    monkeypatch.setenv("RAG_EMBED", "1")
+    if not _embedder_installed():
+        pytest.skip("the embedding package is not installed")
+    db = write_pages(tmp_path / "database", {
+        **PAGES, "filings/NETFLIX_2015_10K/Item 1/page_003.md": ("Netflix 2015 Form 10-K", "Item 1", 3, MEMBERSHIP)})
+    index = open_index(db, progress=False)
+    odd = "What is the chemical symbol for gold?"
+    an = E._analyse(odd, index, db, 5)
+    assert an.support is not None and an.support < E.SUPPORT_FLOOR
+    assert an.coverage >= E.REFUSE_BELOW  # the words alone would answer ...
+    assert answer_offline(odd, index, db).refused  # ... meaning refuses
+    monkeypatch.setenv("RAG_EMBED", "0")
+    assert not answer_offline(odd, index, db).refused  # keywords only: the old behaviour, words decide
+    monkeypatch.setenv("RAG_EMBED", "1")
+    fair = answer_offline("Under which ticker symbol do the company's shares trade?", index, db)
+    assert not fair.refused and "NFLX" in fair.answer
+
+
+def _embedder_installed() -> bool:
+    from ragkit.search.vectors import get_embedder
+
+    return get_embedder() is not None

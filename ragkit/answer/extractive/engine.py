@@ -3,6 +3,7 @@ the evidence, and quote it with its pages, or refuse. docs/answer.md says how an
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 import threading
@@ -20,6 +21,7 @@ from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import iter_pages, reference_path
 
+log = logging.getLogger(__name__)
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 
 
@@ -32,12 +34,19 @@ UNNAMED_FULL_PAGES = 500  # ... in a database of this many pages or more; less i
 UNNAMED_FLOOR = 0.3  # (a word missing from 40 pages is often a paraphrase: "length" for "at least 14 characters")
 # ... but a name (a word the question capitalises: "FIFA", "Japan", "mAh") counts in full in any database
 TYPE_PENALTY = 0.2  # confidence lost when the question asks for a duration, number, ... the quote does not hold
+# Meaning (with the embedding model): the best cosine between the question and a sentence of the pages read
+# (search.sentences, the vectors kept with the index). Under SUPPORT_FLOOR the score loses SUPPORT_PENALTY per
+# point short: no sentence there is about what is asked, even when every word is. With that check the score
+# needs only REFUSE_BELOW_MEANING to answer (docs/answer.md: tuned on one half of the refusal benchmark).
+SUPPORT_FLOOR = 0.35
+SUPPORT_PENALTY = 12.0
+REFUSE_BELOW_MEANING = 0.26
 TYPE_BONUS = 0.1  # score of a unit that holds the kind of answer asked for (answertype)
 # The confidence an answer reports: its score mapped to the share of such answers that cited a right page on
 # MMLongBench-Doc (raw score, share), fitted on half of its questions (benchmarks/offline_calibration.py)
 CALIBRATION: tuple[tuple[float, float], ...] = (
-    (0.395, 0.177), (0.523, 0.234), (0.602, 0.411), (0.672, 0.424), (0.727, 0.444), (0.798, 0.444), (0.939, 0.444),
-    (1.0, 0.853))
+    (0.367, 0.229), (0.512, 0.283), (0.602, 0.451), (0.67, 0.452), (0.728, 0.455), (0.793, 0.48), (0.929, 0.5),
+    (1.0, 0.883))
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
 MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
@@ -270,6 +279,7 @@ class _Analysis:
     kind: str | None = None  # the kind of answer asked for (answertype.answer_kind)
     typed: bool = True  # the quoted evidence holds an answer of that kind
     own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
+    support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
@@ -338,7 +348,43 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = _coverage(qwords, [(own, 1.0)])
+    out.support = meaning_support(_respelt(q, df), db, [rel for rel, _, _ in candidates])
     return out
+
+
+def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
+    """The best cosine between the question and any sentence of these pages, or None without the embedding
+    model (RAG_EMBED=0, not installed) or when it fails: then only words decide."""
+    from ragkit.search.sentences import sentence_index
+
+    si = sentence_index(db) if rels else None
+    if si is None:
+        return None
+    try:
+        hits = si.search(question, rels, k=len(rels))
+    except Exception as e:  # noqa: BLE001 - meaning only sharpens refusals: never fail an answer because of it
+        log.warning("meaning check of the offline answer skipped: %s", e)
+        return None
+    return max((float(score) for _rel, score, _s in hits), default=0.0)
+
+
+def _respelt(question: str, df: Counter) -> str:
+    """The question with its misspelt Latin words respelt (_respell): the embedding model reads "passwrods" as
+    another word, where search and the word checks already read "passwords"."""
+    def fix(m: re.Match) -> str:
+        w = m.group(0).lower()
+        stem = T.stem(w)
+        if df.get(w) or df.get(stem):
+            return m.group(0)
+        fixed = _respell(stem, df)
+        return m.group(0) if fixed == stem else fixed
+
+    return re.sub(r"[A-Za-z]+", fix, question)
+
+
+def refuse_below(an: _Analysis) -> float:
+    """The score an answer needs: lower when meaning was checked (that check refuses what the words cannot)."""
+    return REFUSE_BELOW if an.support is None else REFUSE_BELOW_MEANING
 
 
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
@@ -396,6 +442,8 @@ def _confidence(an: _Analysis) -> float:
     unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names
     c = (an.coverage - ABSENT_PENALTY * an.absent - (YEAR_PENALTY if an.years_absent else 0.0)
          - UNNAMED_PENALTY * unnamed - (0.0 if an.typed else TYPE_PENALTY))
+    if an.support is not None:
+        c -= SUPPORT_PENALTY * max(0.0, SUPPORT_FLOOR - an.support)
     return max(0.0, min(1.0, c))
 
 
@@ -428,7 +476,7 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
     confidence = _confidence(an) if an.chosen else 0.0
     answer.confidence = round(calibrated(confidence), 4) if an.chosen else 0.0
     answer.latency_ms = (time.perf_counter() - t0) * 1000
-    if not an.chosen or confidence < REFUSE_BELOW:
+    if not an.chosen or confidence < refuse_below(an):
         answer.answer = f"{T.refusal_text(lang)}\n{note}"
         return answer
 
