@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from ragkit.core.text import STOPWORDS, search_terms
+from ragkit.core.text import STOPWORDS, detect_lang, search_terms
 from ragkit.search.periods import specific_periods
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_N
 
@@ -68,10 +68,13 @@ class _Ranking:
     def _phrase_bonus(self, query: str, rows: list[tuple[int, str, str]], kw: np.ndarray) -> np.ndarray:
         """Candidates holding the query's adjacent term pairs gain up to PHRASE_WEIGHT x the best score. A pair
         counts as much as the lighter of its two terms (see Index._frame_w): "one decimal place" is how to
-        answer, not what to find."""
+        answer, not what to find. Latin-script questions only: pairs of CJK bigrams count the same characters
+        twice, and the bonus cost the Japanese and Korean development sets first ranks (docs/search.md)."""
+        if not PHRASE_WEIGHT or detect_lang(query) != "en":
+            return kw  # a CJK question's terms are overlapping bigrams: they already hold its word order
         toks = [t for t in search_terms(query) if t not in STOPWORDS]
         ids = np.array([self._term_ids.get(t, -1) for t in toks], dtype=np.int64)
-        if len(ids) < 2 or len(rows) < 2 or not PHRASE_WEIGHT:
+        if len(ids) < 2 or len(rows) < 2:
             return kw
         w = {t: self._frame_w(t) for t in set(toks)}
         weight: dict[int, float] = {}

@@ -21,7 +21,7 @@ import numpy as np
 
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import first_heading, parse_page
-from ragkit.core.text import STOPWORDS, search_terms
+from ragkit.core.text import STOPWORDS, detect_lang, search_terms
 from ragkit.search.periods import period_terms, specific_periods
 from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
 from ragkit.search.query import LAST_PAGE, page_refs, years
@@ -111,9 +111,10 @@ def _scope(prefix: str) -> list[dict]:
 
 
 def _pair_weights(query: str, stats: ClusterStats) -> dict[str, float]:
-    """Adjacent term pairs of the query (as indexed in rk_pairs), each as heavy as its lighter term."""
+    """Adjacent term pairs of the query (as indexed in rk_pairs), each as heavy as its lighter term; none for a
+    CJK question, whose bigrams already hold its word order (as the embedded engine's _phrase_bonus)."""
     toks = [t for t in search_terms(query) if t not in STOPWORDS]
-    if len(toks) < 2:
+    if len(toks) < 2 or detect_lang(query) != "en":
         return {}
     known = stats.known(toks)
     w = frame_weights(set(toks), stats)
