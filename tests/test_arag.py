@@ -144,6 +144,33 @@ def test_loop_searches_reads_and_answers_with_the_three_tools(server, db, tmp_pa
     assert [e["tool"] for e in events if e["event"] == "tool"] == ["keyword_search", "chunk_read"]
 
 
+def test_an_answer_before_any_tool_is_not_accepted(server, db):
+    """A weak model answers at once ("To answer this, I'll need to search..."): the first step asks for a tool
+    (tool_choice required), a reply without one is sent back once with the instruction to search first."""
+    server.enqueue(content="To answer this question, I'll need to search for relevant information.")
+    server.enqueue(tool_calls=[("chunk_read", {"paths": RESET_PAGE})])
+    server.enqueue(content=FINAL)
+    a = run(server, db)
+    assert server.requests[0]["tool_choice"] == "required" and server.requests[2]["tool_choice"] == "auto"
+    nudge = server.requests[1]["messages"][-1]
+    assert nudge["role"] == "user" and "not called any tool yet" in nudge["content"]
+    # (a server that answered a "required" turn without a tool is not asked "required" again: llm.py learns it)
+    assert a.error is None and a.answer.startswith("Hold the RESET") and a.pages_read == [RESET_REF]
+
+
+def test_a_model_that_never_calls_a_tool_gets_the_question_searched_for_it(server, db):
+    server.set_responder(lambda body: {"content": FINAL} if "tools" not in body
+                         else {"content": "The answer is probably in the manual."})
+    a = run(server, db)
+    assert len([r for r in server.requests if "tools" in r]) == 2  # the answer and the one answer after the nudge
+    final = server.requests[-1]
+    assert "tools" not in final
+    user = final["messages"][1]["content"]
+    assert "answered twice without calling a tool" in user and "Hold the RESET button for 10 seconds" in user
+    assert a.error is None and a.answer.startswith("Hold the RESET") and a.sources[0].path == RESET_REF
+    assert RESET_REF in a.pages_read and a.max_loops_reached is False
+
+
 def test_a_chunk_read_twice_is_skipped_with_a_note(server, db):
     server.enqueue(tool_calls=[("chunk_read", {"paths": RESET_PAGE})])
     server.enqueue(tool_calls=[("chunk_read", {"paths": RESET_PAGE})])

@@ -13,8 +13,9 @@ import json
 import time
 from typing import Any
 
+from ragkit.answer.agent import REQUIRED_MAX_TOKENS
 from ragkit.answer.aragtools import ARagTools, chunk_texts
-from ragkit.answer.prompts import ARAG_BEST_EFFORT, ARAG_SUMMARY_TASK, ARAG_SYSTEM
+from ragkit.answer.prompts import ARAG_BEST_EFFORT, ARAG_SUMMARY_TASK, ARAG_SYSTEM, ARAG_USE_TOOLS
 from ragkit.answer.replies import parse_final, textual_tool_calls
 from ragkit.answer.run import (
     QuestionRun,
@@ -59,6 +60,8 @@ def arag_answer(run: QuestionRun, answer: Answer, toolbox: ARagTools) -> Answer:
     transcript: list[tuple[str, str, str]] = []
     loops = 0
     answer.max_loops_reached = False
+    nudged = False
+    require = True  # nothing is known before a search: the first step must call a tool
     while True:
         if loops >= cap:
             answer.max_loops_reached = True
@@ -67,9 +70,24 @@ def arag_answer(run: QuestionRun, answer: Answer, toolbox: ARagTools) -> Answer:
         if run.tokens >= run.max_tokens:
             reason = f"the token budget ({run.max_tokens} tokens) is used up"
             break
-        c = run.chat(messages, f"arag step {loops + 1}", tools=tools)
+        c = run.chat(messages, f"arag step {loops + 1}", tools=tools, tool_choice="required" if require else "auto",
+                     **({"max_tokens": REQUIRED_MAX_TOKENS} if require else {}))
+        require = False
         textual = [] if c.tool_calls else textual_tool_calls(c.content, toolbox.names)
         if not c.tool_calls and not textual:
+            if not transcript:
+                # an answer (or refusal) before any tool result is not from the documents: not accepted; told
+                # once, then the question is searched and read for the model (as offline) for its best effort
+                if nudged:
+                    _searched_for_it(run, toolbox, transcript)
+                    reason = ("the model answered twice without calling a tool, so the question was searched and "
+                              "the chunks found were read for it")
+                    break
+                nudged = require = True
+                run.trace.write("nudge", step=loops, content_chars=len(c.content or ""))
+                messages.append({"role": "assistant", "content": c.content or ""})
+                messages.append({"role": "user", "content": ARAG_USE_TOOLS})
+                continue
             if (c.content or "").strip():
                 answer.steps = run.calls
                 return finish(run, answer, parse_final(c.content), candidates=toolbox.pages_read)
@@ -149,15 +167,16 @@ class _ToolIndex:
                 for i, rel in enumerate(self._order)][:k]
 
 
-def _offline(run: QuestionRun, answer: Answer, toolbox: ARagTools) -> Answer:
-    from ragkit.answer.extractive import answer_offline
-
+def _searched_for_it(run: QuestionRun, toolbox: ARagTools, transcript: list[tuple[str, str, str]],
+                     **extra: Any) -> list[str]:
+    """keyword_search on the question's content words and semantic_search on the question, then chunk_read of
+    what they returned (interleaved, at most OFFLINE_K each): the chunks, in that order."""
     found: dict[str, list[str]] = {}
     words = offline_keywords(run.question)
     calls = [("keyword_search", {"keywords": ", ".join(words), "k": OFFLINE_K})] if words else []
     calls.append(("semantic_search", {"query": run.question, "k": OFFLINE_K}))
     for step, (name, args) in enumerate(calls, 1):
-        result = _call(run, toolbox, step, name, json.dumps(args, ensure_ascii=False), [], offline=True)
+        result = _call(run, toolbox, step, name, json.dumps(args, ensure_ascii=False), transcript, **extra)
         found[name] = _paths_of(result)
     order: list[str] = []
     lists = list(found.values())
@@ -165,10 +184,18 @@ def _offline(run: QuestionRun, answer: Answer, toolbox: ARagTools) -> Answer:
         for x in lists:
             if i < len(x) and x[i] not in order:
                 order.append(x[i])
-    if order:  # read what the searches returned, as the model would (the read set and pages_read follow)
-        for i in range(0, len(order), 3):
-            _call(run, toolbox, len(calls) + 1 + i // 3, "chunk_read",
-                  json.dumps({"paths": ", ".join(order[i:i + 3])}, ensure_ascii=False), [], offline=True)
+    # read what the searches returned, as the model would (the read set and pages_read follow)
+    for i in range(0, len(order), 3):
+        _call(run, toolbox, len(calls) + 1 + i // 3, "chunk_read",
+              json.dumps({"paths": ", ".join(order[i:i + 3])}, ensure_ascii=False), transcript, **extra)
+    return order
+
+
+def _offline(run: QuestionRun, answer: Answer, toolbox: ARagTools) -> Answer:
+    from ragkit.answer.extractive import answer_offline
+
+    words = offline_keywords(run.question)
+    order = _searched_for_it(run, toolbox, [], offline=True)
     store = chunk_texts(run.db)
     titles = {rel: (store.get(run.db, rel) or ("", "", ""))[2] for rel in order}
     out = answer_offline(run.question, _ToolIndex(run.index, order, titles), run.db, k=OFFLINE_K)

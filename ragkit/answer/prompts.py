@@ -100,5 +100,9 @@ ARAG_SUMMARY_TASK = """This is a summarization task: search broadly (several key
 every chunk that bears on the request, then write a summary of about {target_words} words that covers the key
 facts, figures and conclusions the chunks state, and nothing they do not."""
 
+ARAG_USE_TOOLS = ("You have not called any tool yet, so nothing you know comes from the documents: neither answer "
+                  "nor refuse yet. Call keyword_search or semantic_search with the question's key words, read the "
+                  "chunks that may hold the answer with chunk_read, and answer only after that.")
+
 ARAG_BEST_EFFORT = ("You have used all {max_loops} steps: no more tools. From the chunks and results above, "
                     "give your best answer now. {final_format}")
