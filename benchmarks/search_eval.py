@@ -1,6 +1,9 @@
 """Retrieval quality on MMLongBench-Doc, measured both ways, by document kind and on held-out halves.
 
-    uv run python benchmarks/search_eval.py --db DIR [--mode keyword|hybrid] [--limit N]
+    uv run python benchmarks/search_eval.py --db DIR [--mode keyword|hybrid] [--limit N] [--scope database|document]
+
+--scope document searches each question only within its own document (MMLongBench-Doc's own setting, where the
+document is given); the default searches the whole database, so the document must be found too.
 
 DIR is a database of ../shared/bench/mmlongbench-doc/pdfs made by `rag ingest` (benchmarks/search.py --workdir
 makes one). One JSON line. For every answerable question with evidence pages, over the first k results
@@ -128,6 +131,9 @@ def main() -> None:
     ap.add_argument("--no-synonyms", action="store_true")
     ap.add_argument("--frame-alpha", type=float, default=Q.FRAME_ALPHA)
     ap.add_argument("--dump", help="write per-question ranks here (JSON lines) for looking at misses")
+    ap.add_argument("--scope", default="database", choices=("database", "document"),
+                    help="document: each question searched only within its own document's folder (the benchmark's "
+                         "own setting, where the document is given), instead of the whole database")
     ap.add_argument("--backend", default="embedded", choices=("embedded", "opensearch"))
     ap.add_argument("--index", help="with --backend opensearch: opensearch+http://HOST:PORT/PREFIX (the pages are "
                                     "synced there first; default: RAG_TEST_OPENSEARCH_URL with prefix ragkit-bench)")
@@ -144,6 +150,10 @@ def main() -> None:
     idx = open_engine(args, db)
     rels = idx.pages()
     pmap = page_map(db, rels)
+    folders: dict[str, str] = {}
+    for rel, (doc, _page) in pmap.items():  # a document's folder: <category>/<document>
+        folders.setdefault(doc, "/".join(rel.split("/")[:2]))
+    scope = (lambda q: folders.get(q["doc"])) if args.scope == "document" else (lambda q: None)
     t0 = time.perf_counter()
     if args.frame == "cross":
         # question-frame words learned from the other half's questions only (held out: no question is
@@ -153,13 +163,14 @@ def main() -> None:
         ranked = []
         for q in questions:
             Q.set_question_terms(tables[half(q["doc"])])
-            ranked.append([h.path for h in idx.search(q["question"], k=10, mode=args.mode)])
+            ranked.append([h.path for h in idx.search(q["question"], k=10, path=scope(q), mode=args.mode)])
         Q.set_question_terms(None)
     else:
         if args.frame == "off":
             U.FRAME_WEIGHTS = False
-        ranked = [[h.path for h in idx.search(q["question"], k=10, mode=args.mode)] for q in questions]
-    out: dict = {"backend": args.backend, "mode": args.mode, "frame": args.frame, "subtoken_cap": U.SUBTOKEN_CAP, "synonyms": U.SYNONYMS, "frame_alpha": Q.FRAME_ALPHA, "pages": len(rels), "query_ms_mean": round(
+        ranked = [[h.path for h in idx.search(q["question"], k=10, path=scope(q), mode=args.mode)]
+                  for q in questions]
+    out: dict = {"backend": args.backend, "mode": args.mode, "scope": args.scope, "frame": args.frame, "subtoken_cap": U.SUBTOKEN_CAP, "synonyms": U.SYNONYMS, "frame_alpha": Q.FRAME_ALPHA, "pages": len(rels), "query_ms_mean": round(
         (time.perf_counter() - t0) * 1000 / len(questions), 1), "ragkit": report(questions, ranked, pmap)}
     if args.baseline:
         bodies = {rel: parse_page((db / rel).read_text(encoding="utf-8"))[1] for rel in rels}
