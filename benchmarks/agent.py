@@ -327,6 +327,23 @@ def pick_questions(qs: list[dict], limit: int, unanswerable: int) -> list[dict]:
     return out
 
 
+def cut_arag_pages(n: int) -> None:
+    """arag under the same page cut: each page chunk_read shows, and what its best-effort call is given (as much
+    as naive's five pages)."""
+    from ragkit.answer import arag as arag_mod
+    from ragkit.answer.aragtools import MAX_READ, ARagTools
+
+    read = ARagTools.read_page
+
+    def read_cut(self, path: str) -> str:
+        text = read(self, path)
+        return text if len(text) <= n else text[:n] + f"\n[... cut at {n} characters for this run]"
+
+    ARagTools.read_page = read_cut
+    ARagTools.max_result_chars = n * MAX_READ + 500
+    arag_mod.BEST_EFFORT_CHARS = 5 * n
+
+
 def bench_real(args: argparse.Namespace) -> list[dict]:
     from ragkit.answer import ask
     from ragkit.answer import run as run_mod
@@ -352,6 +369,7 @@ def bench_real(args: argparse.Namespace) -> list[dict]:
     if args.page_chars:  # one cut for every strategy: the agent's tool results and naive/synth's pages
         run_mod.CONTEXT_PAGE_CHARS = args.page_chars
         tools_mod.MAX_RESULT_CHARS = args.page_chars
+        cut_arag_pages(args.page_chars)
     if args.reply_tokens:  # one output cap for every model call of every strategy
         from ragkit.answer import agent as agent_mod
 
