@@ -26,7 +26,7 @@ def call(url, method="GET", body=None, ndjson=False):
         with urllib.request.urlopen(req, timeout=120) as resp:
             return json.loads(resp.read() or b"null")
     except urllib.error.HTTPError as e:
-        raise SystemExit(f"{method} {url} -> {e.code}: {e.read().decode()[:500]}")
+        raise SystemExit(f"{method} {url} -> {e.code}: {e.read().decode()[:500]}") from None
 
 
 def check(label, got, want):
