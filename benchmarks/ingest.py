@@ -109,8 +109,9 @@ def main() -> int:
     md_cpu = _cpu(resource.RUSAGE_CHILDREN) - child0
     md_pps = md_pages / md_s if md_s and md_pages else 0.0
     # ours on exactly the PDFs markitdown converted, for a like-for-like ratio
-    same = full if len(subset) == len(pdfs) else _ours(subset, args.workers)
-    same_pps = same["report"].pages / same["seconds"] if same["seconds"] else 0.0
+    # (--markitdown-limit 0 skips markitdown and this second ingest: the line then times ours alone)
+    same = full if len(subset) == len(pdfs) else _ours(subset, args.workers) if subset else None
+    same_pps = same["report"].pages / same["seconds"] if same and same["seconds"] else 0.0
     load_after = os.getloadavg()[0]
 
     print(json.dumps({
@@ -140,7 +141,7 @@ def main() -> int:
         "ratio_ours_over_markitdown": round(same_pps / md_pps, 1) if md_pps else None,
         "ratio_ours_over_markitdown_cpu": (
             round((same["report"].pages / same["cpu"]) / (md_pages / md_cpu), 1)
-            if md_cpu and md_pages and same["cpu"] else None
+            if same and md_cpu and md_pages and same["cpu"] else None
         ),
         # upper bound for the ingest's process tree: main process + the sum of every worker's own peak
         # (the idle forkserver, which only imports ragkit.ingest, is not included)
