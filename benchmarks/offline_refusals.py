@@ -13,6 +13,8 @@ engine's current constants are reported on both halves ("current"). Prints ONE J
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import functools
 import json
 import re
 import sys
@@ -71,24 +73,33 @@ def features(an, required: set | None, pages: dict) -> dict:
             "right": bool(required and required & cited)}
 
 
+class _Found:
+    """One benchmark row as the engine's rule reads an analysis (the fields RefusalRule uses)."""
+
+    def __init__(self, r: dict) -> None:
+        self.coverage, self.absent, self.years_absent = r["coverage"], r["absent"], r["years_absent"]
+        self.unnamed, self.unnamed_names = r.get("unnamed", 0.0), r.get("unnamed_names", 0.0)
+        self.db_pages = r.get("db_pages", offline.UNNAMED_FULL_PAGES)
+        self.typed, self.support = r.get("typed", True), r.get("support")
+
+
+def rule(c: dict) -> offline.RefusalRule:
+    """The engine's rule with the constants `c`; a set without the meaning check's constants leaves it out."""
+    return _rule(tuple(sorted(c.items())))
+
+
+@functools.lru_cache(maxsize=64)
+def _rule(items: tuple) -> offline.RefusalRule:
+    return offline.RefusalRule(**{"support_penalty": 0.0, **dict(items)})
+
+
 def confidence(r: dict, c: dict) -> float:
-    """The engine's rule (engine._confidence) with the constants `c`."""
-    if not r["chosen"]:
-        return 0.0
-    silence = min(1.0, max(offline.UNNAMED_FLOOR,
-                           r.get("db_pages", offline.UNNAMED_FULL_PAGES) / offline.UNNAMED_FULL_PAGES))
-    names = r.get("unnamed_names", 0.0)
-    unnamed = (r.get("unnamed", 0.0) - names) * silence + names
-    v = (r["coverage"] - c["absent_penalty"] * r["absent"] - (c["year_penalty"] if r["years_absent"] else 0.0)
-         - c["unnamed_penalty"] * unnamed - (0.0 if r.get("typed", True) else c["type_penalty"]))
-    if r.get("support") is not None and c.get("support_penalty"):
-        v -= c["support_penalty"] * max(0.0, c["support_floor"] - r["support"])
-    return max(0.0, min(1.0, v))
+    """The engine's score (RefusalRule.score) for one row, with the constants `c`."""
+    return rule(c).score(_Found(r)) if r["chosen"] else 0.0
 
 
 def refused(r: dict, c: dict) -> bool:
-    meaning = r.get("support") is not None and c.get("support_penalty")
-    return confidence(r, c) < (c["refuse_below_meaning"] if meaning else c["refuse_below"])
+    return rule(c).refuses(_Found(r), r["chosen"])
 
 
 def rates(rows: list[dict], c: dict) -> dict:
@@ -110,10 +121,7 @@ def rates(rows: list[dict], c: dict) -> dict:
 
 
 def current_constants() -> dict:
-    return {"refuse_below": offline.REFUSE_BELOW, "absent_penalty": offline.ABSENT_PENALTY,
-            "year_penalty": offline.YEAR_PENALTY, "unnamed_penalty": offline.UNNAMED_PENALTY,
-            "type_penalty": offline.TYPE_PENALTY, "support_floor": offline.SUPPORT_FLOOR,
-            "support_penalty": offline.SUPPORT_PENALTY, "refuse_below_meaning": offline.REFUSE_BELOW_MEANING}
+    return dataclasses.asdict(offline.RULE)
 
 
 def words_only(rows: list[dict]) -> list[dict]:

@@ -79,7 +79,7 @@ def test_a_quote_without_the_kind_of_answer_asked_for_is_less_sure(tmp_path):
     db = write_pages(tmp_path / "database", pages)
     an = E._analyse("How long does it take to fully charge the watch?", open_index(db, progress=False), db, 5)
     assert an.chosen and an.coverage == pytest.approx(1.0) and not an.typed
-    assert E._confidence(an) <= 1.0 - E.TYPE_PENALTY
+    assert E._confidence(an) <= 1.0 - E.RULE.type_penalty
 
 
 @pytest.mark.parametrize("question", [
@@ -181,3 +181,26 @@ def _embedder_installed() -> bool:
     from ragkit.search.vectors import get_embedder
 
     return get_embedder() is not None
+
+
+def test_the_refusal_benchmark_scores_with_the_engines_own_rule(db, monkeypatch):
+    """benchmarks/offline_refusals.py tunes the constants through engine.RefusalRule: with the engine's constants
+    it decides every question as answer_offline does, and other constants change the decision the same way."""
+    import sys
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.modules.pop("offline_refusals", None)
+    import offline_refusals as bench
+
+    index = open_index(db, progress=False)
+    questions = ["How long does it take to fully charge the watch?", "Who won the 2022 FIFA World Cup?",
+                 "What were Netflix revenues in 2015?", "What was Netflix revenue in 2019?",
+                 "What is the battery capacity of the watch in mAh?"]
+    decided = set()
+    for q in questions:
+        row = bench.features(E._analyse(q, index, db, 5), None, {})
+        assert bench.refused(row, bench.current_constants()) == answer_offline(q, index, db).refused, q
+        assert bench.refused(row, {**bench.current_constants(), "refuse_below": 1.01}) or not row["chosen"], q
+        decided.add(bench.refused(row, bench.current_constants()))
+    assert decided == {True, False}  # the questions exercise both decisions

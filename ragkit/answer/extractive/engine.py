@@ -382,9 +382,9 @@ def _respelt(question: str, df: Counter) -> str:
     return re.sub(r"[A-Za-z]+", fix, question)
 
 
-def refuse_below(an: _Analysis) -> float:
+def refuse_below(an: _Analysis, rule: RefusalRule | None = None) -> float:
     """The score an answer needs: lower when meaning was checked (that check refuses what the words cannot)."""
-    return REFUSE_BELOW if an.support is None else REFUSE_BELOW_MEANING
+    return (rule or RULE).threshold(an)
 
 
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
@@ -434,17 +434,53 @@ def _names(question: str) -> set[str]:
             if any(ch.isupper() for ch in m.group(0)[1:]) or (i > 0 and m.group(0)[0].isupper())}
 
 
-def _confidence(an: _Analysis) -> float:
-    """The raw score in [0, 1] that decides refusals: the evidence coverage, less what the question asks about
-    that the cited document or the whole database never names, and an answer of the wrong kind (docs/answer.md
-    says how the constants were tuned)."""
-    silence = min(1.0, max(UNNAMED_FLOOR, an.db_pages / UNNAMED_FULL_PAGES))
-    unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names
-    c = (an.coverage - ABSENT_PENALTY * an.absent - (YEAR_PENALTY if an.years_absent else 0.0)
-         - UNNAMED_PENALTY * unnamed - (0.0 if an.typed else TYPE_PENALTY))
-    if an.support is not None:
-        c -= SUPPORT_PENALTY * max(0.0, SUPPORT_FLOOR - an.support)
-    return max(0.0, min(1.0, c))
+def _confidence(an: _Analysis, rule: RefusalRule | None = None) -> float:
+    """The raw score in [0, 1] that decides refusals (RefusalRule.score with the engine's constants)."""
+    return (rule or RULE).score(an)
+
+
+@dataclass(frozen=True)
+class RefusalRule:
+    """The rule that turns what the engine found into the score that decides a refusal, with its constants
+    (the engine's by default; benchmarks/offline_refusals.py tunes them through this same rule). `an` is
+    anything with _Analysis's fields coverage, absent, years_absent, unnamed, unnamed_names, db_pages, typed
+    and support."""
+
+    refuse_below: float = REFUSE_BELOW
+    absent_penalty: float = ABSENT_PENALTY
+    year_penalty: float = YEAR_PENALTY
+    unnamed_penalty: float = UNNAMED_PENALTY
+    type_penalty: float = TYPE_PENALTY
+    support_floor: float = SUPPORT_FLOOR
+    support_penalty: float = SUPPORT_PENALTY
+    refuse_below_meaning: float = REFUSE_BELOW_MEANING
+
+    def meaning(self, an) -> bool:
+        """Whether meaning counts: measured (an embedding model) and given a weight."""
+        return an.support is not None and self.support_penalty > 0
+
+    def score(self, an) -> float:
+        """The evidence coverage, less what the question asks about that the cited document or the whole
+        database never names, an answer of the wrong kind and, when meaning counts, a question no sentence
+        read is about (docs/answer.md says how the constants were tuned)."""
+        silence = min(1.0, max(UNNAMED_FLOOR, an.db_pages / UNNAMED_FULL_PAGES))
+        unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names
+        c = (an.coverage - self.absent_penalty * an.absent - (self.year_penalty if an.years_absent else 0.0)
+             - self.unnamed_penalty * unnamed - (0.0 if an.typed else self.type_penalty))
+        if self.meaning(an):
+            c -= self.support_penalty * max(0.0, self.support_floor - an.support)
+        return max(0.0, min(1.0, c))
+
+    def threshold(self, an) -> float:
+        """The score an answer needs: lower when meaning counts (that check refuses what the words cannot)."""
+        return self.refuse_below_meaning if self.meaning(an) else self.refuse_below
+
+    def refuses(self, an, chosen: bool = True) -> bool:
+        """Whether the engine refuses: nothing chosen to quote, or a score under the threshold."""
+        return not chosen or self.score(an) < self.threshold(an)
+
+
+RULE = RefusalRule()
 
 
 def calibrated(raw: float, table: tuple[tuple[float, float], ...] | None = None) -> float:
