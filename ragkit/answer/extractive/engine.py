@@ -382,9 +382,9 @@ def _respelt(question: str, df: Counter) -> str:
     return re.sub(r"[A-Za-z]+", fix, question)
 
 
-def refuse_below(an: _Analysis, rule: RefusalRule | None = None) -> float:
+def refuse_below(an: _Analysis) -> float:
     """The score an answer needs: lower when meaning was checked (that check refuses what the words cannot)."""
-    return (rule or RULE).threshold(an)
+    return RULE.threshold(an)
 
 
 _YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
@@ -434,9 +434,9 @@ def _names(question: str) -> set[str]:
             if any(ch.isupper() for ch in m.group(0)[1:]) or (i > 0 and m.group(0)[0].isupper())}
 
 
-def _confidence(an: _Analysis, rule: RefusalRule | None = None) -> float:
+def _confidence(an: _Analysis) -> float:
     """The raw score in [0, 1] that decides refusals (RefusalRule.score with the engine's constants)."""
-    return (rule or RULE).score(an)
+    return RULE.score(an)
 
 
 @dataclass(frozen=True)
