@@ -70,7 +70,7 @@ def features(an, required: set | None, pages: dict) -> dict:
             "years_absent": an.years_absent, "unnamed": round(an.unnamed, 4),
             "unnamed_names": round(an.unnamed_names, 4), "typed": an.typed, "kind": an.kind,
             "db_pages": an.db_pages, "support": None if an.support is None else round(an.support, 4),
-            "right": bool(required and required & cited)}
+            "ambiguous": len(an.ambiguous), "right": bool(required and required & cited)}
 
 
 class _Found:
@@ -81,6 +81,7 @@ class _Found:
         self.unnamed, self.unnamed_names = r.get("unnamed", 0.0), r.get("unnamed_names", 0.0)
         self.db_pages = r.get("db_pages", offline.UNNAMED_FULL_PAGES)
         self.typed, self.support = r.get("typed", True), r.get("support")
+        self.ambiguous = r.get("ambiguous", 0)  # how many documents the question could mean (rows before: 0)
 
 
 def rule(c: dict) -> offline.RefusalRule:
@@ -146,6 +147,12 @@ def meaning_grid():
                 yield {"refuse_below_meaning": refuse / 100, "support_floor": floor, "support_penalty": penalty}
 
 
+def _named(mm: list[dict]) -> list[dict]:
+    """MMLongBench-Doc's answerable questions that the tuned constants decide: not those the engine refuses
+    because they point at "the paper" of a 73-document database without naming it (no constant decides that)."""
+    return [r for r in mm if r["answerable"] and not r.get("ambiguous")]
+
+
 def tune(rows: list[dict], mm: list[dict]) -> dict:
     """The words-only constants (on the rows without their meaning check, tune_words), then with them kept the
     meaning check's (support floor and penalty, and the score to answer with it), by the same rule."""
@@ -157,7 +164,7 @@ def tune(rows: list[dict], mm: list[dict]) -> dict:
 def _best(rows: list[dict], mm: list[dict], candidates) -> dict | None:
     own = [r for r in rows if r["group"] == "own_answerable"]
     cannot = [r for r in rows if r["group"] in CANNOT]
-    mm_ans = [r for r in mm if r["answerable"]]
+    mm_ans = _named(mm)
     best = None
     for c in candidates:
         a = sum(refused(r, c) for r in own) / len(own)
@@ -175,7 +182,7 @@ def tune_words(rows: list[dict], mm: list[dict]) -> dict:
     (and MMLongBench-Doc's answerable ones, when given) stay at most GOAL_ANSWERABLE - MARGIN refused."""
     own = [r for r in rows if r["group"] == "own_answerable"]
     cannot = [r for r in rows if r["group"] in CANNOT]
-    mm_ans = [r for r in mm if r["answerable"]]
+    mm_ans = _named(mm)
     best = None
     for c in grid():
         a = sum(refused(r, c) for r in own) / len(own)

@@ -204,3 +204,62 @@ def test_the_refusal_benchmark_scores_with_the_engines_own_rule(db, monkeypatch)
         assert bench.refused(row, {**bench.current_constants(), "refuse_below": 1.01}) or not row["chosen"], q
         decided.add(bench.refused(row, bench.current_constants()))
     assert decided == {True, False}  # the questions exercise both decisions
+
+
+COSTCO = ("## Results of Operations\n\nThis report covers the fiscal year ended August 29, 2021. Net sales for the "
+          "year were $192,052 million. The plaintiff in the pending case is a former employee.\n")
+NETFLIX_YEAR = ("## Overview\n\nThis report covers the year ended December 31, 2015. Revenues for the year were "
+                "$6,779,511 thousand. The plaintiff in one case seeks damages for a patent.\n")
+JA_A = "## 概要\n\n本資料は2024年度の決算短信です。発行年は2024年です。\n"
+JA_B = "## 概要\n\n本資料は2023年度の有価証券報告書です。発行年は2023年です。\n"
+
+
+def _filings(tmp_path, *docs: str) -> Path:
+    pages = {"costco": ("filings/COSTCO_2021_10K/Item 7/page_030.md", ("Costco 2021 Form 10-K", "Item 7", 30, COSTCO)),
+             "netflix": ("filings/NETFLIX_2015_10K/Item 7/page_021.md",
+                         ("Netflix 2015 Form 10-K", "Item 7", 21, NETFLIX_YEAR)),
+             "ja_a": ("決算/決算短信_2024/概要/page_001.md", ("決算短信 2024年度", "概要", 1, JA_A)),
+             "ja_b": ("決算/有価証券報告書_2023/概要/page_001.md", ("有価証券報告書 2023年度", "概要", 1, JA_B))}
+    return write_pages(tmp_path / "database", dict(pages[d] for d in docs))
+
+
+@pytest.mark.parametrize("question", ["What year is the report for?", "Who is the plaintiff of this case?",
+                                      "What is the year mentioned on page 1?"])
+def test_a_question_about_the_document_that_names_none_is_refused_where_several_could_be_meant(tmp_path, question):
+    """MMLongBench-Doc's questions of the documents left out of a database ("What year is the report for?")
+    hold only words every filing holds: the engine answered them from whichever filing ranked first. Where two
+    or more documents hold all of such a question's words it refuses and names them; where one does, it answers."""
+    monkey = pytest.MonkeyPatch()
+    monkey.setenv("RAG_EMBED", "0")
+    try:
+        two = _filings(tmp_path / "two", "costco", "netflix")
+        a = ask(two, question)
+        assert a.refused, a.answer
+        assert E._confidence(E._analyse(question, open_index(two, progress=False), two, 5)) == 0.0
+        assert "2 documents hold its words" in a.answer
+        assert "COSTCO_2021_10K" in a.answer and "NETFLIX_2015_10K" in a.answer
+        one = _filings(tmp_path / "one", "costco")
+        an = E._analyse(question, open_index(one, progress=False), one, 5)
+        assert an.ambiguous == [] and an.chosen
+    finally:
+        monkey.undo()
+
+
+def test_a_question_that_points_at_the_report_but_whose_words_one_document_holds_is_answered(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = _filings(tmp_path, "costco", "netflix")
+    index = open_index(db, progress=False)
+    an = E._analyse("According to the report, what were the net sales for the year?", index, db, 5)
+    assert an.ambiguous == []  # only Costco's filing says "net sales"
+    a = ask(db, "According to the report, what were the net sales for the year?")
+    assert not a.refused and "192,052" in a.answer
+    # a question that points at no document is not asked which one it means
+    assert E._analyse("What year were revenues reported?", index, db, 5).ambiguous == []
+
+
+def test_a_japanese_question_about_this_document_names_the_documents_it_could_mean(tmp_path, monkeypatch):
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = _filings(tmp_path, "ja_a", "ja_b")
+    a = ask(db, "この資料の発行年は何年ですか？")
+    assert a.refused and "資料が 2 件" in a.answer and "決算短信_2024" in a.answer, a.answer
+    assert not ask(db, "決算短信の発行年は何年ですか？").refused

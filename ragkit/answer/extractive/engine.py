@@ -63,6 +63,28 @@ NOTES = {
     "ko": "(오프라인 offline: 추출 답변)",
     "zh": "（离线 offline：抽取式回答）",
 }
+# A question that points at one document without naming it ("the report", "this case", "page 3") cannot be
+# answered from a database where several documents hold all of its words: which one is meant is unknown.
+WHICH_DOCUMENT = {
+    "en": "The question points at one document without naming it, and {n} documents hold its words: {docs}. "
+          "Name the one you mean.",
+    "ja": "質問はどの資料かを示していません。質問の語をすべて含む資料が {n} 件あります: {docs}。資料名を添えて質問してください。",
+    "ko": "질문이 어느 문서인지 밝히지 않았고, 질문의 단어를 모두 담은 문서가 {n}개입니다: {docs}. 문서 이름을 넣어 다시 질문하세요.",
+    "zh": "问题没有指明是哪份文件，包含其全部词语的文件有 {n} 份：{docs}。请注明文件名。",
+}
+_POINTS_AT_DOCUMENT = re.compile(
+    r"\b(?:the|this|that|these)\s+(?:[\w-]+\s+)?(?:report|document|paper|article|case|file|pdf|brochure|guide"
+    r"|manual|presentation|slides?|deck|book|study|survey|filing|letter|booklet|handbook|leaflet|newsletter"
+    r"|proposal|agreement|contract)s?\b"
+    r"|\b(?:page|slide)\s*\(?\d+|\b(?:first|second|third|last|final|cover)\s+(?:page|slide)\b"
+    r"|(?:この|本|当該|同)(?:資料|文書|書類|報告書|レポート|論文|冊子|ガイド|マニュアル|書)"
+    r"|이\s*(?:문서|보고서|자료|논문|책자|안내서)|这份|该(?:报告|文件|文档)|本(?:报告|文件)",
+    re.IGNORECASE)
+# Words that only say where in the document to look: they never tell the documents apart.
+_DOCUMENT_WORDS = frozenset(
+    "report document paper article case file pdf brochure guide manual presentation slide deck book study survey "
+    "filing letter booklet handbook leaflet newsletter proposal agreement contract page mention according "
+    "資料 文書 書類 報告書 レポート 論文 冊子 ガイド マニュアル ページ 문서 보고서 자료 논문 책자 안내서 페이지".split())
 SOURCES_LABEL = {"en": "Sources:", "ja": "出典:", "ko": "출처:", "zh": "来源:"}
 QUOTES = {"en": ("\u201c", "\u201d"), "ja": ("「", "」"), "ko": ("\u201c", "\u201d"), "zh": ("「", "」")}
 
@@ -280,6 +302,7 @@ class _Analysis:
     typed: bool = True  # the quoted evidence holds an answer of that kind
     own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
     support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
+    ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
@@ -349,7 +372,32 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = _coverage(qwords, [(own, 1.0)])
     out.support = meaning_support(_respelt(q, df), db, [rel for rel, _, _ in candidates])
+    out.ambiguous = _which(q, qwords, db, index)
     return out
+
+
+def _which_text(docs: list[str], lang: str) -> str:
+    """The refusal's line for an ambiguous question: how many documents it could mean, the first three named."""
+    shown = ", ".join(d.split("/")[-1] for d in docs[:3]) + (", …" if len(docs) > 3 else "")
+    return WHICH_DOCUMENT.get(lang, WHICH_DOCUMENT["en"]).format(n=len(docs), docs=shown)
+
+
+def _which(question: str, qwords: list[_QWord], db: Path, index) -> list[str]:
+    """The documents a question could mean when it points at one ("the report", "page 3", この資料) without
+    naming it: every document that holds all of its other words, when that is two or more. Empty otherwise
+    (it points at none, names one, or only one document could be meant)."""
+    if not _POINTS_AT_DOCUMENT.search(question):
+        return []
+    try:
+        docs = sorted({_doc_key(r) for r in index.pages()})
+    except Exception:
+        docs = sorted({_doc_key(r) for r in iter_pages(db)})
+    if len(docs) < 2:
+        return []
+    words = [w for w in qwords if w.word.lower() not in _DOCUMENT_WORDS and T.stem(w.word.lower()) not in
+             _DOCUMENT_WORDS and not w.word.isdigit() and not _HIRAGANA_ONLY.match(w.word)]
+    holding = [d for d in docs if all(w.found(_doc_terms(db, index, d)) >= 1.0 for w in words)]
+    return holding if len(holding) >= 2 else []
 
 
 def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
@@ -444,7 +492,7 @@ class RefusalRule:
     """The rule that turns what the engine found into the score that decides a refusal, with its constants
     (the engine's by default; benchmarks/offline_refusals.py tunes them through this same rule). `an` is
     anything with _Analysis's fields coverage, absent, years_absent, unnamed, unnamed_names, db_pages, typed
-    and support."""
+    and support, and optionally ambiguous (the documents it could mean: any makes the score 0)."""
 
     refuse_below: float = REFUSE_BELOW
     absent_penalty: float = ABSENT_PENALTY
@@ -463,6 +511,8 @@ class RefusalRule:
         """The evidence coverage, less what the question asks about that the cited document or the whole
         database never names, an answer of the wrong kind and, when meaning counts, a question no sentence
         read is about (docs/answer.md says how the constants were tuned)."""
+        if getattr(an, "ambiguous", None):
+            return 0.0
         silence = min(1.0, max(UNNAMED_FLOOR, an.db_pages / UNNAMED_FULL_PAGES))
         unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names
         c = (an.coverage - self.absent_penalty * an.absent - (self.year_penalty if an.years_absent else 0.0)
@@ -514,6 +564,8 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
     answer.latency_ms = (time.perf_counter() - t0) * 1000
     if not an.chosen or confidence < refuse_below(an):
         answer.answer = f"{T.refusal_text(lang)}\n{note}"
+        if an.ambiguous:
+            answer.answer += "\n" + _which_text(an.ambiguous, lang)
         return answer
 
     chosen = an.chosen
