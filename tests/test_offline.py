@@ -215,6 +215,14 @@ def test_document_frequencies_are_cached_on_disk_and_invalidated(tmp_path):
     assert cache.exists()
     corpus._STATS.clear()  # a new process: loads the file instead of reading the pages
     assert corpus.corpus_stats(db, _PageList(db))[1]["common"] == 60
+    # every document's terms come back with them, keyed by the file the pages were converted from
+    docs = corpus.document_terms(db, _PageList(db))
+    assert list(docs) == ["c/doc"] and {"common", "page"} <= docs["c/doc"] and "zebra" not in docs["c/doc"]
+    other = db / "c/other/s/page_001.md"
+    other.parent.mkdir(parents=True)
+    other.write_text(render_page(PageMeta(source="other.pdf", document="other", page=1), "zebra"), encoding="utf-8")
+    assert "zebra" in corpus.document_terms(db, _PageList(db))["other.pdf"]  # a page added: counted
+    other.unlink()
     edited = db / "c/doc/s/page_007.md"
     edited.write_text(edited.read_text(encoding="utf-8") + "\nzebra crossing\n", encoding="utf-8")
     os.utime(edited, ns=(1, 1))  # a different signature even on coarse-mtime filesystems

@@ -1,5 +1,5 @@
-"""Document frequencies of the terms over the whole database, cached per database in DB/.ragkit/ and updated
-when pages change."""
+"""Document frequencies of the terms over the whole database, and every document's terms, cached per database in
+DB/.ragkit/ and updated when pages change."""
 
 from __future__ import annotations
 
@@ -11,11 +11,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.answer.extractive.terms import term_set
+from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
-STATS_VERSION = 2  # bump when term_set changes
+STATS_VERSION = 3  # bump when term_set or what is kept changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
 
 
@@ -23,10 +24,23 @@ _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)
 class _Stats:
     pages: dict[str, tuple[int, int]] = field(default_factory=dict)  # rel -> (mtime_ns, size) when read
     df: Counter = field(default_factory=Counter)
+    docs: dict[str, set[str]] = field(default_factory=dict)  # document (document_id) -> every term of its pages
 
 
 _STATS: dict[str, _Stats] = {}
 _STATS_LOCK = threading.Lock()
+
+
+def doc_key(rel: str) -> str:
+    """The document a page belongs to: its <category>/<document> folders (DESIGN §1)."""
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if len(parts) > 2 else "/".join(parts[:-1])
+
+
+def document_id(rel: str, source: str = "") -> str:
+    """Which document a page is part of: the file it was converted from (its front matter's `source`), which the
+    optimizer's copies in other folders share; its <category>/<document> folders when it names none."""
+    return source or doc_key(rel)
 
 
 def read_page(db: Path, rel: str) -> str | None:
@@ -53,7 +67,8 @@ def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
         pages = {rel: (int(sig[0]), int(sig[1])) for rel, sig in data["pages"].items()}
         if not set(pages) <= universe or any(_signature(db, rel) != sig for rel, sig in pages.items()):
             return None
-        return _Stats(pages, Counter({t: int(c) for t, c in data["df"].items()}))
+        return _Stats(pages, Counter({t: int(c) for t, c in data["df"].items()}),
+                      {d: set(terms) for d, terms in data["docs"].items()})
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
 
@@ -61,14 +76,25 @@ def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
 def _save_stats(db: Path, st: _Stats) -> None:
     try:
         doc = {"version": STATS_VERSION, "pages": {r: list(sig) for r, sig in sorted(st.pages.items())},
-               "df": dict(sorted(st.df.items()))}
+               "df": dict(sorted(st.df.items())), "docs": {d: sorted(t) for d, t in sorted(st.docs.items())}}
         atomic_write_text(db / ".ragkit" / STATS_FILE, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
     except OSError:
         pass  # a read-only database still answers; it just recounts next time
 
 
 def corpus_stats(db: Path, index) -> tuple[int, Counter]:
-    """(number of pages, document frequency per term) over the whole database.
+    """(number of pages, document frequency per term) over the whole database (see _stats)."""
+    st = _stats(db, index)
+    return len(st.pages), st.df
+
+
+def document_terms(db: Path, index) -> dict[str, set[str]]:
+    """Every document's terms (term_set of its pages), by document_id (see _stats). Read-only for callers."""
+    return _stats(db, index).docs
+
+
+def _stats(db: Path, index) -> _Stats:
+    """The statistics of the whole database, brought up to date.
 
     Kept in memory per database and in DB/.ragkit/offline-df.json (so a new `rag ask` process does not
     re-read every page). Pages added later (the optimizer's copies) are counted incrementally; when a
@@ -91,11 +117,13 @@ def corpus_stats(db: Path, index) -> tuple[int, Counter]:
             sig = _signature(db, rel)
             raw = read_page(db, rel)
             if raw is not None:
-                st.df.update(term_set(raw))
+                terms = term_set(raw)
+                st.df.update(terms)
+                st.docs.setdefault(document_id(rel, parse_page(raw)[0].source), set()).update(terms)
             st.pages[rel] = sig
         if len(todo) >= _SAVE_AFTER:
             _save_stats(db, st)
-        return len(st.pages), st.df
+        return st
 
 
 def idf(n: int, df: int) -> float:

@@ -6,20 +6,20 @@ from __future__ import annotations
 import logging
 import math
 import re
-import threading
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
-from ragkit.answer.extractive.corpus import corpus_stats, idf, read_page
+from ragkit.answer.extractive.corpus import corpus_stats, document_id, document_terms, idf, read_page
+from ragkit.answer.extractive.corpus import doc_key as _doc_key
 from ragkit.answer.extractive.terms import question_core, question_words, term_set
 from ragkit.answer.extractive.units import Unit, page_units
 from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
-from ragkit.core.paths import iter_pages, reference_path
+from ragkit.core.paths import reference_path
 
 log = logging.getLogger(__name__)
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
@@ -253,35 +253,10 @@ def _quote(u: Unit, lang: str) -> str:
     return f"{left}{u.text}{right}"
 
 
-def _doc_key(rel: str) -> str:
-    """The document a page belongs to: its <category>/<document> folders (DESIGN §1)."""
-    parts = rel.split("/")
-    return "/".join(parts[:2]) if len(parts) > 2 else "/".join(parts[:-1])
-
-
-_DOC_TERMS: dict[tuple[str, str], tuple[int, set[str]]] = {}
-_DOC_LOCK = threading.Lock()
-
-
 def _doc_terms(db: Path, index, doc: str) -> set[str]:
-    """Every term of a document's pages (cached per process; recounted when its page count changes)."""
-    try:
-        rels = [r for r in index.pages() if _doc_key(r) == doc]
-    except Exception:
-        rels = [r for r in iter_pages(db) if _doc_key(r) == doc]
-    key = (str(db.resolve()), doc)
-    with _DOC_LOCK:
-        hit = _DOC_TERMS.get(key)
-        if hit is not None and hit[0] == len(rels):
-            return hit[1]
-    terms: set[str] = set()
-    for rel in rels:
-        raw = read_page(db, rel)
-        if raw is not None:
-            terms |= term_set(raw)
-    with _DOC_LOCK:
-        _DOC_TERMS[key] = (len(rels), terms)
-    return terms
+    """Every term of a document's pages (corpus.document_terms: cached with the corpus statistics); `doc` is its
+    corpus.document_id."""
+    return document_terms(db, index).get(doc, set())
 
 
 @dataclass
@@ -326,11 +301,13 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
+    page_doc: dict[str, str] = {}  # rel -> document_id
     for rank, (rel, page_no, title) in enumerate(candidates):
         raw = read_page(db, rel)
         if raw is None:
             continue
         meta, body = parse_page(raw)
+        page_doc[rel] = document_id(rel, meta.source)
         doc_title = meta.document or title
         context_title = " / ".join(x for x in (doc_title, meta.section) if x)
         # The folders a page sits in describe it (the path carries meaning, and the optimizer names copies'
@@ -362,7 +339,7 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
         return out
     out.chosen = _select(units, qwords, page_terms)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
-    doc = _doc_terms(db, index, _doc_key(out.chosen[0].rel))
+    doc = _doc_terms(db, index, page_doc[out.chosen[0].rel])
     total = sum(w.weight for w in qwords) or 1.0
     out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
     top = max(w.weight for w in qwords) or 1.0
@@ -376,9 +353,12 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     return out
 
 
+_SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
+
+
 def _which_text(docs: list[str], lang: str) -> str:
     """The refusal's line for an ambiguous question: how many documents it could mean, the first three named."""
-    shown = ", ".join(d.split("/")[-1] for d in docs[:3]) + (", …" if len(docs) > 3 else "")
+    shown = ", ".join(_SUFFIX.sub("", Path(d).name) for d in docs[:3]) + (", …" if len(docs) > 3 else "")
     return WHICH_DOCUMENT.get(lang, WHICH_DOCUMENT["en"]).format(n=len(docs), docs=shown)
 
 
@@ -388,15 +368,12 @@ def _which(question: str, qwords: list[_QWord], db: Path, index) -> list[str]:
     (it points at none, names one, or only one document could be meant)."""
     if not _POINTS_AT_DOCUMENT.search(question):
         return []
-    try:
-        docs = sorted({_doc_key(r) for r in index.pages()})
-    except Exception:
-        docs = sorted({_doc_key(r) for r in iter_pages(db)})
+    docs = document_terms(db, index)
     if len(docs) < 2:
         return []
     words = [w for w in qwords if w.word.lower() not in _DOCUMENT_WORDS and T.stem(w.word.lower()) not in
              _DOCUMENT_WORDS and not w.word.isdigit() and not _HIRAGANA_ONLY.match(w.word)]
-    holding = [d for d in docs if all(w.found(_doc_terms(db, index, d)) >= 1.0 for w in words)]
+    holding = [d for d in sorted(docs) if all(w.found(docs[d]) >= 1.0 for w in words)]
     return holding if len(holding) >= 2 else []
 
 
