@@ -270,3 +270,24 @@ def test_a_japanese_question_about_this_document_names_the_documents_it_could_me
     a = ask(db, "この資料の発行年は何年ですか？")
     assert a.refused and "資料が 2 件" in a.answer and "決算短信 2024年度" in a.answer, a.answer
     assert not ask(db, "決算短信の発行年は何年ですか？").refused
+
+
+def test_the_documents_meant_are_in_the_json_and_the_cli_says_why_it_refused(tmp_path, monkeypatch, capsys):
+    from rich.console import Console
+
+    from ragkit.cli.render import print_answer
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = _filings(tmp_path, "costco", "netflix")
+    a = ask(db, "What year is the report for?")
+    assert a.to_json()["metadata"]["documents_meant"] == ["Costco 2021 Form 10-K", "Netflix 2015 Form 10-K"]
+    console = Console(record=True, width=200)
+    print_answer(a, console=console)
+    text = console.export_text()
+    assert "refused: the question names no document, and 2 hold its words" in text
+    assert "do not contain the answer" not in text
+    plain = ask(db, "Who won the 2022 FIFA World Cup?")
+    assert plain.refused and "documents_meant" not in plain.to_json()["metadata"]
+    console = Console(record=True, width=200)
+    print_answer(plain, console=console)
+    assert "refused: the documents do not contain the answer" in console.export_text()

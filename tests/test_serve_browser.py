@@ -1,5 +1,6 @@
 """The web page of `rag serve` in a real headless Chromium: ask, see a cited answer, open the cited page; search
-hits name their document; the token box is what the page asks for, and its API docs link opens."""
+hits name their document; a question that names no document shows the ones it could mean; the token box is what
+the page asks for, and its API docs link opens."""
 
 from __future__ import annotations
 
@@ -48,6 +49,24 @@ def test_ask_see_citation_open_page(sample_db_copy, browser, tmp_path):  # noqa:
         assert outside == [], outside  # nothing is loaded from anywhere but the app
         shot = os.environ.get("RAG_SCREENSHOT")  # docs/serve.png is made with this
         page.screenshot(path=shot or str(tmp_path / "serve.png"), full_page=True)
+        page.close()
+
+
+def test_a_question_naming_no_document_shows_the_documents_it_could_mean(sample_db_copy, browser):  # noqa: F811
+    settings = Settings(db=sample_db_copy, provider="offline", provider_reason="test", cache=False)
+    with LiveServer(settings) as srv:
+        page = browser.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(srv.url + "/")
+        page.fill("#question", "この資料で説明されている製品は何ですか？")
+        page.click("#ask")
+        page.wait_for_selector(".msg.bot .answer")
+        notes = " ".join(page.locator(".msg.bot .note").all_inner_texts())
+        assert "the question names no document, and 2 hold its words" in notes, notes
+        assert "冷蔵庫_取扱説明書" in notes and "新製品説明会" in notes, notes
+        assert "do not contain the answer" not in notes
+        assert "資料名を添えて質問してください" in page.inner_text(".msg.bot .answer")
+        assert page.locator(".msg.bot a.citation").count() == 0
         page.close()
 
 

@@ -55,7 +55,10 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
                       "this answer does not come from them", highlight=False)
     if answer.answer:
         console.print(answer.answer, markup=False, highlight=False)
-    if answer.refused:
+    if answer.refused and answer.documents_meant:
+        console.print(f"[yellow]refused:[/yellow] the question names no document, and "
+                      f"{len(answer.documents_meant)} hold its words: name the one you mean", highlight=False)
+    elif answer.refused:
         console.print("[yellow]refused:[/yellow] the documents do not contain the answer", highlight=False)
     if answer.sources:
         console.print("\n[bold]Sources[/bold]")

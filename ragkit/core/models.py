@@ -89,6 +89,8 @@ class Answer:
     fallback: str | None = None
     engine: str | None = None  # what produced the answer when not the strategy itself ("offline-extractive")
     max_loops_reached: bool | None = None  # arag/agent: the step cap was hit and a best-effort answer asked for
+    # offline: the question points at one document without naming it, and these documents (names) hold its words
+    documents_meant: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The exact `rag ask --format json` shape of DESIGN §8, plus `error` when the question failed (an
@@ -116,6 +118,8 @@ class Answer:
         }
         if self.max_loops_reached is not None:
             out["metadata"]["max_loops_reached"] = self.max_loops_reached
+        if self.documents_meant:
+            out["metadata"]["documents_meant"] = list(self.documents_meant)
         if self.error:
             out["error"] = self.error
         return out

@@ -356,10 +356,15 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
 _SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
 
 
-def _which_text(docs: list[str], lang: str) -> str:
+def document_name(doc: str) -> str:
+    """How a document (corpus.document_id) is named to the user: its file name without the extension."""
+    return _SUFFIX.sub("", Path(doc).name)
+
+
+def _which_text(names: list[str], lang: str) -> str:
     """The refusal's line for an ambiguous question: how many documents it could mean, the first three named."""
-    shown = ", ".join(_SUFFIX.sub("", Path(d).name) for d in docs[:3]) + (", …" if len(docs) > 3 else "")
-    return WHICH_DOCUMENT.get(lang, WHICH_DOCUMENT["en"]).format(n=len(docs), docs=shown)
+    shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
+    return WHICH_DOCUMENT.get(lang, WHICH_DOCUMENT["en"]).format(n=len(names), docs=shown)
 
 
 def _which(question: str, qwords: list[_QWord], db: Path, index) -> list[str]:
@@ -542,7 +547,8 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
     if not an.chosen or confidence < refuse_below(an):
         answer.answer = f"{T.refusal_text(lang)}\n{note}"
         if an.ambiguous:
-            answer.answer += "\n" + _which_text(an.ambiguous, lang)
+            answer.documents_meant = [document_name(d) for d in an.ambiguous]
+            answer.answer += "\n" + _which_text(answer.documents_meant, lang)
         return answer
 
     chosen = an.chosen

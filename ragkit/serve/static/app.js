@@ -98,7 +98,10 @@ function showAnswer(box, r) {
     box.appendChild(el("div", { className: "note", text: "general knowledge: nothing relevant was found in the documents" }));
   }
   box.appendChild(el("div", { className: "answer", text: r.answer }));
-  if (r.refused) box.appendChild(el("div", { className: "note", text: "the documents do not contain the answer" }));
+  const meant = r.metadata.documents_meant || [];
+  if (r.refused && meant.length) {
+    box.appendChild(el("div", { className: "note", text: "the question names no document, and " + meant.length + " hold its words: " + meant.join(", ") }));
+  } else if (r.refused) box.appendChild(el("div", { className: "note", text: "the documents do not contain the answer" }));
   if (r.sources.length) {
     const ol = el("ol", { className: "cites" });
     for (const s of r.sources) {
