@@ -291,3 +291,15 @@ def test_the_documents_meant_are_in_the_json_and_the_cli_says_why_it_refused(tmp
     console = Console(record=True, width=200)
     print_answer(plain, console=console)
     assert "refused: the documents do not contain the answer" in console.export_text()
+
+
+@pytest.mark.parametrize("question,points", [
+    ("What year is the report for?", True), ("Who is the defendant of this case?", True),
+    ("What is the date on page 3?", True), ("According to the annual report, what was revenue?", True),
+    ("本書の発行年は？", True), ("이 문서의 발행 연도는?", True),
+    ("How do I remove the phone case?", False), ("In that case, what should I do?", False),
+    ("How do I save the file?", False), ("日本書紀の成立年は？", False)])
+def test_what_points_at_a_document(question, points):
+    """Words with an everyday sense ("the phone case", "save the file") and a kanji compound that holds 本書
+    (日本書紀) do not point at a document."""
+    assert bool(E._POINTS_AT_DOCUMENT.search(question)) is points

@@ -73,12 +73,14 @@ WHICH_DOCUMENT = {
     "zh": "问题没有指明是哪份文件，包含其全部词语的文件有 {n} 份：{docs}。请注明文件名。",
 }
 _POINTS_AT_DOCUMENT = re.compile(
-    r"\b(?:the|this|that|these)\s+(?:[\w-]+\s+)?(?:report|document|paper|article|case|file|pdf|brochure|guide"
-    r"|manual|presentation|slides?|deck|book|study|survey|filing|letter|booklet|handbook|leaflet|newsletter"
-    r"|proposal|agreement|contract)s?\b"
+    r"\b(?:the|this|these)\s+(?:[\w-]+\s+)?(?:report|document|paper|article|brochure|guide|guidebook|manual"
+    r"|presentation|slides|deck|study|survey|filing|booklet|handbook|leaflet|newsletter|proposal|agreement"
+    r"|contract|pdf)s?\b"
+    # words with an everyday sense ("the phone case", "in that case", "save the file") point only after "this"
+    r"|\bthis\s+(?:case|file|letter|book|slide)\b"
     r"|\b(?:page|slide)\s*\(?\d+|\b(?:first|second|third|last|final|cover)\s+(?:page|slide)\b"
-    r"|(?:この|本|当該|同)(?:資料|文書|書類|報告書|レポート|論文|冊子|ガイド|マニュアル|書)"
-    r"|이\s*(?:문서|보고서|자료|논문|책자|안내서)|这份|该(?:报告|文件|文档)|本(?:报告|文件)",
+    r"|(?<![\u3400-\u9fff])(?:この|本|当該|同)(?:資料|文書|書類|報告書|レポート|論文|冊子|ガイド|マニュアル|書)"
+    r"|이\s*(?:문서|보고서|자료|논문|책자|안내서)|这份|该(?:报告|文件|文档)|(?<![\u3400-\u9fff])本(?:报告|文件)",
     re.IGNORECASE)
 # Words that only say where in the document to look: they never tell the documents apart.
 _DOCUMENT_WORDS = frozenset(
