@@ -89,8 +89,11 @@ def corpus_stats(db: Path, index) -> tuple[int, Counter]:
 
 
 def document_terms(db: Path, index) -> dict[str, set[str]]:
-    """Every document's terms (term_set of its pages), by document_id (see _stats). Read-only for callers."""
-    return _stats(db, index).docs
+    """Every document's terms (term_set of its pages), by document_id (see _stats). Read-only for callers: a
+    snapshot of the documents, so a page of a new document counted meanwhile (an upload) cannot change it."""
+    st = _stats(db, index)
+    with _STATS_LOCK:
+        return dict(st.docs)
 
 
 def _stats(db: Path, index) -> _Stats:
