@@ -161,3 +161,23 @@ def test_report_of_two_runs_labelled_by_what_differs_in_headless_chromium(two_ru
     assert "a right page cited" in cal and "expected calibration error" in cal
     assert "longctx · offline against agent · offline" in page.locator("#wins").inner_text()
     page.close()
+
+
+def test_a_batch_says_how_many_refusals_asked_which_document_was_meant(sample_db_copy, isolated_env):
+    """この資料で説明されている製品は何ですか？ names no document, and the refrigerator manual and the product
+    briefing both hold its words: the offline engine refuses it and names them, and the run says so."""
+    from ragkit.evaluate.runinfo import which_document_note
+
+    csv = isolated_env / "q.csv"
+    csv.write_text("Question\nこの資料で説明されている製品は何ですか？\n冷蔵室の温度設定を「強」にすると、庫内はだいたい何度になりますか？\n",
+                   encoding="utf-8")
+    r = cli("batch", str(csv), "--provider", "offline", "--workers", "2")
+    note = which_document_note(1)
+    assert f"note: {note}" in " ".join(r.stdout.split())
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("results: ")]
+    results = Path(line.removeprefix("results: "))
+    assert read_run_info(results).notes == [note]
+    summary = read_csv(results.with_name(results.stem + "_summary.csv"))
+    assert note in set(summary[summary["Metric"] == "Note"]["Total"])
+    answers = read_csv(results)
+    assert list(answers["Refused"]) == ["True", "False"]

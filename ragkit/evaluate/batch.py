@@ -41,6 +41,7 @@ from ragkit.evaluate.results import (
     write_outputs,
 )
 from ragkit.evaluate.retrieval import SEARCH_COLUMNS
+from ragkit.evaluate.runinfo import which_document_note
 from ragkit.evaluate.scoring import (
     _OUTPUT_SET,
     OPT_REF_COLUMNS,
@@ -315,11 +316,13 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     # assemble in input order, from the checkpoint (the last record of each row wins)
     final = ck.load()
     rows: list[dict] = []
+    which = 0  # refusals that asked which document was meant
     for job in jobs:
         rec = final.get(job.pos)
         if rec is None or rec.get("q") != job.question:
             raise RagError(f"{ck.path}: row {job.pos + 2} is missing from the checkpoint; run the same command "
                            "again to answer it")
+        which += bool((rec.get("answer") or {}).get("documents_meant"))
         rec = _slim(rec)
         report.answer_usage.add(usage_from(rec.get("answer_usage")))
         report.judge_usage.add(usage_from(rec.get("judge_usage")))
@@ -354,6 +357,8 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
                              split=report.measure is not None and report.measure.holdout is not None)
     if strategy == "search":
         columns[columns.index("Ref Accuracy") + 1 : columns.index("Ref Accuracy") + 1] = SEARCH_COLUMNS
+    if which:
+        report.run.notes.append(which_document_note(which))
     report.rows = rows
     report.questions = len(rows)
     report.usage = Usage()
