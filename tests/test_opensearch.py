@@ -3,6 +3,7 @@ cluster, the same search interface for every stage, sync, credentials, and a clu
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -71,6 +72,11 @@ def test_every_later_command_uses_the_stored_index(os_db):
     assert "4. Remote Access/page_005.md" in out.stdout
     ask = rag("ask", "How long can a VPN session last?", "--db", "database", "--format", "json")
     assert ask.returncode == 0 and "page_005" in ask.stdout, ask.stderr
+    # the offline engine's documents come from the cluster's page list too: a question that names no document
+    which = rag("ask", "この資料で説明されている製品は何ですか？", "--db", "database", "--format", "json")
+    assert which.returncode == 0, which.stderr
+    meant = json.loads(which.stdout)["metadata"]["documents_meant"]
+    assert sorted(meant) == ["冷蔵庫_取扱説明書", "新製品説明会"], which.stdout
 
 
 def test_sync_adds_updates_and_deletes_and_a_second_run_changes_nothing(os_db):
