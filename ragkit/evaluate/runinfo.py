@@ -19,7 +19,6 @@ QUOTING_NOTE = ("Checklist Recall measures quoting, not answering: offline genqa
                 "pages' sentences and the offline engine answers by quoting those sentences")
 
 
-
 def which_document_note(n: int) -> str:
     """The note of a run where the offline engine refused `n` questions for naming no document."""
     return (f"{n} refusal(s) asked which document was meant: the question points at one document without naming "

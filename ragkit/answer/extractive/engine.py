@@ -255,12 +255,6 @@ def _quote(u: Unit, lang: str) -> str:
     return f"{left}{u.text}{right}"
 
 
-def _doc_terms(db: Path, index, doc: str) -> set[str]:
-    """Every term of a document's pages (corpus.document_terms: cached with the corpus statistics); `doc` is its
-    corpus.document_id."""
-    return document_terms(db, index).get(doc, set())
-
-
 @dataclass
 class _Analysis:
     """What the engine found for one question, before deciding to answer or refuse."""
@@ -341,7 +335,8 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
         return out
     out.chosen = _select(units, qwords, page_terms)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
-    doc = _doc_terms(db, index, page_doc[out.chosen[0].rel])
+    docs = document_terms(db, index)  # every document's terms (cached with the corpus statistics)
+    doc = docs.get(page_doc[out.chosen[0].rel], set())
     total = sum(w.weight for w in qwords) or 1.0
     out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
     top = max(w.weight for w in qwords) or 1.0
@@ -351,7 +346,7 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = _coverage(qwords, [(own, 1.0)])
     out.support = meaning_support(_respelt(q, df), db, [rel for rel, _, _ in candidates])
-    out.ambiguous = _which(q, qwords, db, index)
+    out.ambiguous = _which(q, qwords, docs)
     return out
 
 
@@ -369,14 +364,11 @@ def _which_text(names: list[str], lang: str) -> str:
     return WHICH_DOCUMENT.get(lang, WHICH_DOCUMENT["en"]).format(n=len(names), docs=shown)
 
 
-def _which(question: str, qwords: list[_QWord], db: Path, index) -> list[str]:
+def _which(question: str, qwords: list[_QWord], docs: dict[str, set[str]]) -> list[str]:
     """The documents a question could mean when it points at one ("the report", "page 3", この資料) without
     naming it: every document that holds all of its other words, when that is two or more. Empty otherwise
     (it points at none, names one, or only one document could be meant)."""
-    if not _POINTS_AT_DOCUMENT.search(question):
-        return []
-    docs = document_terms(db, index)
-    if len(docs) < 2:
+    if not _POINTS_AT_DOCUMENT.search(question) or len(docs) < 2:
         return []
     words = [w for w in qwords if w.word.lower() not in _DOCUMENT_WORDS and T.stem(w.word.lower()) not in
              _DOCUMENT_WORDS and not w.word.isdigit() and not _HIRAGANA_ONLY.match(w.word)]
