@@ -93,6 +93,23 @@ def test_questions_whose_words_the_documents_do_not_hold_are_refused(db, questio
     assert a.refused and a.sources == [], a.answer
 
 
+def test_a_year_the_document_names_elsewhere_is_not_the_year_quoted(tmp_path):
+    """The issue's Netflix case, where the filing does name the year asked for, but only in a note on its debt:
+    its 2015 revenues do not answer "revenue in 2023". The year is looked for on the pages quoted (here the one
+    page read, k=1), not anywhere in the document."""
+    notes = "## Long-term debt\n\nThe 5.875% senior notes are due in 2023 and pay interest semi-annually.\n"
+    pages = {**PAGES, "filings/NETFLIX_2015_10K/Item 8/page_060.md": ("Netflix 2015 Form 10-K", "Item 8", 60, notes)}
+    db = write_pages(tmp_path / "database", pages)
+    index = open_index(db, progress=False)
+    an = E._analyse("What was Netflix's revenue in 2023?", index, db, 1)
+    assert [u.rel for u in an.chosen] == ["filings/NETFLIX_2015_10K/Item 7/page_021.md"] and an.years_absent == 1
+    a = answer_offline("What was Netflix's revenue in 2023?", index, db, k=1)
+    assert a.refused and a.sources == [], a.answer
+    a = answer_offline("What were Netflix's revenues in 2015?", index, db, k=1)
+    assert not a.refused and "6,779,511" in a.answer, a.answer
+    assert E._analyse("When are the senior notes due, in 2023?", index, db, 1).years_absent == 0
+
+
 @pytest.mark.parametrize("question,quote", [
     ("What were Netflix's revenues in 2015?", "6,779,511"),
     ("How do I check the battery level of the watch?", "Swipe down"),

@@ -28,7 +28,7 @@ _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 ENGINE = "offline-extractive"  # Answer.engine: agent, naive and synth all run this one engine offline
 REFUSE_BELOW = 0.34  # minimum score to answer (docs/answer.md: how it was tuned)
 ABSENT_PENALTY = 0.0  # confidence lost per share of the question its document never mentions (calibrated: 0)
-YEAR_PENALTY = 0.5  # confidence lost when the question names a year the cited document never mentions
+YEAR_PENALTY = 0.5  # confidence lost when the question names a year no page quoted mentions
 UNNAMED_PENALTY = 2.0  # confidence lost per share of the question the whole database never names ...
 UNNAMED_FULL_PAGES = 500  # ... in a database of this many pages or more; less in a smaller one, in proportion
 UNNAMED_FLOOR = 0.3  # (a word missing from 40 pages is often a paraphrase: "length" for "at least 14 characters")
@@ -265,7 +265,7 @@ class _Analysis:
     coverage: float = 0.0  # IDF-weighted share of the question found in the quoted evidence (see _evidence)
     absent: float = 0.0  # IDF-weighted share of the question found nowhere in the cited document
     absent_top: float = 0.0  # weight of the heaviest such word / the question's heaviest word's weight
-    years_absent: int = 0  # years (1900-2099) the question names that the cited document never mentions
+    years_absent: int = 0  # years (1900-2099) the question names that no page quoted mentions
     unnamed: float = 0.0  # IDF-weighted share of the question the whole database never names
     unnamed_names: float = 0.0  # ... of it, the share made of names (words the question capitalises)
     db_pages: int = 0  # pages in the database (how much its silence about a word says)
@@ -341,7 +341,10 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
     top = max(w.weight for w in qwords) or 1.0
     out.absent_top = max((w.weight * (1.0 - w.found(doc)) for w in qwords), default=0.0) / top
-    out.years_absent = sum(1 for y in set(_YEAR.findall(q)) if y not in doc)
+    # A year is looked for on the pages quoted, not anywhere in their document: a filing that names 2023 only in
+    # a note on its debt holds no 2023 revenue, and its 2015 figures answer another question.
+    quoted = set().union(*(page_terms[u.rel] for u in out.chosen))
+    out.years_absent = sum(1 for y in set(_YEAR.findall(q)) if y not in quoted)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = _coverage(qwords, [(own, 1.0)])
