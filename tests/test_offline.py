@@ -136,6 +136,9 @@ def test_question_words_are_not_content():
     assert _question_terms("How many characters?") == ["character"]
     assert "언제" not in _question_terms("점검은 언제 진행됩니까?")
     assert "점검" in _question_terms("점검은 언제 진행됩니까?")
+    # "who" as a subject (누가) and "how many days" (며칠) ask, as 누구 and 몇 do: the database never holds them
+    assert _question_terms("헌법재판관은 누가 임명하나요?") == _question_terms("헌법재판관은 임명하나요?")
+    assert "며칠" not in " ".join(_question_terms("법률은 며칠 안에 공포해야 하나요?"))
 
 
 def test_deterministic_and_json_shape(mini):

@@ -21,7 +21,7 @@ _EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fas
 # "How long does X last?": the closing "last" asks for a duration, as "how long" does; pages say "8 hours"
 _EN_DURATION_END = re.compile(r"\blast(s|ing)?\b(?=\W*$)", re.IGNORECASE)
 _KO_QUESTION_WORDS = frozenset(
-    "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 누구 무슨 어느 왜 "
+    "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 며칠 누구 누가 무슨 어느 왜 "
     "있는 있나요 있습니까 있다 수 것".split()  # and the auxiliaries around them ("쓸 수 있는")
 )
 _KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "나요", "까요", "가요",
