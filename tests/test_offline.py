@@ -139,6 +139,8 @@ def test_question_words_are_not_content():
     # "who" as a subject (누가) and "how many days" (며칠) ask, as 누구 and 몇 do: the database never holds them
     assert _question_terms("헌법재판관은 누가 임명하나요?") == _question_terms("헌법재판관은 임명하나요?")
     assert "며칠" not in " ".join(_question_terms("법률은 며칠 안에 공포해야 하나요?"))
+    # the polite question ending written as its own word only asks
+    assert _question_terms("비밀번호는 몇 자 이상이어야 합니까?") == _question_terms("비밀번호는 몇 자 이상이어야?")
 
 
 def test_deterministic_and_json_shape(mini):

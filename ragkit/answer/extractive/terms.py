@@ -128,6 +128,8 @@ def question_words(question: str) -> list[tuple[str, list[str]]]:
         words = []
         for w in q.split():
             core = w.rstrip("?？.!,、")
+            if core in _KO_ENDINGS:  # the ending written apart ("몇 자 이상이어야 합니까?"): it only asks
+                continue
             for end in _KO_ENDINGS:
                 if core.endswith(end) and len(core) > len(end):
                     core = core[: -len(end)]
