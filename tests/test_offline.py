@@ -9,7 +9,7 @@ import pytest
 from pagetree import write_pages
 
 from ragkit.answer.extractive import REFUSE_BELOW, answer_offline
-from ragkit.answer.extractive.engine import REFUSE_BELOW_MEANING, calibrated
+from ragkit.answer.extractive.engine import REFUSE_BELOW_MEANING, _analyse, calibrated
 from ragkit.answer.extractive.terms import _question_terms
 from ragkit.answer.extractive.units import page_units as _units
 from ragkit.core import text as T
@@ -273,3 +273,28 @@ def test_no_sentence_from_a_second_unrelated_document(tmp_path):
                        open_index(db, progress=False), db)
     docs = {s.path.split("/")[1] for s in a.sources}
     assert len(docs) <= 1, a.answer  # the quote never mixes two documents
+
+
+def test_an_optimizer_copy_is_quoted_with_the_rest_of_its_document(tmp_path, monkeypatch):
+    """A page the optimizer copied into a folder named after a question is still its document (front matter
+    `source`): a two-part question may be answered from the copy and the original's other pages together.
+    Sentences of another document are never spliced in."""
+    monkeypatch.setenv("RAG_EMBED", "0")
+    hotel = "## Lodging\n\nHotel costs are reimbursed up to 150 dollars per night.\n"
+    meals = "## Meals\n\nThe meal allowance for business travel is 60 dollars per day.\n"
+    pages = {
+        "policies/travel/Lodging/page_003.md": ("Travel policy", "Lodging", 3, hotel),
+        "policies/travel/Meals/page_004.md": ("Travel policy", "Meals", 4, meals),
+        "policies/per diem for food on trips/page_004.md": ("Travel policy", "Meals", 4, meals),  # the copy
+        "manuals/camera/Setup/page_002.md": ("Camera manual", "Setup", 2,
+                                              "## Setup\n\nThe hotel mode keeps the camera quiet at night.\n"),
+    }
+    for i, text in enumerate(["Charge the battery before first use.", "Insert the memory card until it clicks.",
+                              "Press the shutter button halfway to focus.", "Clean the lens with a soft cloth.",
+                              "Firmware updates are installed from the menu."]):
+        pages[f"manuals/camera/Use/page_01{i}.md"] = ("Camera manual", "Use", 10 + i, f"## Use\n\n{text}\n")
+    db = write_pages(tmp_path / "database", pages)
+    an = _analyse("What is the per diem for food on trips, and are hotel costs reimbursed?",
+                  open_index(db, progress=False), db, 5)
+    assert [u.rel for u in an.chosen] == ["policies/travel/Lodging/page_003.md",
+                                          "policies/per diem for food on trips/page_004.md"]

@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
 from ragkit.answer.extractive.corpus import corpus_stats, document_id, document_terms, idf, read_page
-from ragkit.answer.extractive.corpus import doc_key as _doc_key
 from ragkit.answer.extractive.terms import question_core, question_words, term_set
 from ragkit.answer.extractive.units import Unit, page_units
 from ragkit.core import text as T
@@ -209,8 +208,10 @@ def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
     return sum(1 for p in pairs if p in unit_norm) / len(pairs)
 
 
-def _select(units: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[str]]) -> list[Unit]:
-    """The best unit, then units that add question words it lacks (at most 3 units, 2 pages)."""
+def _select(units: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[str]],
+            page_doc: dict[str, str]) -> list[Unit]:
+    """The best unit, then units of its document (`page_doc`: rel -> corpus.document_id) that add question words
+    it lacks (at most 3 units, 2 pages)."""
     ranked = sorted(units, key=lambda u: (-u.score, u.rank, u.pos))
     best = ranked[0]
     chosen = [best]
@@ -229,7 +230,7 @@ def _select(units: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[s
         pages = {c.rel for c in chosen}
         if u.rel not in pages and len(pages) >= MAX_PAGES_CITED:
             continue
-        if _doc_key(u.rel) != _doc_key(best.rel):
+        if page_doc.get(u.rel) != page_doc.get(best.rel):
             continue  # never splice in a sentence from another document: it answers another question
         gain = _evidence([*chosen, u], qwords, page_terms) - current
         if gain >= MIN_GAIN:
@@ -333,7 +334,7 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
         units.extend(found)
     if not units:
         return out
-    out.chosen = _select(units, qwords, page_terms)
+    out.chosen = _select(units, qwords, page_terms, page_doc)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
     docs = document_terms(db, index)  # every document's terms (cached with the corpus statistics)
     doc = docs.get(page_doc[out.chosen[0].rel], set())
