@@ -221,12 +221,12 @@ def test_document_frequencies_are_cached_on_disk_and_invalidated(tmp_path):
     corpus._STATS.clear()  # a new process: loads the file instead of reading the pages
     assert corpus.corpus_stats(db, _PageList(db))[1]["common"] == 60
     # every document's terms come back with them, keyed by the file the pages were converted from
-    docs = corpus.document_terms(db, _PageList(db))
+    docs = corpus.documents(db, _PageList(db)).terms
     assert list(docs) == ["c/doc"] and {"common", "page"} <= docs["c/doc"] and "zebra" not in docs["c/doc"]
     other = db / "c/other/s/page_001.md"
     other.parent.mkdir(parents=True)
     other.write_text(render_page(PageMeta(source="other.pdf", document="other", page=1), "zebra"), encoding="utf-8")
-    assert "zebra" in corpus.document_terms(db, _PageList(db))["other.pdf"]  # a page added: counted
+    assert "zebra" in corpus.documents(db, _PageList(db)).terms["other.pdf"]  # a page added: counted
     other.unlink()
     edited = db / "c/doc/s/page_007.md"
     edited.write_text(edited.read_text(encoding="utf-8") + "\nzebra crossing\n", encoding="utf-8")

@@ -110,6 +110,23 @@ def test_a_year_the_document_names_elsewhere_is_not_the_year_quoted(tmp_path):
     assert E._analyse("When are the senior notes due, in 2023?", index, db, 1).years_absent == 0
 
 
+def test_the_year_a_report_covers_is_read_on_its_first_pages(tmp_path):
+    """A survey report prints its year on the cover, not on every page: a question about that year is answered
+    from a page that does not repeat it. Another year is still looked for on the pages quoted."""
+    cover = "# Political Independents\n\nSurveys of U.S. adults conducted in 2018.\n"
+    voted = ("## Voting\n\nAbout half of Democratic-leaning independents (48%) said they voted, compared with 59% "
+             "of Democrats.\n")
+    db = write_pages(tmp_path / "database", {
+        **PAGES,
+        "reports/independents/Overview/page_001.md": ("Political Independents", "Overview", 1, cover),
+        "reports/independents/Voting/page_005.md": ("Political Independents", "Voting", 5, voted)})
+    index = open_index(db, progress=False)
+    an = E._analyse("What share of Democratic-leaning independents said they voted in 2018?", index, db, 1)
+    assert an.chosen[0].rel.endswith("page_005.md") and an.years_absent == 0
+    an = E._analyse("What share of Democratic-leaning independents said they voted in 2016?", index, db, 1)
+    assert an.chosen[0].rel.endswith("page_005.md") and an.years_absent == 1
+
+
 @pytest.mark.parametrize("question,quote", [
     ("What were Netflix's revenues in 2015?", "6,779,511"),
     ("How do I check the battery level of the watch?", "Swipe down"),

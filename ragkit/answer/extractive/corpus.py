@@ -1,10 +1,11 @@
-"""Document frequencies of the terms over the whole database, and every document's terms, cached per database in
-DB/.ragkit/ and updated when pages change."""
+"""Document frequencies of the terms over the whole database, every document's terms and the years its first pages
+name, cached per database in DB/.ragkit/ and updated when pages change."""
 
 from __future__ import annotations
 
 import json
 import math
+import re
 import threading
 from collections import Counter
 from dataclasses import dataclass, field
@@ -16,8 +17,10 @@ from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
-STATS_VERSION = 3  # bump when term_set or what is kept changes
+STATS_VERSION = 4  # bump when term_set or what is kept changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
+FRONT_PAGES = 3  # a document's cover and first pages say which years it reports (search.ranking reads them alike)
+_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
 
 @dataclass
@@ -25,6 +28,7 @@ class _Stats:
     pages: dict[str, tuple[int, int]] = field(default_factory=dict)  # rel -> (mtime_ns, size) when read
     df: Counter = field(default_factory=Counter)
     docs: dict[str, set[str]] = field(default_factory=dict)  # document (document_id) -> every term of its pages
+    front: dict[str, set[str]] = field(default_factory=dict)  # document -> the years its first FRONT_PAGES name
 
 
 _STATS: dict[str, _Stats] = {}
@@ -68,7 +72,8 @@ def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
         if not set(pages) <= universe or any(_signature(db, rel) != sig for rel, sig in pages.items()):
             return None
         return _Stats(pages, Counter({t: int(c) for t, c in data["df"].items()}),
-                      {d: set(terms) for d, terms in data["docs"].items()})
+                      {d: set(terms) for d, terms in data["docs"].items()},
+                      {d: set(years) for d, years in data["front"].items()})
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
 
@@ -76,7 +81,8 @@ def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
 def _save_stats(db: Path, st: _Stats) -> None:
     try:
         doc = {"version": STATS_VERSION, "pages": {r: list(sig) for r, sig in sorted(st.pages.items())},
-               "df": dict(sorted(st.df.items())), "docs": {d: sorted(t) for d, t in sorted(st.docs.items())}}
+               "df": dict(sorted(st.df.items())), "docs": {d: sorted(t) for d, t in sorted(st.docs.items())},
+               "front": {d: sorted(y) for d, y in sorted(st.front.items())}}
         atomic_write_text(db / ".ragkit" / STATS_FILE, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
     except OSError:
         pass  # a read-only database still answers; it just recounts next time
@@ -88,12 +94,22 @@ def corpus_stats(db: Path, index) -> tuple[int, Counter]:
     return len(st.pages), st.df
 
 
-def document_terms(db: Path, index) -> dict[str, set[str]]:
-    """Every document's terms (term_set of its pages), by document_id (see _stats). Read-only for callers: a
-    snapshot of the documents, so a page of a new document counted meanwhile (an upload) cannot change it."""
+@dataclass(frozen=True)
+class Documents:
+    """What the database's documents hold, by document_id (see _stats): every term of each one's pages, and the
+    years (1900-2099) its first FRONT_PAGES pages name, the years a report covers ("for the fiscal year ended
+    December 31, 2015", "surveys conducted in 2018"). Read-only for callers."""
+
+    terms: dict[str, set[str]]
+    front_years: dict[str, set[str]]
+
+
+def documents(db: Path, index) -> Documents:
+    """The documents of the whole database, brought up to date: a snapshot, so a page of a new document counted
+    meanwhile (an upload) cannot change it."""
     st = _stats(db, index)
     with _STATS_LOCK:
-        return dict(st.docs)
+        return Documents(dict(st.docs), dict(st.front))
 
 
 def _stats(db: Path, index) -> _Stats:
@@ -122,7 +138,11 @@ def _stats(db: Path, index) -> _Stats:
             if raw is not None:
                 terms = term_set(raw)
                 st.df.update(terms)
-                st.docs.setdefault(document_id(rel, parse_page(raw)[0].source), set()).update(terms)
+                meta, body = parse_page(raw)
+                doc = document_id(rel, meta.source)
+                st.docs.setdefault(doc, set()).update(terms)
+                if meta.page and meta.page <= FRONT_PAGES:
+                    st.front.setdefault(doc, set()).update(_YEAR.findall(body))
             st.pages[rel] = sig
         if len(todo) >= _SAVE_AFTER:
             _save_stats(db, st)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
-from ragkit.answer.extractive.corpus import corpus_stats, document_id, document_terms, idf, read_page
+from ragkit.answer.extractive.corpus import corpus_stats, document_id, documents, idf, read_page
 from ragkit.answer.extractive.terms import question_core, question_words, term_set
 from ragkit.answer.extractive.units import Unit, page_units
 from ragkit.core import text as T
@@ -27,7 +27,7 @@ _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 ENGINE = "offline-extractive"  # Answer.engine: agent, naive and synth all run this one engine offline
 REFUSE_BELOW = 0.34  # minimum score to answer (docs/answer.md: how it was tuned)
 ABSENT_PENALTY = 0.0  # confidence lost per share of the question its document never mentions (calibrated: 0)
-YEAR_PENALTY = 0.5  # confidence lost when the question names a year no page quoted mentions
+YEAR_PENALTY = 0.5  # confidence lost when the question names a year no page quoted nor the cover mentions
 UNNAMED_PENALTY = 2.0  # confidence lost per share of the question the whole database never names ...
 UNNAMED_FULL_PAGES = 500  # ... in a database of this many pages or more; less in a smaller one, in proportion
 UNNAMED_FLOOR = 0.3  # (a word missing from 40 pages is often a paraphrase: "length" for "at least 14 characters")
@@ -266,7 +266,7 @@ class _Analysis:
     coverage: float = 0.0  # IDF-weighted share of the question found in the quoted evidence (see _evidence)
     absent: float = 0.0  # IDF-weighted share of the question found nowhere in the cited document
     absent_top: float = 0.0  # weight of the heaviest such word / the question's heaviest word's weight
-    years_absent: int = 0  # years (1900-2099) the question names that no page quoted mentions
+    years_absent: int = 0  # years (1900-2099) the question names that neither a page quoted nor the document's first pages mention
     unnamed: float = 0.0  # IDF-weighted share of the question the whole database never names
     unnamed_names: float = 0.0  # ... of it, the share made of names (words the question capitalises)
     db_pages: int = 0  # pages in the database (how much its silence about a word says)
@@ -336,21 +336,22 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
         return out
     out.chosen = _select(units, qwords, page_terms, page_doc)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
-    docs = document_terms(db, index)  # every document's terms (cached with the corpus statistics)
-    doc = docs.get(page_doc[out.chosen[0].rel], set())
+    docs = documents(db, index)  # every document's terms and first pages' years (kept with the corpus statistics)
+    cited = page_doc[out.chosen[0].rel]
+    doc = docs.terms.get(cited, set())
     total = sum(w.weight for w in qwords) or 1.0
     out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
     top = max(w.weight for w in qwords) or 1.0
     out.absent_top = max((w.weight * (1.0 - w.found(doc)) for w in qwords), default=0.0) / top
-    # A year is looked for on the pages quoted, not anywhere in their document: a filing that names 2023 only in
-    # a note on its debt holds no 2023 revenue, and its 2015 figures answer another question.
-    quoted = set().union(*(page_terms[u.rel] for u in out.chosen))
-    out.years_absent = sum(1 for y in set(_YEAR.findall(q)) if y not in quoted)
+    # A year is looked for on the pages quoted and on the cited document's first pages (the years it reports), not
+    # anywhere in it: a 2015 filing that names 2023 only in a note on its debt holds no 2023 revenue.
+    seen = set().union(*(page_terms[u.rel] for u in out.chosen), docs.front_years.get(cited, ()))
+    out.years_absent = sum(1 for y in set(_YEAR.findall(q)) if y not in seen)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = _coverage(qwords, [(own, 1.0)])
     out.support = meaning_support(_respelt(q, df), db, [rel for rel, _, _ in candidates])
-    out.ambiguous = _which(q, qwords, docs)
+    out.ambiguous = _which(q, qwords, docs.terms)
     return out
 
 
