@@ -19,8 +19,8 @@ from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
 STATS_VERSION = 4  # bump when term_set or what is kept changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
-FRONT_PAGES = 3  # a document's cover and first pages say which years it reports (search.ranking reads them alike)
-_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
+FRONT_PAGES = 3  # where a report names the years it covers (search.ranking reads its year from as many)
+YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
 
 @dataclass
@@ -142,7 +142,7 @@ def _stats(db: Path, index) -> _Stats:
                 doc = document_id(rel, meta.source)
                 st.docs.setdefault(doc, set()).update(terms)
                 if meta.page and meta.page <= FRONT_PAGES:
-                    st.front.setdefault(doc, set()).update(_YEAR.findall(body))
+                    st.front.setdefault(doc, set()).update(YEAR.findall(body))
             st.pages[rel] = sig
         if len(todo) >= _SAVE_AFTER:
             _save_stats(db, st)

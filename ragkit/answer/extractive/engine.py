@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
+from ragkit.answer.extractive.corpus import YEAR as _YEAR
 from ragkit.answer.extractive.corpus import corpus_stats, document_id, documents, idf, read_page
 from ragkit.answer.extractive.terms import question_core, question_words, term_set
 from ragkit.answer.extractive.units import Unit, page_units
@@ -414,9 +415,6 @@ def _respelt(question: str, df: Counter) -> str:
 def refuse_below(an: _Analysis) -> float:
     """The score an answer needs: lower when meaning was checked (that check refuses what the words cannot)."""
     return RULE.threshold(an)
-
-
-_YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
 
 @dataclass(frozen=True)
