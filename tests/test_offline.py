@@ -10,7 +10,7 @@ from pagetree import write_pages
 
 from ragkit.answer.extractive import REFUSE_BELOW, answer_offline
 from ragkit.answer.extractive.engine import REFUSE_BELOW_MEANING, _analyse, calibrated
-from ragkit.answer.extractive.terms import _question_terms
+from ragkit.answer.extractive.terms import _question_terms, question_words
 from ragkit.answer.extractive.units import page_units as _units
 from ragkit.core import text as T
 from ragkit.core.models import Answer
@@ -139,6 +139,8 @@ def test_question_words_are_not_content():
     # "who" as a subject (누가) and "how many days" (며칠) ask, as 누구 and 몇 do: the database never holds them
     assert _question_terms("헌법재판관은 누가 임명하나요?") == _question_terms("헌법재판관은 임명하나요?")
     assert "며칠" not in " ".join(_question_terms("법률은 며칠 안에 공포해야 하나요?"))
+    # a counter after a numeral sheds its particle ("9명은" is "9명"): a word no page holds otherwise
+    assert [w for w, _ in question_words("헌법재판관 9명은 누가 임명하나요?")] == ["헌법재판관", "9", "명", "임명"]
     # the polite question ending written as its own word only asks
     assert _question_terms("비밀번호는 몇 자 이상이어야 합니까?") == _question_terms("비밀번호는 몇 자 이상이어야?")
 

@@ -47,12 +47,14 @@ _HANGUL_SPACE = re.compile("(?<=[\uac00-\ud7af])[ \t\u3000]+(?=[\uac00-\ud7af])"
 
 # -- terms ---------------------------------------------------------------------------------------------
 def _strip_korean(text: str) -> str:
-    """Drop a trailing particle from Korean words so '파일을' and '파일' share their terms."""
+    """Drop a trailing particle from Korean words so '파일을' and '파일' share their terms. After a numeral the
+    word is a counter, and a one-syllable particle comes off it too ("9명은" -> "9명", "2008년과" -> "2008년")."""
 
     def one(m: re.Match) -> str:
         w = m.group(0)
+        counter = m.start() > 0 and m.string[m.start() - 1].isdigit()
         for p in _KO_PARTICLES:
-            if w.endswith(p) and len(w) - len(p) >= (2 if len(p) == 1 else 1):
+            if w.endswith(p) and len(w) - len(p) >= (2 if len(p) == 1 and not counter else 1):
                 return w[: -len(p)]
         return w
 
