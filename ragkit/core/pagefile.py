@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from ragkit.core.text import one_line
 
 NO_TEXT_MARKER = "<!-- ragkit: no text layer on this page -->"
+FRONT_PAGES = 3  # a document's first pages: where a report names the period it covers (its cover, its title page)
 RUNNING_SEP = " · "
 _FM = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)

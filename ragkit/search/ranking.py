@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ragkit.core.pagefile import FRONT_PAGES
 from ragkit.core.text import STOPWORDS, detect_lang, search_terms
 from ragkit.search.periods import specific_periods
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_N
@@ -29,7 +30,6 @@ PAGE_REF_WEIGHT = 0.3
 # FRONT_PAGES pages name most often (a cover says "fiscal year ended ... 2019"; later pages compare three years). Their pages that match
 # the question gain YEAR_WEIGHT x the best score.
 YEAR_WEIGHT = 0.2
-FRONT_PAGES = 3
 # A question naming a fiscal period ("2025年3月期 第3四半期", "FY2024 Q3", "the quarter ended March 31, 2024")
 # prefers the documents whose first FRONT_PAGES pages report exactly that period (search/periods.py): their
 # matching pages gain PERIOD_WEIGHT x the best score, so a neighbouring period's report of the same company,

@@ -12,14 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.answer.extractive.terms import term_set
-from ragkit.core.pagefile import parse_page
+from ragkit.core.pagefile import FRONT_PAGES, parse_page
 from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
 STATS_VERSION = 5  # bump when term_set or what is kept changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
-FRONT_PAGES = 3  # where a report names the years it covers (search.ranking reads its year from as many)
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
 

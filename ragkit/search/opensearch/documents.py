@@ -13,11 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.core.pagefile import parse_page
+from ragkit.core.pagefile import FRONT_PAGES, parse_page
 from ragkit.core.text import STOPWORDS
 from ragkit.search.analysis import _analyse, _folder_text
 from ragkit.search.postings import CARD_PAGES, FIELD_WEIGHTS
-from ragkit.search.ranking import FRONT_PAGES
 from ragkit.search.snippets import display_text
 from ragkit.search.vectors import EMBED_CHARS, EMBED_CHUNK
 
