@@ -3,6 +3,7 @@ on the four PDFs a new user tried: a 10-K filing, a watch manual and a research 
 
 from __future__ import annotations
 
+from collections import Counter
 from pathlib import Path
 
 import httpx
@@ -13,6 +14,7 @@ from pagetree import write_pages
 from ragkit.answer.extractive import answer_offline
 from ragkit.answer.extractive import engine as E
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
+from ragkit.answer.extractive.corpus import documents
 from ragkit.answer.extractive.terms import question_core, question_words
 from ragkit.core.config import Settings
 from ragkit.search import open_index
@@ -284,6 +286,34 @@ def test_a_question_about_the_document_that_names_none_is_refused_where_several_
         assert an.ambiguous == [] and an.chosen
     finally:
         monkey.undo()
+
+
+def test_a_question_that_names_one_company_is_answered_from_that_companys_filing_or_refused(tmp_path, monkeypatch):
+    """"What was Netflix's revenue in 2021?" of a database holding Netflix's 2015 filing and Costco's 2021 one was
+    answered from Costco's: its page holds "2021" and sales, and the year rule looks only at the filing cited. A
+    name the cited document never holds, which another document goes by (its title, its first pages), sends the
+    question to that document, where the year is then missing."""
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = _filings(tmp_path, "costco", "netflix")
+    costco_3 = ("## Legal proceedings\n\nNet sales in 2021 included sales to a former employee of the Kennebunk "
+                "warehouse, the plaintiff in one case.\n")
+    cover = "# Netflix, Inc.\n\nNetflix is the world's leading Internet television network.\n"
+    write_pages(db, {"filings/COSTCO_2021_10K/Item 3/page_012.md": ("Costco 2021 Form 10-K", "Item 3", 12, costco_3),
+                     "filings/NETFLIX_2015_10K/Cover/page_001.md": ("Netflix 2015 Form 10-K", "Cover", 1, cover)})
+    index = open_index(db, progress=False)
+    an = E._analyse("What were Netflix's net sales in 2021?", index, db, 5)
+    assert an.chosen and all("NETFLIX" in u.rel for u in an.chosen) and an.years_absent == 1
+    assert ask(db, "What were Netflix's net sales in 2021?").refused
+    a = ask(db, "What were Netflix's revenues in 2015?")
+    assert not a.refused and "6,779,511" in a.answer, a.answer
+    a = ask(db, "What were Costco's net sales in 2021?")
+    assert not a.refused and all("COSTCO" in s.path for s in a.sources), a.answer
+    # a capitalised word that is in no document's name (title, folder, file) names a subject, not a document,
+    # even on a cover: the question is not sent there
+    for question, cited in (("Who is the plaintiff from Kennebunk?", "docs/Netflix 2015 Form 10-K.pdf"),
+                            ("How fast is the Internet in 2021?", "docs/Costco 2021 Form 10-K.pdf")):
+        words = E._qwords(question_words(question), 4, Counter())
+        assert E._named(question, words, cited, documents(db, index)) == [], question
 
 
 def test_a_question_that_points_at_the_report_but_whose_words_one_document_holds_is_answered(tmp_path, monkeypatch):

@@ -1,5 +1,5 @@
-"""Document frequencies of the terms over the whole database, every document's terms and the years its first pages
-name, cached per database in DB/.ragkit/ and updated when pages change."""
+"""Document frequencies of the terms over the whole database, and of every document its terms, names, folders and
+the years its first pages name, cached per database in DB/.ragkit/ and updated when pages change."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
-STATS_VERSION = 5  # bump when term_set or what is kept changes
+STATS_VERSION = 6  # bump when term_set or what is kept changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
@@ -28,6 +28,8 @@ class _Stats:
     df: Counter = field(default_factory=Counter)
     docs: dict[str, set[str]] = field(default_factory=dict)  # document (document_id) -> every term of its pages
     front: dict[str, set[str]] = field(default_factory=dict)  # document -> the years its first FRONT_PAGES name
+    names: dict[str, set[str]] = field(default_factory=dict)  # document -> the terms of its title, folder and file
+    folders: dict[str, set[str]] = field(default_factory=dict)  # document -> the folders (doc_key) of its pages
 
 
 _STATS: dict[str, _Stats] = {}
@@ -72,7 +74,9 @@ def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
             return None
         return _Stats(pages, Counter({t: int(c) for t, c in data["df"].items()}),
                       {d: set(terms) for d, terms in data["docs"].items()},
-                      {d: set(years) for d, years in data["front"].items()})
+                      {d: set(years) for d, years in data["front"].items()},
+                      {d: set(terms) for d, terms in data["names"].items()},
+                      {d: set(f) for d, f in data["folders"].items()})
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
 
@@ -81,7 +85,9 @@ def _save_stats(db: Path, st: _Stats) -> None:
     try:
         doc = {"version": STATS_VERSION, "pages": {r: list(sig) for r, sig in sorted(st.pages.items())},
                "df": dict(sorted(st.df.items())), "docs": {d: sorted(t) for d, t in sorted(st.docs.items())},
-               "front": {d: sorted(y) for d, y in sorted(st.front.items())}}
+               "front": {d: sorted(y) for d, y in sorted(st.front.items())},
+               "names": {d: sorted(t) for d, t in sorted(st.names.items())},
+               "folders": {d: sorted(f) for d, f in sorted(st.folders.items())}}
         atomic_write_text(db / ".ragkit" / STATS_FILE, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
     except OSError:
         pass  # a read-only database still answers; it just recounts next time
@@ -95,12 +101,15 @@ def corpus_stats(db: Path, index) -> tuple[int, Counter]:
 
 @dataclass(frozen=True)
 class Documents:
-    """What the database's documents hold, by document_id (see _stats): every term of each one's pages, and the
+    """What the database's documents hold, by document_id (see _stats): every term of each one's pages; the
     years (1900-2099) its first FRONT_PAGES pages name, the years a report covers ("for the fiscal year ended
-    December 31, 2015", "surveys conducted in 2018"). Read-only for callers."""
+    December 31, 2015", "surveys conducted in 2018"); the terms of the names it goes by (its title, its folder,
+    its file: "Netflix, Inc.", NIKE_2021_10K); and the folders its pages sit in. Read-only for callers."""
 
     terms: dict[str, set[str]]
     front_years: dict[str, set[str]]
+    names: dict[str, set[str]]
+    folders: dict[str, set[str]]
 
 
 def documents(db: Path, index) -> Documents:
@@ -108,7 +117,7 @@ def documents(db: Path, index) -> Documents:
     meanwhile (an upload) cannot change it."""
     st = _stats(db, index)
     with _STATS_LOCK:
-        return Documents(dict(st.docs), dict(st.front))
+        return Documents(dict(st.docs), dict(st.front), dict(st.names), dict(st.folders))
 
 
 def _stats(db: Path, index) -> _Stats:
@@ -140,6 +149,10 @@ def _stats(db: Path, index) -> _Stats:
                 meta, body = parse_page(raw)
                 doc = document_id(rel, meta.source)
                 st.docs.setdefault(doc, set()).update(terms)
+                folder = doc_key(rel)
+                st.folders.setdefault(doc, set()).add(folder)
+                named = f"{meta.document}\n{folder.rsplit('/', 1)[-1]}\n{Path(meta.source).stem if meta.source else ''}"
+                st.names.setdefault(doc, set()).update(term_set(named))
                 if meta.page and meta.page <= FRONT_PAGES:
                     st.front.setdefault(doc, set()).update(YEAR.findall(body))
             st.pages[rel] = sig

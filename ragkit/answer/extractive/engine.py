@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
 from ragkit.answer.extractive.corpus import YEAR as _YEAR
-from ragkit.answer.extractive.corpus import corpus_stats, document_id, documents, idf, read_page
+from ragkit.answer.extractive.corpus import Documents, corpus_stats, document_id, documents, idf, read_page
 from ragkit.answer.extractive.terms import question_core, question_words, term_set
 from ragkit.answer.extractive.units import Unit, page_units
 from ragkit.core import text as T
@@ -97,14 +97,20 @@ def _lang(question: str) -> str:
     return lang if lang in NOTES else "en"
 
 
-def _retrieve(index, question: str, key_query: str, k: int) -> list[tuple[str, int, str]]:
-    """(db-relative path, page number, title) of the candidate pages, best first."""
+def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] | None = None
+              ) -> list[tuple[str, int, str]]:
+    """(db-relative path, page number, title) of the candidate pages, best first; only pages under `folders`
+    when given (one search per folder, merged by score: the same query scores alike across folders)."""
     seen: dict[str, tuple[str, int, str]] = {}
     order: list[str] = []
     for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
         if not query.strip():
             continue
-        hits = index.search(query, k=k)  # an index failure is raised, not hidden behind a refusal
+        if folders is None:
+            hits = index.search(query, k=k)  # an index failure is raised, not hidden behind a refusal
+        else:
+            found = [h for f in folders for h in index.search(query, k=k, path=f)]
+            hits = sorted(found, key=lambda h: -h.score)[:k]
         added = 0
         for h in hits:
             if h.path in seen:
@@ -279,7 +285,9 @@ class _Analysis:
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
+def _analyse(question: str, index, db: Path, k: int, scope: list[str] | None = None) -> _Analysis:
+    """Retrieve (under the folders `scope` when given), select the evidence and measure it. When the question names a
+    document other than the one its evidence came from (_named), it is analysed again within that document."""
     q = question_core(question.strip()[:MAX_QUESTION_CHARS])
     lang = _lang(q)
     words = question_words(q)
@@ -288,7 +296,7 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
     n, df = corpus_stats(db, index)
     qwords = _qwords(words, n, df)
     key_terms = [w.word for w in sorted(qwords, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
-    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)))
+    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
     out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
     if not candidates:
         return out
@@ -337,8 +345,10 @@ def _analyse(question: str, index, db: Path, k: int) -> _Analysis:
         return out
     out.chosen = _select(units, qwords, page_terms, page_doc)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
-    docs = documents(db, index)  # every document's terms and first pages' years (kept with the corpus statistics)
+    docs = documents(db, index)  # every document's terms and first pages (kept with the corpus statistics)
     cited = page_doc[out.chosen[0].rel]
+    if scope is None and (named := _named(q, qwords, cited, docs)):
+        return _analyse(question, index, db, k, sorted(set().union(*(docs.folders.get(d, ()) for d in named))))
     doc = docs.terms.get(cited, set())
     total = sum(w.weight for w in qwords) or 1.0
     out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
@@ -380,6 +390,22 @@ def _which(question: str, qwords: list[_QWord], docs: dict[str, set[str]]) -> li
              _DOCUMENT_WORDS and not w.word.isdigit() and not _HIRAGANA_ONLY.match(w.word)]
     holding = [d for d in sorted(docs) if all(w.found(docs[d]) >= 1.0 for w in words)]
     return holding if len(holding) >= 2 else []
+
+
+def _named(question: str, qwords: list[_QWord], cited: str, docs: Documents) -> list[str]:
+    """The documents a question names by a name the cited document never holds ("What was Netflix's revenue
+    in 2023?" answered from Best Buy's 10-K): a word the question capitalises (_names) that is in the names
+    some documents go by (title, folder, file) and that no other document holds anywhere, so it names them,
+    not a subject ("Earth" on Amazon's cover). Empty when there is none."""
+    names = _names(question)
+    out: set[str] = set()
+    for w in qwords:
+        if w.cjk or w.word not in names or w.found(docs.terms.get(cited, set())):
+            continue
+        holders = {d for d, terms in docs.terms.items() if w.found(terms)}
+        if holders and all(w.found(docs.names.get(d, set())) for d in holders):
+            out |= holders
+    return sorted(out)
 
 
 def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
