@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,23 @@ def test_the_refusal_benchmark_reports_held_out_groups_and_refuses_what_the_data
     again = subprocess.run([sys.executable, str(REPO / "benchmarks" / "offline_refusals.py"), "--load",
                             str(tmp_path / "rows.jsonl")], env=env, capture_output=True, text=True, timeout=600)
     assert json.loads(again.stdout)["current"]["all"] == every
+
+
+def test_the_general_knowledge_questions_are_translated_line_for_line():
+    """offline_dev_refusals.py asks general_knowledge_ja/ko.txt as the cannot-answer group of each language: the
+    same 40 questions in the same order, each written in its language (a figure or a Latin name may stay)."""
+    def questions(name: str) -> list[str]:
+        text = (REPO / "benchmarks" / "data" / name).read_text(encoding="utf-8")
+        return [line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")]
+
+    en = questions("general_knowledge.txt")
+    ja, ko = questions("general_knowledge_ja.txt"), questions("general_knowledge_ko.txt")
+    assert len(en) == len(ja) == len(ko) == 40
+    assert all(any("\u3040" <= c <= "\u30ff" or "\u4e00" <= c <= "\u9fff" for c in q) for q in ja)
+    assert all(any("\uac00" <= c <= "\ud7af" for c in q) for q in ko)
+    # the years a question names (what the year rule reads) are the same in every language
+    def years(q: str) -> list[str]:
+        return re.findall(r"(?<!\d)(?:19|20)\d\d(?!\d)", q)
+
+    for e, j, k in zip(en, ja, ko, strict=True):
+        assert years(e) == years(j) == years(k), (e, j, k)

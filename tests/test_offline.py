@@ -143,6 +143,12 @@ def test_question_words_are_not_content():
     assert [w for w, _ in question_words("헌법재판관 9명은 누가 임명하나요?")] == ["헌법재판관", "9", "명", "임명"]
     # the polite question ending written as its own word only asks
     assert _question_terms("비밀번호는 몇 자 이상이어야 합니까?") == _question_terms("비밀번호는 몇 자 이상이어야?")
+    # the copula's past after a noun ("몇 척이었나요", "얼마였나요") asks about the noun: 척, 얼마 (an interrogative)
+    assert [w for w, _ in question_words("선박은 2009년에 몇 척이었나요?")] == ["선박", "2009", "년", "척"]
+    assert [w for w, _ in question_words("순이익은 얼마였나요?")] == ["순이익"]
+    # nouns that work as "during", "about" frame the question ("몇 년 동안", "재판 도중에", "예산에 대한")
+    assert _question_terms("대통령은 몇 년 동안 재임하나요?") == _question_terms("대통령은 몇 년 재임하나요?")
+    assert _question_terms("재판 도중에 법원은 무엇을 하나요?") == _question_terms("재판 법원은 무엇을 하나요?")
 
 
 def test_deterministic_and_json_shape(mini):

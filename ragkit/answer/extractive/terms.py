@@ -22,8 +22,13 @@ _EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fas
 _EN_DURATION_END = re.compile(r"\blast(s|ing)?\b(?=\W*$)", re.IGNORECASE)
 _KO_QUESTION_WORDS = frozenset(
     "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 며칠 누구 누가 무슨 어느 왜 "
-    "있는 있나요 있습니까 있다 수 것".split()  # and the auxiliaries around them ("쓸 수 있는")
+    "있 있는 있나요 있습니까 있다 있었 수 것".split()  # and the auxiliaries around them ("쓸 수 있는")
 )
+# Nouns that work as English's "during", "when", "after", "about" do ("몇 년 동안", "재판 도중에", "~에 대한"):
+# they frame the question and say nothing about what a page must hold.
+_KO_FUNCTION_WORDS = frozenset("동안 도중 때 이후 이전 사이 경우 대해 대한 관해 관한".split())
+# The past of the copula after a noun ("몇 척이었나요", "얼마였나요"): "척", "얼마" is what is asked about
+_KO_COPULA_PAST = ("이었", "였")
 _KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "나요", "까요", "가요",
                "세요", "니까")
 # Longest first; single-syllable particles only come off words of 3+ syllables (applied to both sides).
@@ -135,8 +140,13 @@ def question_words(question: str) -> list[tuple[str, list[str]]]:
             for end in _KO_ENDINGS:
                 if core.endswith(end) and len(core) > len(end):
                     core = core[: -len(end)]
+                    for cop in _KO_COPULA_PAST:
+                        if core.endswith(cop) and len(core) > len(cop):
+                            core = core[: -len(cop)]
+                            break
                     break
-            if core not in _KO_QUESTION_WORDS and _strip_korean(core) not in _KO_QUESTION_WORDS:
+            bare = _strip_korean(core)
+            if not ({core, bare} & (_KO_QUESTION_WORDS | _KO_FUNCTION_WORDS)):
                 words.append(core)
         q = " ".join(words)
     out: list[tuple[str, list[str]]] = []
