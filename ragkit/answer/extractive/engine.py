@@ -72,6 +72,14 @@ WHICH_DOCUMENT = {
     "ko": "질문이 어느 문서인지 밝히지 않았고, 질문의 단어를 모두 담은 문서가 {n}개입니다: {docs}. 문서 이름을 넣어 다시 질문하세요.",
     "zh": "问题没有指明是哪份文件，包含其全部词语的文件有 {n} 份：{docs}。请注明文件名。",
 }
+# A question that names a document (_named) is read there only; a refusal then says so, and which years the
+# question names that the document's first pages and the pages read do not.
+NAMED = {"en": "Read in the document the question names: {docs}.", "ja": "質問が名指しする資料だけを読みました: {docs}。",
+         "ko": "질문이 가리키는 문서만 읽었습니다: {docs}.", "zh": "只读了问题所指的文件：{docs}。"}
+YEARS_MISSING = {"en": "Neither its first pages nor the pages read mention {years}.",
+                 "ja": "その資料の最初のページにも読んだページにも {years} はありません。",
+                 "ko": "그 문서의 첫 페이지에도 읽은 페이지에도 {years}이(가) 없습니다.",
+                 "zh": "其前几页和所读页面都没有提到 {years}。"}
 _POINTS_AT_DOCUMENT = re.compile(
     r"\b(?:the|this|these)\s+(?:[\w-]+\s+)?(?:report|document|paper|article|brochure|guide|guidebook|manual"
     r"|presentation|slides|deck|study|survey|filing|booklet|handbook|leaflet|newsletter|proposal|agreement"
@@ -274,6 +282,8 @@ class _Analysis:
     absent: float = 0.0  # IDF-weighted share of the question found nowhere in the cited document
     absent_top: float = 0.0  # weight of the heaviest such word / the question's heaviest word's weight
     years_absent: int = 0  # years (1900-2099) the question names that neither a page quoted nor the document's first pages mention
+    years_missing: list[str] = field(default_factory=list)  # those years
+    named: list[str] = field(default_factory=list)  # the documents the question names, when it was read in them only
     unnamed: float = 0.0  # IDF-weighted share of the question the whole database never names
     unnamed_names: float = 0.0  # ... of it, the share made of names (words the question capitalises)
     db_pages: int = 0  # pages in the database (how much its silence about a word says)
@@ -348,7 +358,9 @@ def _analyse(question: str, index, db: Path, k: int, scope: list[str] | None = N
     docs = documents(db, index)  # every document's terms and first pages (kept with the corpus statistics)
     cited = page_doc[out.chosen[0].rel]
     if scope is None and (named := _named(q, qwords, cited, docs)):
-        return _analyse(question, index, db, k, sorted(set().union(*(docs.folders.get(d, ()) for d in named))))
+        again = _analyse(question, index, db, k, sorted(set().union(*(docs.folders.get(d, ()) for d in named))))
+        again.named = named
+        return again
     doc = docs.terms.get(cited, set())
     total = sum(w.weight for w in qwords) or 1.0
     out.absent = sum(w.weight * (1.0 - w.found(doc)) for w in qwords) / total
@@ -357,7 +369,8 @@ def _analyse(question: str, index, db: Path, k: int, scope: list[str] | None = N
     # A year is looked for on the pages quoted and on the cited document's first pages (the years it reports), not
     # anywhere in it: a 2015 filing that names 2023 only in a note on its debt holds no 2023 revenue.
     seen = set().union(*(page_terms[u.rel] for u in out.chosen), docs.front_years.get(cited, ()))
-    out.years_absent = sum(1 for y in set(_YEAR.findall(q)) if y not in seen)
+    out.years_missing = sorted(y for y in set(_YEAR.findall(q)) if y not in seen)
+    out.years_absent = len(out.years_missing)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = _coverage(qwords, [(own, 1.0)])
@@ -572,6 +585,10 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
         if an.ambiguous:
             answer.documents_meant = [document_name(d) for d in an.ambiguous]
             answer.answer += "\n" + _which_text(answer.documents_meant, lang)
+        elif an.named:
+            answer.answer += "\n" + NAMED[lang].format(docs=", ".join(document_name(d) for d in an.named))
+            if an.years_missing:
+                answer.answer += " " + YEARS_MISSING[lang].format(years=", ".join(an.years_missing))
         return answer
 
     chosen = an.chosen
