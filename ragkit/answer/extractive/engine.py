@@ -295,9 +295,10 @@ class _Analysis:
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def _analyse(question: str, index, db: Path, k: int, scope: list[str] | None = None) -> _Analysis:
-    """Retrieve (under the folders `scope` when given), select the evidence and measure it. When the question names a
-    document other than the one its evidence came from (_named), it is analysed again within that document."""
+def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = None) -> _Analysis:
+    """Retrieve, select the evidence and measure it; only in the documents `named` (document_id) when given. When
+    the question names a document other than the one its evidence came from (_named), it is analysed again
+    within the documents it names."""
     q = question_core(question.strip()[:MAX_QUESTION_CHARS])
     lang = _lang(q)
     words = question_words(q)
@@ -306,6 +307,7 @@ def _analyse(question: str, index, db: Path, k: int, scope: list[str] | None = N
     n, df = corpus_stats(db, index)
     qwords = _qwords(words, n, df)
     key_terms = [w.word for w in sorted(qwords, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
+    scope = None if named is None else sorted(set().union(*(documents(db, index).folders.get(d, ()) for d in named)))
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
     out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
     if not candidates:
@@ -323,6 +325,8 @@ def _analyse(question: str, index, db: Path, k: int, scope: list[str] | None = N
         if raw is None:
             continue
         meta, body = parse_page(raw)
+        if named is not None and document_id(rel, meta.source) not in named:
+            continue  # another document's page in a folder they share (an optimizer's copy)
         page_doc[rel] = document_id(rel, meta.source)
         doc_title = meta.document or title
         context_title = " / ".join(x for x in (doc_title, meta.section) if x)
@@ -357,9 +361,9 @@ def _analyse(question: str, index, db: Path, k: int, scope: list[str] | None = N
     out.coverage = _evidence(out.chosen, qwords, page_terms)
     docs = documents(db, index)  # every document's terms and first pages (kept with the corpus statistics)
     cited = page_doc[out.chosen[0].rel]
-    if scope is None and (named := _named(q, qwords, cited, docs)):
-        again = _analyse(question, index, db, k, sorted(set().union(*(docs.folders.get(d, ()) for d in named))))
-        again.named = named
+    if named is None and (meant := _named(q, qwords, cited, docs)):
+        again = _analyse(question, index, db, k, meant)
+        again.named = meant
         return again
     doc = docs.terms.get(cited, set())
     total = sum(w.weight for w in qwords) or 1.0
