@@ -129,6 +129,22 @@ def test_the_year_a_report_covers_is_read_on_its_first_pages(tmp_path):
     assert an.chosen[0].rel.endswith("page_005.md") and an.years_absent == 1
 
 
+def test_a_year_a_table_abbreviates_is_the_year_asked_for(tmp_path):
+    """Korean and Japanese tables write years with an apostrophe ("´08년 43척"): a question about 2008 is answered
+    from such a row, and one about a year the page does not hold is still refused for it."""
+    bill = ("## 제안이유\n\n소말리아 해역의 해적 활동이 급증하였다.\n\n- 선박피랍 : ´05년 15척, ´06년 5척, ´07년 12척, "
+            "´08년 43척, ´09년 49척\n")
+    db = write_pages(tmp_path / "database", {**PAGES, "bills/파병연장안/제안이유/page_004.md": (
+        "국군부대 파견연장 동의안", "제안이유", 4, bill)})
+    index = open_index(db, progress=False)
+    an = E._analyse("소말리아 해역에서 피랍된 선박은 2008년과 2009년에 각각 몇 척이었나요?", index, db, 1)
+    assert an.chosen and "´08년 43척" in an.chosen[0].text and an.years_absent == 0
+    an = E._analyse("소말리아 해역에서 피랍된 선박은 2012년에 몇 척이었나요?", index, db, 1)
+    assert an.years_missing == ["2012"]
+    assert E.short_years("FY '19, ’08. 10. 27") == {"1919", "2019", "1908", "2008"}
+    assert E.short_years("the company's 10 stores; rock'n'roll 99") == set()
+
+
 @pytest.mark.parametrize("question,quote", [
     ("What were Netflix's revenues in 2015?", "6,779,511"),
     ("How do I check the battery level of the watch?", "Swipe down"),

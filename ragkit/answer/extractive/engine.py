@@ -337,7 +337,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         found = page_units(body, rel, rank, context_title)
         if not found:
             continue
-        page_terms[rel] = term_set(folders + "\n" + context_title + "\n" + body)
+        page_terms[rel] = term_set(folders + "\n" + context_title + "\n" + body) | short_years(body)
         out.page_info[rel] = (meta.page or page_no, title or doc_title)
         prior = 1.0 / (1.0 + RANK_DECAY * rank)
         for u in found:
@@ -384,6 +384,13 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 
 
 _SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
+# A year a table abbreviates ("´08년 43척", "’08. 10. 27", "FY '19"): an apostrophe and its last two digits
+_SHORT_YEAR = re.compile(r"(?<![\w'´’‘`])['´’‘`](\d\d)(?!\d)")
+
+
+def short_years(text: str) -> set[str]:
+    """The years a text writes with an apostrophe and two digits, in both centuries ("’08" -> 1908, 2008)."""
+    return {c + d for d in _SHORT_YEAR.findall(text) for c in ("19", "20")}
 
 
 def document_name(doc: str) -> str:
