@@ -133,6 +133,9 @@ def test_table_rows_are_quoted_with_their_header(mini):
 
 def test_question_words_are_not_content():
     assert "何度" not in _question_terms("何度に設定されていますか")
+    # interrogatives in hiragana ask as 何 does, and the past polite ending only asks
+    assert [w for w, _ in question_words("売上高はいくらでしたか？")] == ["売上高"]
+    assert [w for w, _ in question_words("申告期限はいつですか？")] == ["申告期限"]
     assert _question_terms("How many characters?") == ["character"]
     assert "언제" not in _question_terms("점검은 언제 진행됩니까?")
     assert "점검" in _question_terms("점검은 언제 진행됩니까?")

@@ -15,8 +15,10 @@ _QUESTION_WORDS = frozenset(
     doe mean meaning get got gett take took taking need want happen fy 意味 의미
     summarise summarize summaris summariz summary summari overview outline briefly""".split()
 )
-_JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|ですか|ますか|知りたい|とは[?？]?$|どういう(意味|こと)|"
-                          r"どうすれば(いい|よい)|どうなりますか|どうなる")
+_JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|でしたか|ですか|ましたか|ますか|知りたい|とは[?？]?$|"
+                          r"どういう(意味|こと)|どうすれば(いい|よい)|どうなりますか|どうなる|"
+                          # the interrogatives written in hiragana, as 何 and 誰 are in kanji (_INTERROGATIVE_CJK)
+                          r"いくら|いくつ|いつ|どこ|どれ|どの|どんな|どちら|なぜ|だれ")
 _EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fast)\b", re.IGNORECASE)
 # "How long does X last?": the closing "last" asks for a duration, as "how long" does; pages say "8 hours"
 _EN_DURATION_END = re.compile(r"\blast(s|ing)?\b(?=\W*$)", re.IGNORECASE)
