@@ -145,6 +145,23 @@ def test_a_year_a_table_abbreviates_is_the_year_asked_for(tmp_path):
     assert E.short_years("the company's 10 stores; rock'n'roll 99") == set()
 
 
+def test_a_japanese_era_year_is_its_western_year(tmp_path):
+    """Japanese government reports date by era (令和5年 is 2023): a question about 2023 is answered from them, one
+    about 令和5年 from a page that writes 2023, and another year is still missing."""
+    survey = "## 結果の概要\n\n令和5年の調査では、65歳以上の者のいる世帯は全世帯の49.5%であった。\n"
+    stats = "## 預貯金\n\n2023年末の個人の預貯金残高は1,100兆円であった。\n"
+    db = write_pages(tmp_path / "database", {**PAGES,
+                     "統計/国民生活基礎調査/概要/page_004.md": ("国民生活基礎調査の概況", "概要", 4, survey),
+                     "統計/預貯金残高/概要/page_005.md": ("預貯金残高の推移", "概要", 5, stats)})
+    index = open_index(db, progress=False)
+    an = E._analyse("2023年の調査で65歳以上の者のいる世帯は全世帯の何%でしたか？", index, db, 1)
+    assert an.chosen and "49.5%" in an.chosen[0].text and an.years_absent == 0
+    an = E._analyse("令和5年末の個人の預貯金残高はいくらでしたか？", index, db, 1)
+    assert an.chosen and "1,100兆円" in an.chosen[0].text and an.years_absent == 0
+    an = E._analyse("2021年の調査で65歳以上の者のいる世帯は全世帯の何%でしたか？", index, db, 1)
+    assert an.years_missing == ["2021"]
+
+
 @pytest.mark.parametrize("question,quote", [
     ("What were Netflix's revenues in 2015?", "6,779,511"),
     ("How do I check the battery level of the watch?", "Swipe down"),

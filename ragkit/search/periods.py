@@ -44,6 +44,14 @@ BESIDE = 2  # ... and between a part and a plain year ("Q3 2024", "H1 2023", "20
 NEAR = 12  # characters between a fiscal year and a part that names the same period ("2025年3月期 第3四半期")
 
 
+_ERA_YEAR = re.compile(r"(令和|平成)\s*(\d{1,2}|元)\s*年")
+
+
+def era_years(text: str) -> set[str]:
+    """The Western years of the Japanese era years a text names ("令和5年" -> "2023", "平成元年" -> "1989")."""
+    return {str(_ERAS[e] + (1 if n == "元" else int(n))) for e, n in _ERA_YEAR.findall(text)}
+
+
 def _year(m: re.Match) -> int | None:
     if m["ja"]:
         return int(m["y1"])

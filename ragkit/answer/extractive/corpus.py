@@ -14,10 +14,11 @@ from pathlib import Path
 from ragkit.answer.extractive.terms import term_set
 from ragkit.core.pagefile import FRONT_PAGES, parse_page
 from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
+from ragkit.search.periods import era_years
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
-STATS_VERSION = 6  # bump when term_set or what is kept changes
+STATS_VERSION = 7  # bump when term_set or what is kept changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
@@ -28,6 +29,7 @@ class _Stats:
     df: Counter = field(default_factory=Counter)
     docs: dict[str, set[str]] = field(default_factory=dict)  # document (document_id) -> every term of its pages
     front: dict[str, set[str]] = field(default_factory=dict)  # document -> the years its first FRONT_PAGES name
+    # (Western years, and those of Japanese era years: 令和5年 is 2023)
     names: dict[str, set[str]] = field(default_factory=dict)  # document -> the terms of its title, folder and file
     folders: dict[str, set[str]] = field(default_factory=dict)  # document -> the folders (doc_key) of its pages
 
@@ -154,7 +156,7 @@ def _stats(db: Path, index) -> _Stats:
                 named = f"{meta.document}\n{folder.rsplit('/', 1)[-1]}\n{Path(meta.source).stem if meta.source else ''}"
                 st.names.setdefault(doc, set()).update(term_set(named))
                 if meta.page and meta.page <= FRONT_PAGES:
-                    st.front.setdefault(doc, set()).update(YEAR.findall(body))
+                    st.front.setdefault(doc, set()).update(YEAR.findall(body), era_years(body))
             st.pages[rel] = sig
         if len(todo) >= _SAVE_AFTER:
             _save_stats(db, st)

@@ -20,6 +20,7 @@ from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import reference_path
+from ragkit.search.periods import era_years
 
 log = logging.getLogger(__name__)
 _HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
@@ -337,7 +338,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         found = page_units(body, rel, rank, context_title)
         if not found:
             continue
-        page_terms[rel] = term_set(folders + "\n" + context_title + "\n" + body) | short_years(body)
+        page_terms[rel] = term_set(folders + "\n" + context_title + "\n" + body) | short_years(body) | era_years(body)
         out.page_info[rel] = (meta.page or page_no, title or doc_title)
         prior = 1.0 / (1.0 + RANK_DECAY * rank)
         for u in found:
@@ -373,7 +374,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # A year is looked for on the pages quoted and on the cited document's first pages (the years it reports), not
     # anywhere in it: a 2015 filing that names 2023 only in a note on its debt holds no 2023 revenue.
     seen = set().union(*(page_terms[u.rel] for u in out.chosen), docs.front_years.get(cited, ()))
-    out.years_missing = sorted(y for y in set(_YEAR.findall(q)) if y not in seen)
+    out.years_missing = sorted(y for y in set(_YEAR.findall(q)) | era_years(q) if y not in seen)
     out.years_absent = len(out.years_missing)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
