@@ -29,7 +29,6 @@ class _Stats:
     df: Counter = field(default_factory=Counter)
     docs: dict[str, set[str]] = field(default_factory=dict)  # document (document_id) -> every term of its pages
     front: dict[str, set[str]] = field(default_factory=dict)  # document -> the years its first FRONT_PAGES name
-    # (Western years, and those of Japanese era years: 令和5年 is 2023)
     names: dict[str, set[str]] = field(default_factory=dict)  # document -> the terms of its title, folder and file
     folders: dict[str, set[str]] = field(default_factory=dict)  # document -> the folders (doc_key) of its pages
 
@@ -104,8 +103,8 @@ def corpus_stats(db: Path, index) -> tuple[int, Counter]:
 @dataclass(frozen=True)
 class Documents:
     """What the database's documents hold, by document_id (see _stats): every term of each one's pages; the
-    years (1900-2099) its first FRONT_PAGES pages name, the years a report covers ("for the fiscal year ended
-    December 31, 2015", "surveys conducted in 2018"); the terms of the names it goes by (its title, its folder,
+    years (1900-2099; an era year such as 令和5年 as its Western year) its first FRONT_PAGES pages name, the years
+    a report covers ("for the fiscal year ended December 31, 2015", "surveys conducted in 2018"); the terms of the names it goes by (its title, its folder,
     its file: "Netflix, Inc.", NIKE_2021_10K); and the folders its pages sit in. Read-only for callers."""
 
     terms: dict[str, set[str]]
