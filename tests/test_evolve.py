@@ -21,7 +21,9 @@ from typer.testing import CliRunner
 from ragkit.cli import app
 from ragkit.core.config import Settings
 from ragkit.core.errors import RagError
+from ragkit.core.jsonreply import JSON_MAX_TOKENS
 from ragkit.evolve import run_experiments
+from ragkit.evolve.adapters import GENERATION_MAX_TOKENS
 from ragkit.evolve.evaluators import RULE_EVALUATORS, KeywordEvaluator, RegexEvaluator
 from ragkit.evolve.experiments import REQUIRED
 from ragkit.evolve.score import Evaluator, Score
@@ -220,6 +222,9 @@ def test_target_preference_reaches_only_the_evaluator(scripted_server, isolated_
     assert report.errors == []
     roles = [role(b) for b in scripted_server.requests]
     assert roles.count("generator") == 9 and roles.count("evaluator") == 9
+    # every reply is capped: a weak local model that loops stops (a 1.5B model wrote 6,000+ tokens without it)
+    assert {(w, b.get("max_tokens")) for b, w in zip(scripted_server.requests, roles, strict=True)} == {
+        ("generator", GENERATION_MAX_TOKENS), ("evaluator", JSON_MAX_TOKENS)}
     for body, who in zip(scripted_server.requests, roles, strict=True):
         sent = json.dumps(body, ensure_ascii=False)
         assert (target in sent) == (who == "evaluator")  # the check can fail: the evaluator's requests have it

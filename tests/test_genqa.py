@@ -19,6 +19,7 @@ from ragkit.cli.render import print_genqa_report
 from ragkit.core.config import Settings
 from ragkit.core.csvio import read_csv, split_checklist, split_multi
 from ragkit.core.errors import RagError, UsageError
+from ragkit.core.jsonreply import JSON_MAX_TOKENS
 from ragkit.core.pagefile import NO_TEXT_MARKER, PageMeta, parse_page, render_page
 from ragkit.core.paths import page_number
 from ragkit.core.text import is_refusal, normalize
@@ -436,6 +437,8 @@ def test_llm_generator_drops_duplicates_and_unsupported_and_skips_invalid_json(s
                      if "CHARLIE-PAGE" in r["messages"][1]["content"] and r["messages"][1]["content"].count(
                          "=== Page") == 1 and r["messages"][0]["content"].startswith("You write evaluation")]
     assert len(asked_charlie) == 3
+    # a reply holding several questions may be twice as long as a judge's; a looping model still stops
+    assert {r["max_tokens"] for r in asked_charlie} == {2 * JSON_MAX_TOKENS}
     # page references follow the model's pages, limited to the pages it was shown
     by_q = {q.question: q for q in report.questions}
     assert by_q["How long are forensic images kept?"].pages == [4]

@@ -12,7 +12,7 @@ from fakeserver import TEST_KEY, openai_settings
 
 from ragkit.core.config import Secret, Settings, load_settings
 from ragkit.core.errors import RagError, UsageError
-from ragkit.core.jsonreply import chat_json, extract_json
+from ragkit.core.jsonreply import JSON_MAX_TOKENS, chat_json, extract_json
 from ragkit.core.llm import (
     PRICES,
     MockModel,
@@ -219,6 +219,7 @@ def test_json_object_request_mentions_json(scripted_server):
     body = scripted_server.requests[0]
     assert body["response_format"] == {"type": "json_object"}
     assert "json" in json.dumps(body["messages"]).lower()  # OpenAI refuses json_object otherwise
+    assert body["max_tokens"] == JSON_MAX_TOKENS  # a reply is capped: a looping local model stops
 
 
 def test_tool_choice_required_rejected_falls_back_to_auto(scripted_server):

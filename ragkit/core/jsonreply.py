@@ -1,7 +1,8 @@
 """JSON replies from any model: one object found in the reply, checked against a small schema, asked for with
 json_schema, then json_object, then the prompt alone (servers reject what they do not support).
 
-    chat_json(provider, messages, *, schema=None, schema_name="result", retries=3) -> tuple[dict, Usage]
+    chat_json(provider, messages, *, schema=None, schema_name="result", retries=3, max_tokens=JSON_MAX_TOKENS)
+        -> tuple[dict, Usage]
     json_object / json_array / json_type: schema builders; extract_json(text) -> dict
 """
 
@@ -15,6 +16,9 @@ from ragkit.core.errors import RagError
 from ragkit.core.llm import Provider, scrub
 from ragkit.core.models import Usage
 
+# The cap of one JSON reply: a judge's reasons and scores or a batch of generated questions fit; a weak local
+# model that loops stops there instead of writing for minutes.
+JSON_MAX_TOKENS = 2048
 _FENCE = re.compile(r"```(?:json|JSON)?\s*\n?(.*?)```", re.S)
 
 
@@ -92,13 +96,15 @@ def chat_json(
     schema_name: str = "result",
     retries: int = 3,
     validate: Callable[[dict], None] | None = None,
+    max_tokens: int = JSON_MAX_TOKENS,
 ) -> tuple[dict, Usage]:
     """Ask for a JSON object; retry up to `retries` times telling the model what was wrong.
 
     Uses response_format json_schema (with a schema) or json_object; providers that reject those degrade to
     prompt-and-parse. `validate(data)` may raise ValueError for a reply that parses but is unusable (e.g. a
     score out of range): that attempt is retried like invalid JSON, with the message fed back.
-    Returns (object, usage summed over attempts); RagError when no attempt parsed.
+    Returns (object, usage summed over attempts); RagError when no attempt parsed. Each reply is capped at
+    `max_tokens`.
     """
     if schema:
         rf = {"type": "json_schema", "json_schema": {"name": schema_name, "schema": schema, "strict": False}}
@@ -108,7 +114,7 @@ def chat_json(
     convo = list(messages)
     problem = "no attempt made"
     for _ in range(max(1, retries)):
-        completion = provider.chat(convo, response_format=rf, temperature=0.0)
+        completion = provider.chat(convo, response_format=rf, temperature=0.0, max_tokens=max_tokens)
         total.add(completion.usage)
         try:
             data = extract_json(completion.content)

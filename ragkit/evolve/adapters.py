@@ -24,6 +24,10 @@ POKEMON = (
     "Cyndaquil", "Torchic", "Treecko", "Mudkip", "Lucario", "Magikarp", "Gyarados", "Machop", "Abra",
 )
 
+# The cap of one generated text: the tasks ask for short texts, and a weak local model that loops stops here
+# instead of writing for the whole request timeout (Qwen2.5-Coder-1.5B wrote 6,000+ tokens for "one or two
+# sentences" without it)
+GENERATION_MAX_TOKENS = 1024
 ADAPTERS = ("dummy", "openai")  # plus any other provider registered in llm.REGISTRY (see adapter_names)
 
 
@@ -66,7 +70,7 @@ class ProviderAdapter(Adapter):
         total = Usage(cost_usd=0.0)
         cached = True
         for _ in range(MAX_ATTEMPTS):
-            c = self.provider.chat(messages, temperature=temperature)
+            c = self.provider.chat(messages, temperature=temperature, max_tokens=GENERATION_MAX_TOKENS)
             total.add(c.usage)
             cached = cached and c.cached
             text = (c.content or "").strip()

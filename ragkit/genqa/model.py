@@ -146,10 +146,12 @@ class _Caller:
         return self.failures >= MAX_CONSECUTIVE_FAILURES
 
     def json(self, messages: list[dict], schema: dict, name: str) -> dict:
-        from ragkit.core.jsonreply import chat_json
+        from ragkit.core.jsonreply import JSON_MAX_TOKENS, chat_json
 
         try:
-            data, usage = chat_json(self.provider, messages, schema=schema, schema_name=name)
+            # several questions with answers and checklists in one reply: twice a judge's cap
+            data, usage = chat_json(self.provider, messages, schema=schema, schema_name=name,
+                                    max_tokens=2 * JSON_MAX_TOKENS)
         except RagError as e:
             if not _is_json_failure(e):
                 with self.lock:
