@@ -41,7 +41,7 @@ def test_two_generations_on_a_real_model(isolated_env, monkeypatch):
     assert r.exit_code == 0, r.output
     print(r.stdout)
     root = isolated_env / "out" / "real"
-    for n in (0, 1):
+    for n in (1, 2):  # generation n is iter{n}, as the evolution spec lays it out
         metrics = json.loads((root / f"iter{n}/metrics.json").read_text(encoding="utf-8"))
         assert len(metrics) == 2 and all(0 <= m["score"] <= 10 for m in metrics)
         for i in (1, 2):
