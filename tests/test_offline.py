@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
 from pagetree import write_pages
 
 from ragkit.answer.extractive import REFUSE_BELOW, answer_offline
+from ragkit.answer.extractive import engine as E
 from ragkit.answer.extractive.engine import REFUSE_BELOW_MEANING, _analyse, calibrated
 from ragkit.answer.extractive.terms import _question_terms, question_words
 from ragkit.answer.extractive.units import page_units as _units
@@ -136,6 +139,14 @@ def test_question_words_are_not_content():
     # interrogatives in hiragana ask as 何 does, and the past polite ending only asks
     assert [w for w, _ in question_words("売上高はいくらでしたか？")] == ["売上高"]
     assert [w for w, _ in question_words("申告期限はいつですか？")] == ["申告期限"]
+    # "how often" (どれくらいの頻度): 頻度 frames the question; a page answers "約3か月ごとに"
+    filter_q = "浄水フィルターはどれくらいの頻度で替えればよいですか？"
+    assert "頻度" not in [w for w, _ in question_words(filter_q)]
+    assert "頻度" in [w for w, _ in question_words("頻度の高い問い合わせは何ですか？")]
+    # a run of hiragana is inflection, never a name the database lacks ("えればよい" of 替えればよい)
+    words = question_words(filter_q)
+    held = Counter(t for w, terms in words if not re.fullmatch("[\u3040-\u309f]+", w) for t in terms)
+    assert E._unnamed(words, 100, held) == 0.0
     assert _question_terms("How many characters?") == ["character"]
     assert "언제" not in _question_terms("점검은 언제 진행됩니까?")
     assert "점검" in _question_terms("점검은 언제 진행됩니까?")

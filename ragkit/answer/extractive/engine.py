@@ -491,13 +491,14 @@ def question_support(question: str, texts: list[str], index, db: Path) -> Suppor
 
 def _unnamed(words: list[tuple[str, list[str]]], n: int, df: Counter, only: set[str] | None = None) -> float:
     """IDF-weighted share of the question's words (respelt) that no page of the database holds (counting only
-    the words in `only` when given). Numbers, Latin words of one or two letters and lone CJK characters are
-    left out of this share: they are figures, abbreviations and word stems, not names ("FY", "Q3", 空 of 空ける)."""
+    the words in `only` when given). Numbers, Latin words of one or two letters, lone CJK characters and runs of
+    hiragana are left out of this share: they are figures, abbreviations, word stems and inflections, not names
+    ("FY", "Q3", 空 of 空ける, えればよい of 替えればよい)."""
     qwords = _qwords(words, n, df)
     total = sum(w.weight for w in qwords) or 1.0
     missing = sum(w.weight for w in qwords if not any(df.get(t, 0) for t in w.terms)
                   and not (w.word.isascii() and (w.word.isdigit() or len(w.word) <= 2)) and len(w.word) > 1
-                  and (only is None or w.word in only))
+                  and not _HIRAGANA_ONLY.match(w.word) and (only is None or w.word in only))
     return missing / total
 
 

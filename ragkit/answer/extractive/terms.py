@@ -18,6 +18,8 @@ _QUESTION_WORDS = frozenset(
 _JA_QUESTION = re.compile(r"教えて(ください|下さい)?|でしょうか|でしたか|ですか|ましたか|ますか|知りたい|とは[?？]?$|"
                           r"どういう(意味|こと)|どうすれば(いい|よい)|どうなりますか|どうなる|"
                           # the interrogatives written in hiragana, as 何 and 誰 are in kanji (_INTERROGATIVE_CJK)
+                          # "how often": 頻度 frames the question as "often" does ("約3か月ごとに" answers it)
+                          r"(?:どれ|どの)(?:くらい|ぐらい)の頻度|"
                           r"いくら|いくつ|いつ|どこ|どれ|どの|どんな|どちら|なぜ|だれ")
 _EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fast)\b", re.IGNORECASE)
 # "How long does X last?": the closing "last" asks for a duration, as "how long" does; pages say "8 hours"
