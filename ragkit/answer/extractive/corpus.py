@@ -104,8 +104,9 @@ def corpus_stats(db: Path, index) -> tuple[int, Counter]:
 class Documents:
     """What the database's documents hold, by document_id (see _stats): every term of each one's pages; the
     years (1900-2099; an era year such as 令和5年 as its Western year) its first FRONT_PAGES pages name, the years
-    a report covers ("for the fiscal year ended December 31, 2015", "surveys conducted in 2018"); the terms of the names it goes by (its title, its folder,
-    its file: "Netflix, Inc.", NIKE_2021_10K); and the folders its pages sit in. Read-only for callers."""
+    a report covers ("for the fiscal year ended December 31, 2015", "surveys conducted in 2018"); the terms of
+    the names it goes by (its title, its folder, its file: "Netflix, Inc.", NIKE_2021_10K); and the folders its
+    pages sit in. Read-only for callers."""
 
     terms: dict[str, set[str]]
     front_years: dict[str, set[str]]

@@ -282,7 +282,8 @@ class _Analysis:
     coverage: float = 0.0  # IDF-weighted share of the question found in the quoted evidence (see _evidence)
     absent: float = 0.0  # IDF-weighted share of the question found nowhere in the cited document
     absent_top: float = 0.0  # weight of the heaviest such word / the question's heaviest word's weight
-    years_absent: int = 0  # years (1900-2099) the question names that neither a page quoted nor the document's first pages mention
+    # years (1900-2099) the question names that neither a page quoted nor the document's first pages mention
+    years_absent: int = 0
     years_missing: list[str] = field(default_factory=list)  # those years
     named: list[str] = field(default_factory=list)  # the documents the question names, when it was read in them only
     unnamed: float = 0.0  # IDF-weighted share of the question the whole database never names
