@@ -127,6 +127,13 @@ def test_text_drawn_through_a_form_counts_once_per_use(isolated_env):
     assert not report.failed and report.pages == 1
 
 
+def test_text_in_one_long_hex_string_counts_across_the_reads(isolated_env):
+    """3 MB of text written as one hex string (6 MB of digits), longer than one read of the stream: refused."""
+    pdf = pdf_with_content(isolated_env / "hex.pdf", [b"BT /F1 1 Tf 10 10 Td <", b"41" * (3 << 20), b"> Tj ET"])
+    report = ingest_sources([pdf], db=isolated_env / "db", progress=False, workers=1, limits=Limits(page_text_mb=1))
+    assert report.failed and "page 1 holds more than 1.0 MB of text" in report.failed[0][1], report.failed
+
+
 def test_a_page_of_drawing_is_not_text(isolated_env):
     """3 MB of path operators and one line of text: past 1 MB of content, but not of text."""
     drawing = b"10 10 m 200 300 l 30.5 40.25 l S\n" * 100_000
@@ -149,6 +156,10 @@ def test_strings_are_counted_whatever_hides_them():
     assert count(b"(ab", b"cd)") == 6
     assert count(b"<414243> Tj <</MCID 1>> BDC") == 8  # hex strings count; dictionaries do not
     assert count(b"10 10 m 20 20 l S ) ) <x") == 0
+    assert count(b"<41", b"42 43> Tj") == 9  # a hex string cut by the chunk end
+    stream = b"/Span <</MCID 3>> BDC BT (a\\)b) Tj <4142> Tj [(x) -20 (y(z))] TJ ET EMC <<<41>> 10 m"
+    assert count(stream) == 6 + 6 + 3 + 6 + 4
+    assert all(count(stream[:i], stream[i:]) == 25 for i in range(len(stream) + 1))  # wherever it is cut
 
 
 # ------------------------------------------------------------------------------------ wall time and memory

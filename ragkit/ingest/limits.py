@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import re
 import zipfile
+from collections.abc import Callable
 
 from ragkit.core.config import Limits, tripped
 from ragkit.ingest.pages import ConvertError
 
 MB = 1 << 20
 RATIO_GRACE = 1 * MB  # members that unpack to less are never refused for their ratio (small, very regular XML)
-_CHUNK = 1 * MB  # content stream bytes read at a time
+_CHUNK = 256 << 10  # content stream bytes read at a time (a larger buffer costs more to allocate per page)
 
 
 class LimitError(ConvertError):
@@ -51,12 +52,15 @@ def check_zip(zf: zipfile.ZipFile, limits: Limits, kind: str) -> None:
 
 # ---------------------------------------------------------------------------------------------------- PDF
 
-_DEPTH0 = re.compile(rb"\(|(?<!<)<(?!<)")  # outside strings: a literal string or a hex string may start
 _INSIDE = re.compile(rb"[()\\]")
-_HEX = re.compile(rb"<[0-9A-Fa-f\s]*>")
+_HEX_PART = re.compile(rb"[0-9A-Fa-f\s]*")  # a hex string's digits, up to its ">"
 _DO = re.compile(rb"/([^\s/\[\]()<>{}%]{1,127})\s*Do\b")
-_REF = re.compile(r"/([^\s/\[\]()<>{}%]+)\s*(\d+)\s+0\s+R")
 _TAIL = 160  # bytes carried from one chunk to the next so that a `/Name Do` across the cut is seen
+
+
+def _unescape(name: str) -> str:
+    """A PDF name as written (`/Fm#30`) to the name it is (`Fm0`)."""
+    return re.sub(r"#([0-9A-Fa-f]{2})", lambda m: chr(int(m.group(1), 16)), name) if "#" in name else name
 
 
 class _Strings:
@@ -67,25 +71,56 @@ class _Strings:
     def __init__(self) -> None:
         self.depth = 0
         self.skip = 0  # bytes of the next chunk to skip (an escape cut by the chunk end)
+        self.lt = False  # the chunk ended on a "<": a hex string or a dictionary begins
+        self.hex = False  # a hex string cut by the chunk end
         self.count = 0
 
     def feed(self, data: bytes) -> None:
         pos, n = self.skip, len(data)
         self.skip = 0
+        if self.lt and n:
+            self.lt = False
+            if data[0] == 0x3C:
+                pos = 1
+            else:
+                self.count += 1
+                self.hex = True
+        if self.hex:
+            h = _HEX_PART.match(data, pos)
+            self.count += h.end() - pos
+            pos = h.end()
+            self.hex = pos == n
+            if pos < n and data[pos] == 0x3E:  # >
+                self.count += 1
+                pos += 1
         start = 0 if self.depth else -1  # where the current string's counted part began
+        paren = -2  # the next "(" at or after pos, once looked for (-1: none); bytes.find, as drawings are long
         while pos < n:
             if self.depth == 0:
-                m = _DEPTH0.search(data, pos)
-                if m is None:
-                    return
-                p = m.start()
-                if data[p] == 0x28:  # (
-                    self.depth, start, pos = 1, p, p + 1
+                if paren != -1 and paren < pos:
+                    paren = data.find(b"(", pos)
+                p = data.find(b"<", pos, n if paren == -1 else paren)
+                if p == -1:
+                    if paren == -1:
+                        return
+                    self.depth, start, pos = 1, paren, paren + 1
                     continue
-                h = _HEX.match(data, p)
-                if h:
-                    self.count += h.end() - p
-                pos = p + 1
+                if p + 1 == n:
+                    self.lt = True
+                    return
+                if data[p + 1] == 0x3C:  # "<<" opens a dictionary
+                    pos = p + 2
+                    continue
+                h = _HEX_PART.match(data, p + 1)
+                if h.end() == n:  # the string goes on in the next chunk
+                    self.count += n - p
+                    self.hex = True
+                    return
+                if data[h.end()] == 0x3E:
+                    self.count += h.end() + 1 - p
+                    pos = h.end() + 1
+                else:
+                    pos = p + 1
                 continue
             m = _INSIDE.search(data, pos)
             if m is None:
@@ -120,24 +155,31 @@ def page_text_bytes(doc, page, cap: int, *, exact: bool = False) -> int:
     pdf = pymupdf._as_pdf_document(doc)
     sizes: dict[tuple[int, bool], int] = {}
 
-    def form_names(xref: int) -> dict[str, int]:
-        try:
-            kind, value = doc.xref_get_key(xref, "Resources/XObject")
-            if kind == "xref":
-                value = doc.xref_object(int(value.split()[0]), compressed=True)
-            elif kind != "dict":
-                return {}
-            return {name: int(x) for name, x in _REF.findall(value)}
-        except Exception:  # noqa: BLE001 - a damaged resource dictionary names no forms
-            return {}
+    def forms_of(resources: Callable[[], object]) -> Callable[[str], int | None]:
+        """The xref of the form a resource dictionary (read on first use) names; None for an image or a name
+        it does not hold."""
+        found: dict[str, int | None] = {}
+        xobjects = []
 
-    def is_form(xref: int) -> bool:
-        try:
-            return doc.xref_get_key(xref, "Subtype")[1] == "/Form"
-        except Exception:  # noqa: BLE001
-            return False
+        def form(name: str) -> int | None:
+            if name not in found:
+                found[name] = None
+                try:
+                    if not xobjects:
+                        xobjects.append(mupdf.pdf_dict_gets(resources(), "XObject"))
+                    value = mupdf.pdf_dict_gets(xobjects[0], _unescape(name))
+                    if mupdf.pdf_is_indirect(value) and \
+                            mupdf.pdf_to_name(mupdf.pdf_dict_gets(value, "Subtype")) == "Form":
+                        found[name] = mupdf.pdf_to_num(value)
+                except Exception:  # noqa: BLE001 - a damaged resource dictionary names no forms
+                    pass
+            return found[name]
+        return form
 
-    def stream_size(xref: int, names, depth: int, exact: bool) -> int:
+    def form_resources(xref: int) -> Callable[[str], int | None]:
+        return forms_of(lambda: mupdf.pdf_dict_gets(mupdf.pdf_load_object(pdf, xref), "Resources"))
+
+    def stream_size(xref: int, forms, depth: int, exact: bool) -> int:
         if (xref, exact) in sizes:
             return sizes[xref, exact]
         sizes[xref, exact] = 0  # a form that draws itself adds nothing more
@@ -160,34 +202,34 @@ def page_text_bytes(doc, page, cap: int, *, exact: bool = False) -> int:
         except Exception:  # noqa: BLE001 - a damaged stream: what was read counts; MuPDF decides the rest
             pass
         total = strings.count
-        if uses and callable(names):
-            names = names()
         for name in uses:
             if total > cap or depth > 20:
                 break
-            x = names.get(name.decode("latin-1"))
-            if x is not None and is_form(x):
-                total += stream_size(x, form_names(x), depth + 1, exact)
+            x = forms(name.decode("latin-1"))
+            if x is not None:
+                total += stream_size(x, form_resources(x), depth + 1, exact)
         sizes[xref, exact] = total
         return total
 
-    def page_names() -> dict[str, int]:  # only for a page that draws a form (most draw none)
-        return {name: xref for xref, name, invoker, _bbox in page.get_xobjects() if invoker == 0}
+    # The page's own or inherited resources, read only when it draws an XObject, and only the names it draws
+    # (Page.get_xobjects() walks every resource and cost more than the rest of this check together).
+    page_forms = forms_of(lambda: mupdf.pdf_page_resources(pymupdf._as_pdf_page(page)))
 
     contents = list(page.get_contents())
     appearances = []
-    for annot in page.annot_xrefs():
+    annots = mupdf.pdf_dict_gets(pymupdf._as_pdf_page(page).obj(), "Annots")
+    for i in range(mupdf.pdf_array_len(annots)):  # most are links, which draw nothing
         try:
-            kind, value = doc.xref_get_key(annot[0], "AP/N")
-        except Exception:  # noqa: BLE001 - an annotation that is not an object of its own
+            shown = mupdf.pdf_dict_getp(mupdf.pdf_array_get(annots, i), "AP/N")
+        except Exception:  # noqa: BLE001 - a damaged annotation shows nothing
             continue
-        if kind == "xref":
-            appearances.append(int(value.split()[0]))
+        if mupdf.pdf_is_indirect(shown) and mupdf.pdf_is_stream(shown):
+            appearances.append(mupdf.pdf_to_num(shown))
 
     def page_size(exact: bool) -> int:
         total = 0
         for xref in contents + appearances:
-            total += stream_size(xref, page_names if xref in contents else form_names(xref), 0, exact)
+            total += stream_size(xref, page_forms if xref in contents else form_resources(xref), 0, exact)
             if total > cap:
                 break
         return total
