@@ -160,6 +160,12 @@ def test_a_japanese_era_year_is_its_western_year(tmp_path):
     assert an.chosen and "1,100兆円" in an.chosen[0].text and an.years_absent == 0
     an = E._analyse("2021年の調査で65歳以上の者のいる世帯は全世帯の何%でしたか？", index, db, 1)
     assert an.years_missing == ["2021"]
+    # the agent's check that a reading is grounded (question_support) reads years the same way
+    support = E.question_support("令和5年末の個人の預貯金残高はいくらでしたか？", [stats], index, db)
+    assert support.years_absent == 0
+    assert E.question_support("2023年の調査で65歳以上の者のいる世帯は何%でしたか？", [survey], index, db).years_absent == 0
+    assert E.question_support("令和3年末の個人の預貯金残高はいくらでしたか？", [stats], index, db).years_absent == 1
+    assert E.question_support("How many ships were seized in 2008?", ["´08년 43척"], index, db).years_absent == 0
 
 
 @pytest.mark.parametrize("question,quote", [

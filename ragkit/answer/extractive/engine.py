@@ -339,7 +339,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         found = page_units(body, rel, rank, context_title)
         if not found:
             continue
-        page_terms[rel] = term_set(folders + "\n" + context_title + "\n" + body) | short_years(body) | era_years(body)
+        page_terms[rel] = held_terms(folders + "\n" + context_title + "\n" + body)
         out.page_info[rel] = (meta.page or page_no, title or doc_title)
         prior = 1.0 / (1.0 + RANK_DECAY * rank)
         for u in found:
@@ -375,7 +375,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # A year is looked for on the pages quoted and on the cited document's first pages (the years it reports), not
     # anywhere in it: a 2015 filing that names 2023 only in a note on its debt holds no 2023 revenue.
     seen = set().union(*(page_terms[u.rel] for u in out.chosen), docs.front_years.get(cited, ()))
-    out.years_missing = sorted(y for y in set(_YEAR.findall(q)) | era_years(q) if y not in seen)
+    out.years_missing = sorted(y for y in years_named(q) if y not in seen)
     out.years_absent = len(out.years_missing)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
@@ -393,6 +393,17 @@ _SHORT_YEAR = re.compile(r"(?<![\w'´’‘`])['´’‘`](\d\d)(?!\d)")
 def short_years(text: str) -> set[str]:
     """The years a text writes with an apostrophe and two digits, in both centuries ("’08" -> 1908, 2008)."""
     return {c + d for d in _SHORT_YEAR.findall(text) for c in ("19", "20")}
+
+
+def held_terms(text: str) -> set[str]:
+    """What a page holds, as a question's words and years are looked up in it: its terms, and the Western years
+    of the years it abbreviates ("FY '19") or writes by era (令和5年)."""
+    return term_set(text) | short_years(text) | era_years(text)
+
+
+def years_named(question: str) -> set[str]:
+    """The years (1900-2099) a question names, Western or by Japanese era."""
+    return set(_YEAR.findall(question)) | era_years(question)
 
 
 def document_name(doc: str) -> str:
@@ -482,8 +493,8 @@ def question_support(question: str, texts: list[str], index, db: Path) -> Suppor
     """Whether pages speak of what a question asks at all (see Support)."""
     q = question_core(question.strip()[:MAX_QUESTION_CHARS])
     words = question_words(q)
-    held: set[str] = set().union(*(term_set(t) for t in texts)) if texts else set()
-    years = sum(1 for y in set(_YEAR.findall(q)) if y not in held)
+    held: set[str] = set().union(*(held_terms(t) for t in texts)) if texts else set()
+    years = len(years_named(q) - held)
     if not words:
         return Support(1.0, years, 0.0)
     n, df = corpus_stats(Path(db), index)
