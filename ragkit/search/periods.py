@@ -22,11 +22,12 @@ _MONTHS = {m: i for i, m in enumerate(
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _ORDINAL_Q = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 
+_ERA = r"(?P<e>令和|平成)\s*(?P<n>\d{1,2}|元)\s*年"  # a Japanese era year: 令和5年, 平成元年
 # a fiscal year: 2025年3月期, 2024年度, 令和5年度, FY2024, FY 24, fiscal 2019, fiscal year 2019
 _FY = re.compile(
     r"(?P<ja>(?<!\d)(?P<y1>(?:19|20)\d\d)\s*年\s*(?P<m1>\d{1,2})\s*月\s*期)"
     r"|(?P<nendo>(?<!\d)(?P<y2>(?:19|20)\d\d)\s*年\s*度)"
-    r"|(?P<era>(?P<e>令和|平成)\s*(?P<n>\d{1,2}|元)\s*年\s*度?)"
+    rf"|(?P<era>{_ERA}\s*度?)"
     r"|(?P<fy>\bfy\s*'?(?P<y3>(?:19|20)?\d\d)(?![\d]))"
     r"|(?P<fiscal>\bfiscal\s+(?:year\s+)?(?P<y4>(?:19|20)\d\d)\b)")
 # a part of a year: 第3四半期, 3Q, Q3, third quarter, 上期 / 下期, first half, H1
@@ -44,7 +45,7 @@ BESIDE = 2  # ... and between a part and a plain year ("Q3 2024", "H1 2023", "20
 NEAR = 12  # characters between a fiscal year and a part that names the same period ("2025年3月期 第3四半期")
 
 
-_ERA_YEAR = re.compile(r"(令和|平成)\s*(\d{1,2}|元)\s*年")
+_ERA_YEAR = re.compile(_ERA)
 
 
 def era_years(text: str) -> set[str]:
