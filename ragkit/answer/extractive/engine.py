@@ -309,7 +309,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     n, df = corpus_stats(db, index)
     qwords = _qwords(words, n, df)
     key_terms = [w.word for w in sorted(qwords, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
-    scope = None if named is None else sorted(set().union(*(documents(db, index).folders.get(d, ()) for d in named)))
+    docs = documents(db, index)  # every document's terms, first pages, names and folders (with the statistics)
+    scope = None if named is None else sorted(set().union(*(docs.folders.get(d, ()) for d in named)))
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
     out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
     if not candidates:
@@ -361,7 +362,6 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         return out
     out.chosen = _select(units, qwords, page_terms, page_doc)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
-    docs = documents(db, index)  # every document's terms and first pages (kept with the corpus statistics)
     cited = page_doc[out.chosen[0].rel]
     if named is None and (meant := _named(q, qwords, cited, docs)):
         again = _analyse(question, index, db, k, meant)
