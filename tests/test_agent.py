@@ -493,6 +493,11 @@ def test_synth_rewrite_five_parallel_drafts_and_a_citing_synthesizer(server, db,
     drafts = [r for r in server.requests if r["messages"][0]["content"].startswith("You answer a question using")]
     assert len(drafts) == 5 and len(server.requests) == 7 and server.unscripted == 0
     assert seen["max"] >= 2  # drafts overlapped: they ran in parallel
+    for d in drafts:  # the question before the page and again after it, where a small model reads on from it
+        user = d["messages"][1]["content"]
+        assert user.startswith("Question: How do I reset the router?") and "=== Search result [" in user
+        assert user.rstrip().endswith("How do I reset the router?") and user.index("=== Search result") < \
+            user.rindex("How do I reset the router?")
     synth = server.requests[-1]
     assert "contradict" in synth["messages"][0]["content"] and "[2][1]" not in synth["messages"][0]["content"]
     listing = synth["messages"][1]["content"]

@@ -49,7 +49,9 @@ def synth_answer(run: QuestionRun, answer: Answer, toolbox: Any, *, workers: int
         draft_system = DRAFT_SYSTEM.format(lang_name=run.lang_name)
 
         def draft(block: str) -> str:
-            user = f"Question: {run.question}\n\n{block}"
+            # The question again after the page: a small model reads the page against the question it has
+            # just seen (Qwen2.5-Coder-1.5B called the right Japanese page "NOT RELEVANT" with it only before).
+            user = f"Question: {run.question}\n\n{block}\n\nQuestion (again): {run.question}"
             n = block.split("]", 1)[0].rsplit("[", 1)[-1]
             d = run.chat([{"role": "system", "content": draft_system}, {"role": "user", "content": user}],
                          f"draft {n}")
