@@ -159,7 +159,7 @@ def page_text_bytes(doc, page, cap: int, *, exact: bool = False) -> int:
         """The xref of the form a resource dictionary (read on first use) names; None for an image or a name
         it does not hold."""
         found: dict[str, int | None] = {}
-        xobjects = []
+        xobjects: list = []  # the resources' XObject dictionary, once read
 
         def form(name: str) -> int | None:
             if name not in found:
