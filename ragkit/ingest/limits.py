@@ -213,11 +213,12 @@ def page_text_bytes(doc, page, cap: int, *, exact: bool = False) -> int:
 
     # The page's own or inherited resources, read only when it draws an XObject, and only the names it draws
     # (Page.get_xobjects() walks every resource and cost more than the rest of this check together).
-    page_forms = forms_of(lambda: mupdf.pdf_page_resources(pymupdf._as_pdf_page(page)))
+    pdf_page = pymupdf._as_pdf_page(page)
+    page_forms = forms_of(lambda: mupdf.pdf_page_resources(pdf_page))
 
     contents = list(page.get_contents())
     appearances = []
-    annots = mupdf.pdf_dict_gets(pymupdf._as_pdf_page(page).obj(), "Annots")
+    annots = mupdf.pdf_dict_gets(pdf_page.obj(), "Annots")
     for i in range(mupdf.pdf_array_len(annots)):  # most are links, which draw nothing
         try:
             shown = mupdf.pdf_dict_getp(mupdf.pdf_array_get(annots, i), "AP/N")

@@ -48,9 +48,14 @@ NEAR = 12  # characters between a fiscal year and a part that names the same per
 _ERA_YEAR = re.compile(_ERA)
 
 
+def _western(era: str, n: str) -> int:
+    """The Western year of an era year: 令和 "5" -> 2023, 平成 "元" (its first year) -> 1989."""
+    return _ERAS[era] + (1 if n == "元" else int(n))
+
+
 def era_years(text: str) -> set[str]:
     """The Western years of the Japanese era years a text names ("令和5年" -> "2023", "平成元年" -> "1989")."""
-    return {str(_ERAS[e] + (1 if n == "元" else int(n))) for e, n in _ERA_YEAR.findall(text)}
+    return {str(_western(e, n)) for e, n in _ERA_YEAR.findall(text)}
 
 
 def _year(m: re.Match) -> int | None:
@@ -59,8 +64,7 @@ def _year(m: re.Match) -> int | None:
     if m["nendo"]:
         return int(m["y2"])
     if m["era"]:
-        n = 1 if m["n"] == "元" else int(m["n"])
-        return _ERAS[m["e"]] + n
+        return _western(m["e"], m["n"])
     y = m["y3"] or m["y4"]
     if y is None:
         return None
