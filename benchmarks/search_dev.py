@@ -48,8 +48,10 @@ def database(name: str, workdir: Path) -> Path:
     else:
         src = workdir / "ko-pdfs"
         if not any(src.glob("*.pdf")):
-            subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_ko_corpus.py"), str(src)], check=True,
-                           stdout=sys.stderr)  # its listing is not the one JSON line
+            made = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "make_ko_corpus.py"), str(src)],
+                                  stdout=sys.stderr)  # its listing is not the one JSON line
+            if made.returncode:  # it said why on stderr
+                raise SystemExit(f"the Korean corpus could not be made in {src} (see above)")
     report = ingest_sources([src], db=db, progress=False)
     if report.failed:
         raise SystemExit(f"ingest failed: {report.failed}")
