@@ -15,6 +15,7 @@ from ragkit.answer.extractive import answer_offline
 from ragkit.answer.extractive import engine as E
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
 from ragkit.answer.extractive.corpus import documents
+from ragkit.answer.extractive.qwords import weigh
 from ragkit.answer.extractive.terms import question_core, question_words
 from ragkit.core.config import Settings
 from ragkit.search import open_index
@@ -359,7 +360,7 @@ def test_a_question_that_names_one_company_is_answered_from_that_companys_filing
     # even on a cover: the question is not sent there
     for question, cited in (("Who is the plaintiff from Kennebunk?", "docs/Netflix 2015 Form 10-K.pdf"),
                             ("How fast is the Internet in 2021?", "docs/Costco 2021 Form 10-K.pdf")):
-        words = E._qwords(question_words(question), 4, Counter())
+        words = weigh(question_words(question), 4, Counter())
         assert E._named(question, words, cited, documents(db, index)) == [], question
 
 
@@ -414,3 +415,39 @@ def test_what_points_at_a_document(question, points):
     """Words with an everyday sense ("the phone case", "save the file") and a kanji compound that holds 本書
     (日本書紀) do not point at a document."""
     assert bool(E._POINTS_AT_DOCUMENT.search(question)) is points
+
+
+def test_a_measure_the_statements_compute_is_held_by_their_line_items(tmp_path, monkeypatch):
+    """A filing never writes "EBITDA" or "return on assets": its statements hold the lines they are computed from.
+    Those lines hold the measure (the synonym rules of search.synonyms, and the database's own synonyms.txt), so
+    the question is answered from them; a measure no rule knows, and that no page names, is still refused. (On
+    words alone: the meaning check may still refuse what a user's rule says, and is tested on its own.)"""
+    monkeypatch.setenv("RAG_EMBED", "0")
+    statement = ("## Consolidated Statements of Operations\n\n| | 2015 | 2014 |\n|---|---|---|\n"
+                 "| Operating income | $305,826 | $402,648 |\n| Depreciation and amortization | 62,283 | 54,028 |\n"
+                 "| Net income | 122,641 | 266,799 |\n")
+    db = write_pages(tmp_path / "database", {**PAGES, "filings/NETFLIX_2015_10K/Item 8/page_040.md": (
+        "Netflix 2015 Form 10-K", "Item 8", 40, statement)})
+    index = open_index(db, progress=False)
+    a = answer_offline("What was Netflix's EBITDA in 2015?", index, db)
+    assert not a.refused and "305,826" in a.answer and a.sources[0].path.endswith("page_040.md"), a.answer
+    assert answer_offline("What was Netflix's burn multiple in 2015?", index, db).refused
+    (db / "synonyms.txt").write_text("burn multiple => net income | operating income\n", encoding="utf-8")
+    a = answer_offline("What was Netflix's burn multiple in 2015?", index, db)
+    assert not a.refused and a.sources[0].path.endswith("page_040.md"), a.answer
+    # the same reading in the agent's check that a page speaks of the question
+    assert E.question_support("What was the EBITDA in 2015?", [statement], index, db).held == 1.0
+    assert E.question_support("What was the EBITDA in 2015?", [FILING], index, db).held < 0.9
+
+
+def test_what_a_text_may_hold_instead_of_a_question_word():
+    from ragkit.answer.extractive.terms import alternatives
+    from ragkit.search.synonyms import rules
+
+    table = rules("revenue | net sales\nebitda => operating income | depreciation and amortization\n")
+    alts = alternatives("What were the revenues and the EBITDA in 2015?", table)
+    assert alts["revenu"] == (frozenset({"net", "sale"}),)
+    assert set(alts["ebitda"]) == {frozenset({"operat", "incom"}), frozenset({"depreciation", "amortization"})}
+    assert alternatives("How do I charge the watch?", table) == {}
+    # a one-way rule: the line items do not hold the measure
+    assert "operat" not in alternatives("What was the operating income?", table)

@@ -65,29 +65,40 @@ amendment | revision | 改正 | 개정
 
 
 Rule = tuple[list[list[str]], list[list[str]]]  # (phrases that trigger, phrases then looked for), as terms
+Written = tuple[list[str], list[str]]  # the same, as the table writes them
 
 
-def _phrases(text: str) -> list[list[str]]:
-    return [p for p in (search_terms(x, drop_stopwords=True) for x in text.split("|")) if p]
+def rules(text: str) -> list[Written]:
+    """The rules of a table as written: a group `a | b | c` is ([a, b, c], [a, b, c]); `a | b => c` is
+    ([a, b], [a, b, c])."""
+    out: list[Written] = []
+    for line in text.splitlines():
+        line = line.split("#", 1)[0].strip()
+        left, arrow, right = line.partition("=>")
+        when = [x.strip() for x in left.split("|") if x.strip()]
+        then = [x.strip() for x in right.split("|") if x.strip()]
+        if arrow and when and then:
+            out.append((when, when + then))
+        elif not arrow and len(when) > 1:
+            out.append((when, when))
+    return out
+
+
+def _phrases(phrases: list[str]) -> list[list[str]]:
+    return [p for p in (search_terms(x, drop_stopwords=True) for x in phrases) if p]
 
 
 def parse(text: str) -> list[Rule]:
-    """The rules of a table: a group `a | b | c` is (all, all); `a | b => c` is ([a, b], [c])."""
-    rules: list[Rule] = []
-    for line in text.splitlines():
-        line = line.split("#", 1)[0].strip()
-        if "=>" in line:
-            left, right = line.split("=>", 1)
-            when, then = _phrases(left), _phrases(right)
-            if when and then:
-                rules.append((when, when + then))
-        else:
-            phrases = _phrases(line)
-            if len(phrases) > 1:
-                rules.append((phrases, phrases))
-    return rules
+    """The rules of a table (`rules`) as the index's terms."""
+    out: list[Rule] = []
+    for when, then in rules(text):
+        w, t = _phrases(when), _phrases(then)
+        if w and (len(t) > 1 or t != w):
+            out.append((w, t))
+    return out
 
 
+_BUILTIN = rules(BUILTIN)
 _BUILTIN_GROUPS = parse(BUILTIN)
 
 
@@ -98,22 +109,32 @@ class Synonyms:
         self.path = Path(db) / USER_FILE
         self._key: tuple[int, int] | None = None
         self._groups: list[Rule] = _BUILTIN_GROUPS
+        self._written: list[Written] = _BUILTIN
 
-    def groups(self) -> list[Rule]:
+    def _load(self) -> None:
         try:
             st = os.stat(self.path)
             key = (st.st_mtime_ns, st.st_size)
         except OSError:
             key = None
         if key != self._key:
-            user = []
+            text = ""
             if key is not None:
                 try:
-                    user = parse(self.path.read_text(encoding="utf-8", errors="replace"))
+                    text = self.path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
-                    user = []
-            self._groups, self._key = user + _BUILTIN_GROUPS, key
+                    text = ""
+            self._groups, self._written, self._key = parse(text) + _BUILTIN_GROUPS, rules(text) + _BUILTIN, key
+
+    def groups(self) -> list[Rule]:
+        """The rules as the index's terms."""
+        self._load()
         return self._groups
+
+    def written(self) -> list[Written]:
+        """The rules as written (for a reader with terms of its own: the offline answerer's)."""
+        self._load()
+        return self._written
 
     def expand(self, query: str, q: Counter) -> None:
         """Add to `q` the terms of every other phrase of each group one of whose phrases the query holds (as

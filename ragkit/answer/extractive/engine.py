@@ -7,34 +7,42 @@ import logging
 import math
 import re
 import time
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
 from ragkit.answer.extractive.corpus import YEAR as _YEAR
-from ragkit.answer.extractive.corpus import Documents, corpus_stats, document_id, documents, idf, read_page
-from ragkit.answer.extractive.terms import question_core, question_words, term_set
+from ragkit.answer.extractive.corpus import Documents, corpus_stats, document_id, documents, read_page
+from ragkit.answer.extractive.qwords import (
+    HIRAGANA_ONLY,
+    QWord,
+    coverage,
+    name_words,
+    respelt,
+    unnamed_share,
+    weigh,
+)
+from ragkit.answer.extractive.terms import alternatives, question_core, question_words, term_set
 from ragkit.answer.extractive.units import Unit, page_units
 from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import reference_path
 from ragkit.search.periods import era_years
+from ragkit.search.synonyms import Synonyms
 
 log = logging.getLogger(__name__)
-_HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
 
 
 ENGINE = "offline-extractive"  # Answer.engine: agent, naive and synth all run this one engine offline
-REFUSE_BELOW = 0.34  # minimum score to answer (docs/answer.md: how it was tuned)
+REFUSE_BELOW = 0.44  # minimum score to answer (docs/answer.md: how it was tuned)
 ABSENT_PENALTY = 0.0  # confidence lost per share of the question its document never mentions (calibrated: 0)
 YEAR_PENALTY = 0.5  # confidence lost when the question names a year no page quoted nor the cover mentions
-UNNAMED_PENALTY = 2.0  # confidence lost per share of the question the whole database never names ...
+UNNAMED_PENALTY = 1.5  # confidence lost per share of the question the whole database never names ...
 UNNAMED_FULL_PAGES = 500  # ... in a database of this many pages or more; less in a smaller one, in proportion
 UNNAMED_FLOOR = 0.3  # (a word missing from 40 pages is often a paraphrase: "length" for "at least 14 characters")
 # ... but a name (a word the question capitalises: "FIFA", "Japan", "mAh") counts in full in any database
-TYPE_PENALTY = 0.2  # confidence lost when the question asks for a duration, number, ... the quote does not hold
+TYPE_PENALTY = 0.4  # confidence lost when the question asks for a duration, number, ... the quote does not hold
 # Meaning (with the embedding model): the best cosine between the question and a sentence of the pages read
 # (search.sentences, the vectors kept with the index). Under SUPPORT_FLOOR the score loses SUPPORT_PENALTY per
 # point short: no sentence there is about what is asked, even when every word is. With that check the score
@@ -42,17 +50,17 @@ TYPE_PENALTY = 0.2  # confidence lost when the question asks for a duration, num
 SUPPORT_FLOOR = 0.35
 SUPPORT_PENALTY = 12.0
 REFUSE_BELOW_MEANING = 0.26
+SYNONYM_FOUND = 0.5  # what a synonym (search.synonyms) holds of a question word when units are ranked
 TYPE_BONUS = 0.1  # score of a unit that holds the kind of answer asked for (answertype)
 # The confidence an answer reports: its score mapped to the share of such answers that cited a right page on
 # MMLongBench-Doc (raw score, share), fitted on half of its questions (benchmarks/offline_calibration.py)
 CALIBRATION: tuple[tuple[float, float], ...] = (
-    (0.367, 0.229), (0.512, 0.283), (0.602, 0.451), (0.67, 0.452), (0.728, 0.455), (0.793, 0.48), (0.929, 0.5),
-    (1.0, 0.883))
+    (0.35, 0.284), (0.5, 0.377), (0.593, 0.438), (0.666, 0.452), (0.725, 0.481), (0.805, 0.501), (0.936, 0.541),
+    (1.0, 0.965))
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
 MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
 RANK_DECAY = 0.05  # position prior: the page ranked r-th (0-based) multiplies scores by 1/(1 + 0.05 r)
-HIRAGANA_WEIGHT = 0.1  # hiragana-only bigrams are mostly inflection and particles
 MAX_QUESTION_CHARS = 2000  # longer questions are cut (retrieval and scoring only)
 MAX_SELECTED = 3
 LONG_UNIT_TERMS = 40  # units with more distinct terms than this are mildly penalised
@@ -132,90 +140,6 @@ def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] |
     return [seen[p] for p in order]
 
 
-@dataclass
-class _QWord:
-    """One content word of the question, its terms (CJK bigrams, or one Latin word) and its weight."""
-
-    word: str
-    terms: list[str]
-    weight: float  # mean IDF of its terms (hiragana-only bigrams discounted)
-    cjk: bool
-
-    def found(self, terms: set[str]) -> float:
-        """Share of the word found in a term set. A CJK word counts by characters: a character inside a
-        matched bigram counts 1, one only present on its own 0.5 ("発売日" vs "…10日全国発売" -> 5/6)."""
-        if not self.cjk:
-            return 1.0 if any(t in terms for t in self.terms) else 0.0
-        w = self.word
-        if len(w) == 1:
-            return 1.0 if w in terms else 0.0
-        got = [0.0] * len(w)
-        for i in range(len(w) - 1):
-            if w[i : i + 2] in terms:
-                got[i] = got[i + 1] = 1.0
-        for i, ch in enumerate(w):
-            if got[i] == 0.0 and ch in terms:
-                got[i] = 0.5
-        return sum(got) / len(w)
-
-
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
-RESPELL_MIN = 5  # shorter words are not respelt: one edit is most of them ("fifa" is not "fifo")
-
-
-def _respell(term: str, df: Counter) -> str:
-    """A Latin term no page holds, replaced by the most frequent corpus term one edit away ("netfilx" ->
-    "netflix"), as search does: a misspelt word must not make the answerer refuse what search found. Terms
-    shorter than RESPELL_MIN stay as they are."""
-    if df.get(term, 0) or len(term) < RESPELL_MIN or not term.isascii() or not term.isalpha():
-        return term
-    # edits inside the word only: a changed last letter is another word more often than a typo ("latinos" is
-    # not "latin", "fifa" not "fifo"), while typos sit inside ("neflix", "netfilx", "americen")
-    splits = [(term[:i], term[i:]) for i in range(len(term) - 1)]
-    edits = {a + b[1:] for a, b in splits}
-    edits |= {a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 2}
-    edits |= {a + c + b[1:] for a, b in splits for c in _LETTERS}
-    edits |= {term[:i] + c + term[i:] for i in range(1, len(term)) for c in _LETTERS}
-    best = max((e for e in edits if df.get(e, 0)), key=lambda e: (df[e], e), default=None)
-    return best or term
-
-
-_GLUED = re.compile(r"^([a-z]+)(\d+)$|^(\d+)([a-z]+)$")
-
-
-def _qwords(words: list[tuple[str, list[str]]], n: int, df: Counter, *, respell: bool = True) -> list[_QWord]:
-    """The question's words with their weights. With `respell`, a Latin word no page holds is read as the
-    corpus word one edit away (`_respell`), and letters glued to digits ("FY2021", "table1") as two words."""
-    out = []
-    for word, terms in words:
-        if respell and len(terms) == 1 and not df.get(terms[0], 0) and (m := _GLUED.match(terms[0])):
-            parts = [x for x in m.groups() if x]
-            out += _qwords([(x, [x]) for x in parts if len(x) > 1 or x.isdigit()], n, df, respell=True)
-            continue
-        respelt = [_respell(t, df) for t in terms] if respell else terms
-        if respelt != terms:
-            word, terms = " ".join(respelt), respelt
-        w = [idf(n, df.get(t, 0)) * (HIRAGANA_WEIGHT if _HIRAGANA_ONLY.match(t) else 1.0) for t in terms]
-        cjk = bool(T.CJK_RE.match(word)) and "".join(terms) != word  # bigrams (not one Latin/digit word)
-        out.append(_QWord(word, terms, sum(w) / len(w), cjk or (len(word) == 1 and bool(T.CJK_RE.match(word)))))
-    return out
-
-
-def _coverage(qwords: list[_QWord], levels: list[tuple[set[str], float]]) -> float:
-    """IDF-weighted share of the question's words found in the evidence, in [0, 1].
-
-    Each word counts by the share of it found (`_QWord.found`) at the weight of the best evidence level
-    that holds it: the sentence itself 1.0, its headings CONTEXT_WEIGHT, elsewhere on its page PAGE_WEIGHT.
-    """
-    total = sum(w.weight for w in qwords)
-    if total <= 0:
-        return 0.0
-    got = 0.0
-    for w in qwords:
-        got += w.weight * max(level * w.found(terms) for terms, level in levels)
-    return got / total
-
-
 def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
     """Share of the question's adjacent Latin word pairs that appear verbatim in the unit."""
     pairs = [f"{a} {b}" for a, b in zip(q_words, q_words[1:], strict=False)]
@@ -224,7 +148,7 @@ def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
     return sum(1 for p in pairs if p in unit_norm) / len(pairs)
 
 
-def _select(units: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[str]],
+def _select(units: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]],
             page_doc: dict[str, str]) -> list[Unit]:
     """The best unit, then units of its document (`page_doc`: rel -> corpus.document_id) that add question words
     it lacks (at most 3 units, 2 pages)."""
@@ -255,7 +179,7 @@ def _select(units: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[s
     return chosen
 
 
-def _evidence(chosen: list[Unit], qwords: list[_QWord], page_terms: dict[str, set[str]]) -> float:
+def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]]) -> float:
     """Coverage of the question by a set of quoted units, their headings and their pages."""
     own: set[str] = set()
     ctx: set[str] = set()
@@ -264,7 +188,7 @@ def _evidence(chosen: list[Unit], qwords: list[_QWord], page_terms: dict[str, se
         own |= u.terms
         ctx |= u.ctx_terms
         page |= page_terms.get(u.rel, set())
-    return _coverage(qwords, [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)])
+    return coverage(qwords, [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)])
 
 
 def _quote(u: Unit, lang: str) -> str:
@@ -307,8 +231,12 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     if not words:
         return _Analysis(lang, [])
     n, df = corpus_stats(db, index)
-    qwords = _qwords(words, n, df)
-    key_terms = [w.word for w in sorted(qwords, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
+    alts = alternatives(q, Synonyms(db).written())
+    # A synonym holds the word in full when the quote is measured, and SYNONYM_FOUND of it when units are
+    # ranked: the words as written choose what is quoted
+    plain = weigh(words, n, df, alts=alts, alt_found=SYNONYM_FOUND)
+    qwords = weigh(words, n, df, alts=alts)
+    key_terms = [w.word for w in sorted(plain, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
     docs = documents(db, index)  # every document's terms, first pages, names and folders (with the statistics)
     scope = None if named is None else sorted(set().union(*(docs.folders.get(d, ()) for d in named)))
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
@@ -317,8 +245,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         return out
 
     kind = answer_kind(q)
-    out.kind, out.unnamed, out.db_pages = kind, _unnamed(words, n, df), n
-    out.unnamed_names = _unnamed(words, n, df, only=_names(q))
+    out.kind, out.unnamed, out.db_pages = kind, unnamed_share(words, n, df, alts=alts), n
+    out.unnamed_names = unnamed_share(words, n, df, only=name_words(q), alts=alts)
     q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
@@ -346,7 +274,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         for u in found:
             u.terms = term_set(u.text)
             u.ctx_terms = term_set(u.context)
-            u.coverage = _coverage(qwords, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
+            u.coverage = coverage(plain, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
                                             (page_terms[rel], PAGE_WEIGHT)])
             score = u.coverage * prior
             if kind and holds_kind(u.text, kind):
@@ -360,10 +288,10 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         units.extend(found)
     if not units:
         return out
-    out.chosen = _select(units, qwords, page_terms, page_doc)
+    out.chosen = _select(units, plain, page_terms, page_doc)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
     cited = page_doc[out.chosen[0].rel]
-    if named is None and (meant := _named(q, qwords, cited, docs)):
+    if named is None and (meant := _named(q, plain, cited, docs)):
         again = _analyse(question, index, db, k, meant)
         again.named = meant
         return again
@@ -379,9 +307,11 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out.years_absent = len(out.years_missing)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
-    out.own = _coverage(qwords, [(own, 1.0)])
-    out.support = meaning_support(_respelt(q, df), db, [rel for rel, _, _ in candidates])
-    out.ambiguous = _which(q, qwords, docs.terms)
+    out.own = coverage(qwords, [(own, 1.0)])
+    out.support = meaning_support(respelt(q, df), db, [rel for rel, _, _ in candidates])
+    # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
+    # make another company's report one it points at
+    out.ambiguous = _which(q, plain, docs.terms)
     return out
 
 
@@ -417,24 +347,24 @@ def _which_text(names: list[str], lang: str) -> str:
     return WHICH_DOCUMENT.get(lang, WHICH_DOCUMENT["en"]).format(n=len(names), docs=shown)
 
 
-def _which(question: str, qwords: list[_QWord], docs: dict[str, set[str]]) -> list[str]:
+def _which(question: str, qwords: list[QWord], docs: dict[str, set[str]]) -> list[str]:
     """The documents a question could mean when it points at one ("the report", "page 3", この資料) without
     naming it: every document that holds all of its other words, when that is two or more. Empty otherwise
     (it points at none, names one, or only one document could be meant)."""
     if not _POINTS_AT_DOCUMENT.search(question) or len(docs) < 2:
         return []
     words = [w for w in qwords if w.word.lower() not in _DOCUMENT_WORDS and T.stem(w.word.lower()) not in
-             _DOCUMENT_WORDS and not w.word.isdigit() and not _HIRAGANA_ONLY.match(w.word)]
+             _DOCUMENT_WORDS and not w.word.isdigit() and not HIRAGANA_ONLY.match(w.word)]
     holding = [d for d in sorted(docs) if all(w.found(docs[d]) >= 1.0 for w in words)]
     return holding if len(holding) >= 2 else []
 
 
-def _named(question: str, qwords: list[_QWord], cited: str, docs: Documents) -> list[str]:
+def _named(question: str, qwords: list[QWord], cited: str, docs: Documents) -> list[str]:
     """The documents a question names by a name the cited document never holds ("What was Netflix's revenue
-    in 2023?" answered from Best Buy's 10-K): a word the question capitalises (_names) that is in the names
+    in 2023?" answered from Best Buy's 10-K): a word the question capitalises (names) that is in the names
     some documents go by (title, folder, file) and that no other document holds anywhere, so it names them,
     not a subject ("Earth" on Amazon's cover). Empty when there is none."""
-    names = _names(question)
+    names = name_words(question)
     out: set[str] = set()
     for w in qwords:
         if w.cjk or w.word not in names or w.found(docs.terms.get(cited, set())):
@@ -461,20 +391,6 @@ def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
     return max((float(score) for _rel, score, _s in hits), default=0.0)
 
 
-def _respelt(question: str, df: Counter) -> str:
-    """The question with its misspelt Latin words respelt (_respell): the embedding model reads "passwrods" as
-    another word, where search and the word checks already read "passwords"."""
-    def fix(m: re.Match) -> str:
-        w = m.group(0).lower()
-        stem = T.stem(w)
-        if df.get(w) or df.get(stem):
-            return m.group(0)
-        fixed = _respell(stem, df)
-        return m.group(0) if fixed == stem else fixed
-
-    return re.sub(r"[A-Za-z]+", fix, question)
-
-
 def refuse_below(an: _Analysis) -> float:
     """The score an answer needs: lower when meaning was checked (that check refuses what the words cannot)."""
     return RULE.threshold(an)
@@ -498,31 +414,9 @@ def question_support(question: str, texts: list[str], index, db: Path) -> Suppor
     if not words:
         return Support(1.0, years, 0.0)
     n, df = corpus_stats(Path(db), index)
-    return Support(_coverage(_qwords(words, n, df, respell=False), [(held, 1.0)]), years, _unnamed(words, n, df))
-
-
-def _unnamed(words: list[tuple[str, list[str]]], n: int, df: Counter, only: set[str] | None = None) -> float:
-    """IDF-weighted share of the question's words (respelt) that no page of the database holds (counting only
-    the words in `only` when given). Numbers, Latin words of one or two letters, lone CJK characters and runs of
-    hiragana are left out of this share: they are figures, abbreviations, word stems and inflections, not names
-    ("FY", "Q3", 空 of 空ける, えればよい of 替えればよい)."""
-    qwords = _qwords(words, n, df)
-    total = sum(w.weight for w in qwords) or 1.0
-    missing = sum(w.weight for w in qwords if not any(df.get(t, 0) for t in w.terms)
-                  and not (w.word.isascii() and (w.word.isdigit() or len(w.word) <= 2)) and len(w.word) > 1
-                  and not _HIRAGANA_ONLY.match(w.word) and (only is None or w.word in only))
-    return missing / total
-
-
-_CASED = re.compile(r"[A-Za-z][A-Za-z0-9]*")
-
-
-def _names(question: str) -> set[str]:
-    """The Latin words a question writes as names (casefolded): capitalised past its first word, or with a
-    capital inside ("FIFA", "Japan", "mAh", "iPhone")."""
-    found = list(_CASED.finditer(question))
-    return {m.group(0).casefold() for i, m in enumerate(found)
-            if any(ch.isupper() for ch in m.group(0)[1:]) or (i > 0 and m.group(0)[0].isupper())}
+    alts = alternatives(q, Synonyms(Path(db)).written())
+    return Support(coverage(weigh(words, n, df, respell=False, alts=alts), [(held, 1.0)]), years,
+                   unnamed_share(words, n, df, alts=alts))
 
 
 def _confidence(an: _Analysis) -> float:

@@ -170,3 +170,22 @@ def question_words(question: str) -> list[tuple[str, list[str]]]:
 def _question_terms(question: str) -> list[str]:
     """All distinct content terms of the question, in order."""
     return list(dict.fromkeys(t for _, terms in question_words(question) for t in terms))
+
+
+def alternatives(question: str, rules: list[tuple[list[str], list[str]]]) -> dict[str, tuple[frozenset[str], ...]]:
+    """What a text may hold instead of a question's term, by synonym rules as written ((phrases that trigger,
+    phrases then looked for): search.synonyms.Synonyms.written): for each term of a trigger phrase the question
+    holds, the terms of the rule's other phrases ("ebitda" -> {operating, income}, {depreciation, amortization};
+    "revenue" -> {net, sale}). A text holding all the terms of one of them holds the question's term."""
+    seq = _terms(question_core(question))
+    out: dict[str, set[frozenset[str]]] = {}
+    for when, then in rules:
+        for phrase in when:
+            p = _terms(phrase)
+            n = len(p)
+            if not n or not any(seq[i : i + n] == p for i in range(len(seq) - n + 1)):
+                continue
+            others = {frozenset(_terms(x)) for x in then if x != phrase} - {frozenset(), frozenset(p)}
+            for t in p:
+                out.setdefault(t, set()).update(others)
+    return {t: tuple(sorted(a, key=sorted)) for t, a in out.items()}
