@@ -451,3 +451,24 @@ def test_what_a_text_may_hold_instead_of_a_question_word():
     assert alternatives("How do I charge the watch?", table) == {}
     # a one-way rule: the line items do not hold the measure
     assert "operat" not in alternatives("What was the operating income?", table)
+
+
+def test_the_meaning_check_reads_a_measure_as_the_statements_write_it(tmp_path, monkeypatch):
+    """A statement's rows say "Operating income", not "EBITDA": the meaning check reads the question with the
+    phrases its synonym rules give ("operating income; depreciation and amortization"), so a row about what is
+    asked counts as such, and the question is answered from the statement."""
+    monkeypatch.setenv("RAG_EMBED", "1")
+    if not _embedder_installed():
+        pytest.skip("the embedding package is not installed")
+    statement = ("## Consolidated Statements of Operations\n\n| | 2015 | 2014 |\n|---|---|---|\n"
+                 "| Operating income | $305,826 | $402,648 |\n| Depreciation and amortization | 62,283 | 54,028 |\n"
+                 "| Net income | 122,641 | 266,799 |\n")
+    rel = "filings/NETFLIX_2015_10K/Item 8/page_040.md"
+    db = write_pages(tmp_path / "database", {**PAGES, rel: ("Netflix 2015 Form 10-K", "Item 8", 40, statement)})
+    index = open_index(db, progress=False)
+    question = "What was Netflix's EBITDA in 2015?"
+    an = E._analyse(question, index, db, 5)
+    # better than the question as written does on any page of the database
+    assert an.support is not None and an.support > E.meaning_support(question, db, list(index.pages()))
+    a = answer_offline(question, index, db)
+    assert not a.refused and a.sources[0].path.endswith("page_040.md"), a.answer

@@ -172,20 +172,32 @@ def _question_terms(question: str) -> list[str]:
     return list(dict.fromkeys(t for _, terms in question_words(question) for t in terms))
 
 
+def _rules_held(question: str, rules: list[tuple[list[str], list[str]]]):
+    """(phrase, its terms, the rule's other phrases) for each trigger phrase of a rule the question holds."""
+    seq = _terms(question_core(question))
+    for when, then in rules:
+        for phrase in when:
+            p = _terms(phrase)
+            n = len(p)
+            if n and any(seq[i : i + n] == p for i in range(len(seq) - n + 1)):
+                yield phrase, p, [x for x in then if x != phrase]
+
+
 def alternatives(question: str, rules: list[tuple[list[str], list[str]]]) -> dict[str, tuple[frozenset[str], ...]]:
     """What a text may hold instead of a question's term, by synonym rules as written ((phrases that trigger,
     phrases then looked for): search.synonyms.Synonyms.written): for each term of a trigger phrase the question
     holds, the terms of the rule's other phrases ("ebitda" -> {operating, income}, {depreciation, amortization};
     "revenue" -> {net, sale}). A text holding all the terms of one of them holds the question's term."""
-    seq = _terms(question_core(question))
     out: dict[str, set[frozenset[str]]] = {}
-    for when, then in rules:
-        for phrase in when:
-            p = _terms(phrase)
-            n = len(p)
-            if not n or not any(seq[i : i + n] == p for i in range(len(seq) - n + 1)):
-                continue
-            others = {frozenset(_terms(x)) for x in then if x != phrase} - {frozenset(), frozenset(p)}
-            for t in p:
-                out.setdefault(t, set()).update(others)
+    for _phrase, p, others in _rules_held(question, rules):
+        found = {frozenset(_terms(x)) for x in others} - {frozenset(), frozenset(p)}
+        for t in p:
+            out.setdefault(t, set()).update(found)
     return {t: tuple(sorted(a, key=sorted)) for t, a in out.items()}
+
+
+def also_said(question: str, rules: list[tuple[list[str], list[str]]]) -> list[str]:
+    """The other phrases, as written, of the synonym rules whose phrases the question holds ("EBITDA" ->
+    "operating income", "depreciation and amortization", ...): what the question asks, said as pages say it."""
+    said = [x for _phrase, _p, others in _rules_held(question, rules) for x in others]
+    return [x for x in dict.fromkeys(said) if _terms(x) and x.casefold() not in question.casefold()]
