@@ -276,7 +276,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
             u.terms = term_set(u.text)
             u.ctx_terms = term_set(u.context)
             u.coverage = coverage(plain, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
-                                            (page_terms[rel], PAGE_WEIGHT)])
+                                          (page_terms[rel], PAGE_WEIGHT)])
             score = u.coverage * prior
             if kind and holds_kind(u.text, kind):
                 score += TYPE_BONUS
@@ -366,7 +366,7 @@ def _which(question: str, qwords: list[QWord], docs: dict[str, set[str]]) -> lis
 
 def _named(question: str, qwords: list[QWord], cited: str, docs: Documents) -> list[str]:
     """The documents a question names by a name the cited document never holds ("What was Netflix's revenue
-    in 2023?" answered from Best Buy's 10-K): a word the question capitalises (names) that is in the names
+    in 2023?" answered from Best Buy's 10-K): a word the question capitalises (qwords.name_words) that is in the names
     some documents go by (title, folder, file) and that no other document holds anywhere, so it names them,
     not a subject ("Earth" on Amazon's cover). Empty when there is none."""
     names = name_words(question)
