@@ -417,17 +417,20 @@ def test_what_points_at_a_document(question, points):
     assert bool(E._POINTS_AT_DOCUMENT.search(question)) is points
 
 
+# a statement's rows: the lines EBITDA is computed from, never the word
+STATEMENT = ("## Consolidated Statements of Operations\n\n| | 2015 | 2014 |\n|---|---|---|\n"
+             "| Operating income | $305,826 | $402,648 |\n| Depreciation and amortization | 62,283 | 54,028 |\n"
+             "| Net income | 122,641 | 266,799 |\n")
+
+
 def test_a_measure_the_statements_compute_is_held_by_their_line_items(tmp_path, monkeypatch):
     """A filing never writes "EBITDA" or "return on assets": its statements hold the lines they are computed from.
     Those lines hold the measure (the synonym rules of search.synonyms, and the database's own synonyms.txt), so
     the question is answered from them; a measure no rule knows, and that no page names, is still refused. (On
     words alone: the meaning check may still refuse what a user's rule says, and is tested on its own.)"""
     monkeypatch.setenv("RAG_EMBED", "0")
-    statement = ("## Consolidated Statements of Operations\n\n| | 2015 | 2014 |\n|---|---|---|\n"
-                 "| Operating income | $305,826 | $402,648 |\n| Depreciation and amortization | 62,283 | 54,028 |\n"
-                 "| Net income | 122,641 | 266,799 |\n")
     db = write_pages(tmp_path / "database", {**PAGES, "filings/NETFLIX_2015_10K/Item 8/page_040.md": (
-        "Netflix 2015 Form 10-K", "Item 8", 40, statement)})
+        "Netflix 2015 Form 10-K", "Item 8", 40, STATEMENT)})
     index = open_index(db, progress=False)
     a = answer_offline("What was Netflix's EBITDA in 2015?", index, db)
     assert not a.refused and "305,826" in a.answer and a.sources[0].path.endswith("page_040.md"), a.answer
@@ -436,7 +439,7 @@ def test_a_measure_the_statements_compute_is_held_by_their_line_items(tmp_path, 
     a = answer_offline("What was Netflix's burn multiple in 2015?", index, db)
     assert not a.refused and a.sources[0].path.endswith("page_040.md"), a.answer
     # the same reading in the agent's check that a page speaks of the question
-    assert E.question_support("What was the EBITDA in 2015?", [statement], index, db).held == 1.0
+    assert E.question_support("What was the EBITDA in 2015?", [STATEMENT], index, db).held == 1.0
     assert E.question_support("What was the EBITDA in 2015?", [FILING], index, db).held < 0.9
 
 
@@ -460,11 +463,8 @@ def test_the_meaning_check_reads_a_measure_as_the_statements_write_it(tmp_path, 
     monkeypatch.setenv("RAG_EMBED", "1")
     if not _embedder_installed():
         pytest.skip("the embedding package is not installed")
-    statement = ("## Consolidated Statements of Operations\n\n| | 2015 | 2014 |\n|---|---|---|\n"
-                 "| Operating income | $305,826 | $402,648 |\n| Depreciation and amortization | 62,283 | 54,028 |\n"
-                 "| Net income | 122,641 | 266,799 |\n")
     rel = "filings/NETFLIX_2015_10K/Item 8/page_040.md"
-    db = write_pages(tmp_path / "database", {**PAGES, rel: ("Netflix 2015 Form 10-K", "Item 8", 40, statement)})
+    db = write_pages(tmp_path / "database", {**PAGES, rel: ("Netflix 2015 Form 10-K", "Item 8", 40, STATEMENT)})
     index = open_index(db, progress=False)
     question = "What was Netflix's EBITDA in 2015?"
     an = E._analyse(question, index, db, 5)
