@@ -12,7 +12,7 @@ from pagetree import write_pages
 
 from ragkit.answer.extractive import REFUSE_BELOW, answer_offline
 from ragkit.answer.extractive.engine import REFUSE_BELOW_MEANING, _analyse, calibrated
-from ragkit.answer.extractive.qwords import unnamed_share
+from ragkit.answer.extractive.qwords import unnamed_share, weigh
 from ragkit.answer.extractive.terms import _question_terms, question_words
 from ragkit.answer.extractive.units import page_units as _units
 from ragkit.core import text as T
@@ -146,7 +146,7 @@ def test_question_words_are_not_content():
     # a run of hiragana is inflection, never a name the database lacks ("えればよい" of 替えればよい)
     words = question_words(filter_q)
     held = Counter(t for w, terms in words if not re.fullmatch("[\u3040-\u309f]+", w) for t in terms)
-    assert unnamed_share(words, 100, held) == 0.0
+    assert unnamed_share(weigh(words, 100, held), held) == 0.0
     assert _question_terms("How many characters?") == ["character"]
     assert "언제" not in _question_terms("점검은 언제 진행됩니까?")
     assert "점검" in _question_terms("점검은 언제 진행됩니까?")

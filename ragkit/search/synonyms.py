@@ -90,8 +90,12 @@ def _phrases(phrases: list[str]) -> list[list[str]]:
 
 def parse(text: str) -> list[Rule]:
     """The rules of a table (`rules`) as the index's terms."""
+    return _as_terms(rules(text))
+
+
+def _as_terms(written: list[Written]) -> list[Rule]:
     out: list[Rule] = []
-    for when, then in rules(text):
+    for when, then in written:
         w, t = _phrases(when), _phrases(then)
         if w and (len(t) > 1 or t != w):
             out.append((w, t))
@@ -99,7 +103,7 @@ def parse(text: str) -> list[Rule]:
 
 
 _BUILTIN = rules(BUILTIN)
-_BUILTIN_GROUPS = parse(BUILTIN)
+_BUILTIN_GROUPS = _as_terms(_BUILTIN)
 
 
 class Synonyms:
@@ -124,7 +128,8 @@ class Synonyms:
                     text = self.path.read_text(encoding="utf-8", errors="replace")
                 except OSError:
                     text = ""
-            self._groups, self._written, self._key = parse(text) + _BUILTIN_GROUPS, rules(text) + _BUILTIN, key
+            user = rules(text)
+            self._groups, self._written, self._key = _as_terms(user) + _BUILTIN_GROUPS, user + _BUILTIN, key
 
     def groups(self) -> list[Rule]:
         """The rules as the index's terms."""

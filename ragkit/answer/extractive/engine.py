@@ -29,7 +29,6 @@ from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import reference_path
 from ragkit.search.periods import era_years
-from ragkit.search.synonyms import Synonyms
 
 log = logging.getLogger(__name__)
 
@@ -231,7 +230,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     if not words:
         return _Analysis(lang, [])
     n, df = corpus_stats(db, index)
-    rules = Synonyms(db).written()
+    rules = index.synonyms.written()  # the index's own: DB/synonyms.txt read again only when it changes
     alts = alternatives(q, rules)
     # A synonym holds the word in full when the quote is measured, and SYNONYM_FOUND of it when units are
     # ranked: the words as written choose what is quoted
@@ -246,8 +245,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         return out
 
     kind = answer_kind(q)
-    out.kind, out.unnamed, out.db_pages = kind, unnamed_share(words, n, df, alts=alts), n
-    out.unnamed_names = unnamed_share(words, n, df, only=name_words(q), alts=alts)
+    out.kind, out.unnamed, out.db_pages = kind, unnamed_share(qwords, df), n
+    out.unnamed_names = unnamed_share(qwords, df, only=name_words(q))
     q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
@@ -419,9 +418,9 @@ def question_support(question: str, texts: list[str], index, db: Path) -> Suppor
     if not words:
         return Support(1.0, years, 0.0)
     n, df = corpus_stats(Path(db), index)
-    alts = alternatives(q, Synonyms(Path(db)).written())
+    alts = alternatives(q, index.synonyms.written())
     return Support(coverage(weigh(words, n, df, respell=False, alts=alts), [(held, 1.0)]), years,
-                   unnamed_share(words, n, df, alts=alts))
+                   unnamed_share(weigh(words, n, df, alts=alts), df))
 
 
 def _confidence(an: _Analysis) -> float:

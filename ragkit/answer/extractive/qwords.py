@@ -128,13 +128,11 @@ def respelt(question: str, df: Counter) -> str:
     return re.sub(r"[A-Za-z]+", fix, question)
 
 
-def unnamed_share(words: list[tuple[str, list[str]]], n: int, df: Counter, only: set[str] | None = None,
-                  alts: dict[str, tuple[frozenset[str], ...]] | None = None) -> float:
-    """IDF-weighted share of the question's words (respelt) that no page of the database holds (counting only
+def unnamed_share(qwords: list[QWord], df: Counter, only: set[str] | None = None) -> float:
+    """IDF-weighted share of the question's words (`weigh`ed: respelt) that no page of the database holds (counting only
     the words in `only` when given). Numbers, Latin words of one or two letters, lone CJK characters and runs of
     hiragana are left out of this share: they are figures, abbreviations, word stems and inflections, not names
     ("FY", "Q3", 空 of 空ける, えればよい of 替えればよい)."""
-    qwords = weigh(words, n, df, alts=alts)
     total = sum(w.weight for w in qwords) or 1.0
     missing = sum(w.weight for w in qwords if not any(df.get(t, 0) for t in w.terms)
                   and not any(all(df.get(t, 0) for t in a) for a in w.alts)
