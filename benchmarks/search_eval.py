@@ -106,7 +106,11 @@ def open_engine(args, db: Path):
     from ragkit.search.indexconfig import parse_index
     from ragkit.search.opensearch import OpenSearchIndex
 
-    spec = args.index or ("opensearch+" + os.environ["RAG_TEST_OPENSEARCH_URL"] + "/ragkit-bench")
+    url = os.environ.get("RAG_TEST_OPENSEARCH_URL")
+    if not args.index and not url:
+        raise SystemExit("--backend opensearch needs --index opensearch+http://HOST:PORT/PREFIX or "
+                         "RAG_TEST_OPENSEARCH_URL (services/opensearch/start.sh prints it)")
+    spec = args.index or f"opensearch+{url}/ragkit-bench"
     idx = OpenSearchIndex(db, parse_index(spec, db), progress=False)
     mode_env = os.environ.get("RAG_EMBED")
     os.environ["RAG_EMBED"] = "1"  # pages are indexed with their vectors whatever the mode measured
