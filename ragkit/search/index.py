@@ -82,7 +82,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         self._said_unembedded = False
         self._fill_lock = threading.Lock()  # one background embedding thread (vectors.fill_in_background)
         self._filler: threading.Thread | None = None
-        self.synonyms = Synonyms(self.db)  # built-in + DB/synonyms.txt (query expansion, the offline answerer)
+        self._synonyms = Synonyms(self.db)  # built-in + DB/synonyms.txt (query expansion)
         self._listings: dict[str, _Listing] = {}  # folder listings of the last scan (see scan_pages)
         self._snap_rows = 0  # rows applied (or stats updated) since the state last matched a snapshot file
         self._snap_lock = threading.Lock()
@@ -246,7 +246,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
     def query_terms(self, query: str) -> Counter:
         """The query's weighted terms (understand.weighted_terms over this index's vocabulary)."""
         with self._lock:
-            return weighted_terms(query, _Stats(self), self.synonyms)
+            return weighted_terms(query, _Stats(self), self._synonyms)
 
     def _df(self, term: str) -> int:
         """How many live pages hold `term`. Called under the lock or with a stale answer being harmless."""

@@ -29,6 +29,7 @@ from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import reference_path
 from ragkit.search.periods import era_years
+from ragkit.search.synonyms import Synonyms
 
 log = logging.getLogger(__name__)
 
@@ -230,7 +231,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     if not words:
         return _Analysis(lang, [])
     n, df = corpus_stats(db, index)
-    rules = index.synonyms.written()  # the index's own: DB/synonyms.txt read again only when it changes
+    rules = Synonyms(db).written()
     alts = alternatives(q, rules)
     # A synonym holds the word in full when the quote is measured, and SYNONYM_FOUND of it when units are
     # ranked: the words as written choose what is quoted
@@ -418,7 +419,7 @@ def question_support(question: str, texts: list[str], index, db: Path) -> Suppor
     if not words:
         return Support(1.0, years, 0.0)
     n, df = corpus_stats(Path(db), index)
-    alts = alternatives(q, index.synonyms.written())
+    alts = alternatives(q, Synonyms(Path(db)).written())
     return Support(coverage(weigh(words, n, df, respell=False, alts=alts), [(held, 1.0)]), years,
                    unnamed_share(weigh(words, n, df, alts=alts), df))
 

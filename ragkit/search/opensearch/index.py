@@ -62,7 +62,7 @@ class OpenSearchIndex:
         self.pages_name = f"{cfg.prefix}-pages"
         self.documents_name = f"{cfg.prefix}-documents"
         self.sessions_name = f"{cfg.prefix}-sessions"
-        self.synonyms = Synonyms(self.db)  # built-in + DB/synonyms.txt (query expansion, the offline answerer)
+        self._synonyms = Synonyms(self.db)
         self._lock = threading.RLock()
         self._write_lock = threading.Lock()
         self._listing: dict[str, tuple[float, int, list[str]]] = {}

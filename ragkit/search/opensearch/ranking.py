@@ -148,7 +148,7 @@ def _page_clause(query: str, clauses: list[dict], how: str) -> dict:
 
 def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[SearchHit]:
     stats = ClusterStats(ix)
-    q = weighted_terms(query, stats, ix.synonyms)
+    q = weighted_terms(query, stats, ix._synonyms)
     clauses = _terms_clause(q)
     emb = get_embedder() if mode != "keyword" else None
     scope = _scope(prefix)
