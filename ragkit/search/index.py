@@ -31,7 +31,7 @@ from ragkit.search.ranking import PAGE_REF_WEIGHT, PERIOD_WEIGHT, PHRASE_N, RERA
 from ragkit.search.snippets import make_snippet
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.understand import frame_weights, weighted_terms
-from ragkit.search.vectors import _Meaning, _Vectors, get_embedder
+from ragkit.search.vectors import _Meaning, _Vectors, get_embedder, word_terms
 
 log = logging.getLogger(__name__)
 
@@ -279,6 +279,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             if prefix:
                 inside = self._prefix_mask(prefix)
                 scores, doc = np.where(inside, scores, 0.0), np.where(inside, doc, 0.0)
+            worded = self._worded(q, len(scores)) if dense else None
             refs = page_refs(query) if PAGE_REF_WEIGHT else set()
             labels = [t for t in q if t.startswith("§")] if PAGE_REF_WEIGHT else []
             if (refs or labels) and scores.any():
@@ -321,7 +322,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                     order = np.lexsort((np.arange(len(rows)), -fused))
                     rows, kw = [rows[i] for i in order], fused[order]
                 n = len(rows)
-                rows, kw = self._with_recalled(emb, query, prefix, rows, kw, sims, k)
+                rows, kw = self._with_recalled(emb, query, prefix, rows, kw, sims, k, worded)
                 ranking = ["meaning"] * (len(rows) - n) + ["hybrid"] * n
             # said with every hit: meaning weighs only pages that have a vector (a search never changes its
             # ranking between two calls without saying why)
@@ -335,6 +336,14 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             snippet, printed = self._snippet_and_printed(rel, q)
             out.append(SearchHit(path=rel, page=page, title=title, score=round(score, 4), snippet=snippet,
                                  printed_page=printed, ranking=how, unembedded=unembedded))
+        return out
+
+    def _worded(self, q: Counter, n: int) -> np.ndarray:
+        """The pages holding a word of the query (vectors.word_terms), of n slots. Called under the lock."""
+        out = np.zeros(n, bool)
+        for term in word_terms(q):
+            if (found := self._postings(term)) is not None:
+                out[found[0]] = True
         return out
 
     def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:

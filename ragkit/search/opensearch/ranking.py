@@ -36,7 +36,7 @@ from ragkit.search.ranking import (
 )
 from ragkit.search.snippets import make_snippet
 from ragkit.search.understand import frame_weights, weighted_terms
-from ragkit.search.vectors import DENSE_WEIGHT, RECALL_MARGIN, RECALL_N, get_embedder
+from ragkit.search.vectors import DENSE_WEIGHT, RECALL_MARGIN, RECALL_N, get_embedder, word_terms
 
 # The analysis page scores come from: ragkit's own terms (the default, as the embedded engine), or one of the
 # cluster's analysers for comparison (RAG_OPENSEARCH_ANALYSIS=ja|ko|en|cjk|standard: kuromoji, nori, english,
@@ -168,8 +168,10 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     if emb is not None:
         qv = emb.encode_query(query)
         knn: dict = {"vector": [float(x) for x in qv], "k": max(RECALL_N, k)}
-        if scope:
-            knn["filter"] = {"bool": {"filter": scope}}
+        # meaning alone finds only pages holding none of the query's words (vectors.word_terms)
+        worded = word_terms(q)
+        if scope or worded:
+            knn["filter"] = {"bool": {"filter": scope, "must_not": [{"terms": {"rk": worded}}] if worded else []}}
         lines += [{"index": ix.pages_name}, {"size": max(RECALL_N, k), "_source": False, "docvalue_fields": _FIELDS,
                                              "query": {"knn": {"content_vector": knn}}}]
     res = _msearch(ix, lines)
@@ -302,8 +304,9 @@ def _period_conflicts(query: str, docs: list[dict]) -> list[str]:
 
 def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[dict], k: int
                 ) -> list[tuple[dict, float]]:
-    """The best candidates re-ranked by meaning (fuse), and the pages found by meaning alone put first when they
-    are closer to the query than every candidate by RECALL_MARGIN."""
+    """The best candidates re-ranked by meaning (fuse), and the pages found by meaning alone (`recalled`: the
+    k-NN hits, which hold none of the query's words) put first when they are closer to the query than every
+    candidate by RECALL_MARGIN."""
     head = rows[: max(k, RERANK_N)]
     if any(src.get("cos") is None for src, _ in head):
         return rows  # some candidates lack a vector: keyword order, not a lopsided mix
