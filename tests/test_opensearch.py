@@ -66,6 +66,23 @@ def test_ingest_stores_the_choice_and_search_ranks_as_the_embedded_engine(os_db,
     assert scoped and all(h.path.startswith("policies/") for h in scoped)
 
 
+def test_a_typo_is_read_as_the_embedded_engine_reads_it(os_db):
+    """The cluster finds a misspelt word's indexed spellings one edit away in one request, the same ones the
+    embedded engine finds, so a query with a typo ranks alike."""
+    from ragkit.search.index import _Stats
+    from ragkit.search.opensearch.ranking import ClusterStats
+
+    ix, emb = open_index(os_db), open_embedded(os_db)
+    words = ["pasword", "sesion", "lenght", "qzxwvk", "vpn"]
+    near = ClusterStats(ix).near(words)
+    with emb._lock:
+        assert near == _Stats(emb).near(words)
+    assert "password" in near["pasword"] and not near.get("qzxwvk")
+    typo = "pasword minimum lenght"
+    assert ix.search(typo, k=1)[0].path == emb.search(typo, k=1)[0].path == emb.search("password minimum length",
+                                                                                       k=1)[0].path
+
+
 def test_every_later_command_uses_the_stored_index(os_db):
     out = rag("search", "How long can a VPN session last?", "--db", "database", "--format", "json")
     assert out.returncode == 0, out.stderr

@@ -24,6 +24,7 @@ from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_p
 from ragkit.search.postings import _Grow, _Scoring, _Segment
 from ragkit.search.query import (
     LAST_PAGE,
+    one_edit,
     page_refs,
     years,
 )
@@ -380,6 +381,11 @@ class _Stats:
 
     def df(self, terms) -> dict[str, int]:
         return {t: self._index._df(t) for t in terms}
+
+    def near(self, words) -> dict[str, set[str]]:
+        ids = self._index._term_ids
+        found = {w: {v for v in one_edit(w) if v in ids} for w in words}
+        return {w: vs for w, vs in found.items() if vs}
 
 
 # --------------------------------------------------------------------------------------------- module API

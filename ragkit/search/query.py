@@ -81,7 +81,7 @@ def page_refs(query: str) -> set[int]:
     return out
 
 
-def _one_edit(word: str) -> set[str]:
+def one_edit(word: str) -> set[str]:
     """Latin words one edit away from `word` (a letter deleted, inserted, replaced, or two swapped): the
     spellings a typo most often comes from. Only for words of 5+ letters (short words have too many
     neighbours to guess from) and never for numbers."""

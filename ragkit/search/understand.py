@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Protocol
 
 from ragkit.core.text import name_forms, search_terms
-from ragkit.search.query import _one_edit, derived_terms, frame_weight, label_refs
+from ragkit.search.query import derived_terms, frame_weight, label_refs
 from ragkit.search.synonyms import Synonyms
 
 # query understanding switches (benchmarks turn them off to measure each one)
@@ -35,6 +35,10 @@ class TermStats(Protocol):
     def df(self, terms: Iterable[str]) -> dict[str, int]:
         """How many live pages hold each term."""
 
+    def near(self, words: Iterable[str]) -> dict[str, set[str]]:
+        """The known terms one edit away (query.one_edit) of each word that has some: what a typo may have
+        meant."""
+
 
 def idf(df: int, n: int) -> float:
     return float(math.log1p((max(n, 1) - df + 0.5) / (df + 0.5)))
@@ -49,11 +53,10 @@ def weighted_terms(query: str, stats: TermStats, synonyms: Synonyms | None) -> C
     counts = Counter(toks)
     known = stats.known(counts)
     unknown = [t for t in counts if t not in known]
-    variants = {t: sorted(_one_edit(t)) for t in unknown}
-    near_known = stats.known({v for vs in variants.values() for v in vs}) if variants else set()
+    near_known = stats.near(unknown) if unknown else {}
     q: Counter = Counter()
     for tok, n in counts.items():
-        near = [v for v in variants.get(tok, ()) if v in near_known]
+        near = sorted(near_known.get(tok, ()))
         if near:
             for v in near:
                 q[v] += n / len(near)

@@ -24,7 +24,7 @@ from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.text import STOPWORDS, detect_lang, search_terms
 from ragkit.search.periods import period_terms, specific_periods
 from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
-from ragkit.search.query import LAST_PAGE, page_refs, years
+from ragkit.search.query import LAST_PAGE, one_edit, page_refs, years
 from ragkit.search.ranking import (
     PAGE_REF_WEIGHT,
     PERIOD_WEIGHT,
@@ -44,6 +44,7 @@ from ragkit.search.vectors import DENSE_WEIGHT, RECALL_MARGIN, RECALL_N, get_emb
 ANALYSES = ("ragkit", "ja", "ko", "en", "cjk", "standard")
 WINDOW = 200  # candidate pages of the first query; the final query re-scores these (and the named pages)
 DOCS_MAX = 2000  # documents scored per query (their evidence reaches their pages)
+NEAR_MAX = 200  # indexed spellings one edit away from an unknown word that the cluster returns
 _FIELDS = ["path", "file_id", "page", "printed_page"]  # read from doc values: no page text is loaded
 _COSINE = "cosineSimilarity(params.q, doc['content_vector'])"
 
@@ -82,6 +83,23 @@ class ClusterStats:
         terms = set(terms)
         self._fetch(terms)
         return {t: self._df.get(t, 0) for t in terms}
+
+    def near(self, words) -> dict[str, set[str]]:
+        """One term-suggester request for all the words (the cluster looks up its own terms within one edit;
+        asking each of a word's ~500 spellings one edit away would be as many searches), kept to
+        query.one_edit's spellings, as the embedded engine reads a typo."""
+        edits = {w: e for w in set(words) if (e := one_edit(w))}
+        if not edits:
+            return {}
+        suggest = {f"w{i}": {"text": w, "term": {"field": "rk", "max_edits": 1, "prefix_length": 0,
+                                                   "min_word_length": 1, "suggest_mode": "always",
+                                                   "size": NEAR_MAX, "min_doc_freq": 0}}
+                   for i, w in enumerate(edits)}
+        res = self._ix.client.request("POST", f"/{self._ix.pages_name}/_search", {"size": 0, "suggest": suggest})
+        got = res.get("suggest") or {}
+        found = {w: {o["text"] for entry in got.get(f"w{i}", []) for o in entry.get("options", [])} & edits[w]
+                 for i, w in enumerate(edits)}
+        return {w: vs for w, vs in found.items() if vs}
 
 
 def _msearch(ix: Any, lines: list[dict]) -> list[dict]:
