@@ -123,6 +123,17 @@ def open_engine(args, db: Path):
     return idx
 
 
+def misspell(question: str) -> str:
+    """The question with the third and fourth letters of its longest word (6 letters or more) swapped: a typo
+    for measuring how the engines read one."""
+    words = question.split(" ")
+    i = max(range(len(words)), key=lambda j: len(words[j]) if words[j].isalpha() else 0)
+    w = words[i]
+    if w.isalpha() and len(w) > 5:
+        words[i] = w[:2] + w[3] + w[2] + w[4:]
+    return " ".join(words)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--db", required=True)
@@ -138,6 +149,8 @@ def main() -> None:
     ap.add_argument("--scope", default="database", choices=("database", "document"),
                     help="document: each question searched only within its own document's folder (the benchmark's "
                          "own setting, where the document is given), instead of the whole database")
+    ap.add_argument("--typos", action="store_true",
+                    help="every question with two letters of its longest word swapped (misspell)")
     ap.add_argument("--backend", default="embedded", choices=("embedded", "opensearch"))
     ap.add_argument("--index", help="with --backend opensearch: opensearch+http://HOST:PORT/PREFIX (the pages are "
                                     "synced there first; default: RAG_TEST_OPENSEARCH_URL with prefix ragkit-bench)")
@@ -147,6 +160,8 @@ def main() -> None:
     questions = [q for q in questions if q.get("answerable") and q.get("pages")]
     if args.limit:
         questions = questions[: args.limit]
+    if args.typos:
+        questions = [{**q, "question": misspell(q["question"])} for q in questions]
     db = Path(args.db)
     U.SUBTOKEN_CAP = not args.no_subtoken_cap
     U.SYNONYMS = not args.no_synonyms
@@ -174,7 +189,7 @@ def main() -> None:
             U.FRAME_WEIGHTS = False
         ranked = [[h.path for h in idx.search(q["question"], k=10, path=scope(q), mode=args.mode)]
                   for q in questions]
-    out: dict = {"backend": args.backend, "mode": args.mode, "scope": args.scope, "frame": args.frame, "subtoken_cap": U.SUBTOKEN_CAP, "synonyms": U.SYNONYMS, "frame_alpha": Q.FRAME_ALPHA, "pages": len(rels), "query_ms_mean": round(
+    out: dict = {"backend": args.backend, "mode": args.mode, "scope": args.scope, "typos": args.typos, "frame": args.frame, "subtoken_cap": U.SUBTOKEN_CAP, "synonyms": U.SYNONYMS, "frame_alpha": Q.FRAME_ALPHA, "pages": len(rels), "query_ms_mean": round(
         (time.perf_counter() - t0) * 1000 / len(questions), 1), "ragkit": report(questions, ranked, pmap)}
     if args.baseline:
         bodies = {rel: parse_page((db / rel).read_text(encoding="utf-8"))[1] for rel in rels}
