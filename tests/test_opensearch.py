@@ -119,6 +119,33 @@ def test_sync_adds_updates_and_deletes_and_a_second_run_changes_nothing(os_db):
     assert gone not in ix.pages()
 
 
+def test_a_page_analysed_by_an_earlier_ragkit_gets_new_terms_and_keeps_its_vector(os_db):
+    """A cluster filled by an earlier version (its `sha` is the bare content hash, its terms older) is re-analysed
+    by the next sync: the page's terms are rewritten, its vector is not recomputed, and nothing else changes."""
+    from ragkit.search.opensearch.documents import doc_id, read_page_doc
+
+    ix = OpenSearchIndex(os_db, index_config(os_db), progress=False)
+    query = "VPN session length"
+    page = ix.search(query, k=1, mode="keyword")[0].path
+    path = f"/{ix.pages_name}/_doc/{doc_id(page)}"
+    before = ix.client.request("GET", path)["_source"]
+    assert before["sha"] == read_page_doc(os_db, page).sha and before.get("content_vector")
+    # as an earlier ragkit left it: the bare content hash, and terms that no longer say what the page holds
+    ix.client.request("POST", f"/{ix.pages_name}/_update/{doc_id(page)}",
+                      {"doc": {"sha": before["sha"].partition(":")[0], "rk": "stale", "title": "stale"}},
+                      params={"refresh": "true"})
+    ix._changed()
+    assert page not in [h.path for h in ix.search(query, k=3, mode="keyword")]
+    report = ix.sync(progress=False)
+    assert (report.added, report.updated, report.deleted) == (0, 1, 0)
+    after = ix.client.request("GET", path)["_source"]
+    assert after["sha"] == before["sha"] and after["title"] == before["title"]
+    assert after["content_vector"] == before["content_vector"]
+    assert ix.search(query, k=1, mode="keyword")[0].path == page
+    assert ix.sync(progress=False).changed == 0
+    ix.close()
+
+
 def test_the_optimizer_copies_and_rollbacks_reach_the_cluster_at_once(os_db):
     ix = open_index(os_db)
     src = next(p for p in ix.pages() if p.startswith("policies/"))
@@ -167,18 +194,7 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
 
 
-def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
-    """The same rule as the embedded engine (tests/search/test_search_periods.py): a question about one quarter
-    never ranks the neighbouring quarter's report of the same company first."""
-    sys.path.insert(0, str(REPO / "tests" / "search"))
-    from test_search_periods import _report
-
-    db = isolated_env / "database"
-    outlook = ("当社グループの業績の見通しについて、売上高は引き続き堅調に推移すると見込んでおり、"
-               "第3四半期以降の売上高も前年を上回る見込みです。第3四半期の売上高の見通しは据え置きます。")
-    _report(db, "北海商事", "hokkai_q2", 2, "45,100", outlook)
-    _report(db, "北海商事", "hokkai_q3", 3, "68,200")
-    _report(db, "南海物産", "nankai_q3", 3, "12,900")
+def _periods_in_the_cluster(url: str, db: Path, questions: dict[str, str]) -> None:
     prefix = unique_prefix()
     from ragkit.search import configure_index
 
@@ -187,11 +203,31 @@ def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
     try:
         ix.sync(progress=False)
         for mode in ("keyword", "hybrid"):
-            assert ix.search("北海商事の2025年3月期第3四半期の売上高は？", k=1, mode=mode)[0].path.startswith("決算/hokkai_q3/")
-            assert ix.search("北海商事 2025年3月期 第2四半期 売上高", k=1, mode=mode)[0].path.startswith("決算/hokkai_q2/")
+            for question, report in questions.items():
+                assert ix.search(question, k=1, mode=mode)[0].path.startswith(report), (mode, question)
     finally:
         ix.close()
         drop_indices(url, prefix)
+
+
+def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
+    """The same rules as the embedded engine (tests/search/test_search_periods.py): a question about one quarter
+    never ranks the neighbouring quarter's report of the same company first, and the second quarter and the half
+    year are one report."""
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from test_search_periods import HALF_YEAR_QUESTIONS, _report, half_year_reports
+
+    db = isolated_env / "database"
+    outlook = ("当社グループの業績の見通しについて、売上高は引き続き堅調に推移すると見込んでおり、"
+               "第3四半期以降の売上高も前年を上回る見込みです。第3四半期の売上高の見通しは据え置きます。")
+    _report(db, "北海商事", "hokkai_q2", 2, "45,100", outlook)
+    _report(db, "北海商事", "hokkai_q3", 3, "68,200")
+    _report(db, "南海物産", "nankai_q3", 3, "12,900")
+    _periods_in_the_cluster(url, db, {"北海商事の2025年3月期第3四半期の売上高は？": "決算/hokkai_q3/",
+                                      "北海商事 2025年3月期 第2四半期 売上高": "決算/hokkai_q2/"})
+    half = isolated_env / "half"
+    half_year_reports(half)
+    _periods_in_the_cluster(url, half, HALF_YEAR_QUESTIONS)
 
 
 def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):

@@ -5,8 +5,9 @@ not. "§" is never part of a word, so no text can produce these terms by acciden
     period_terms(text) -> list[str]   # e.g. ["§fy2025", "§q3", "§fy2025q3"], ["§end2024-03"]
 
 Understood: 2025年3月期, 2024年度, 令和5年度 / 平成30年度, 第3四半期 (累計), 上期・下期・上半期・下半期・中間期,
-通期, FY2024 / FY24 / fiscal (year) 2019, Q3 / 3Q / third quarter, first / second half, H1 / H2, and "(quarter |
-year | period) ended March 31, 2024" (the period's end month).
+中間決算, 通期, FY2024 / FY24 / fiscal (year) 2019, Q3 / 3Q / third quarter, first / second half, H1 / H2, and
+"(quarter | year | period) ended (ending) March 31, 2024" (the period's end month). The second quarter and the
+half year name one report: each brings the other's terms.
 """
 
 from __future__ import annotations
@@ -35,14 +36,18 @@ _PART = re.compile(
     r"第\s*(?P<jq>[1-4一二三四])\s*四\s*半\s*期"
     r"|(?<![a-z0-9])(?:(?P<q1>[1-4])\s*q|q\s*(?P<q2>[1-4]))(?![a-z0-9])"
     r"|\b(?P<oq>first|1st|second|2nd|third|3rd|fourth|4th)\s+(?:fiscal\s+)?quarter\b"
-    r"|(?P<h1>上\s*期|上\s*半\s*期|中\s*間\s*期|first\s+half|\bh1\b)"
+    r"|(?P<h1>上\s*期|上\s*半\s*期|中\s*間\s*(?:期|決\s*算|(?:連\s*結\s*)?会\s*計\s*期\s*間)|first\s+half|\bh1\b)"
     r"|(?P<h2>下\s*期|下\s*半\s*期|second\s+half|\bh2\b)")
 # the end of a reported period: "quarter ended March 31, 2024", "year ended December 31, 2023"
 _ENDED = re.compile(
-    r"\b(?:period|quarter|year|months)\s+ended\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+    r"\b(?:period|quarter|year|months)\s+end(?:ed|ing)\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
 _BARE_YEAR = re.compile(r"(?<![\d.,])(?:19|20)\d\d(?![\d.,%])")
 BESIDE = 2  # ... and between a part and a plain year ("Q3 2024", "H1 2023", "2024年第3四半期")
 NEAR = 12  # characters between a fiscal year and a part that names the same period ("2025年3月期 第3四半期")
+# One report covers both: the second quarter's cumulative summary is the half year's (第2四半期(累計) = 中間期 = 上期;
+# since 2024 a Japanese company's second-quarter 決算短信 is called 中間決算短信; a 10-Q for the second quarter
+# reports the six months too)
+_SAME_REPORT = {"q2": ("q2", "h1"), "h1": ("h1", "q2")}
 
 
 _ERA_YEAR = re.compile(_ERA)
@@ -89,7 +94,8 @@ def period_terms(text: str) -> list[str]:
         out.append(f"§fy{y}")
     bare = [(m.start(), m.end(), int(m[0])) for m in _BARE_YEAR.finditer(norm)]
     for s, e, part in parts:
-        out.append(f"§{part}")
+        same = _SAME_REPORT.get(part, (part,))
+        out += [f"§{p}" for p in same]
         # the fiscal year written closest to it, before or after, within NEAR characters; else a plain year
         # right beside it ("Q3 2024", "2024年第3四半期")
         near = [(min(abs(s - ye), abs(ys - e)), y) for ys, ye, y in years
@@ -97,7 +103,7 @@ def period_terms(text: str) -> list[str]:
         near = near or [(min(abs(s - ye), abs(ys - e)), y) for ys, ye, y in bare
                         if min(abs(s - ye), abs(ys - e)) <= BESIDE]
         if near:
-            out.append(f"§fy{min(near)[1]}{part}")
+            out += [f"§fy{min(near)[1]}{p}" for p in same]
     for m in _ENDED.finditer(norm):
         month = _MONTHS.get(m["mon"][:3])
         if month:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.search.analysis import _Analysed, _pairs
+from ragkit.search.analysis import ANALYSIS_VERSION, _Analysed, _pairs
 from ragkit.search.postings import _Grow, _pack, _Segment, _unpack_many
 from ragkit.search.vectors import EMBED_VERSION
 
@@ -28,9 +28,6 @@ CACHE_FILE = "index.sqlite"
 SNAPSHOT_FILE = "index.snapshot.npz"
 SNAPSHOT_FORMAT = 1
 SNAPSHOT_MIN_ROWS = 1000  # rewrite it once this many rows (or 2% of the pages, if more) changed since
-# Bump when the analysis (tokenizer, fields, blob layout) changes: the cache is then rebuilt from the files.
-ANALYSIS_VERSION = "13"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length;
-# 13: fiscal period terms (search/periods.py)
 
 
 

@@ -16,16 +16,21 @@ from ragkit.search.periods import period_terms
     ("令和5年度 補正予算", ["§fy2023"]),
     ("令和元年度", ["§fy2019"]),
     ("平成30年度", ["§fy2018"]),
-    ("2024年3月期 上期の営業利益", ["§fy2024", "§h1", "§fy2024h1"]),
+    ("2024年3月期 上期の営業利益", ["§fy2024", "§h1", "§q2", "§fy2024h1", "§fy2024q2"]),
+    # the second quarter's cumulative report is the half year's: 第2四半期(累計), 中間期, 上期, first half
+    ("2025年3月期 中間決算短信〔日本基準〕", ["§fy2025", "§h1", "§q2", "§fy2025h1", "§fy2025q2"]),
+    ("2025年3月期 第2四半期（中間期）", ["§fy2025", "§q2", "§h1", "§fy2025q2", "§fy2025h1"]),
+    ("2025年3月期の中間配当", ["§fy2025"]),
     ("下半期", ["§h2"]),
     ("FY2024 Q3 revenue", ["§fy2024", "§q3", "§fy2024q3"]),
     ("3Q FY24", ["§fy2024", "§q3", "§fy2024q3"]),
     ("net income in fiscal 2019", ["§fy2019"]),
     ("the third quarter of fiscal year 2024", ["§fy2024", "§q3", "§fy2024q3"]),
     ("Q3 2024", ["§q3", "§fy2024q3"]),
-    ("first half of 2023", ["§h1"]),
+    ("first half of 2023", ["§h1", "§q2"]),
     ("For the quarterly period ended March 31, 2024", ["§end2024-03"]),
     ("for the year ended Dec. 31, 2023", ["§end2023-12"]),
+    ("for the fiscal year ending January 28, 2023", ["§end2023-01"]),
     ("2024年12月31日現在", []),
     ("version 2.1 of the iq3 model", []),
 ])
@@ -67,3 +72,30 @@ def test_english_periods_pick_their_filing(tmp_path):
     idx = fresh(db)
     assert top(idx, "Acme revenues in the quarter ended September 30, 2024", k=1, mode="keyword")[0] \
         == "filings/acme_q3/cover/page_001.md"
+
+
+HALF_YEAR_QUESTIONS = {"東西電機の2025年3月期第2四半期の売上高は？": "決算/h1/", "東西電機 2025年3月期 上期 売上高": "決算/h1/",
+                       "南北工業の2024年3月期中間期の売上高": "決算/old_q2/"}
+
+
+def half_year_reports(db) -> None:
+    """One company's first-quarter, half-year (called 中間決算短信 since 2024) and third-quarter summaries and last
+    year's annual one; another company's second- and third-quarter summaries of the year before."""
+    for name, title in (("q1", "2025年3月期 第1四半期決算短信"), ("h1", "2025年3月期 中間決算短信"),
+                        ("q3", "2025年3月期 第3四半期決算短信"), ("fy", "2024年3月期 決算短信")):
+        write_page(db, f"決算/{name}/p/page_001.md", f"# 東西電機 {title}\n売上高 4,{len(name)}00 百万円、営業利益 900 百万円。",
+                   source=f"src/{name}.pdf")
+    write_page(db, "決算/old_q2/p/page_001.md", "# 南北工業 2024年3月期 第2四半期決算短信\n売上高 7,300 百万円。",
+               source="src/old_q2.pdf")
+    write_page(db, "決算/old_q3/p/page_001.md", "# 南北工業 2024年3月期 第3四半期決算短信\n売上高 9,100 百万円。",
+               source="src/old_q3.pdf")
+
+
+def test_the_half_year_is_the_second_quarters_report(tmp_path):
+    """A question asking for the second quarter finds the summary called 中間決算短信, and one asking for the half
+    year finds a summary still called 第2四半期, ahead of the same company's other quarters and annual summary."""
+    db = tmp_path / "database"
+    half_year_reports(db)
+    idx = fresh(db)
+    for question, report in HALF_YEAR_QUESTIONS.items():
+        assert top(idx, question, k=1, mode="keyword")[0].startswith(report), question

@@ -51,18 +51,20 @@ class Client:
         return one_line(text, 300)
 
     def request(self, method: str, path: str, body: Any = None, *, params: dict | None = None,
-                ok: tuple[int, ...] = (), ndjson: str | None = None) -> Any:
-        """The JSON answer of one request; a status in `ok` is returned as {"status": N} instead of raised."""
+                ok: tuple[int, ...] = (), ndjson: str | None = None, timeout: float | None = None) -> Any:
+        """The JSON answer of one request; a status in `ok` is returned as {"status": N} instead of raised.
+        `timeout`: seconds for this request instead of the client's (a long merge)."""
         content = ndjson.encode() if ndjson is not None else (json.dumps(body, ensure_ascii=False).encode()
                                                               if body is not None else None)
         headers = {"Content-Type": "application/x-ndjson"} if ndjson is not None else None
         for attempt in range(1, RETRIES + 1):
             try:
-                r = self._http.request(method, path, content=content, params=params, headers=headers)
+                r = self._http.request(method, path, content=content, params=params, headers=headers,
+                                       **({"timeout": timeout} if timeout else {}))
             except httpx.TimeoutException:
                 if attempt < RETRIES:
                     continue
-                raise ClusterError(f"OpenSearch at {self.url}: no answer within {self._http.timeout.read:g} s "
+                raise ClusterError(f"OpenSearch at {self.url}: no answer within {timeout or self._http.timeout.read:g} s "
                                    f"({method} {path})") from None
             except httpx.TransportError as e:
                 if attempt < RETRIES:

@@ -15,7 +15,7 @@ import numpy as np
 
 from ragkit.core.pagefile import FRONT_PAGES, parse_page
 from ragkit.core.text import STOPWORDS
-from ragkit.search.analysis import _analyse, _folder_text
+from ragkit.search.analysis import ANALYSIS_VERSION, _analyse, _folder_text
 from ragkit.search.postings import CARD_PAGES, FIELD_WEIGHTS
 from ragkit.search.snippets import display_text
 from ragkit.search.vectors import EMBED_CHARS, EMBED_CHUNK
@@ -28,6 +28,17 @@ _PERIOD = re.compile(r"§(?:fy|q|h|end)\d")
 def doc_id(rel: str) -> str:
     """A page's id in the cluster: a hash of its db-relative path (ids have a length limit; paths do not)."""
     return hashlib.sha1(rel.encode("utf-8")).hexdigest()
+
+
+def stored_sha(content_sha: str) -> str:
+    """What a page document's `sha` holds: the page's content hash and the analysis its terms come from, so a sync
+    notices both a changed page and a new ragkit's analysis of an unchanged one."""
+    return f"{content_sha}:{ANALYSIS_VERSION}"
+
+
+def same_content(stored: str, other: str) -> bool:
+    """Whether two stored shas (of this or an earlier ragkit, which stored the content hash alone) are of one text."""
+    return bool(stored) and stored.partition(":")[0] == other.partition(":")[0]
 
 
 def file_id(group: str) -> str:
@@ -47,7 +58,7 @@ class PageTerms:
 @dataclass
 class PageDoc:
     rel: str
-    sha: str
+    sha: str  # stored_sha()
     group: str
     page: int
     source: dict  # the page document's _source, without its vector
@@ -98,10 +109,10 @@ def read_page_doc(db: Path, rel: str, neighbours: tuple[str, str] = ("", "")) ->
         "full_text": full,
         "rk": rk,
         "rk_pairs": " ".join(pair_tokens(a.seq)),
-        "sha": a.sha,
+        "sha": stored_sha(a.sha),
         "indexed_at": datetime.now(UTC).isoformat(timespec="seconds"),
     }
-    return PageDoc(rel=rel, sha=a.sha, group=a.group, page=a.page, source=doc, chunks=chunks, terms=weighted,
+    return PageDoc(rel=rel, sha=stored_sha(a.sha), group=a.group, page=a.page, source=doc, chunks=chunks, terms=weighted,
                    year_counts=years)
 
 

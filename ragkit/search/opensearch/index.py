@@ -26,6 +26,7 @@ from ragkit.search.opensearch.documents import (
     document_doc,
     page_vector,
     read_page_doc,
+    same_content,
 )
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import get_embedder
@@ -34,12 +35,14 @@ log = logging.getLogger(__name__)
 
 BULK_PAGES = 200  # pages per bulk request
 PAGES_TTL = 5.0  # seconds a listing of the cluster's pages is reused (our own writes invalidate it at once)
+MERGE_TIMEOUT = 900.0  # seconds for merging away the pages a re-analysis replaced (one index of 100k pages)
 
 
 @dataclass
 class SyncReport:
     added: int = 0
     updated: int = 0
+    reanalysed: int = 0  # of the updated: the same text, analysed by an earlier ragkit
     deleted: int = 0
     unchanged: int = 0
     documents: int = 0  # document-level index documents rewritten
@@ -275,18 +278,24 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
             chunk = files[start: start + BULK_PAGES]
             neighbours = _neighbours(ix.db, chunk)
             todo: list[PageDoc] = []
+            reanalysed: list[PageDoc] = []
             for rel in chunk:
                 pd = read_page_doc(ix.db, rel, neighbours.get(rel, ("", "")))
                 if pd is None:
                     gone_files.append(rel)
                     continue
                 seen[rel] = pd.slim()
-                if held.get(rel, ("", ""))[0] == pd.sha and rel not in novec:
+                have = held.get(rel, ("", ""))[0]
+                if have == pd.sha and rel not in novec:
                     report.unchanged += 1
+                    continue
+                if same_content(have, pd.sha) and rel not in novec:
+                    reanalysed.append(pd)  # indexed by an earlier ragkit: new terms, the same vector
                 else:
                     todo.append(pd)
-                    touched.add(pd.source["file_id"])
+                touched.add(pd.source["file_id"])
             _index_pages(ix, todo, emb, held, report)
+            _reanalyse_pages(ix, reanalysed, report)
             bar.update(len(chunk))
     deletes = sorted(set(held) - set(seen)) if full else sorted(set(gone_files) & set(held))
     touched |= {held[r][1] for r in deletes if held[r][1]}
@@ -298,6 +307,16 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
     if report.changed:
         ix.client.request("POST", f"/{ix.pages_name}/_refresh")
         report.documents = _sync_documents(ix, touched, seen, refresh)
+        if report.reanalysed:
+            # every page rewritten at once leaves as many deleted copies, which Lucene counts in BM25's statistics
+            # until it merges them away: the ranking would differ from a fresh index's
+            try:
+                for name in (ix.pages_name, ix.documents_name):
+                    ix.client.request("POST", f"/{name}/_flush")  # a merge sees only the deletes written out
+                    ix.client.request("POST", f"/{name}/_forcemerge", params={"only_expunge_deletes": "true"},
+                                      timeout=MERGE_TIMEOUT)
+            except ClusterError as e:  # the pages are written: Lucene merges them away later on its own
+                log.warning("merging away the replaced pages failed: %s", e)
         ix._changed()
     report.seconds = time.monotonic() - t0
     return report
@@ -317,6 +336,15 @@ def _index_pages(ix: OpenSearchIndex, todo: list[PageDoc], emb: Any, held: dict,
         else:
             report.added += 1
     ix.client.bulk(actions)
+
+
+def _reanalyse_pages(ix: OpenSearchIndex, pages: list[PageDoc], report: SyncReport) -> None:
+    """Pages whose text is unchanged but whose terms an earlier ragkit analysed: every field again but the vector."""
+    if pages:
+        ix.client.bulk([({"update": {"_index": ix.pages_name, "_id": doc_id(pd.rel)}}, {"doc": pd.source})
+                        for pd in pages])
+        report.updated += len(pages)
+        report.reanalysed += len(pages)
 
 
 def _vectors(emb: Any, batch: list[PageDoc]) -> list[list[float] | None]:
