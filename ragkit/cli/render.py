@@ -382,5 +382,7 @@ def print_sync_report(report: Any, db: Path, console: Any) -> None:
     if report is None:
         console.print(f"index: {cfg.label}, up to date with the page files of {db}", highlight=False)
         return
-    console.print(f"index: {cfg.label}: {report.added} added, {report.updated} updated, {report.deleted} deleted, "
+    again = getattr(report, "reanalysed", 0)
+    updated = f"{report.updated} updated" + (f" ({again} analysed again by this ragkit)" if again else "")
+    console.print(f"index: {cfg.label}: {report.added} added, {updated}, {report.deleted} deleted, "
                   f"{report.unchanged} unchanged ({report.seconds:.1f} s)", highlight=False, markup=False)
