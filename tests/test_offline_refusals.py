@@ -472,3 +472,28 @@ def test_the_meaning_check_reads_a_measure_as_the_statements_write_it(tmp_path, 
     assert an.support is not None and an.support > E.meaning_support(question, db, list(index.pages()))
     a = answer_offline(question, index, db)
     assert not a.refused and a.sources[0].path.endswith("page_040.md"), a.answer
+
+
+def test_a_question_about_one_quarter_is_never_answered_from_another_quarters_report(tmp_path):
+    """The reports of one company's quarters share every word of the question but the answer: the quote comes from
+    the report of the period asked (the second quarter's is the half year's 中間決算短信), and a period no report
+    covers is refused rather than answered from a neighbour."""
+    pages = {f"決算/{name}/p/page_001.md": (f"東西電機 {title}", "p", 1,
+                                            f"# 東西電機 {title}\n\n売上高 {sales} 百万円、営業利益 900 百万円。\n")
+             for name, title, sales in (("q1", "2025年3月期 第1四半期決算短信", "2,100"),
+                                        ("h1", "2025年3月期 中間決算短信", "4,300"),
+                                        ("q3", "2025年3月期 第3四半期決算短信", "6,500"))}
+    for end, revenue in (("June 30", "5,504"), ("September 30", "6,779")):
+        cover = f"# Acme Corp Form 10-Q\n\nFor the quarterly period ended {end}, 2024.\n\nRevenues were ${revenue} million.\n"
+        pages[f"filings/acme_{end[:3].lower()}/cover/page_001.md"] = (f"Acme 10-Q {end}", "cover", 1, cover)
+    db = write_pages(tmp_path / "database", pages)
+    index = open_index(db, progress=False)
+    for question, quote in (("2025年3月期第2四半期の売上高は？", "4,300"), ("2025年3月期中間期の売上高は？", "4,300"),
+                            ("2025年3月期第1四半期の売上高は？", "2,100"), ("2025年3月期第3四半期の売上高は？", "6,500"),
+                            ("What were Acme's revenues for the quarter ended June 30, 2024?", "5,504"),
+                            ("What were Acme's revenues for the quarter ended September 30, 2024?", "6,779")):
+        a = answer_offline(question, index, db, k=5)
+        assert not a.refused and quote in a.answer, (question, a.answer)
+    for question in ("2026年3月期第1四半期の売上高は？", "What were Acme's revenues for the quarter ended March 31, 2024?"):
+        a = answer_offline(question, index, db, k=5)
+        assert a.refused, (question, a.answer)

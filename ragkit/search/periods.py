@@ -119,3 +119,12 @@ def specific_periods(terms: list[str]) -> list[str]:
         if found:
             return found
     return []
+
+
+def reports_another(asked: list[str], reported: set[str]) -> bool:
+    """Whether a document reporting these period terms reports another period of the kind asked (specific_periods'
+    terms) and not the one asked: the same company's previous quarter, when the question names one."""
+    if not asked or reported & set(asked):
+        return False
+    kind = "§end" if asked[0].startswith("§end") else "§fy"
+    return any(t.startswith(kind) and (kind == "§end" or not t[3:].isdigit()) for t in reported)

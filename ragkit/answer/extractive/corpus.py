@@ -14,11 +14,11 @@ from pathlib import Path
 from ragkit.answer.extractive.terms import term_set
 from ragkit.core.pagefile import FRONT_PAGES, parse_page
 from ragkit.core.paths import atomic_write_text, iter_pages, resolve_in_db
-from ragkit.search.periods import era_years
+from ragkit.search.periods import era_years, period_terms
 
 # -- corpus statistics (document frequencies), cached per database --------------------------------------
 STATS_FILE = "offline-df.json"  # under DB/.ragkit/, next to the index: a cache derived from the pages
-STATS_VERSION = 7  # bump when term_set or what is kept changes
+STATS_VERSION = 8  # bump when term_set or what is kept changes
 _SAVE_AFTER = 50  # write the cache file when at least this many pages were (re)read
 YEAR = re.compile(r"(?<!\d)(?:19|20)\d\d(?!\d)")
 
@@ -31,6 +31,7 @@ class _Stats:
     front: dict[str, set[str]] = field(default_factory=dict)  # document -> the years its first FRONT_PAGES name
     names: dict[str, set[str]] = field(default_factory=dict)  # document -> the terms of its title, folder and file
     folders: dict[str, set[str]] = field(default_factory=dict)  # document -> the folders (doc_key) of its pages
+    periods: dict[str, set[str]] = field(default_factory=dict)  # document -> the periods its first pages report
 
 
 _STATS: dict[str, _Stats] = {}
@@ -77,7 +78,8 @@ def _load_stats(db: Path, universe: set[str]) -> _Stats | None:
                       {d: set(terms) for d, terms in data["docs"].items()},
                       {d: set(years) for d, years in data["front"].items()},
                       {d: set(terms) for d, terms in data["names"].items()},
-                      {d: set(f) for d, f in data["folders"].items()})
+                      {d: set(f) for d, f in data["folders"].items()},
+                      {d: set(p) for d, p in data["periods"].items()})
     except (OSError, ValueError, KeyError, TypeError, IndexError, AttributeError):
         return None
 
@@ -88,7 +90,8 @@ def _save_stats(db: Path, st: _Stats) -> None:
                "df": dict(sorted(st.df.items())), "docs": {d: sorted(t) for d, t in sorted(st.docs.items())},
                "front": {d: sorted(y) for d, y in sorted(st.front.items())},
                "names": {d: sorted(t) for d, t in sorted(st.names.items())},
-               "folders": {d: sorted(f) for d, f in sorted(st.folders.items())}}
+               "folders": {d: sorted(f) for d, f in sorted(st.folders.items())},
+               "periods": {d: sorted(p) for d, p in sorted(st.periods.items())}}
         atomic_write_text(db / ".ragkit" / STATS_FILE, json.dumps(doc, ensure_ascii=False, separators=(",", ":")))
     except OSError:
         pass  # a read-only database still answers; it just recounts next time
@@ -106,12 +109,14 @@ class Documents:
     years (1900-2099; an era year such as 令和5年 as its Western year) its first FRONT_PAGES pages name, the years
     a report covers ("for the fiscal year ended December 31, 2015", "surveys conducted in 2018"); the terms of
     the names it goes by (its title, its folder, its file: "Netflix, Inc.", NIKE_2021_10K); and the folders its
-    pages sit in. Read-only for callers."""
+    pages sit in; the fiscal periods its first pages report (search.periods' terms: "§fy2025q3"). Read-only for
+    callers."""
 
     terms: dict[str, set[str]]
     front_years: dict[str, set[str]]
     names: dict[str, set[str]]
     folders: dict[str, set[str]]
+    periods: dict[str, set[str]]
 
 
 def documents(db: Path, index) -> Documents:
@@ -119,7 +124,7 @@ def documents(db: Path, index) -> Documents:
     meanwhile (an upload) cannot change it."""
     st = _stats(db, index)
     with _STATS_LOCK:
-        return Documents(dict(st.docs), dict(st.front), dict(st.names), dict(st.folders))
+        return Documents(dict(st.docs), dict(st.front), dict(st.names), dict(st.folders), dict(st.periods))
 
 
 def _stats(db: Path, index) -> _Stats:
@@ -157,6 +162,8 @@ def _stats(db: Path, index) -> _Stats:
                 st.names.setdefault(doc, set()).update(term_set(named))
                 if meta.page and meta.page <= FRONT_PAGES:
                     st.front.setdefault(doc, set()).update(YEAR.findall(body), era_years(body))
+                    # as the index reads them (search/analysis.py): the folders, the document's title, the page
+                    st.periods.setdefault(doc, set()).update(period_terms(f"{folder}\n{meta.document}\n{body}"))
             st.pages[rel] = sig
         if len(todo) >= _SAVE_AFTER:
             _save_stats(db, st)

@@ -28,7 +28,7 @@ from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import reference_path
-from ragkit.search.periods import era_years
+from ragkit.search.periods import era_years, period_terms, reports_another, specific_periods
 from ragkit.search.synonyms import Synonyms
 
 log = logging.getLogger(__name__)
@@ -240,6 +240,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     key_terms = [w.word for w in sorted(plain, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
     docs = documents(db, index)  # every document's terms, first pages, names and folders (with the statistics)
     scope = None if named is None else sorted(set().union(*(docs.folders.get(d, ()) for d in named)))
+    asked = specific_periods(period_terms(q))  # a quarter, a half or a period's end the question names
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
     out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
     if not candidates:
@@ -259,6 +260,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         meta, body = parse_page(raw)
         if named is not None and document_id(rel, meta.source) not in named:
             continue  # another document's page in a folder they share (an optimizer's copy)
+        if reports_another(asked, docs.periods.get(document_id(rel, meta.source), set())):
+            continue  # the same company's report for another quarter: every word of the question but the answer
         page_doc[rel] = document_id(rel, meta.source)
         doc_title = meta.document or title
         context_title = " / ".join(x for x in (doc_title, meta.section) if x)
