@@ -22,7 +22,7 @@ import numpy as np
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.text import STOPWORDS, detect_lang, search_terms
-from ragkit.search.periods import period_terms, specific_periods
+from ragkit.search.periods import period_terms, reports_another, specific_periods
 from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
 from ragkit.search.query import LAST_PAGE, one_edit, page_refs, years
 from ragkit.search.ranking import (
@@ -306,18 +306,11 @@ def _period_documents(query: str, docs: list[dict]) -> list[str]:
 
 def _period_conflicts(query: str, docs: list[dict]) -> list[str]:
     """The matching documents that report another period of the same kind than the most specific one the query
-    names, and not that one (ranking._Ranking._period_conflicts, here over the documents index)."""
-    terms = set(specific_periods(period_terms(query)))
-    if not (PERIOD_WEIGHT and terms):
+    names, and not that one (periods.reports_another, here over the documents index)."""
+    asked = specific_periods(period_terms(query))
+    if not (PERIOD_WEIGHT and asked):
         return []
-    kind = "§end" if next(iter(terms)).startswith("§end") else "§fy"
-    out = []
-    for h in docs:
-        have = set((h.get("fields") or {}).get("periods") or [])
-        other = {t for t in have - terms if t.startswith(kind) and (kind == "§end" or not t[3:].isdigit())}
-        if other and not have & terms:
-            out.append(h["_id"])
-    return out
+    return [h["_id"] for h in docs if reports_another(asked, set((h.get("fields") or {}).get("periods") or []))]
 
 
 def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[dict], k: int
