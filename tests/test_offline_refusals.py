@@ -476,8 +476,8 @@ def test_the_meaning_check_reads_a_measure_as_the_statements_write_it(tmp_path, 
 
 def test_a_question_about_one_quarter_is_never_answered_from_another_quarters_report(tmp_path):
     """The reports of one company's quarters share every word of the question but the answer: the quote comes from
-    the report of the period asked (the second quarter's is the half year's 中間決算短信), and a period no report
-    covers is refused rather than answered from a neighbour."""
+    the report of the period asked (the second quarter's is the half year's 中間決算短信). When no report covers the
+    period asked, a later one's comparative figures may answer it: the rule then stands aside."""
     pages = {f"決算/{name}/p/page_001.md": (f"東西電機 {title}", "p", 1,
                                             f"# 東西電機 {title}\n\n売上高 {sales} 百万円、営業利益 900 百万円。\n")
              for name, title, sales in (("q1", "2025年3月期 第1四半期決算短信", "2,100"),
@@ -497,3 +497,9 @@ def test_a_question_about_one_quarter_is_never_answered_from_another_quarters_re
     for question in ("2026年3月期第1四半期の売上高は？", "What were Acme's revenues for the quarter ended March 31, 2024?"):
         a = answer_offline(question, index, db, k=5)
         assert a.refused, (question, a.answer)
+    annual = ("# Acme Corp Form 10-K\n\nFor the fiscal year ended December 31, 2024.\n\n"
+              "Revenues were $7,010 million in 2024 and $6,350 million in 2023.\n")
+    db = write_pages(tmp_path / "annual", {"filings/acme_2024/cover/page_001.md": ("Acme 10-K 2024", "cover", 1, annual)})
+    a = answer_offline("What were Acme's revenues for the year ended December 31, 2023?", open_index(db, progress=False),
+                       db, k=5)
+    assert not a.refused and "6,350" in a.answer, a.answer

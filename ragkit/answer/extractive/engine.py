@@ -240,7 +240,12 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     key_terms = [w.word for w in sorted(plain, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
     docs = documents(db, index)  # every document's terms, first pages, names and folders (with the statistics)
     scope = None if named is None else sorted(set().union(*(docs.folders.get(d, ()) for d in named)))
-    asked = specific_periods(period_terms(q))  # a quarter, a half or a period's end the question names
+    # a quarter, a half or a period's end the question names, when some document reports it: then the same
+    # company's reports for other periods only share its words (without one, a later report's comparative
+    # figures may still answer it)
+    asked = specific_periods(period_terms(q))
+    if not any(set(asked) & p for p in docs.periods.values()):
+        asked = []
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
     out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
     if not candidates:
