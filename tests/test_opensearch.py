@@ -214,10 +214,16 @@ def _periods_in_the_cluster(url: str, db: Path, questions: dict[str, str]) -> No
 
 def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
     """The same rules as the embedded engine (tests/search/test_search_periods.py): a question about one quarter
-    never ranks the neighbouring quarter's report of the same company first, and the second quarter and the half
-    year are one report."""
+    never ranks the neighbouring quarter's report of the same company first, the second quarter and the half
+    year are one report, and a period no report covers leaves the ranking alone."""
     sys.path.insert(0, str(REPO / "tests" / "search"))
-    from test_search_periods import HALF_YEAR_QUESTIONS, _report, half_year_reports
+    from test_search_periods import (
+        COMPARATIVE_QUESTIONS,
+        HALF_YEAR_QUESTIONS,
+        _report,
+        comparative_reports,
+        half_year_reports,
+    )
 
     db = isolated_env / "database"
     outlook = ("当社グループの業績の見通しについて、売上高は引き続き堅調に推移すると見込んでおり、"
@@ -230,6 +236,9 @@ def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
     half = isolated_env / "half"
     half_year_reports(half)
     _periods_in_the_cluster(url, half, HALF_YEAR_QUESTIONS)
+    comparative = isolated_env / "comparative"
+    comparative_reports(comparative)
+    _periods_in_the_cluster(url, comparative, COMPARATIVE_QUESTIONS)
 
 
 def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):

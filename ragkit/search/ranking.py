@@ -167,7 +167,8 @@ class _Ranking:
 
     def _period_conflicts(self, query_periods: list[str], groups: np.ndarray) -> np.ndarray:
         """Which of these documents (group ids) report another period of the same kind than the most specific one
-        the query names, and not that one: a neighbouring period's report ("第2四半期" asked "第3四半期")."""
+        the query names, and not that one: a neighbouring period's report ("第2四半期" asked "第3四半期"). None
+        when no document reports the period asked: a later report's comparative figures may then answer it."""
         terms = specific_periods(query_periods)
         out = np.zeros(len(groups), bool)
         if not (PERIOD_WEIGHT and terms):
@@ -176,6 +177,8 @@ class _Ranking:
         asked = np.zeros(len(self._group_ids), bool)
         for t in terms:
             asked |= self._period_groups(t)
+        if not asked.any():
+            return out
         other = np.zeros(len(self._group_ids), bool)
         for t in self._period_vocabulary():
             if t.startswith(kind) and t not in terms and (kind == "§end" or not t[3:].isdigit()):

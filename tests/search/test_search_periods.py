@@ -99,3 +99,28 @@ def test_the_half_year_is_the_second_quarters_report(tmp_path):
     idx = fresh(db)
     for question, report in HALF_YEAR_QUESTIONS.items():
         assert top(idx, question, k=1, mode="keyword")[0].startswith(report), question
+
+
+COMPARATIVE_QUESTIONS = {"Acme revenues for the year ended December 31, 2023": "filings/acme_2024/"}
+
+
+def comparative_reports(db) -> None:
+    """The 2024 10-K of a company, whose comparative column holds 2023, and a page that only shares its words."""
+    write_page(db, "filings/acme_2024/cover/page_001.md",
+               "# Acme Corp Form 10-K\nFor the fiscal year ended December 31, 2024\n"
+               "Acme revenues were $7,010 million in 2024 and $6,350 million in 2023.", source="src/acme_2024.pdf")
+    write_page(db, "notes/market/p/page_001.md",
+               "# Market notes\nRevenues for the year ended across the market, December 2023: revenues were "
+               "strong for the year, and revenues in December 2023 beat the year before. Acme was mentioned.",
+               source="src/market.pdf")
+
+
+def test_a_period_no_report_covers_leaves_the_ranking_alone(tmp_path):
+    """A question about a year no filing covers (asked of the next year's 10-K, whose comparative column holds it)
+    does not push that filing below a page that only shares its words: a neighbouring period's report comes
+    after only when some report covers the period asked."""
+    db = tmp_path / "database"
+    comparative_reports(db)
+    idx = fresh(db)
+    for question, report in COMPARATIVE_QUESTIONS.items():
+        assert top(idx, question, k=1, mode="keyword")[0].startswith(report), question

@@ -306,11 +306,15 @@ def _period_documents(query: str, docs: list[dict]) -> list[str]:
 
 def _period_conflicts(query: str, docs: list[dict]) -> list[str]:
     """The matching documents that report another period of the same kind than the most specific one the query
-    names, and not that one (periods.reports_another, here over the documents index)."""
+    names, and not that one (periods.reports_another, here over the documents index); none when none of them
+    reports the period asked."""
     asked = specific_periods(period_terms(query))
     if not (PERIOD_WEIGHT and asked):
         return []
-    return [h["_id"] for h in docs if reports_another(asked, set((h.get("fields") or {}).get("periods") or []))]
+    reported = [set((h.get("fields") or {}).get("periods") or []) for h in docs]
+    if not any(p & set(asked) for p in reported):
+        return []
+    return [h["_id"] for h, p in zip(docs, reported, strict=True) if reports_another(asked, p)]
 
 
 def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[dict], k: int
