@@ -232,7 +232,8 @@ app.add_typer(index_app, name="index")
 @index_app.command("sync")
 @handle_errors
 def index_sync(db: DbOpt = None) -> None:
-    """Make the index match the page files: add, update and delete (a second run changes nothing)."""
+    """Make the index match the page files: add, update and delete (a second run changes nothing). After an
+    upgrade that analyses pages differently, a cluster's pages get their new terms and keep their vectors."""
     from ragkit.cli.render import print_sync_report
     from ragkit.search.backend import sync_index
 
