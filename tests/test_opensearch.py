@@ -132,10 +132,15 @@ def test_a_page_analysed_by_an_earlier_ragkit_gets_new_terms_and_keeps_its_vecto
     assert before["sha"] == read_page_doc(os_db, page).sha and before.get("content_vector")
     # as an earlier ragkit left it: the bare content hash, and terms that no longer say what the page holds
     ix.client.request("POST", f"/{ix.pages_name}/_update/{doc_id(page)}",
-                      {"doc": {"sha": before["sha"].partition(":")[0], "rk": "stale", "title": "stale"}},
+                      {"doc": {"sha": before["sha"].partition(":")[0], "rk": "stale", "title": "stale",
+                               "indexed_at": "2020-01-01T00:00:00+00:00"}},
                       params={"refresh": "true"})
     ix._changed()
     assert page not in [h.path for h in ix.search(query, k=3, mode="keyword")]
+    # a search says so, in one line, until the pages are synced
+    said = rag("search", query, "--db", "database", "--format", "json")
+    assert said.returncode == 0 and "analysed by an earlier ragkit: `rag index sync`" in said.stderr, said.stderr
+    assert "Traceback" not in said.stderr and json.loads(said.stdout)
     out = rag("index", "sync", "--db", "database")
     assert out.returncode == 0, out.stderr
     assert "0 added, 1 updated (1 analysed again by this ragkit), 0 deleted" in out.stdout
@@ -145,6 +150,7 @@ def test_a_page_analysed_by_an_earlier_ragkit_gets_new_terms_and_keeps_its_vecto
     assert after["content_vector"] == before["content_vector"]
     assert ix.search(query, k=1, mode="keyword")[0].path == page
     assert ix.sync(progress=False).changed == 0
+    assert "earlier ragkit" not in rag("search", query, "--db", "database").stderr
     ix.close()
 
 

@@ -16,6 +16,7 @@ from typing import Any
 from ragkit.core.errors import RagError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, iter_pages
+from ragkit.search.analysis import ANALYSIS_VERSION
 from ragkit.search.indexconfig import IndexConfig
 from ragkit.search.opensearch import mapping
 from ragkit.search.opensearch.client import Client, ClusterError
@@ -71,6 +72,7 @@ class OpenSearchIndex:
         self._listing: dict[str, tuple[float, int, list[str]]] = {}
         self._gen = 0
         self.last_refresh = float("-inf")
+        self._checked_analysis = False  # whether the first search looked for pages of an earlier analysis
         self._ensure_indices()
 
     # ------------------------------------------------------------------------------------------ set-up
@@ -146,7 +148,20 @@ class OpenSearchIndex:
         prefix = db_folder(self.db, path) if path else ""
         if k <= 0 or not query.strip():
             return []
+        if not self._checked_analysis:
+            self._checked_analysis = True
+            self._say_if_analysed_earlier()
         return rank(self, query, k=k, prefix=prefix, mode=mode)
+
+    def _say_if_analysed_earlier(self) -> None:
+        """One line when the cluster's oldest page was analysed by an earlier ragkit: until `rag index sync` gives
+        the pages this version's terms (keeping their vectors), they are ranked by the old ones."""
+        got = self.client.request("POST", f"/{self.pages_name}/_search", {
+            "size": 1, "_source": ["sha"], "sort": [{"indexed_at": "asc"}], "query": {"match_all": {}}})
+        hits = (got.get("hits") or {}).get("hits") or []
+        if hits and not str(hits[0].get("_source", {}).get("sha", "")).endswith(f":{ANALYSIS_VERSION}"):
+            log.warning("the OpenSearch index %s holds pages analysed by an earlier ragkit: `rag index sync` gives "
+                        "them this version's terms and keeps their vectors", self.pages_name)
 
     # ------------------------------------------------------------------------------------------- writers
     def refresh(self, *, progress: bool | None = None) -> None:
