@@ -263,11 +263,12 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         if raw is None:
             continue
         meta, body = parse_page(raw)
-        if named is not None and document_id(rel, meta.source) not in named:
+        page_of = document_id(rel, meta.source)
+        if named is not None and page_of not in named:
             continue  # another document's page in a folder they share (an optimizer's copy)
-        if reports_another(asked, docs.periods.get(document_id(rel, meta.source), set())):
+        if reports_another(asked, docs.periods.get(page_of, set())):
             continue  # the same company's report for another quarter: every word of the question but the answer
-        page_doc[rel] = document_id(rel, meta.source)
+        page_doc[rel] = page_of
         doc_title = meta.document or title
         context_title = " / ".join(x for x in (doc_title, meta.section) if x)
         # The folders a page sits in describe it (the path carries meaning, and the optimizer names copies'

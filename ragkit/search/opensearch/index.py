@@ -301,13 +301,13 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
                     continue
                 seen[rel] = pd.slim()
                 have = held.get(rel, ("", ""))[0]
-                if have == pd.sha and rel not in novec:
+                if rel in novec or not same_content(have, pd.sha):
+                    todo.append(pd)
+                elif have == pd.sha:
                     report.unchanged += 1
                     continue
-                if same_content(have, pd.sha) and rel not in novec:
-                    reanalysed.append(pd)  # indexed by an earlier ragkit: new terms, the same vector
                 else:
-                    todo.append(pd)
+                    reanalysed.append(pd)  # indexed by an earlier ragkit: new terms, the same vector
                 touched.add(pd.source["file_id"])
             _index_pages(ix, todo, emb, held, report)
             _reanalyse_pages(ix, reanalysed, report)
