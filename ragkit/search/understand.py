@@ -15,6 +15,7 @@ from typing import Protocol
 
 from ragkit.core.text import name_forms, search_terms
 from ragkit.search.query import derived_terms, frame_weight, label_refs
+from ragkit.search.statements import asked_statements
 from ragkit.search.synonyms import Synonyms
 
 # query understanding switches (benchmarks turn them off to measure each one)
@@ -24,6 +25,8 @@ SUBTOKEN_CAP = True
 # A capitalised word of the query is searched as its stem and, with this share of a word's weight on top, as
 # itself (text.name_forms).
 NAME_WEIGHT = 0.5
+# A financial statement a question needs (statements.asked_statements) weighs as this share of one of its words.
+STATEMENT_WEIGHT = 0.25
 
 
 class TermStats(Protocol):
@@ -70,6 +73,9 @@ def weighted_terms(query: str, stats: TermStats, synonyms: Synonyms | None) -> C
     _weigh(query, q, stats)
     for label in label_refs(query):
         q[label] += 1
+    if STATEMENT_WEIGHT:
+        for label in asked_statements(query):
+            q[label] = max(q[label], STATEMENT_WEIGHT)
     return q
 
 
