@@ -202,7 +202,8 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
 
 
-def _periods_in_the_cluster(url: str, db: Path, questions: dict[str, str]) -> None:
+def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]]) -> None:
+    """Each question's first page is under the folder given, or its first pages are the pages given."""
     prefix = unique_prefix()
     from ragkit.search import configure_index
 
@@ -211,8 +212,12 @@ def _periods_in_the_cluster(url: str, db: Path, questions: dict[str, str]) -> No
     try:
         ix.sync(progress=False)
         for mode in ("keyword", "hybrid"):
-            for question, report in questions.items():
-                assert ix.search(question, k=1, mode=mode)[0].path.startswith(report), (mode, question)
+            for question, want in questions.items():
+                if isinstance(want, str):
+                    assert ix.search(question, k=1, mode=mode)[0].path.startswith(want), (mode, question)
+                else:
+                    got = {h.path for h in ix.search(question, k=len(want), mode=mode)}
+                    assert got == set(want), (mode, question)
     finally:
         ix.close()
         drop_indices(url, prefix)
@@ -237,14 +242,35 @@ def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
     _report(db, "北海商事", "hokkai_q2", 2, "45,100", outlook)
     _report(db, "北海商事", "hokkai_q3", 3, "68,200")
     _report(db, "南海物産", "nankai_q3", 3, "12,900")
-    _periods_in_the_cluster(url, db, {"北海商事の2025年3月期第3四半期の売上高は？": "決算/hokkai_q3/",
+    _ranked_in_the_cluster(url, db, {"北海商事の2025年3月期第3四半期の売上高は？": "決算/hokkai_q3/",
                                       "北海商事 2025年3月期 第2四半期 売上高": "決算/hokkai_q2/"})
     half = isolated_env / "half"
     half_year_reports(half)
-    _periods_in_the_cluster(url, half, HALF_YEAR_QUESTIONS)
+    _ranked_in_the_cluster(url, half, HALF_YEAR_QUESTIONS)
     comparative = isolated_env / "comparative"
     comparative_reports(comparative)
-    _periods_in_the_cluster(url, comparative, COMPARATIVE_QUESTIONS)
+    _ranked_in_the_cluster(url, comparative, COMPARATIVE_QUESTIONS)
+
+
+def test_named_pages_and_statements_come_first_in_the_cluster_too(url, isolated_env):
+    """A page the question names ("page 3", a statement it needs) is lifted as in the embedded engine
+    (tests/search/test_search_statements.py), and only that page, not every page of its document."""
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from search_fixtures import write_page
+    from test_search_statements import STATEMENT_QUESTIONS, acme_filing
+
+    db = isolated_env / "database"
+    acme_filing(db)
+    for n, text in enumerate(["Camry brochure. Cars for every family: cars, more cars.", "Two cars in the city.",
+                              "Cars and more cars: the range of Camry models."], start=2):
+        write_page(db, f"brochures/camry/p/page_{n:03d}.md", f"# Camry brochure\n{text}", source="src/camry.pdf", page=n)
+    questions: dict[str, str | tuple[str, ...]] = {**STATEMENT_QUESTIONS,
+                                                  "How many Camry cars appear on page 3?": "brochures/camry/p/page_003"}
+    idx = open_embedded(db)
+    for question, want in questions.items():  # the embedded engine ranks them so
+        got = [h.path for h in idx.search(question, k=1 if isinstance(want, str) else len(want))]
+        assert got[0].startswith(want) if isinstance(want, str) else set(got) == set(want), question
+    _ranked_in_the_cluster(url, db, questions)
 
 
 def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):

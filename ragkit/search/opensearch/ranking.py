@@ -282,7 +282,8 @@ def _named_clause(query: str, q: Counter, docs: list[dict], evidence: dict[str, 
     matched_docs = [fid for fid, b in evidence.items() if b > 0]
     if not which or not matched_docs:
         return None
-    return {"bool": {"should": which, "filter": [{"terms": {"file_id": matched_docs}}]}}
+    # a bool with a filter matches without any `should`: one of the named pages must match
+    return {"bool": {"should": which, "minimum_should_match": 1, "filter": [{"terms": {"file_id": matched_docs}}]}}
 
 
 def _year_documents(query: str, docs: list[dict]) -> list[str]:
