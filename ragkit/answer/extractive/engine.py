@@ -55,7 +55,7 @@ TYPE_BONUS = 0.1  # score of a unit that holds the kind of answer asked for (ans
 # The confidence an answer reports: its score mapped to the share of such answers that cited a right page on
 # MMLongBench-Doc (raw score, share), fitted on half of its questions (benchmarks/offline_calibration.py)
 CALIBRATION: tuple[tuple[float, float], ...] = (
-    (0.33, 0.341), (0.495, 0.376), (0.598, 0.447), (0.668, 0.456), (0.73, 0.472), (0.811, 0.521), (0.933, 0.556),
+    (0.327, 0.364), (0.488, 0.407), (0.598, 0.489), (0.669, 0.498), (0.732, 0.518), (0.811, 0.539), (0.933, 0.556),
     (1.0, 0.964))
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
