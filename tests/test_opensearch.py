@@ -202,8 +202,10 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
 
 
-def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]]) -> None:
-    """Each question's first page is under the folder given, or its first pages are the pages given."""
+def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]],
+                           only_under: dict[str, str] | None = None) -> None:
+    """Each question's first page is under the folder given, or its first pages are the pages given; the first
+    five pages of an `only_under` question are all under its folder."""
     prefix = unique_prefix()
     from ragkit.search import configure_index
 
@@ -218,6 +220,9 @@ def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[
                 else:
                     got = {h.path for h in ix.search(question, k=len(want), mode=mode)}
                     assert got == set(want), (mode, question)
+            for question, folder in (only_under or {}).items():
+                got = [h.path for h in ix.search(question, k=5, mode=mode)]
+                assert all(p.startswith(folder) for p in got), (mode, question, got)
     finally:
         ix.close()
         drop_indices(url, prefix)
@@ -257,10 +262,11 @@ def test_named_pages_and_statements_come_first_in_the_cluster_too(url, isolated_
     (tests/search/test_search_statements.py), and only that page, not every page of its document."""
     sys.path.insert(0, str(REPO / "tests" / "search"))
     from search_fixtures import write_page
-    from test_search_statements import STATEMENT_QUESTIONS, acme_filing
+    from test_search_statements import STATEMENT_QUESTIONS, acme_filing, other_filings
 
     db = isolated_env / "database"
     acme_filing(db)
+    other_filings(db)  # their balance sheets are not lifted by a question about Acme's
     for n, text in enumerate(["Camry brochure. Cars for every family: cars, more cars.", "Two cars in the city.",
                               "Cars and more cars: the range of Camry models."], start=2):
         write_page(db, f"brochures/camry/p/page_{n:03d}.md", f"# Camry brochure\n{text}", source="src/camry.pdf", page=n)
@@ -270,7 +276,8 @@ def test_named_pages_and_statements_come_first_in_the_cluster_too(url, isolated_
     for question, want in questions.items():  # the embedded engine ranks them so
         got = [h.path for h in idx.search(question, k=1 if isinstance(want, str) else len(want))]
         assert got[0].startswith(want) if isinstance(want, str) else set(got) == set(want), question
-    _ranked_in_the_cluster(url, db, questions)
+    only_acme = {"What was Acme's goodwill in FY2021?": "filings/acme/"}
+    _ranked_in_the_cluster(url, db, questions, only_acme)
 
 
 def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):

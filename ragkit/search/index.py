@@ -30,6 +30,7 @@ from ragkit.search.query import (
 )
 from ragkit.search.ranking import PAGE_REF_WEIGHT, PERIOD_WEIGHT, PHRASE_N, RERANK_N, _Ranking, fuse
 from ragkit.search.snippets import make_snippet
+from ragkit.search.statements import STATEMENT_TERMS
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.understand import frame_weights, weighted_terms
 from ragkit.search.vectors import _Meaning, _Vectors, get_embedder, word_terms
@@ -295,7 +296,12 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                 # "Figure 4" names the page whose caption is Figure 4, as "page 7" names page 7
                 for label in labels:
                     if (found := self._postings(label)) is not None:
-                        named[found[0]] = True
+                        pages = found[0]
+                        if label in STATEMENT_TERMS:
+                            # every filing has a balance sheet: only the one of the document asked about
+                            best = float(doc[self._alive.view()].max(initial=0.0))
+                            pages = pages[doc[pages] >= best] if best > 0 else pages[:0]
+                        named[pages] = True
                 # A named page may hold none of the query's words (a photo, a scan: "how many cars on page 3"):
                 # it then stands on its document's evidence, so only documents that match the query compete.
                 named &= (scores > 0) | ((doc > 0) & self._alive.view())

@@ -17,6 +17,7 @@ from ragkit.core.text import detect_lang, search_terms
 from ragkit.search.periods import period_terms
 
 KINDS = ("balance", "income", "cashflow", "equity")
+STATEMENT_TERMS = frozenset(f"§{k}" for k in KINDS)
 
 # A statement's title, matched with the spaces taken out (PDF text breaks words: "Balance Shee t").
 _TITLES = [(kind, re.compile(pattern)) for kind, pattern in (

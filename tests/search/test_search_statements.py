@@ -74,11 +74,14 @@ def acme_filing(db) -> None:
     """A 10-K whose discussion and notes use the words of the questions, and whose statements hold each of them
     once among their line items."""
     src = "src/acme_2021_10k.pdf"
+    write_page(db, "filings/acme/cover/page_001.md",
+               "# Acme Corp. Form 10-K\nFor the fiscal year ended May 31, 2021. Acme sells shoes and apparel.",
+               source=src, page=1)
     topics = ["risk factors", "properties", "legal proceedings", "employees", "markets", "suppliers", "taxes",
               "leases", "pensions", "segments", "stock plans", "controls", "revenue recognition", "derivatives"]
     for i, topic in enumerate(topics):
         write_page(db, f"filings/acme/other/page_{i + 10:03d}.md",
-                   f"# {topic.title()}\nAcme's {topic} in fiscal 2021 and fiscal 2020: see the notes. Demand for "
+                   f"# {topic.title()}\nOur {topic}: see the notes. Demand for "
                    f"our products and the cost of {topic} may change; store count and sales channels grew.",
                    source=src, page=i + 10)
     write_page(db, "filings/acme/mdna/page_031.md",
@@ -123,3 +126,39 @@ def test_a_fiscal_question_finds_the_statements_before_the_discussion(tmp_path):
     for mode in ("keyword", "hybrid"):
         for question, pages in STATEMENT_QUESTIONS.items():
             assert set(top(idx, question, k=len(pages), mode=mode)) == set(pages), (mode, question)
+
+
+
+OTHERS = ["Zenith", "Borealis", "Cobalt", "Dynamo", "Ember", "Fjord"]
+
+
+def other_filings(db) -> None:
+    """Other companies' 10-Ks for the same year, whose balance sheets hold the same line items."""
+    for i, name in enumerate(OTHERS):
+        src = f"src/{name.lower()}_2021_10k.pdf"
+        write_page(db, f"filings/{name.lower()}/cover/page_001.md",
+                   f"# {name} Inc. Form 10-K\nFor the fiscal year ended December 31, 2021. {name} makes pumps.",
+                   source=src, page=1)
+        write_page(db, f"filings/{name.lower()}/statements/page_040.md",
+                   f"{name.upper()} INC. CONSOLIDATED BALANCE SHEETS (in millions)\n\n| December 31, | 2021 | 2020 |\n"
+                   f"|---|---|---|\n| Inventories | 1,204 | 1,100 |\n| Goodwill | {3310 + i} | 3,305 |\n"
+                   "| Total assets | $ 12,400 | $ 11,950 |\n| Long-term debt | 2,900 | 3,100 |", source=src, page=40)
+
+
+def test_only_the_filing_asked_about_has_its_statements_lifted(tmp_path):
+    """Every filing has a balance sheet: a question about Acme's goodwill lifts Acme's, not the other companies'
+    (same line items, same year), which would come before Acme's own pages about it."""
+    db = tmp_path / "database"
+    acme_filing(db)
+    write_page(db, "filings/acme/notes/page_075.md",
+               "# Note 6 - Goodwill\nGoodwill of Acme was tested for impairment in the fourth quarter of fiscal 2021; "
+               "no impairment was recorded.", source="src/acme_2021_10k.pdf", page=75)
+    other_filings(db)
+    idx = fresh(db)
+    for mode in ("keyword", "hybrid"):
+        got = top(idx, "What was Acme's goodwill in FY2021?", k=5, mode=mode)
+        assert got[:2] == ["filings/acme/statements/page_061.md", "filings/acme/notes/page_075.md"], (mode, got)
+        assert all(p.startswith("filings/acme/") for p in got), (mode, got)
+        # and the other way round
+        assert top(idx, "What was Zenith's goodwill in FY2021?", k=1, mode=mode) == [
+            "filings/zenith/statements/page_040.md"], mode

@@ -35,6 +35,7 @@ from ragkit.search.ranking import (
     fuse,
 )
 from ragkit.search.snippets import make_snippet
+from ragkit.search.statements import STATEMENT_TERMS
 from ragkit.search.understand import frame_weights, weighted_terms
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_MARGIN, RECALL_N, get_embedder, word_terms
 
@@ -265,7 +266,8 @@ def _unembedded(ix: Any, scope: list[dict]) -> int:
 
 def _named_clause(query: str, q: Counter, docs: list[dict], evidence: dict[str, float]) -> dict | None:
     """The pages the query names ("page 12", its printed number, "the last page", "Figure 4"), in documents
-    that match the query: a named page may hold none of its words (a photo, a scan)."""
+    that match the query (a named page may hold none of its words: a photo, a scan), and the statements it needs,
+    in the document that matches it best."""
     refs = page_refs(query) if PAGE_REF_WEIGHT else set()
     labels = [t for t in q if t.startswith("§")] if PAGE_REF_WEIGHT else []
     if not refs and not labels:
@@ -278,9 +280,16 @@ def _named_clause(query: str, q: Counter, docs: list[dict], evidence: dict[str, 
         last = {h["_id"]: _fields(h).get("last_page") for h in docs}
         which += [{"bool": {"filter": [{"term": {"file_id": fid}}, {"term": {"page": n}}]}}
                   for fid, n in last.items() if n]
-    which += [{"term": {"rk": label}} for label in labels]
+    which += [{"term": {"rk": label}} for label in labels if label not in STATEMENT_TERMS]
     matched_docs = [fid for fid, b in evidence.items() if b > 0]
-    if not which or not matched_docs:
+    if not matched_docs:
+        return None
+    # every filing has a balance sheet: only the one of the document asked about (the best evidence)
+    best = max(evidence[fid] for fid in matched_docs)
+    asked = [fid for fid in matched_docs if evidence[fid] >= best]
+    which += [{"bool": {"filter": [{"term": {"rk": label}}, {"terms": {"file_id": asked}}]}}
+              for label in labels if label in STATEMENT_TERMS]
+    if not which:
         return None
     # a bool with a filter matches without any `should`: one of the named pages must match
     return {"bool": {"should": which, "minimum_should_match": 1, "filter": [{"terms": {"file_id": matched_docs}}]}}
