@@ -21,7 +21,8 @@ STATEMENT_TERMS = frozenset(f"§{k}" for k in KINDS)
 
 # A statement's title, matched with the spaces taken out (PDF text breaks words: "Balance Shee t").
 _TITLES = [(kind, re.compile(pattern)) for kind, pattern in (
-    ("balance", r"balancesheets?|statements?of(?:consolidated)?financial(?:position|condition)|貸借対照表|재무상태표"),
+    ("balance", r"balancesheets?|statements?of(?:consolidated)?(?:financial)?(?:position|condition)|貸借対照表|"
+                r"재무상태표"),
     ("cashflow", r"statements?of(?:consolidated)?cashflows?|cashflowstatements?|キャッシュ・?フロー計算書|현금흐름표"),
     ("equity", r"statements?of(?:consolidated)?(?:changesin)?(?:stockholders|shareholders|shareowners)['’]?"
                r"(?:equity|deficit)|statements?of(?:changesin)?equity|株主資本等変動計算書|자본변동표"),

@@ -20,6 +20,9 @@ _TABLE = "\n| | 2021 | 2020 |\n|---|---|---|\n| Revenues | $ 44,538 | $ 37,403 |
     ("Consolidated Statements of Earnings", ["§income"]),
     ("CONDENSED CONSOLIDATED STATEMENTS OF CASH FLOWS (Unaudited)", ["§cashflow"]),
     ("Consolidated Statements of Financial Condition", ["§balance"]),
+    ("CONSOLIDATED STATEMENTS OF CONDITION", ["§balance"]),  # a bank's
+    ("Statement of Consolidated Operations", ["§income"]),
+    ("CONSOLIDATED STATEMENTS OF OPERATIONS AND COMPREHENSIVE LOSS", ["§income"]),
     ("## Consolidated Statements of Changes in Shareholders' Equity", ["§equity"]),
     ("(1) 連結貸借対照表", ["§balance"]),
     ("(2) 連結損益計算書及び連結包括利益計算書", ["§income"]),
