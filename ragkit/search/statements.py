@@ -15,6 +15,7 @@ import re
 
 from ragkit.core.text import detect_lang, search_terms
 from ragkit.search.periods import period_terms
+from ragkit.search.synonyms import holds
 
 KINDS = ("balance", "income", "cashflow", "equity")
 STATEMENT_TERMS = frozenset(f"§{k}" for k in KINDS)
@@ -111,17 +112,12 @@ _NAMED_TABLE = _table(_NAMED)
 _ITEMS_TABLE = _table(_ITEMS)
 
 
-def _holds(seq: list[str], phrase: list[str]) -> bool:
-    n = len(phrase)
-    return any(seq[i : i + n] == phrase for i in range(len(seq) - n + 1))
-
-
 def asked_statements(query: str) -> list[str]:
     """The statement terms of a question: the statements it names (any language), and, for an English question
     about a fiscal period ("FY2019", "the fiscal year ending January 28, 2023", "Q3 2024"), those reporting the
     line items and measures it names ("inventory turnover": income statement and balance sheet)."""
     seq = search_terms(query, drop_stopwords=True)
-    kinds = [kind for kind, phrases in _NAMED_TABLE if any(_holds(seq, p) for p in phrases)]
+    kinds = [kind for kind, phrases in _NAMED_TABLE if any(holds(seq, p) for p in phrases)]
     if not kinds and detect_lang(query) == "en" and period_terms(query):
-        kinds = [kind for kind, phrases in _ITEMS_TABLE if any(_holds(seq, p) for p in phrases)]
+        kinds = [kind for kind, phrases in _ITEMS_TABLE if any(holds(seq, p) for p in phrases)]
     return [f"§{k}" for k in dict.fromkeys(kinds)]

@@ -149,7 +149,7 @@ class Synonyms:
         seq = search_terms(query, drop_stopwords=True)
         added: Counter = Counter()
         for when, then in self.groups():
-            if not any(_holds(seq, p) for p in when):
+            if not any(holds(seq, p) for p in when):
                 continue
             for p in then:
                 for t in p:
@@ -158,7 +158,8 @@ class Synonyms:
         q.update(added)
 
 
-def _holds(seq: list[str], phrase: list[str]) -> bool:
+def holds(seq: list[str], phrase: list[str]) -> bool:
+    """Whether a sequence of terms holds a phrase's terms in a row."""
     n = len(phrase)
     if n == 1:
         return phrase[0] in seq

@@ -1,6 +1,7 @@
 """What a query asks for, as weighted terms, the same for every engine: ragkit's terms of the query (stemmed words,
 CJK bigrams, names), typos read as the indexed words one edit away, synonyms, question-frame words weighing
-less, derived sub-tokens capped by their source, and the caption labels it names ("Figure 4").
+less, derived sub-tokens capped by their source, the caption labels it names ("Figure 4"), and the financial
+statements it needs ("§balance").
 
     weighted_terms(query, stats, synonyms) -> Counter   # term -> weight
     TermStats: what an engine answers about its terms (known, page frequencies, page count)
