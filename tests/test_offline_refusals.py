@@ -476,13 +476,17 @@ def test_the_meaning_check_reads_a_measure_as_the_statements_write_it(tmp_path, 
 
 def test_a_question_about_one_quarter_is_never_answered_from_another_quarters_report(tmp_path):
     """The reports of one company's quarters share every word of the question but the answer: the quote comes from
-    the report of the period asked (the second quarter's is the half year's 中間決算短信). When no report covers the
-    period asked, a later one's comparative figures may answer it: the rule then stands aside."""
+    the report of the period asked (the second quarter's is the half year's 中間決算短信), in Japanese, Korean and
+    English. When no report covers the period asked, a later one's comparative figures may answer it: the rule then
+    stands aside."""
     pages = {f"決算/{name}/p/page_001.md": (f"東西電機 {title}", "p", 1,
                                             f"# 東西電機 {title}\n\n売上高 {sales} 百万円、営業利益 900 百万円。\n")
              for name, title, sales in (("q1", "2025年3月期 第1四半期決算短信", "2,100"),
                                         ("h1", "2025年3月期 中間決算短信", "4,300"),
                                         ("q3", "2025年3月期 第3四半期決算短信", "6,500"))}
+    for name, title, sales in (("ko_q2", "2024년 2분기 보고서", "4,510"), ("ko_q3", "2024년 3분기 보고서", "6,820")):
+        pages[f"보고서/{name}/p/page_001.md"] = (f"한빛전자 {title}", "p", 1,
+                                               f"# 한빛전자 {title}\n\n매출액 {sales} 억원, 영업이익 120 억원.\n")
     for end, revenue in (("June 30", "5,504"), ("September 30", "6,779")):
         cover = f"# Acme Corp Form 10-Q\n\nFor the quarterly period ended {end}, 2024.\n\nRevenues were ${revenue} million.\n"
         pages[f"filings/acme_{end[:3].lower()}/cover/page_001.md"] = (f"Acme 10-Q {end}", "cover", 1, cover)
@@ -490,6 +494,7 @@ def test_a_question_about_one_quarter_is_never_answered_from_another_quarters_re
     index = open_index(db, progress=False)
     for question, quote in (("2025年3月期第2四半期の売上高は？", "4,300"), ("2025年3月期中間期の売上高は？", "4,300"),
                             ("2025年3月期第1四半期の売上高は？", "2,100"), ("2025年3月期第3四半期の売上高は？", "6,500"),
+                            ("한빛전자의 2024년 2분기 매출액은?", "4,510"), ("한빛전자의 2024년 3분기 매출액은?", "6,820"),
                             ("What were Acme's revenues for the quarter ended June 30, 2024?", "5,504"),
                             ("What were Acme's revenues for the quarter ended September 30, 2024?", "6,779")):
         a = answer_offline(question, index, db, k=5)

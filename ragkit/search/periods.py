@@ -6,8 +6,9 @@ not. "§" is never part of a word, so no text can produce these terms by acciden
 
 Understood: 2025年3月期, 2024年度, 令和5年度 / 平成30年度, 第3四半期 (累計), 上期・下期・上半期・下半期・中間期,
 中間決算, 通期, FY2024 / FY24 / fiscal (year) 2019, Q3 / 3Q / third quarter, first / second half, H1 / H2, and
-"(quarter | year | period) ended (ending) March 31, 2024" (the period's end month). The second quarter and the
-half year name one report: each brings the other's terms.
+"(quarter | year | period) ended (ending) March 31, 2024" (the period's end month); in Korean 2024년도 / 2024
+회계연도 (사업연도), 3분기, 상반기・하반기・반기. The second quarter and the half year name one report: each brings
+the other's terms.
 """
 
 from __future__ import annotations
@@ -24,20 +25,23 @@ _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _ORDINAL_Q = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4}
 
 _ERA = r"(?P<e>令和|平成)\s*(?P<n>\d{1,2}|元)\s*年"  # a Japanese era year: 令和5年, 平成元年
-# a fiscal year: 2025年3月期, 2024年度, 令和5年度, FY2024, FY 24, fiscal 2019, fiscal year 2019
+# a fiscal year: 2025年3月期, 2024年度, 令和5年度, FY2024, FY 24, fiscal 2019, fiscal year 2019, 2024년도, 2024 회계연도
 _FY = re.compile(
     r"(?P<ja>(?<!\d)(?P<y1>(?:19|20)\d\d)\s*年\s*(?P<m1>\d{1,2})\s*月\s*期)"
     r"|(?P<nendo>(?<!\d)(?P<y2>(?:19|20)\d\d)\s*年\s*度)"
     rf"|(?P<era>{_ERA}\s*度?)"
     r"|(?P<fy>\bfy\s*'?(?P<y3>(?:19|20)?\d\d)(?![\d]))"
-    r"|(?P<fiscal>\bfiscal\s+(?:year\s+)?(?P<y4>(?:19|20)\d\d)\b)")
-# a part of a year: 第3四半期, 3Q, Q3, third quarter, 上期 / 下期, first half, H1
+    r"|(?P<fiscal>\bfiscal\s+(?:year\s+)?(?P<y4>(?:19|20)\d\d)\b)"
+    r"|(?P<ko>(?<!\d)(?P<y5>(?:19|20)\d\d)\s*(?:년\s*도|(?:년\s*)?(?:회\s*계|사\s*업)\s*연\s*도))")
+# a part of a year: 第3四半期, 3Q, Q3, third quarter, 3분기, 上期 / 下期, 상반기 / 하반기, 반기, first half, H1
 _PART = re.compile(
     r"第\s*(?P<jq>[1-4一二三四])\s*四\s*半\s*期"
     r"|(?<![a-z0-9])(?:(?P<q1>[1-4])\s*q|q\s*(?P<q2>[1-4]))(?![a-z0-9])"
     r"|\b(?P<oq>first|1st|second|2nd|third|3rd|fourth|4th)\s+(?:fiscal\s+)?quarter\b"
-    r"|(?P<h1>上\s*期|上\s*半\s*期|中\s*間\s*(?:期|決\s*算|(?:連\s*結\s*)?会\s*計\s*期\s*間)|first\s+half|\bh1\b)"
-    r"|(?P<h2>下\s*期|下\s*半\s*期|second\s+half|\bh2\b)")
+    r"|(?<!\d)(?P<kq>[1-4])\s*분\s*기"
+    r"|(?P<h1>上\s*期|上\s*半\s*期|中\s*間\s*(?:期|決\s*算|(?:連\s*結\s*)?会\s*計\s*期\s*間)|first\s+half|\bh1\b"
+    r"|상\s*반\s*기|(?<![상하])반\s*기)"
+    r"|(?P<h2>下\s*期|下\s*半\s*期|second\s+half|\bh2\b|하\s*반\s*기)")
 # the end of a reported period: "quarter ended March 31, 2024", "year ended December 31, 2023"
 _ENDED = re.compile(
     r"\b(?:period|quarter|year|months)\s+end(?:ed|ing)\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
@@ -70,6 +74,8 @@ def _year(m: re.Match) -> int | None:
         return int(m["y2"])
     if m["era"]:
         return _western(m["e"], m["n"])
+    if m["ko"]:
+        return int(m["y5"])
     y = m["y3"] or m["y4"]
     if y is None:
         return None
@@ -77,8 +83,8 @@ def _year(m: re.Match) -> int | None:
 
 
 def _part(m: re.Match) -> str:
-    if m["jq"] or m["q1"] or m["q2"]:
-        return f"q{_KANJI_DIGITS.get(m['jq'] or m['q1'] or m['q2'])}"
+    if m["jq"] or m["q1"] or m["q2"] or m["kq"]:
+        return f"q{_KANJI_DIGITS.get(m['jq'] or m['q1'] or m['q2'] or m['kq'])}"
     if m["oq"]:
         return f"q{_ORDINAL_Q[m['oq']]}"
     return "h1" if m["h1"] else "h2"

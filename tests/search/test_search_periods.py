@@ -31,10 +31,18 @@ from ragkit.search.periods import period_terms
     ("For the quarterly period ended March 31, 2024", ["§end2024-03"]),
     ("for the year ended Dec. 31, 2023", ["§end2023-12"]),
     ("for the fiscal year ending January 28, 2023", ["§end2023-01"]),
+    ("2024년 3분기 매출액", ["§q3", "§fy2024q3"]),
+    ("2024년도 사업보고서", ["§fy2024"]),
+    ("2024 회계연도", ["§fy2024"]),
+    ("2024년 상반기 영업이익", ["§h1", "§q2", "§fy2024h1", "§fy2024q2"]),
+    ("반기보고서", ["§h1", "§q2"]),
+    ("하반기", ["§h2"]),
+    ("분기보고서", []),
+    ("13분기 연속", []),
     ("2024年12月31日現在", []),
     ("version 2.1 of the iq3 model", []),
 ])
-def test_periods_are_read_in_both_languages(text, terms):
+def test_periods_are_read_in_japanese_english_and_korean(text, terms):
     assert period_terms(text) == terms
 
 
@@ -44,6 +52,24 @@ def _report(db, company: str, name: str, quarter: int, sales: str, outlook: str 
     write_page(db, f"決算/{name}/p/page_001.md", body, source=f"src/{name}.pdf")
     write_page(db, f"決算/{name}/p/page_002.md", f"# 連結財務諸表\n売上高 {sales} 百万円\n四半期純利益 800 百万円",
                source=f"src/{name}.pdf", page=2)
+
+
+def test_a_korean_question_about_one_quarter_finds_that_quarters_report(tmp_path):
+    """As in Japanese: the second-quarter report's outlook talks about the third quarter more than the third
+    quarter's own report does."""
+    db = tmp_path / "database"
+    for name, company, quarter, sales, extra in (
+            ("hanbit_q2", "한빛전자", 2, "4,510", "3분기 매출액은 전년 3분기 매출액을 넘어설 전망이며, 3분기 수주도 늘었다."),
+            ("hanbit_q3", "한빛전자", 3, "6,820", ""),
+            ("nuri_q3", "누리화학", 3, "1,290", "")):
+        write_page(db, f"보고서/{name}/p/page_001.md", f"# {company} 2024년 {quarter}분기 보고서\n"
+                   f"매출액 {sales} 억원, 영업이익 120 억원. {extra}", source=f"src/{name}.pdf")
+        write_page(db, f"보고서/{name}/p/page_002.md", f"# 재무제표\n매출액 {sales} 억원\n당기순이익 80 억원",
+                   source=f"src/{name}.pdf", page=2)
+    idx = fresh(db)
+    for mode in ("keyword", "hybrid"):
+        assert top(idx, "한빛전자의 2024년 3분기 매출액은?", k=1, mode=mode)[0].startswith("보고서/hanbit_q3/"), mode
+        assert top(idx, "한빛전자 2024년 2분기 매출액", k=1, mode=mode)[0].startswith("보고서/hanbit_q2/"), mode
 
 
 def test_a_question_about_one_quarter_finds_that_quarters_report(tmp_path):
