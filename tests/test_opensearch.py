@@ -10,6 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import httpx
 import pytest
 from opensearch_fixtures import config_of, drop_indices, node_url, unique_prefix
 
@@ -152,6 +153,71 @@ def test_a_page_analysed_by_an_earlier_ragkit_gets_new_terms_and_keeps_its_vecto
     assert ix.sync(progress=False).changed == 0
     assert "earlier ragkit" not in rag("search", query, "--db", "database").stderr
     ix.close()
+
+
+def test_meaning_reads_a_pages_closest_chunk_and_an_earlier_ragkits_pages_get_chunks_at_the_next_sync(os_db):
+    """The cluster re-ranks by the cosine of a page's closest chunk, as the embedded engine does (not of the
+    chunks' mean). Pages an earlier ragkit indexed (a vector, no chunk vectors) are ranked by the mean meanwhile,
+    and `rag index sync` gives them their chunk vectors; a second sync changes nothing."""
+    import numpy as np
+
+    from ragkit.search.opensearch.documents import doc_id, page_vector, read_page_doc
+    from ragkit.search.opensearch.ranking import _closest_chunks
+    from ragkit.search.vectors import EMBED_VERSION, get_embedder
+
+    emb = get_embedder()
+    if emb is None:
+        pytest.skip("no embedding model installed: meaning is off")
+    ix = OpenSearchIndex(os_db, index_config(os_db), progress=False)
+    query = "How long can a VPN session last?"
+    pages = [h.path for h in ix.search(query, k=8, mode="keyword")]
+    qv = emb.encode_query(query)
+    closest = _closest_chunks(ix, pages, qv)
+    chunked = 0
+    for page in pages:
+        vecs = emb.encode(read_page_doc(os_db, page).chunks).astype("<f2").astype(np.float32)
+        chunked += len(vecs) > 1
+        assert abs(closest[page] - float((vecs @ qv).max())) < 2e-3, page
+    assert chunked, "no page of two chunks: the closest chunk and the mean would be one"
+    # as an earlier ragkit left them: a vector, no chunk vectors
+    earlier = []
+    for p in ix.pages():
+        pd = read_page_doc(os_db, p)
+        earlier.append(({"index": {"_index": ix.pages_name, "_id": doc_id(p)}},
+                        {**pd.source, "content_vector": page_vector(emb.encode(pd.chunks))}))
+    ix.client.bulk(earlier, refresh="true")
+    ix._changed()
+    assert _closest_chunks(ix, pages, qv) == {}
+    assert ix.search(query, k=3, mode="hybrid")[0].ranking == "hybrid"  # by the mean, meanwhile
+    out = rag("index", "sync", "--db", "database")
+    n = len(ix.pages())
+    assert out.returncode == 0 and f"0 added, {n} updated" in out.stdout, out.stdout + out.stderr
+    ix._changed()
+    assert _closest_chunks(ix, pages, qv).keys() == set(pages)
+    body = {"query": {"bool": {"must_not": [{"term": {"embed": EMBED_VERSION}}]}}}
+    assert ix.client.request("POST", f"/{ix.pages_name}/_count", body)["count"] == 0
+    assert ix.sync(progress=False).changed == 0
+    ix.close()
+
+
+def test_an_earlier_ragkits_pages_index_gets_the_chunk_fields_when_opened(url, isolated_env):
+    from ragkit.search.indexconfig import parse_index
+    from ragkit.search.opensearch import mapping
+
+    prefix = unique_prefix()
+    old = mapping.pages_index()
+    for name in mapping.CHUNK_FIELDS:
+        del old["mappings"]["properties"][name]
+    httpx.put(f"{url}/{prefix}-pages", json=old, timeout=60).raise_for_status()
+    db = isolated_env / "database"
+    db.mkdir()
+    try:
+        ix = OpenSearchIndex(db, parse_index(f"opensearch+{url}/{prefix}", db), progress=False)
+        props = httpx.get(f"{url}/{prefix}-pages/_mapping", timeout=60).json()[f"{prefix}-pages"]["mappings"]
+        assert set(mapping.CHUNK_FIELDS) <= set(props["properties"])
+        ix.close()
+    finally:
+        drop_indices(url, prefix)
 
 
 def test_the_optimizer_copies_and_rollbacks_reach_the_cluster_at_once(os_db):

@@ -3,6 +3,7 @@ vector) and one per source document (all its pages' terms, its card, the year it
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import re
 from collections import Counter
@@ -18,7 +19,7 @@ from ragkit.core.text import STOPWORDS
 from ragkit.search.analysis import ANALYSIS_VERSION, _analyse, _folder_text
 from ragkit.search.postings import CARD_PAGES, FIELD_WEIGHTS
 from ragkit.search.snippets import display_text
-from ragkit.search.vectors import EMBED_CHARS, EMBED_CHUNK
+from ragkit.search.vectors import EMBED_CHARS, EMBED_CHUNK, EMBED_DIM
 
 FULL_TEXT_CHARS = 20_000  # the page with its neighbours, cut here
 _YEAR_TERM = re.compile(r"(?:19[9]\d|20[0-3]\d|2040)")
@@ -114,6 +115,22 @@ def read_page_doc(db: Path, rel: str, neighbours: tuple[str, str] = ("", "")) ->
     }
     return PageDoc(rel=rel, sha=stored_sha(a.sha), group=a.group, page=a.page, source=doc, chunks=chunks, terms=weighted,
                    year_counts=years)
+
+
+def chunk_blob(chunk_vectors: np.ndarray) -> str:
+    """A page's chunk vectors as the cluster stores them: float16, one after the other, base64."""
+    return base64.b64encode(np.asarray(chunk_vectors, dtype="<f2").tobytes()).decode("ascii")
+
+
+def chunk_vectors(blob: str) -> np.ndarray | None:
+    """chunk_blob's vectors again (rows of EMBED_DIM float32), or None when the blob is not whole."""
+    try:
+        raw = base64.b64decode(blob, validate=True)
+    except (ValueError, TypeError):
+        return None
+    if not raw or len(raw) % (2 * EMBED_DIM):
+        return None
+    return np.frombuffer(raw, dtype="<f2").astype(np.float32).reshape(-1, EMBED_DIM)
 
 
 def page_vector(chunk_vectors: np.ndarray) -> list[float]:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from ragkit.core.errors import RagError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, iter_pages
@@ -23,6 +25,7 @@ from ragkit.search.opensearch.client import Client, ClusterError
 from ragkit.search.opensearch.documents import (
     PageDoc,
     PageTerms,
+    chunk_blob,
     doc_id,
     document_doc,
     page_vector,
@@ -30,7 +33,7 @@ from ragkit.search.opensearch.documents import (
     same_content,
 )
 from ragkit.search.synonyms import Synonyms
-from ragkit.search.vectors import get_embedder
+from ragkit.search.vectors import EMBED_VERSION, get_embedder
 
 log = logging.getLogger(__name__)
 
@@ -89,11 +92,15 @@ class OpenSearchIndex:
                 if made.get("status") == 400:  # another process created it meanwhile
                     self.client.request("GET", f"/{name}/_mapping")
                 continue
-            meta = (next(iter(got.values()), {}).get("mappings") or {}).get("_meta") or {}
+            mappings = next(iter(got.values()), {}).get("mappings") or {}
+            meta = mappings.get("_meta") or {}
             if name != self.sessions_name and meta.get("ragkit_mapping") != mapping.MAPPING_VERSION:
                 raise RagError(f"OpenSearch index {name} at {self.cfg.url} was not made by this version of ragkit "
                                f"(mapping {meta.get('ragkit_mapping')!r}, expected {mapping.MAPPING_VERSION}); "
                                "delete it or choose another prefix (rag ingest --index URL/PREFIX)")
+            if name == self.pages_name and not set(mapping.CHUNK_FIELDS) <= set(mappings.get("properties") or {}):
+                # made by an earlier ragkit: the fields are added, the pages get their values at the next sync
+                self.client.request("PUT", f"/{name}/_mapping", {"properties": mapping.CHUNK_FIELDS})
 
     @property
     def semantic(self) -> bool:
@@ -203,13 +210,13 @@ class OpenSearchIndex:
 # ------------------------------------------------------------------------------------------------ sync
 def _indexed(ix: OpenSearchIndex, paths: list[str] | None, *, without_vector: bool = False
              ) -> dict[str, tuple[str, str]]:
-    """path -> (sha, file_id) of what the cluster holds (of `paths`, or everything; only the pages without a
-    vector when `without_vector`)."""
+    """path -> (sha, file_id) of what the cluster holds (of `paths`, or everything; only the pages without this
+    embedding's vectors when `without_vector`)."""
     out: dict[str, tuple[str, str]] = {}
     after = None
     query: dict = {"match_all": {}} if paths is None else {"terms": {"path": paths}}
-    if without_vector:
-        query = {"bool": {"filter": [query], "must_not": [{"exists": {"field": "content_vector"}}]}}
+    if without_vector:  # no vectors, or not this embedding's chunk vectors (an earlier ragkit's)
+        query = {"bool": {"filter": [query], "must_not": [{"term": {"embed": EMBED_VERSION}}]}}
     while True:
         body = {"size": 5000, "query": query, "sort": [{"path": "asc"}], "_source": ["sha", "file_id"],
                 "docvalue_fields": ["path"]}
@@ -283,7 +290,7 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
     gone_files = [] if full else sorted(set(removed) | {r for r in rels if not (ix.db / r).is_file()})
     held = _indexed(ix, None if full else files + gone_files)
     emb = get_embedder()
-    # pages indexed while meaning was off get their vectors now
+    # pages indexed while meaning was off, or by an earlier ragkit (no chunk vectors), get their vectors now
     novec = set(_indexed(ix, None if full else files, without_vector=True)) if emb is not None else set()
     seen: dict[str, PageTerms] = {}  # what each page read here adds to its document's index document
     touched: set[str] = set()
@@ -341,10 +348,12 @@ def _index_pages(ix: OpenSearchIndex, todo: list[PageDoc], emb: Any, held: dict,
     if not todo:
         return
     actions = []
-    for pd, vec in zip(todo, _vectors(emb, todo), strict=True):
+    for pd, vecs in zip(todo, _vectors(emb, todo), strict=True):
         src = dict(pd.source)
-        if vec is not None:
-            src["content_vector"] = vec
+        if vecs is not None:
+            src["content_vector"] = page_vector(vecs)
+            src["chunk_vectors"] = chunk_blob(vecs)
+            src["embed"] = EMBED_VERSION
         actions.append(({"index": {"_index": ix.pages_name, "_id": doc_id(pd.rel)}}, src))
         if pd.rel in held:
             report.updated += 1
@@ -362,7 +371,8 @@ def _reanalyse_pages(ix: OpenSearchIndex, pages: list[PageDoc], report: SyncRepo
         report.reanalysed += len(pages)
 
 
-def _vectors(emb: Any, batch: list[PageDoc]) -> list[list[float] | None]:
+def _vectors(emb: Any, batch: list[PageDoc]) -> list[np.ndarray | None]:
+    """Each page's chunk vectors (None for all when there is no model, or it failed)."""
     if emb is None or not batch:
         return [None] * len(batch)
     chunks = [c for pd in batch for c in pd.chunks]
@@ -373,7 +383,7 @@ def _vectors(emb: Any, batch: list[PageDoc]) -> list[list[float] | None]:
         return [None] * len(batch)
     out, i = [], 0
     for pd in batch:
-        out.append(page_vector(vecs[i: i + len(pd.chunks)]))
+        out.append(vecs[i: i + len(pd.chunks)])
         i += len(pd.chunks)
     return out
 

@@ -37,6 +37,16 @@ ANALYSIS = {
 }
 
 
+# Added to mapping 3 without a new version (an older index gets them when opened, its pages their values at the
+# next sync): each chunk's own vector, as the embedded engine keeps them (a page is as close to a query as its
+# closest chunk; `content_vector`, their mean, is what the k-NN search finds pages by), and the embedding they
+# come from (vectors.EMBED_VERSION).
+CHUNK_FIELDS = {
+    "chunk_vectors": {"type": "binary"},  # float16, chunk after chunk, base64 (documents.chunk_blob)
+    "embed": {"type": "keyword"},
+}
+
+
 def pages_index(shards: int = 1, replicas: int = 0) -> dict:
     return {
         "settings": {
@@ -63,6 +73,7 @@ def pages_index(shards: int = 1, replicas: int = 0) -> dict:
                 "rk_pairs": {"type": "text", "analyzer": "rk", "norms": False, "index_options": "docs"},
                 "content_vector": {"type": "knn_vector", "dimension": EMBED_DIM,
                                    "method": {"name": "hnsw", "engine": "lucene", "space_type": "cosinesimil"}},
+                **CHUNK_FIELDS,
                 "sha": {"type": "keyword", "index": False},
                 "indexed_at": {"type": "date"},
             },

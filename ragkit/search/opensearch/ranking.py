@@ -7,8 +7,10 @@
 3. one page query that adds, as clauses, the document evidence, the pages the query names (page numbers,
    printed numbers, the last page, figure and table captions) and the year its documents report, with the
    adjacent-term-pair bonus as a rescore of the best PHRASE_N;
-4. meaning: the best candidates re-ranked by the cosine of the vectors the cluster returns (ranking.fuse), and
-   pages found by meaning alone put first when they are much closer than every candidate.
+4. meaning: the best candidates re-ranked by the cosine of their closest chunk, from the chunk vectors the
+   cluster keeps (ranking.fuse; the cosine of the chunks' mean for pages an earlier ragkit indexed), and pages
+   found by meaning alone (a k-NN query over the chunks' mean) put first when they are much closer than every
+   candidate.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import numpy as np
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.text import STOPWORDS, detect_lang, search_terms
+from ragkit.search.opensearch.documents import chunk_vectors, doc_id
 from ragkit.search.periods import period_terms, reports_another, specific_periods
 from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
 from ragkit.search.query import LAST_PAGE, one_edit, page_refs, years
@@ -253,7 +256,7 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     rows.sort(key=lambda r: -r[1])  # stable: the cluster's order breaks ties
     unembedded = 0
     if emb is not None and rows:
-        rows = _by_meaning(rows, qv, res[3]["hits"]["hits"], k)
+        rows = _by_meaning(ix, rows, qv, res[3]["hits"]["hits"], k)
         if any(src.get("ranking") != "hybrid" for src, _ in rows[:k] if src.get("ranking") != "meaning"):
             unembedded = _unembedded(ix, scope)
     return [_hit(ix, src, score, q, unembedded) for src, score in rows[:k]]
@@ -327,7 +330,22 @@ def _period_conflicts(query: str, docs: list[dict]) -> list[str]:
     return [h["_id"] for h, p in zip(docs, reported, strict=True) if reports_another(asked, p)]
 
 
-def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[dict], k: int
+def _closest_chunks(ix: Any, paths: list[str], qv: np.ndarray) -> dict[str, float]:
+    """The cosine of each page with the query as the embedded engine reads it: its closest chunk's (one _mget of
+    their chunk vectors). Pages without chunk vectors (an earlier ragkit's, until the next sync) are left out."""
+    ids = {doc_id(p): p for p in paths}
+    got = ix.client.request("POST", f"/{ix.pages_name}/_mget", {"ids": list(ids)},
+                            params={"_source": "chunk_vectors"})
+    out = {}
+    for d in got.get("docs", []):
+        blob = (d.get("_source") or {}).get("chunk_vectors")
+        vecs = chunk_vectors(blob) if blob else None
+        if vecs is not None and d.get("_id") in ids:
+            out[ids[d["_id"]]] = float((vecs @ qv).max())
+    return out
+
+
+def _by_meaning(ix: Any, rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[dict], k: int
                 ) -> list[tuple[dict, float]]:
     """The best candidates re-ranked by meaning (fuse), and the pages found by meaning alone (`recalled`: the
     k-NN hits, which hold none of the query's words) put first when they are closer to the query than every
@@ -335,16 +353,23 @@ def _by_meaning(rows: list[tuple[dict, float]], qv: np.ndarray, recalled: list[d
     head = rows[: max(k, RERANK_N)]
     if any(src.get("cos") is None for src, _ in head):
         return rows  # some candidates lack a vector: keyword order, not a lopsided mix
-    sims = np.array([src["cos"] for src, _ in head], dtype=np.float64)
+    recalled = recalled[: min(k, RECALL_N)]
+    closest = _closest_chunks(ix, [src["path"] for src, _ in head] + [_fields(h)["path"] for h in recalled], qv)
+    if all(src["path"] in closest for src, _ in head):
+        sims = np.array([closest[src["path"]] for src, _ in head], dtype=np.float64)
+    else:  # the mean of the chunks (content_vector, the script's cosine), for all of them alike
+        closest = {}
+        sims = np.array([src["cos"] for src, _ in head], dtype=np.float64)
     fused = fuse(np.array([s for _, s in head]), sims)
     order = np.lexsort((np.arange(len(head)), -fused))
     head = [({**head[i][0], "ranking": "hybrid"}, float(fused[i])) for i in order]
     ref = float(sims.max()) if len(sims) else 0.0
     seen = {src["path"] for src, _ in head}
     found = []
-    for h in recalled[: min(k, RECALL_N)]:
-        cos = 2.0 * float(h["_score"]) - 1.0  # the lucene engine's cosinesimil score is (1 + cos) / 2
+    for h in recalled:
         src = _fields(h)
+        # the lucene engine's cosinesimil score is (1 + cos) / 2, of the mean of the chunks
+        cos = closest.get(src["path"], 2.0 * float(h["_score"]) - 1.0)
         if src["path"] not in seen and cos >= ref + RECALL_MARGIN:
             found.append(({**src, "ranking": "meaning"}, 1.0 + DENSE_WEIGHT * cos))
     return found + head
