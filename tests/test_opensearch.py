@@ -302,19 +302,15 @@ def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
     from test_search_periods import (
         COMPARATIVE_QUESTIONS,
         HALF_YEAR_QUESTIONS,
-        _report,
+        QUARTER_QUESTIONS,
         comparative_reports,
         half_year_reports,
+        quarter_reports,
     )
 
     db = isolated_env / "database"
-    outlook = ("当社グループの業績の見通しについて、売上高は引き続き堅調に推移すると見込んでおり、"
-               "第3四半期以降の売上高も前年を上回る見込みです。第3四半期の売上高の見通しは据え置きます。")
-    _report(db, "北海商事", "hokkai_q2", 2, "45,100", outlook)
-    _report(db, "北海商事", "hokkai_q3", 3, "68,200")
-    _report(db, "南海物産", "nankai_q3", 3, "12,900")
-    _ranked_in_the_cluster(url, db, {"北海商事の2025年3月期第3四半期の売上高は？": "決算/hokkai_q3/",
-                                      "北海商事 2025年3月期 第2四半期 売上高": "決算/hokkai_q2/"})
+    quarter_reports(db)
+    _ranked_in_the_cluster(url, db, QUARTER_QUESTIONS)
     half = isolated_env / "half"
     half_year_reports(half)
     _ranked_in_the_cluster(url, half, HALF_YEAR_QUESTIONS)

@@ -293,13 +293,13 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
                     named = np.zeros(len(scores), bool)
                 if LAST_PAGE in refs:
                     named |= self._last_pages()
-                # "Figure 4" names the page whose caption is Figure 4, as "page 7" names page 7
+                # "Figure 4" names the page whose caption is Figure 4, as "page 7" names page 7; every filing has a
+                # balance sheet: a statement is named only in the document asked about (the best evidence)
+                best = float(doc[self._alive.view()].max(initial=0.0)) if STATEMENT_TERMS & set(labels) else 0.0
                 for label in labels:
                     if (found := self._postings(label)) is not None:
                         pages = found[0]
                         if label in STATEMENT_TERMS:
-                            # every filing has a balance sheet: only the one of the document asked about
-                            best = float(doc[self._alive.view()].max(initial=0.0))
                             pages = pages[doc[pages] >= best] if best > 0 else pages[:0]
                         named[pages] = True
                 # A named page may hold none of the query's words (a photo, a scan: "how many cars on page 3"):

@@ -127,10 +127,16 @@ def specific_periods(terms: list[str]) -> list[str]:
     return []
 
 
+def another_of_kind(asked: list[str], term: str) -> bool:
+    """Whether a period term names another period of the kind asked (specific_periods' terms: a year's quarter or
+    half, or a period's end), not one of those asked."""
+    kind = "§end" if asked[0].startswith("§end") else "§fy"
+    return term.startswith(kind) and term not in asked and (kind == "§end" or not term[3:].isdigit())
+
+
 def reports_another(asked: list[str], reported: set[str]) -> bool:
     """Whether a document reporting these period terms reports another period of the kind asked (specific_periods'
     terms) and not the one asked: the same company's previous quarter, when the question names one."""
     if not asked or reported & set(asked):
         return False
-    kind = "§end" if asked[0].startswith("§end") else "§fy"
-    return any(t.startswith(kind) and (kind == "§end" or not t[3:].isdigit()) for t in reported)
+    return any(another_of_kind(asked, t) for t in reported)

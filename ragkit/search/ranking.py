@@ -9,7 +9,7 @@ import numpy as np
 
 from ragkit.core.pagefile import FRONT_PAGES
 from ragkit.core.text import STOPWORDS, detect_lang, search_terms
-from ragkit.search.periods import specific_periods
+from ragkit.search.periods import another_of_kind, specific_periods
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_N
 
 if TYPE_CHECKING:
@@ -173,7 +173,6 @@ class _Ranking:
         out = np.zeros(len(groups), bool)
         if not (PERIOD_WEIGHT and terms):
             return out
-        kind = "§end" if terms[0].startswith("§end") else "§fy"
         asked = np.zeros(len(self._group_ids), bool)
         for t in terms:
             asked |= self._period_groups(t)
@@ -181,7 +180,7 @@ class _Ranking:
             return out
         other = np.zeros(len(self._group_ids), bool)
         for t in self._period_vocabulary():
-            if t.startswith(kind) and t not in terms and (kind == "§end" or not t[3:].isdigit()):
+            if another_of_kind(terms, t):
                 other |= self._period_groups(t)
         return (other & ~asked)[groups]
 

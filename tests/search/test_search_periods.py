@@ -72,18 +72,28 @@ def test_a_korean_question_about_one_quarter_finds_that_quarters_report(tmp_path
         assert top(idx, "한빛전자 2024년 2분기 매출액", k=1, mode=mode)[0].startswith("보고서/hanbit_q2/"), mode
 
 
-def test_a_question_about_one_quarter_finds_that_quarters_report(tmp_path):
-    """The second-quarter summary talks about the third quarter's sales (its outlook) more than the third
-    quarter's own summary does; only the period it reports tells them apart."""
-    db = tmp_path / "database"
+QUARTER_QUESTIONS = {"北海商事の2025年3月期第3四半期の売上高は？": "決算/hokkai_q3/",
+                     "北海商事 2025年3月期 第2四半期 売上高": "決算/hokkai_q2/"}
+
+
+def quarter_reports(db) -> None:
+    """One company's second- and third-quarter summaries, the second talking about the third quarter's sales (its
+    outlook) more than the third's own does, and another company's third quarter."""
     outlook = ("当社グループの業績の見通しについて、売上高は引き続き堅調に推移すると見込んでおり、"
                "第3四半期以降の売上高も前年を上回る見込みです。第3四半期の売上高の見通しは据え置きます。")
     _report(db, "北海商事", "hokkai_q2", 2, "45,100", outlook)
     _report(db, "北海商事", "hokkai_q3", 3, "68,200")
     _report(db, "南海物産", "nankai_q3", 3, "12,900")
+
+
+def test_a_question_about_one_quarter_finds_that_quarters_report(tmp_path):
+    """The second-quarter summary talks about the third quarter's sales (its outlook) more than the third
+    quarter's own summary does; only the period it reports tells them apart."""
+    db = tmp_path / "database"
+    quarter_reports(db)
     idx = fresh(db)
-    assert top(idx, "北海商事の2025年3月期第3四半期の売上高は？", k=1, mode="keyword")[0].startswith("決算/hokkai_q3/")
-    assert top(idx, "北海商事 2025年3月期 第2四半期 売上高", k=1, mode="keyword")[0].startswith("決算/hokkai_q2/")
+    for question, report in QUARTER_QUESTIONS.items():
+        assert top(idx, question, k=1, mode="keyword")[0].startswith(report), question
 
 
 def test_english_periods_pick_their_filing(tmp_path):
