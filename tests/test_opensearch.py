@@ -303,9 +303,11 @@ def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
         COMPARATIVE_QUESTIONS,
         HALF_YEAR_QUESTIONS,
         QUARTER_QUESTIONS,
+        TEN_Q_QUESTIONS,
         comparative_reports,
         half_year_reports,
         quarter_reports,
+        ten_q_filings,
     )
 
     db = isolated_env / "database"
@@ -317,6 +319,9 @@ def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
     comparative = isolated_env / "comparative"
     comparative_reports(comparative)
     _ranked_in_the_cluster(url, comparative, COMPARATIVE_QUESTIONS)
+    filings = isolated_env / "filings"
+    ten_q_filings(filings)
+    _ranked_in_the_cluster(url, filings, TEN_Q_QUESTIONS)
 
 
 def test_named_pages_and_statements_come_first_in_the_cluster_too(url, isolated_env):

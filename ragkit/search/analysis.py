@@ -16,16 +16,16 @@ import numpy as np
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import page_number
 from ragkit.core.text import STOPWORDS, name_forms, normalize, search_terms
-from ragkit.search.periods import period_terms
+from ragkit.search.periods import reported_periods
 from ragkit.search.statements import page_statements
 
 ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 # Bump when the analysis (tokenizer, fields, blob layout, period terms) changes: the embedded index's cache is then
 # rebuilt from the files, and a cluster re-analyses its pages on the next sync (their vectors are kept).
-ANALYSIS_VERSION = "17"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length;
+ANALYSIS_VERSION = "18"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length;
 # 13: fiscal period terms (search/periods.py); 14: the second quarter and the half year are one report, 中間決算;
 # 15: financial statement terms (search/statements.py); 16: a statement of condition is a balance sheet;
-# 17: Korean fiscal periods (2024년 3분기, 상반기)
+# 17: Korean fiscal periods (2024년 3분기, 상반기); 18: a filing's quarter from its year to date ("six months ended")
 
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # A figure's or table's caption names what the page shows, as a heading does: "Figure 3: ...", "Table 2 ...",
@@ -106,7 +106,7 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     )
     labels = [t for t in map(caption_label, captions) if t]
     # the fiscal periods a page reports count as headings do ("2025年3月期 第3四半期", "FY2024 Q3")
-    labels += period_terms(f"{fields[0]}\n{meta.document}\n{body}")
+    labels += reported_periods(f"{fields[0]}\n{meta.document}\n{body}")
     labels += page_statements(body)  # "§balance": the page is a balance sheet
     counts: dict[str, list[int]] = {}
     lens = []

@@ -9,6 +9,13 @@ Understood: 2025年3月期, 2024年度, 令和5年度 / 平成30年度, 第3四�
 "(quarter | year | period) ended (ending) March 31, 2024" (the period's end month); in Korean 2024년도 / 2024
 회계연도 (사업연도), 3분기, 상반기・하반기・반기. The second quarter and the half year name one report: each brings
 the other's terms.
+
+    reported_periods(text) -> list[str]   # a page's: the same, and the quarter a year-to-date period is
+
+A filing names its quarter by the year so far: "the three and six months ended June 30, 2023" is a second quarter's
+report, "the nine months (thirty-nine weeks) ended October 29, 2022" a third quarter's; the fiscal year is the one
+ending in the month before the period began (Nike's six months ended November 30, 2023: FY2024 Q2). Only pages
+are read so: a question that says "the six months ended June 30" names the period by its end, as a cover does.
 """
 
 from __future__ import annotations
@@ -44,9 +51,16 @@ _PART = re.compile(
     r"|(?P<h2>下\s*期|下\s*半\s*期|second\s+half|\bh2\b|하\s*반\s*기)")
 # the end of a reported period: "quarter ended March 31, 2024", "year ended December 31, 2023"
 _ENDED = re.compile(
-    r"\b(?:period|quarter|year|months)\s+end(?:ed|ing)\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+    r"\b(?:period|quarter|year|months|weeks)\s+end(?:ed|ing)\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+# year to date: "six months ended June 30, 2023", "thirty-nine weeks ended October 29, 2022"
+_YEAR_TO_DATE = re.compile(
+    r"\b(?P<n>six|nine|6|9|twenty[- ]six|thirty[- ]nine|26|39)\s+(?P<unit>months|weeks)\s+end(?:ed|ing)\s+"
+    r"(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+_QUARTER_OF = {"six": 2, "6": 2, "twenty six": 2, "26": 2, "nine": 3, "9": 3, "thirty nine": 3, "39": 3}
 _BARE_YEAR = re.compile(r"(?<![\d.,])(?:19|20)\d\d(?![\d.,%])")
-BESIDE = 2  # ... and between a part and a plain year ("Q3 2024", "H1 2023", "2024年第3四半期")
+BESIDE = 2  # ... and between a part and a plain year ("Q3 2024", "H1 2023", "2024年第3四半期"), or " of " ("the
+# second quarter of 2023")
+_OF = re.compile(r"\s+of\s+")
 NEAR = 12  # characters between a fiscal year and a part that names the same period ("2025年3月期 第3四半期")
 # One report covers both: the second quarter's cumulative summary is the half year's (第2四半期(累計) = 中間期 = 上期;
 # since 2024 a Japanese company's second-quarter 決算短信 is called 中間決算短信; a 10-Q for the second quarter
@@ -107,13 +121,29 @@ def period_terms(text: str) -> list[str]:
         near = [(min(abs(s - ye), abs(ys - e)), y) for ys, ye, y in years
                 if min(abs(s - ye), abs(ys - e)) <= NEAR]
         near = near or [(min(abs(s - ye), abs(ys - e)), y) for ys, ye, y in bare
-                        if min(abs(s - ye), abs(ys - e)) <= BESIDE]
+                        if min(abs(s - ye), abs(ys - e)) <= BESIDE or _OF.fullmatch(norm, e, ys)]
         if near:
             out += [f"§fy{min(near)[1]}{p}" for p in same]
     for m in _ENDED.finditer(norm):
         month = _MONTHS.get(m["mon"][:3])
         if month:
             out.append(f"§end{m['y']}-{month:02d}")
+    return list(dict.fromkeys(out))
+
+
+def reported_periods(text: str) -> list[str]:
+    """The period terms a page reports: period_terms(), and the quarter each year-to-date period it names is."""
+    out = period_terms(text)
+    for m in _YEAR_TO_DATE.finditer(normalize(text)):
+        month = _MONTHS.get(m["mon"][:3])
+        if not month:
+            continue
+        quarter = _QUARTER_OF[m["n"].replace("-", " ")]
+        start = (month - 3 * quarter) % 12 + 1  # the fiscal year's first month (weeks: the nearest month)
+        last = (start - 2) % 12 + 1
+        year = int(m["y"]) + (last < month)
+        same = _SAME_REPORT.get(f"q{quarter}", (f"q{quarter}",))
+        out += [f"§{p}" for p in same] + [f"§fy{year}{p}" for p in same]
     return list(dict.fromkeys(out))
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from search_fixtures import fresh, top, write_page
 
-from ragkit.search.periods import period_terms
+from ragkit.search.periods import period_terms, reported_periods
 
 
 @pytest.mark.parametrize("text,terms", [
@@ -27,10 +27,16 @@ from ragkit.search.periods import period_terms
     ("net income in fiscal 2019", ["§fy2019"]),
     ("the third quarter of fiscal year 2024", ["§fy2024", "§q3", "§fy2024q3"]),
     ("Q3 2024", ["§q3", "§fy2024q3"]),
-    ("first half of 2023", ["§h1", "§q2"]),
+    ("first half of 2023", ["§h1", "§q2", "§fy2023h1", "§fy2023q2"]),
+    ("first half", ["§h1", "§q2"]),
+    ("revenue in the second quarter of 2023", ["§q2", "§h1", "§fy2023q2", "§fy2023h1"]),
+    ("the third quarter of the year, 2023", ["§q3"]),
     ("For the quarterly period ended March 31, 2024", ["§end2024-03"]),
     ("for the year ended Dec. 31, 2023", ["§end2023-12"]),
     ("for the fiscal year ending January 28, 2023", ["§end2023-01"]),
+    ("for the 13 weeks ended October 29, 2022", ["§end2022-10"]),
+    # a question names a year to date by its end, as a cover does (a page also says which quarter it is: below)
+    ("for the six months ended June 30, 2023", ["§end2023-06"]),
     ("2024년 3분기 매출액", ["§q3", "§fy2024q3"]),
     ("2024년도 사업보고서", ["§fy2024"]),
     ("2024 회계연도", ["§fy2024"]),
@@ -44,6 +50,23 @@ from ragkit.search.periods import period_terms
 ])
 def test_periods_are_read_in_japanese_english_and_korean(text, terms):
     assert period_terms(text) == terms
+
+
+@pytest.mark.parametrize("text,terms", [
+    ("Statements of Income for the three and six months ended June 30, 2023 and 2022",
+     ["§end2023-06", "§q2", "§h1", "§fy2023q2", "§fy2023h1"]),
+    ("Nine Months Ended September 30, 2023", ["§end2023-09", "§q3", "§fy2023q3"]),
+    # a fiscal year ending in May (FY2024 began in June 2023), in June (FY2023 began in July 2022), in January
+    ("THREE AND SIX MONTHS ENDED NOVEMBER 30, 2023", ["§end2023-11", "§q2", "§h1", "§fy2024q2", "§fy2024h1"]),
+    ("nine months ended February 29, 2024", ["§end2024-02", "§q3", "§fy2024q3"]),
+    ("six months ended December 31, 2022", ["§end2022-12", "§q2", "§h1", "§fy2023q2", "§fy2023h1"]),
+    ("the thirty-nine weeks ended October 29, 2022", ["§end2022-10", "§q3", "§fy2023q3"]),
+    ("26 weeks ended July 29, 2023", ["§end2023-07", "§q2", "§h1", "§fy2024q2", "§fy2024h1"]),
+    ("three months ended March 31, 2023", ["§end2023-03"]),  # any quarter's own three months
+    ("twelve months ended June 30, 2023", ["§end2023-06"]),
+])
+def test_a_page_reports_the_quarter_its_year_to_date_ends(text, terms):
+    assert reported_periods(text) == terms
 
 
 def _report(db, company: str, name: str, quarter: int, sales: str, outlook: str = "") -> None:
@@ -108,6 +131,42 @@ def test_english_periods_pick_their_filing(tmp_path):
     idx = fresh(db)
     assert top(idx, "Acme revenues in the quarter ended September 30, 2024", k=1, mode="keyword")[0] \
         == "filings/acme_q3/cover/page_001.md"
+
+
+def _ten_q(db, name: str, cover: str, contents: str, body: str) -> None:
+    write_page(db, f"filings/{name}/cover/page_001.md",
+               f"# Acme Corp Form 10-Q\nFor the quarterly period ended {cover}\nCommission file number 1-0000",
+               source=f"src/{name}.pdf")
+    write_page(db, f"filings/{name}/cover/page_002.md", f"# Index\nCondensed Consolidated Statements of Income for "
+               f"the {contents}\nCondensed Consolidated Balance Sheets", source=f"src/{name}.pdf", page=2)
+    write_page(db, f"filings/{name}/mdna/page_003.md", f"# Management's Discussion and Analysis\n{body}",
+               source=f"src/{name}.pdf", page=3)
+
+
+TEN_Q_QUESTIONS = {"What is Acme's quick ratio for Q2 of FY2023?": "filings/acme_q2/",
+                   "Acme current assets in the second quarter of 2023": "filings/acme_q2/",
+                   "Acme revenue for FY2023 Q3": "filings/acme_q3/"}
+
+
+def ten_q_filings(db) -> None:
+    """Three 10-Qs of one year: none says "second quarter" on its cover, and the third quarter's discussion compares
+    with the second quarter more than the second's own does. Only the year to date tells them apart."""
+    _ten_q(db, "acme_q1", "March 31, 2023", "three months ended March 31, 2023 and 2022",
+           "Revenue was $1,020 million. Current assets were $900 million and current liabilities $610 million.")
+    _ten_q(db, "acme_q2", "June 30, 2023", "three and six months ended June 30, 2023 and 2022",
+           "Revenue was $1,110 million. Current assets were $950 million and current liabilities $640 million.")
+    _ten_q(db, "acme_q3", "September 30, 2023", "three and nine months ended September 30, 2023 and 2022",
+           "Revenue was $1,180 million, up from the second quarter. Current assets were $990 million, up from the "
+           "second quarter, and current liabilities $650 million, as in the second quarter.")
+
+
+def test_a_filing_is_the_quarter_its_year_to_date_says(tmp_path):
+    db = tmp_path / "database"
+    ten_q_filings(db)
+    idx = fresh(db)
+    for mode in ("keyword", "hybrid"):
+        for question, filing in TEN_Q_QUESTIONS.items():
+            assert top(idx, question, k=1, mode=mode)[0].startswith(filing), (question, mode)
 
 
 HALF_YEAR_QUESTIONS = {"東西電機の2025年3月期第2四半期の売上高は？": "決算/h1/", "東西電機 2025年3月期 上期 売上高": "決算/h1/",
