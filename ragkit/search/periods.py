@@ -6,9 +6,9 @@ not. "§" is never part of a word, so no text can produce these terms by acciden
 
 Understood: 2025年3月期, 2024年度, 令和5年度 / 平成30年度, 第3四半期 (累計), 上期・下期・上半期・下半期・中間期,
 中間決算, 通期, FY2024 / FY24 / fiscal (year) 2019, Q3 / 3Q / third quarter, first / second half, H1 / H2, and
-"(quarter | year | period) ended (ending) March 31, 2024" (the period's end month); in Korean 2024년도 / 2024
-회계연도 (사업연도), 3분기, 상반기・하반기・반기. The second quarter and the half year name one report: each brings
-the other's terms.
+"(quarter | year | period | months | weeks) ended (ending) March 31, 2024" (the period's end month), "the second
+quarter of 2023"; in Korean 2024년도 / 2024 회계연도 (사업연도), 3분기, 상반기・하반기・반기. The second quarter and the
+half year name one report: each brings the other's terms.
 
     reported_periods(text) -> list[str]   # a page's: the same, and the quarter a year-to-date period is
 
@@ -54,7 +54,7 @@ _ENDED = re.compile(
     r"\b(?:period|quarter|year|months|weeks)\s+end(?:ed|ing)\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
 # year to date: "six months ended June 30, 2023", "thirty-nine weeks ended October 29, 2022"
 _YEAR_TO_DATE = re.compile(
-    r"\b(?P<n>six|nine|6|9|twenty[- ]six|thirty[- ]nine|26|39)\s+(?P<unit>months|weeks)\s+end(?:ed|ing)\s+"
+    r"\b(?P<n>six|nine|6|9|twenty[- ]six|thirty[- ]nine|26|39)\s+(?:months|weeks)\s+end(?:ed|ing)\s+"
     r"(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
 _QUARTER_OF = {"six": 2, "6": 2, "twenty six": 2, "26": 2, "nine": 3, "9": 3, "thirty nine": 3, "39": 3}
 _BARE_YEAR = re.compile(r"(?<![\d.,])(?:19|20)\d\d(?![\d.,%])")
