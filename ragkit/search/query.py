@@ -56,12 +56,17 @@ _PAGE_REF = re.compile(
 )
 
 
+# an example of the answer's form names no page: "formatted as a list like ['Page 2', 'Page 4']"
+_EXAMPLE = re.compile(r"(?:\be\.g\.|\bfor example|\blike|\bsuch as|例えば|예를 들어|예:|例:)[,:]?\s*\[[^\]]*\]")
+
+
 def page_refs(query: str) -> set[int]:
     """Page numbers a query names: "page 12", "page (3)", "page three", "pages 3 and 4", "pp. 5-7",
     "from page 3 to page 10", "the 3rd page", "the first slide", "the cover" (1), "12ページ", "第12页",
-    "12페이지". "The last page", "最後のページ" and "마지막 페이지" give LAST_PAGE."""
+    "12페이지". "The last page", "最後のページ" and "마지막 페이지" give LAST_PAGE. Not the pages of an example of
+    the answer's form ("list them like ['Page 2', 'Page 4']")."""
     out: set[int] = set()
-    for m in _PAGE_REF.finditer(normalize(query)):
+    for m in _PAGE_REF.finditer(_EXAMPLE.sub(" ", normalize(query))):
         if m["en"]:
             nums = [int(x) for x in re.findall(r"\d+", m["en"])]
             if _RANGE.search(m["en"]) and len(nums) == 2 and 0 < nums[1] - nums[0] <= 20:

@@ -103,6 +103,12 @@ def test_a_page_is_also_named_by_the_number_printed_on_it(tmp_path, monkeypatch)
     ("from Page 3 to Page 6", {3, 4, 5, 6}), ("pages 3 through 5", {3, 4, 5}), ("a one page summary", set()),
     ("Is there a signature on the last page?", {q_mod.LAST_PAGE}), ("最後のページ", {q_mod.LAST_PAGE}),
     ("마지막 페이지", {q_mod.LAST_PAGE}), ("the last pages of the book", set()),
+    # an example of the answer's form names no page
+    ("List all pages with the logo. The answer should be formatted as a list like ['Page 2', 'Page 4'].", set()),
+    ('Which pages explain it? Answer as a list, for example, ["Page 17", "Page 25"]', set()),
+    ('How many people are on page 17? Write a list, e.g., ["1","2"]', {17}),
+    ("해당 페이지를 목록으로 답하세요. 예: [3페이지, 5페이지]", set()),
+    ("page 3 (like [this])", {3}),
 ])
 def test_page_refs(query, pages):
     assert q_mod.page_refs(query) == pages
