@@ -191,4 +191,4 @@ _YEAR = re.compile(r"(?<![\d.,])(?:fy\s*'?)?((?:19|20)\d\d)(?![\d.,%])")
 
 def years(query: str) -> set[int]:
     """The years (1900-2099) a query names, fiscal or not: "FY2019" and "in 2019" both give 2019."""
-    return {int(y) for y in _YEAR.findall(normalize(query))}
+    return {int(y) for y in _YEAR.findall(_EXAMPLE.sub(" ", normalize(query)))}

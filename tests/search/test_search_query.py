@@ -240,3 +240,13 @@ def test_a_name_is_not_stemmed_into_another_word(tmp_path):
     idx = fresh(d)
     assert top(idx, "What were Corning's net sales?", k=1) == ["fin/corning/results/page_010.md"]
     assert idx.query_terms("Corning sales")["corning"] > 0  # searched as itself too
+
+
+@pytest.mark.parametrize("query, named", [
+    ("FY2019 revenue", {2019}), ("in 2019 and 2020", {2019, 2020}), ("the 10,2019 units", set()),
+    # an example of the answer's form names no year
+    ("Which years does the pie chart show? Format them in a list like ['2006', '2007', '2011']", set()),
+    ("Net income in 2021? Answer as a list, e.g., [2020]", {2021}),
+])
+def test_years_a_question_names(query, named):
+    assert q_mod.years(query) == named
