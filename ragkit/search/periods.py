@@ -14,8 +14,9 @@ half year name one report: each brings the other's terms.
 
 A filing names its quarter by the year so far: "the three and six months ended June 30, 2023" is a second quarter's
 report, "the nine months (thirty-nine weeks) ended October 29, 2022" a third quarter's; the fiscal year is the one
-ending in the month before the period began (Nike's six months ended November 30, 2023: FY2024 Q2). Only pages
-are read so: a question that says "the six months ended June 30" names the period by its end, as a cover does.
+ending in the month before the period began (Nike's six months ended November 30, 2023: FY2024 Q2). A page that
+names three months ended and no longer period ended, and no other quarter, is a first quarter's. Only pages are read
+so: a question that says "the six months ended June 30" names the period by its end, as a cover does.
 """
 
 from __future__ import annotations
@@ -57,6 +58,15 @@ _YEAR_TO_DATE = re.compile(
     r"\b(?P<n>six|nine|6|9|twenty[- ]six|thirty[- ]nine|26|39)\s+(?:months|weeks)\s+end(?:ed|ing)\s+"
     r"(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
 _QUARTER_OF = {"six": 2, "6": 2, "twenty six": 2, "26": 2, "nine": 3, "9": 3, "thirty nine": 3, "39": 3}
+# a quarter alone, "the three months (thirteen weeks) ended March 31, 2023": a first quarter's report, when the page
+# names no longer period ended (a later quarter's year to date, a year: "three months and year ended") and no other
+# quarter ("fourth quarter results: three months ended December 31")
+_QUARTER_ALONE = re.compile(
+    r"\b(?:(?:three|3)\s+months|(?:thirteen|13)\s+weeks)\s+end(?:ed|ing)\s+"
+    r"(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+_LONGER = re.compile(
+    r"\b(?:six|nine|twelve|6|9|12)\s+months\s+(?:end|and)|\b(?:twenty[- ]six|thirty[- ]nine|fifty[- ]t\w+|26|39|52|53)"
+    r"\s+weeks\s+(?:end|and)|\byears?\s+end(?:ed|ing)\b|\band\s+(?:fiscal\s+)?years?\b")
 _BARE_YEAR = re.compile(r"(?<![\d.,])(?:19|20)\d\d(?![\d.,%])")
 BESIDE = 2  # ... and between a part and a plain year ("Q3 2024", "H1 2023", "2024年第3四半期"), or " of " ("the
 # second quarter of 2023")
@@ -132,18 +142,23 @@ def period_terms(text: str) -> list[str]:
 
 
 def reported_periods(text: str) -> list[str]:
-    """The period terms a page reports: period_terms(), and the quarter each year-to-date period it names is."""
+    """The period terms a page reports: period_terms(), and the quarter its latest year-to-date period is (a quarter
+    alone, on a page naming no longer period ended, is a first quarter)."""
     out = period_terms(text)
-    for m in _YEAR_TO_DATE.finditer(normalize(text)):
-        month = _MONTHS.get(m["mon"][:3])
-        if not month:
-            continue
-        quarter = _QUARTER_OF[m["n"].replace("-", " ")]
+    norm = normalize(text)
+    ends = [(int(m["y"]), month, _QUARTER_OF[m["n"].replace("-", " ")]) for m in _YEAR_TO_DATE.finditer(norm)
+            if (month := _MONTHS.get(m["mon"][:3]))]
+    if not ends and not _LONGER.search(norm) and not {"§q2", "§q3", "§q4", "§h1", "§h2"} & set(out):
+        ends = [(int(m["y"]), month, 1) for m in _QUARTER_ALONE.finditer(norm) if (month := _MONTHS.get(m["mon"][:3]))]
+        if len({month for _y, month, _q in ends}) > 1:
+            ends = []  # quarters ending in different months: a discussion comparing quarters, not one quarter's report
+    if ends:
+        # the latest: what the page reports (the earlier ones are its comparatives)
+        y, month, quarter = max(ends)
         start = (month - 3 * quarter) % 12 + 1  # the fiscal year's first month (weeks: the nearest month)
         last = (start - 2) % 12 + 1
-        year = int(m["y"]) + (last < month)
         same = _SAME_REPORT.get(f"q{quarter}", (f"q{quarter}",))
-        out += [f"§{p}" for p in same] + [f"§fy{year}{p}" for p in same]
+        out += [f"§{p}" for p in same] + [f"§fy{y + (last < month)}{p}" for p in same]
     return list(dict.fromkeys(out))
 
 

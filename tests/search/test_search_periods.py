@@ -62,8 +62,21 @@ def test_periods_are_read_in_japanese_english_and_korean(text, terms):
     ("six months ended December 31, 2022", ["§end2022-12", "§q2", "§h1", "§fy2023q2", "§fy2023h1"]),
     ("the thirty-nine weeks ended October 29, 2022", ["§end2022-10", "§q3", "§fy2023q3"]),
     ("26 weeks ended July 29, 2023", ["§end2023-07", "§q2", "§h1", "§fy2024q2", "§fy2024h1"]),
-    ("three months ended March 31, 2023", ["§end2023-03"]),  # any quarter's own three months
+    # a quarter alone is a first quarter's report (Nike's, in August, is FY2024's; a retailer's thirteen weeks)
+    ("three months ended March 31, 2023 and 2022", ["§end2023-03", "§q1", "§fy2023q1"]),
+    ("For the three months ended August 31, 2023", ["§end2023-08", "§q1", "§fy2024q1"]),
+    ("Thirteen weeks ended April 29, 2023", ["§end2023-04", "§q1", "§fy2024q1"]),
+    # ... unless a longer period or another quarter is named beside it
+    ("three months and year ended December 31, 2023", ["§end2023-12"]),
+    ("the three and twelve months ended December 31, 2023", ["§end2023-12"]),
+    ("Fourth quarter: the three months ended December 31, 2023", ["§q4", "§end2023-12"]),
     ("twelve months ended June 30, 2023", ["§end2023-06"]),
+    # the latest period is the one reported, the others its comparatives
+    ("the six months ended June 30, 2023 compared with the six months ended June 30, 2022",
+     ["§end2023-06", "§end2022-06", "§q2", "§h1", "§fy2023q2", "§fy2023h1"]),
+    # quarters ending in different months are compared, not reported
+    ("MAUs for the three months ended December 31, 2019, as compared to the three months ended September 30, 2019",
+     ["§end2019-12", "§end2019-09"]),
 ])
 def test_a_page_reports_the_quarter_its_year_to_date_ends(text, terms):
     assert reported_periods(text) == terms
@@ -133,9 +146,10 @@ def test_english_periods_pick_their_filing(tmp_path):
         == "filings/acme_q3/cover/page_001.md"
 
 
-def _ten_q(db, name: str, cover: str, contents: str, body: str) -> None:
+def _ten_q(db, name: str, cover: str, contents: str, body: str, form: str = "10-Q") -> None:
+    period = "fiscal year" if form == "10-K" else "quarterly period"
     write_page(db, f"filings/{name}/cover/page_001.md",
-               f"# Acme Corp Form 10-Q\nFor the quarterly period ended {cover}\nCommission file number 1-0000",
+               f"# Acme Corp Form {form}\nFor the {period} ended {cover}\nCommission file number 1-0000",
                source=f"src/{name}.pdf")
     write_page(db, f"filings/{name}/cover/page_002.md", f"# Index\nCondensed Consolidated Statements of Income for "
                f"the {contents}\nCondensed Consolidated Balance Sheets", source=f"src/{name}.pdf", page=2)
@@ -145,19 +159,25 @@ def _ten_q(db, name: str, cover: str, contents: str, body: str) -> None:
 
 TEN_Q_QUESTIONS = {"What is Acme's quick ratio for Q2 of FY2023?": "filings/acme_q2/",
                    "Acme current assets in the second quarter of 2023": "filings/acme_q2/",
-                   "Acme revenue for FY2023 Q3": "filings/acme_q3/"}
+                   "Acme revenue for FY2023 Q3": "filings/acme_q3/",
+                   "Acme current liabilities in the first quarter of 2023": "filings/acme_q1/"}
 
 
 def ten_q_filings(db) -> None:
-    """Three 10-Qs of one year: none says "second quarter" on its cover, and the third quarter's discussion compares
-    with the second quarter more than the second's own does. Only the year to date tells them apart."""
+    """Three 10-Qs of one year and the 10-K before them: none says which quarter it is on its cover, the second and
+    third quarters' discussions compare with the quarter before more than that quarter's own does, and the 10-K
+    talks about first quarters. Only the year to date tells them apart."""
     _ten_q(db, "acme_q1", "March 31, 2023", "three months ended March 31, 2023 and 2022",
            "Revenue was $1,020 million. Current assets were $900 million and current liabilities $610 million.")
     _ten_q(db, "acme_q2", "June 30, 2023", "three and six months ended June 30, 2023 and 2022",
-           "Revenue was $1,110 million. Current assets were $950 million and current liabilities $640 million.")
+           "Revenue was $1,110 million. Current assets were $950 million and current liabilities $640 million, "
+           "up from first quarter current liabilities of $610 million; first quarter current assets were lower.")
     _ten_q(db, "acme_q3", "September 30, 2023", "three and nine months ended September 30, 2023 and 2022",
            "Revenue was $1,180 million, up from the second quarter. Current assets were $990 million, up from the "
            "second quarter, and current liabilities $650 million, as in the second quarter.")
+    _ten_q(db, "acme_10k", "December 31, 2022", "years ended December 31, 2022, 2021 and 2020",
+           "Revenue was $4,300 million. Current liabilities were $600 million; in the first quarter current "
+           "liabilities rose, and first quarter current liabilities are expected to rise again.", form="10-K")
 
 
 def test_a_filing_is_the_quarter_its_year_to_date_says(tmp_path):
