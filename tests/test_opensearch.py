@@ -155,6 +155,31 @@ def test_a_page_analysed_by_an_earlier_ragkit_gets_new_terms_and_keeps_its_vecto
     ix.close()
 
 
+def test_a_re_analysing_sync_leaves_no_replaced_page_in_the_statistics(os_db):
+    """Lucene counts a replaced page in BM25's statistics until it merges it away: after a sync that analysed pages
+    again, the pages index holds no deleted copy, even where the copies are a small share of their segment."""
+    from ragkit.search.opensearch.documents import doc_id
+
+    ix = OpenSearchIndex(os_db, index_config(os_db), progress=False)
+    ix.client.request("POST", f"/{ix.pages_name}/_forcemerge", params={"max_num_segments": "1"})
+    page = ix.pages()[0]
+    path = f"/{ix.pages_name}/_doc/{doc_id(page)}"
+    sha = ix.client.request("GET", path)["_source"]["sha"]
+    # one page as an earlier ragkit left it: its old copy is one deleted document in a segment of them all
+    ix.client.request("POST", f"/{ix.pages_name}/_update/{doc_id(page)}",
+                      {"doc": {"sha": sha.partition(":")[0]}}, params={"refresh": "true"})
+
+    def deleted() -> int:
+        stats = ix.client.request("GET", f"/{ix.pages_name}/_stats/docs")
+        return int(stats["_all"]["primaries"]["docs"]["deleted"])
+
+    assert deleted() >= 1
+    report = ix.sync(progress=False)
+    assert report.reanalysed == 1 and report.changed == 1
+    assert deleted() == 0
+    ix.close()
+
+
 def test_meaning_reads_a_pages_closest_chunk_and_an_earlier_ragkits_pages_get_chunks_at_the_next_sync(os_db):
     """The cluster re-ranks by the cosine of a page's closest chunk, as the embedded engine does (not of the
     chunks' mean). Pages an earlier ragkit indexed (a vector, no chunk vectors) are ranked by the mean meanwhile,

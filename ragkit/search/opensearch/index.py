@@ -40,6 +40,12 @@ log = logging.getLogger(__name__)
 BULK_PAGES = 200  # pages per bulk request
 PAGES_TTL = 5.0  # seconds a listing of the cluster's pages is reused (our own writes invalidate it at once)
 MERGE_TIMEOUT = 900.0  # seconds for merging away the pages a re-analysis replaced (one index of 100k pages)
+# A replaced page stays in BM25's statistics until merged away, and the cluster keeps the copies it replaced in
+# the last ~30 s (soft deletes held for its recovery history): a re-analysing sync merges again, every
+# MERGE_RETRY seconds for up to MERGE_WAIT, until the copies left are at most REPLACED_SHARE of the index.
+MERGE_WAIT = 60.0
+MERGE_RETRY = 5.0
+REPLACED_SHARE = 0.01
 
 
 @dataclass
@@ -333,15 +339,43 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
             # every page rewritten at once leaves as many deleted copies, which Lucene counts in BM25's statistics
             # until it merges them away: the ranking would differ from a fresh index's
             try:
-                for name in (ix.pages_name, ix.documents_name):
-                    ix.client.request("POST", f"/{name}/_flush")  # a merge sees only the deletes written out
-                    ix.client.request("POST", f"/{name}/_forcemerge", params={"only_expunge_deletes": "true"},
-                                      timeout=MERGE_TIMEOUT)
+                left = _merge_replaced(ix, (ix.pages_name, ix.documents_name), progress)
             except ClusterError as e:  # the pages are written: Lucene merges them away later on its own
                 log.warning("merging away the replaced pages failed: %s", e)
+            else:
+                if left:
+                    log.warning("%d replaced page copies are still counted in the cluster's statistics: Lucene "
+                                "merges them away later", left)
         ix._changed()
     report.seconds = time.monotonic() - t0
     return report
+
+
+def _merge_replaced(ix: OpenSearchIndex, names: tuple[str, ...], progress: bool) -> int:
+    """Merge away the copies a sync replaced, in every segment holding one (by default only segments over 10 %
+    deleted are: merges during a long sync spread the copies thin), again while the cluster still holds more than
+    REPLACED_SHARE of them (see MERGE_WAIT). Searches see the result at once. Returns the copies left."""
+    deadline = time.monotonic() + MERGE_WAIT
+    for name in names:
+        ix.client.request("PUT", f"/{name}/_settings", {"index.merge.policy.expunge_deletes_allowed": 0})
+    said = False
+    while True:
+        left = 0
+        for name in names:
+            ix.client.request("POST", f"/{name}/_flush")  # a merge sees only the deletes written out
+            ix.client.request("POST", f"/{name}/_forcemerge", params={"only_expunge_deletes": "true"},
+                              timeout=MERGE_TIMEOUT)
+            ix.client.request("POST", f"/{name}/_refresh")
+            docs = ix.client.request("GET", f"/{name}/_stats/docs")["_all"]["primaries"]["docs"]
+            if docs["deleted"] > REPLACED_SHARE * max(docs["count"], 1):
+                left += int(docs["deleted"])
+        if not left or time.monotonic() + MERGE_RETRY > deadline:
+            return left
+        if progress and not said:
+            said = True
+            print(f"index sync: merging away the {left} page copies it replaced (the cluster lets go of them "
+                  "within about 30 s)", file=sys.stderr)
+        time.sleep(MERGE_RETRY)
 
 
 def _index_pages(ix: OpenSearchIndex, todo: list[PageDoc], emb: Any, held: dict, report: SyncReport) -> None:
