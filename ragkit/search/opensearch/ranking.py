@@ -199,7 +199,10 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     res = _msearch(ix, lines)
     window, docs, cards = res[0]["hits"]["hits"], res[1]["hits"]["hits"], res[2]["hits"]["hits"]
     if not window:
-        return []
+        # no page holds a word of the query (a question in another language): the pages found by meaning alone, as
+        # the embedded engine gives them
+        found = _by_meaning(ix, [], qv, res[3]["hits"]["hits"], k) if qv is not None else []
+        return [_hit(ix, src, score, q) for src, score in found[:k]]
     top = float(window[0]["_score"])
     gmax = max((h["_score"] for h in docs), default=0.0) or 1.0
     cmax = max((h["_score"] for h in cards), default=0.0) or 1.0
@@ -255,7 +258,7 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     rows = [(_fields(h), float(h["_score"])) for h in hits]
     rows.sort(key=lambda r: -r[1])  # stable: the cluster's order breaks ties
     unembedded = 0
-    if emb is not None and rows:
+    if emb is not None:
         rows = _by_meaning(ix, rows, qv, res[3]["hits"]["hits"], k)
         if any(src.get("ranking") != "hybrid" for src, _ in rows[:k] if src.get("ranking") != "meaning"):
             unembedded = _unembedded(ix, scope)
