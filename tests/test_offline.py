@@ -320,3 +320,17 @@ def test_an_optimizer_copy_is_quoted_with_the_rest_of_its_document(tmp_path, mon
                   open_index(db, progress=False), db, 5)
     assert [u.rel for u in an.chosen] == ["policies/travel/Lodging/page_003.md",
                                           "policies/per diem for food on trips/page_004.md"]
+
+
+def test_an_example_of_the_answers_form_names_no_year(mini):
+    """Years in an example of the answer's form ("list them like ['2014', '2018']") are not years the question asks
+    about: the answer is the one the question gets without the example, not a refusal for years no page holds."""
+    from ragkit.answer.extractive.engine import years_named
+
+    assert years_named("Which years? List all of them like ['2014', '2018', '2020'].") == set()
+    assert years_named("Revenue in 2019? Answer as a list, e.g. [1, 2]") == {"2019"}
+    db, index = mini
+    plain = answer_offline("How often must passwords be changed?", index, db)
+    asked = answer_offline("How often must passwords be changed? Answer like ['1998', '2031'].", index, db)
+    assert not plain.refused and not asked.refused, asked.answer
+    assert asked.sources[0].path == plain.sources[0].path

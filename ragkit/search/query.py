@@ -56,8 +56,14 @@ _PAGE_REF = re.compile(
 )
 
 
-# an example of the answer's form names no page: "formatted as a list like ['Page 2', 'Page 4']"
-_EXAMPLE = re.compile(r"(?:\be\.g\.|\bfor example|\blike|\bsuch as|例えば|예를 들어|예:|例:)[,:]?\s*\[[^\]]*\]")
+# an example of the answer's form names no page or year: "formatted as a list like ['Page 2', 'Page 4']"
+_EXAMPLE = re.compile(r"(?:\be\.g\.|\bfor example|\blike|\bsuch as|例えば|예를 들어|예:|例:)[,:]?\s*\[[^\]]*\]",
+                      re.IGNORECASE)
+
+
+def without_examples(query: str) -> str:
+    """The query without the examples of its answer's form ("... in a list like ['2006', '2007']")."""
+    return _EXAMPLE.sub(" ", query)
 
 
 def page_refs(query: str) -> set[int]:
@@ -66,7 +72,7 @@ def page_refs(query: str) -> set[int]:
     "12페이지". "The last page", "最後のページ" and "마지막 페이지" give LAST_PAGE. Not the pages of an example of
     the answer's form ("list them like ['Page 2', 'Page 4']")."""
     out: set[int] = set()
-    for m in _PAGE_REF.finditer(_EXAMPLE.sub(" ", normalize(query))):
+    for m in _PAGE_REF.finditer(without_examples(normalize(query))):
         if m["en"]:
             nums = [int(x) for x in re.findall(r"\d+", m["en"])]
             if _RANGE.search(m["en"]) and len(nums) == 2 and 0 < nums[1] - nums[0] <= 20:
@@ -191,4 +197,4 @@ _YEAR = re.compile(r"(?<![\d.,])(?:fy\s*'?)?((?:19|20)\d\d)(?![\d.,%])")
 
 def years(query: str) -> set[int]:
     """The years (1900-2099) a query names, fiscal or not: "FY2019" and "in 2019" both give 2019."""
-    return {int(y) for y in _YEAR.findall(_EXAMPLE.sub(" ", normalize(query)))}
+    return {int(y) for y in _YEAR.findall(without_examples(normalize(query)))}

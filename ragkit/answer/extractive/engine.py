@@ -29,6 +29,7 @@ from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import reference_path
 from ragkit.search.periods import era_years, period_terms, reports_another, specific_periods
+from ragkit.search.query import without_examples
 from ragkit.search.synonyms import Synonyms
 
 log = logging.getLogger(__name__)
@@ -346,7 +347,9 @@ def held_terms(text: str) -> set[str]:
 
 
 def years_named(question: str) -> set[str]:
-    """The years (1900-2099) a question names, Western or by Japanese era."""
+    """The years (1900-2099) a question names, Western or by Japanese era (not in an example of the answer's
+    form: "list them like ['2014', '2018']")."""
+    question = without_examples(question)
     return set(_YEAR.findall(question)) | era_years(question)
 
 
