@@ -22,11 +22,11 @@ from ragkit.search.statements import page_statements
 ANALYSE_WORKERS = 2  # processes that read and tokenise pages when thousands changed at once
 # Bump when the analysis (tokenizer, fields, blob layout, period terms) changes: the embedded index's cache is then
 # rebuilt from the files, and a cluster re-analyses its pages on the next sync (their vectors are kept).
-ANALYSIS_VERSION = "19"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length;
+ANALYSIS_VERSION = "20"  # 11-12: capitalised words keep their unstemmed form, not counted in the page length;
 # 13: fiscal period terms (search/periods.py); 14: the second quarter and the half year are one report, 中間決算;
 # 15: financial statement terms (search/statements.py); 16: a statement of condition is a balance sheet;
 # 17: Korean fiscal periods (2024년 3분기, 상반기); 18: a filing's quarter from its year to date ("six months ended");
-# 19: a first quarter's three months alone
+# 19: a first quarter's three months alone; 20: a year to date ending in a month's first days closes the month before
 
 _HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # A figure's or table's caption names what the page shows, as a heading does: "Figure 3: ...", "Table 2 ...",

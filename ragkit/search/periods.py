@@ -56,14 +56,17 @@ _ENDED = re.compile(
 # year to date: "six months ended June 30, 2023", "thirty-nine weeks ended October 29, 2022"
 _YEAR_TO_DATE = re.compile(
     r"\b(?P<n>six|nine|6|9|twenty[- ]six|thirty[- ]nine|26|39)\s+(?:months|weeks)\s+end(?:ed|ing)\s+"
-    r"(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+    r"(?P<mon>[a-z]{3,9})\.?\s+(?P<d>\d{1,2}),?\s+(?P<y>(?:19|20)\d\d)\b")
 _QUARTER_OF = {"six": 2, "6": 2, "twenty six": 2, "26": 2, "nine": 3, "9": 3, "thirty nine": 3, "39": 3}
 # a quarter alone, "the three months (thirteen weeks) ended March 31, 2023": a first quarter's report, when the page
 # names no longer period ended (a later quarter's year to date, a year: "three months and year ended") and no other
 # quarter ("fourth quarter results: three months ended December 31")
 _QUARTER_ALONE = re.compile(
     r"\b(?:(?:three|3)\s+months|(?:thirteen|13)\s+weeks)\s+end(?:ed|ing)\s+"
-    r"(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+    r"(?P<mon>[a-z]{3,9})\.?\s+(?P<d>\d{1,2}),?\s+(?P<y>(?:19|20)\d\d)\b")
+# A period of weeks ends on a weekday near its month's end: in a month's first days, it closes the month before
+# ("six months ended July 1, 2023": January to June)
+EARLY_DAYS = 7
 _LONGER = re.compile(
     r"\b(?:six|nine|twelve|6|9|12)\s+months\s+(?:end|and)|\b(?:twenty[- ]six|thirty[- ]nine|fifty[- ]t\w+|26|39|52|53)"
     r"\s+weeks\s+(?:end|and)|\byears?\s+end(?:ed|ing)\b|\band\s+(?:fiscal\s+)?years?\b")
@@ -146,10 +149,9 @@ def reported_periods(text: str) -> list[str]:
     alone, on a page naming no longer period ended, is a first quarter)."""
     out = period_terms(text)
     norm = normalize(text)
-    ends = [(int(m["y"]), month, _QUARTER_OF[m["n"].replace("-", " ")]) for m in _YEAR_TO_DATE.finditer(norm)
-            if (month := _MONTHS.get(m["mon"][:3]))]
+    ends = [(*end, _QUARTER_OF[m["n"].replace("-", " ")]) for m in _YEAR_TO_DATE.finditer(norm) if (end := _closed(m))]
     if not ends and not _LONGER.search(norm) and not {"§q2", "§q3", "§q4", "§h1", "§h2"} & set(out):
-        ends = [(int(m["y"]), month, 1) for m in _QUARTER_ALONE.finditer(norm) if (month := _MONTHS.get(m["mon"][:3]))]
+        ends = [(*end, 1) for m in _QUARTER_ALONE.finditer(norm) if (end := _closed(m))]
         if len({month for _y, month, _q in ends}) > 1:
             ends = []  # quarters ending in different months: a discussion comparing quarters, not one quarter's report
     if ends:
@@ -160,6 +162,17 @@ def reported_periods(text: str) -> list[str]:
         same = _SAME_REPORT.get(f"q{quarter}", (f"q{quarter}",))
         out += [f"§{p}" for p in same] + [f"§fy{y + (last < month)}{p}" for p in same]
     return list(dict.fromkeys(out))
+
+
+def _closed(m: re.Match) -> tuple[int, int] | None:
+    """(year, month) a period's end date closes (EARLY_DAYS), or None for a word that is no month."""
+    month = _MONTHS.get(m["mon"][:3])
+    if not month:
+        return None
+    year = int(m["y"])
+    if int(m["d"]) <= EARLY_DAYS:
+        year, month = (year, month - 1) if month > 1 else (year - 1, 12)
+    return year, month
 
 
 def specific_periods(terms: list[str]) -> list[str]:

@@ -64,6 +64,11 @@ def test_periods_are_read_in_japanese_english_and_korean(text, terms):
     ("26 weeks ended July 29, 2023", ["§end2023-07", "§q2", "§h1", "§fy2024q2", "§fy2024h1"]),
     # a quarter alone is a first quarter's report (Nike's, in August, is FY2024's; a retailer's thirteen weeks)
     ("three months ended March 31, 2023 and 2022", ["§end2023-03", "§q1", "§fy2023q1"]),
+    # a year of weeks ends near a month's end: in a month's first days, the period closes the month before
+    ("Three and Six Months Ended July 1, 2023 and June 25, 2022", ["§end2023-07", "§q2", "§h1", "§fy2023q2",
+                                                                  "§fy2023h1"]),
+    ("nine months ended July 1, 2023", ["§end2023-07", "§q3", "§fy2023q3"]),
+    ("Three Months Ended April 1, 2023", ["§end2023-04", "§q1", "§fy2023q1"]),
     ("For the three months ended August 31, 2023", ["§end2023-08", "§q1", "§fy2024q1"]),
     ("Thirteen weeks ended April 29, 2023", ["§end2023-04", "§q1", "§fy2024q1"]),
     # ... unless a longer period or another quarter is named beside it
