@@ -15,7 +15,7 @@ import re
 
 from ragkit.core.text import detect_lang, search_terms
 from ragkit.search.periods import period_terms
-from ragkit.search.synonyms import holds
+from ragkit.search.synonyms import holds, phrase_terms
 
 KINDS = ("balance", "income", "cashflow", "equity")
 STATEMENT_TERMS = frozenset(f"§{k}" for k in KINDS)
@@ -103,8 +103,7 @@ def _table(text: str) -> list[tuple[str, list[list[str]]]]:
     out = []
     for line in text.strip().splitlines():
         kind, _, phrases = line.partition(":")
-        terms = [search_terms(p.strip(), drop_stopwords=True) for p in phrases.split("|")]
-        out.append((kind.strip(), [t for t in terms if t]))
+        out.append((kind.strip(), phrase_terms(phrases.split("|"))))
     return out
 
 

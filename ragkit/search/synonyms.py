@@ -84,7 +84,8 @@ def rules(text: str) -> list[Written]:
     return out
 
 
-def _phrases(phrases: list[str]) -> list[list[str]]:
+def phrase_terms(phrases: list[str]) -> list[list[str]]:
+    """Each written phrase as the index's terms (stopwords dropped), those left empty left out."""
     return [p for p in (search_terms(x, drop_stopwords=True) for x in phrases) if p]
 
 
@@ -96,7 +97,7 @@ def parse(text: str) -> list[Rule]:
 def _as_terms(written: list[Written]) -> list[Rule]:
     out: list[Rule] = []
     for when, then in written:
-        w, t = _phrases(when), _phrases(then)
+        w, t = phrase_terms(when), phrase_terms(then)
         if w and (len(t) > 1 or t != w):
             out.append((w, t))
     return out
