@@ -51,19 +51,16 @@ _PART = re.compile(
     r"|상\s*반\s*기|(?<![상하])반\s*기)"
     r"|(?P<h2>下\s*期|下\s*半\s*期|second\s+half|\bh2\b|하\s*반\s*기)")
 # the end of a reported period: "quarter ended March 31, 2024", "year ended December 31, 2023"
-_ENDED = re.compile(
-    r"\b(?:period|quarter|year|months|weeks)\s+end(?:ed|ing)\s+(?P<mon>[a-z]{3,9})\.?\s+\d{1,2},?\s+(?P<y>(?:19|20)\d\d)\b")
+_DATE = r"(?P<mon>[a-z]{3,9})\.?\s+(?P<d>\d{1,2}),?\s+(?P<y>(?:19|20)\d\d)\b"  # "march 31, 2024", "dec. 31 2023"
+_ENDED = re.compile(r"\b(?:period|quarter|year|months|weeks)\s+end(?:ed|ing)\s+" + _DATE)
 # year to date: "six months ended June 30, 2023", "thirty-nine weeks ended October 29, 2022"
 _YEAR_TO_DATE = re.compile(
-    r"\b(?P<n>six|nine|6|9|twenty[- ]six|thirty[- ]nine|26|39)\s+(?:months|weeks)\s+end(?:ed|ing)\s+"
-    r"(?P<mon>[a-z]{3,9})\.?\s+(?P<d>\d{1,2}),?\s+(?P<y>(?:19|20)\d\d)\b")
+    r"\b(?P<n>six|nine|6|9|twenty[- ]six|thirty[- ]nine|26|39)\s+(?:months|weeks)\s+end(?:ed|ing)\s+" + _DATE)
 _QUARTER_OF = {"six": 2, "6": 2, "twenty six": 2, "26": 2, "nine": 3, "9": 3, "thirty nine": 3, "39": 3}
 # a quarter alone, "the three months (thirteen weeks) ended March 31, 2023": a first quarter's report, when the page
 # names no longer period ended (a later quarter's year to date, a year: "three months and year ended") and no other
 # quarter ("fourth quarter results: three months ended December 31")
-_QUARTER_ALONE = re.compile(
-    r"\b(?:(?:three|3)\s+months|(?:thirteen|13)\s+weeks)\s+end(?:ed|ing)\s+"
-    r"(?P<mon>[a-z]{3,9})\.?\s+(?P<d>\d{1,2}),?\s+(?P<y>(?:19|20)\d\d)\b")
+_QUARTER_ALONE = re.compile(r"\b(?:(?:three|3)\s+months|(?:thirteen|13)\s+weeks)\s+end(?:ed|ing)\s+" + _DATE)
 # A period of weeks ends on a weekday near its month's end: in a month's first days, it closes the month before
 # ("six months ended July 1, 2023": January to June)
 EARLY_DAYS = 7
@@ -119,7 +116,11 @@ def _part(m: re.Match) -> str:
 
 def period_terms(text: str) -> list[str]:
     """The period terms a text names, each once, in order of appearance."""
-    norm = normalize(text)
+    return _named_periods(normalize(text))
+
+
+def _named_periods(norm: str) -> list[str]:
+    """period_terms() of a normalized text."""
     out: list[str] = []
     years = [(m.start(), m.end(), y) for m in _FY.finditer(norm) if (y := _year(m)) and 1990 <= y <= 2060]
     parts = [(m.start(), m.end(), _part(m)) for m in _PART.finditer(norm)]
@@ -147,8 +148,8 @@ def period_terms(text: str) -> list[str]:
 def reported_periods(text: str) -> list[str]:
     """The period terms a page reports: period_terms(), and the quarter its latest year-to-date period is (a quarter
     alone, on a page naming no longer period ended, is a first quarter)."""
-    out = period_terms(text)
     norm = normalize(text)
+    out = _named_periods(norm)
     ends = [(*end, _QUARTER_OF[m["n"].replace("-", " ")]) for m in _YEAR_TO_DATE.finditer(norm) if (end := _closed(m))]
     if not ends and not _LONGER.search(norm) and not {"§q2", "§q3", "§q4", "§h1", "§h2"} & set(out):
         ends = [(*end, 1) for m in _QUARTER_ALONE.finditer(norm) if (end := _closed(m))]
