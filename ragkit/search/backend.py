@@ -65,6 +65,9 @@ def ranking_note(hits: list[SearchHit]) -> str:
         return ""
     hows = {h.ranking for h in hits}
     lacking = max(h.unembedded for h in hits)
+    if hows == {"meaning"}:
+        return ("found by meaning alone, closer to the query than any page holding its words (scores: 1 + 0.15 x "
+                "cosine)")
     if "hybrid" in hows or "meaning" in hows:
         note = "ranked by keywords and meaning (hybrid; scores: keyword score scaled to the best, + 0.15 x cosine)"
         if lacking:

@@ -52,12 +52,13 @@ class _Ranking:
                        kw: np.ndarray, sims: np.ndarray, k: int, worded: np.ndarray
                        ) -> tuple[list[tuple[int, str, str]], np.ndarray]:
         """The fused candidates with the pages found by meaning alone put first (see _dense_recall); `worded`
-        marks the pages that hold a query word."""
+        marks the pages that hold a query word. With no candidate (a question in another language than every
+        page) meaning alone is all there is: the vectors it needs are made now, not in the background."""
         skip = worded.copy()
         skip[[d for d, _r, _s in rows]] = True
         try:
             found = self._dense_recall(emb.encode_query(query), prefix, skip,
-                                       float(sims.max()) if len(sims) else 0.0, min(k, RECALL_N))
+                                       float(sims.max()) if len(sims) else 0.0, min(k, RECALL_N), wait=not rows)
         except Exception as e:  # noqa: BLE001 - meaning is a bonus: never fail a search because of it
             log.warning("finding pages by meaning skipped: %s", e)
             return rows, kw

@@ -265,10 +265,11 @@ class _Meaning:
         with self._lock:
             return int(np.count_nonzero(self._scope_numbers(prefix)[1] < 0))
 
-    def _scope_vectors(self, prefix: str) -> tuple[np.ndarray, np.ndarray] | None:
-        """(doc ids, vector numbers) of every page in scope, once each has a vector. Up to AUTO_EMBED_MAX
-        missing ones are embedded now (one thread embeds, the others wait); with more missing, finding pages by
-        meaning alone waits for `rag search --embed` (said once) and this is None."""
+    def _scope_vectors(self, prefix: str, *, wait: bool = False) -> tuple[np.ndarray, np.ndarray] | None:
+        """(doc ids, vector numbers) of every page in scope, once each has a vector. Missing ones are filled in
+        the background and this is None, unless EMBED_INLINE or `wait` (a query no page shares a word with, which
+        meaning alone can answer): then up to AUTO_EMBED_MAX are embedded now (one thread embeds, the others
+        wait); with more missing, finding pages by meaning alone waits for `rag search --embed` (said once)."""
         for attempt in (0, 1):
             with self._lock:
                 docs, nums = self._scope_numbers(prefix)
@@ -278,7 +279,7 @@ class _Meaning:
                 return docs, nums
             if attempt:
                 return None  # a page that vanished meanwhile has no text to embed: the next refresh drops it
-            if not EMBED_INLINE:
+            if not (EMBED_INLINE or wait):
                 self.fill_in_background()
                 return None
             if len(lacking) > AUTO_EMBED_MAX:
@@ -293,13 +294,13 @@ class _Meaning:
         return None
 
     def _dense_recall(self, qv: np.ndarray, prefix: str, skip: np.ndarray, ref: float,
-                      k: int) -> list[tuple[int, float]]:
+                      k: int, *, wait: bool = False) -> list[tuple[int, float]]:
         """Pages not marked in `skip` (the keyword candidates and every page holding a word of the query) that
         are closer to the query than every keyword candidate (best cosine `ref`) by RECALL_MARGIN: (doc id,
         cosine), closest first. A question in another language than its page shares no words with it, but the
         multilingual model still places the two together. A page that shares words had its chance with the
         keywords: brought back by meaning alone, it cost English questions first ranks (docs/search.md)."""
-        got = self._scope_vectors(prefix)
+        got = self._scope_vectors(prefix, wait=wait)
         if got is None or not len(got[0]):
             return []
         docs, nums = got

@@ -163,6 +163,44 @@ def test_meaning_finds_a_page_in_another_language_that_keywords_miss(multilingua
     assert all(p.startswith("policies/") for p in top(idx, q, path="policies", mode="hybrid"))
 
 
+def test_a_question_no_page_shares_a_word_with_gets_the_vectors_it_needs_at_once(multilingual, tmp_path,
+                                                                                   monkeypatch, caplog):
+    """By default a search never waits for vectors (the test above), but with no keyword candidate there is
+    nothing to show meanwhile: a fresh database's first question in another language than its pages gets them
+    now, rather than "no matching pages" until the background filler is done."""
+    import logging
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    monkeypatch.setattr(vectors, "EMBED_INLINE", False)
+    big = tmp_path / "big"
+    shutil.copytree(multilingual, big)
+    q = "When does the office move?"  # none of its words is on any page
+    idx = fresh(multilingual)
+    hits = idx.search(q, k=3, mode="hybrid")
+    assert hits and hits[0].path == "공지/사무실_이전/안내/page_001.md"
+    assert {h.ranking for h in hits} == {"meaning"} and hits[0].unembedded == 0
+    assert ranking_note(hits).startswith("found by meaning alone")
+    assert idx._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 5
+    # a question sharing a word still never waits: keywords now, vectors in the background
+    other = fresh(big)
+    early = other.search("How often should the water filter be replaced?", k=2, mode="hybrid")
+    assert {h.ranking for h in early} == {"keyword"} and early[0].unembedded == 5
+    assert other.wait_for_vectors(60)
+    # more pages lacking a vector than a search embeds itself: nothing found, and the search says why
+    monkeypatch.setattr(vectors, "AUTO_EMBED_MAX", 2)
+    shutil.rmtree(big / ".ragkit")
+    with caplog.at_level(logging.WARNING, logger="ragkit.search"):
+        res = CliRunner().invoke(app, ["search", q, "--db", str(big)])
+    assert res.exit_code == 0, res.output
+    assert "no matching pages" in res.output
+    assert any("5 of 5 lack one" in r.getMessage() and "rag search --embed" in r.getMessage()
+               for r in caplog.records)
+
+
 WORD_FREE = ["家電/冷蔵庫/お手入れ/page_016.md", "policies/security/incidents/page_007.md"]
 ICE_QUESTION = "How often should the ice maker filter be replaced?"
 
