@@ -77,3 +77,30 @@ def test_sample_is_deterministic(index):
         one, two = answer_offline(row["Question"], index, db), answer_offline(row["Question"], index, db)
         assert (one.answer, one.refused, one.confidence, [s.path for s in one.sources]) == (
             two.answer, two.refused, two.confidence, [s.path for s in two.sources])
+
+
+def test_a_question_in_another_language_is_not_answered_from_a_document_that_only_shares_its_particles(
+        index, monkeypatch):
+    """"パスワードは何文字以上必要ですか？" over the sample corpus: its policy answer is on an English page, which
+    meaning finds first (search), but a word check cannot quote; the fridge manual holds 以上 and 必要
+    ("5分以上待って", "必要なすき間: 5cm以上"). The meaning check measures the document it would quote, where no
+    sentence is about passwords, so the engine refuses rather than quote the fridge. (Measured over every page
+    read, the English policy's sentence vouched for the fridge's quote.)"""
+    monkeypatch.setenv("RAG_EMBED", "1")
+    from ragkit.answer.extractive import engine as E
+    from ragkit.search.vectors import get_embedder
+
+    if get_embedder() is None:
+        pytest.skip("the embedding package is not installed")
+    db = Path("database")
+    index.ensure_embeddings(progress=False)
+    question = "パスワードは何文字以上必要ですか？"
+    policy = "policies/information_security_policy/3. Passwords and Authentication/page_004.md"
+    assert index.search(question, k=1)[0].path == policy
+    an = E._analyse(question, index, db, 5)
+    assert an.chosen and "冷蔵庫" in an.chosen[0].rel  # the words pick the fridge manual ...
+    every = E.meaning_support(question, db, [r for r in index.pages() if r in {u.rel for u in an.chosen}
+                                             or r == policy])
+    assert an.support is not None and an.support < E.SUPPORT_FLOOR <= every  # ... which is not about passwords
+    a = answer_offline(question, index, db)
+    assert a.refused and a.sources == [], a.answer
