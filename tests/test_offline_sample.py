@@ -99,8 +99,7 @@ def test_a_question_in_another_language_is_not_answered_from_a_document_that_onl
     assert index.search(question, k=1)[0].path == policy
     an = E._analyse(question, index, db, 5)
     assert an.chosen and "冷蔵庫" in an.chosen[0].rel  # the words pick the fridge manual ...
-    every = E.meaning_support(question, db, [r for r in index.pages() if r in {u.rel for u in an.chosen}
-                                             or r == policy])
+    every = E.meaning_support(question, db, sorted({u.rel for u in an.chosen} | {policy}))
     assert an.support is not None and an.support < E.SUPPORT_FLOOR <= every  # ... which is not about passwords
     a = answer_offline(question, index, db)
     assert a.refused and a.sources == [], a.answer

@@ -190,6 +190,7 @@ def test_a_question_no_page_shares_a_word_with_gets_the_vectors_it_needs_at_once
     early = other.search("How often should the water filter be replaced?", k=2, mode="hybrid")
     assert {h.ranking for h in early} == {"keyword"} and early[0].unembedded == 5
     assert other.wait_for_vectors(60)
+    other.close()
     # more pages lacking a vector than a search embeds itself: nothing found, and the search says why
     monkeypatch.setattr(vectors, "AUTO_EMBED_MAX", 2)
     shutil.rmtree(big / ".ragkit")

@@ -44,10 +44,11 @@ UNNAMED_FULL_PAGES = 500  # ... in a database of this many pages or more; less i
 UNNAMED_FLOOR = 0.3  # (a word missing from 40 pages is often a paraphrase: "length" for "at least 14 characters")
 # ... but a name (a word the question capitalises: "FIFA", "Japan", "mAh") counts in full in any database
 TYPE_PENALTY = 0.4  # confidence lost when the question asks for a duration, number, ... the quote does not hold
-# Meaning (with the embedding model): the best cosine between the question and a sentence of the pages read
-# (search.sentences, the vectors kept with the index). Under SUPPORT_FLOOR the score loses SUPPORT_PENALTY per
-# point short: no sentence there is about what is asked, even when every word is. With that check the score
-# needs only REFUSE_BELOW_MEANING to answer (docs/answer.md: tuned on one half of the refusal benchmark).
+# Meaning (with the embedding model): the best cosine between the question and a sentence of the pages read from
+# the document quoted (search.sentences, the vectors kept with the index; another document's sentence does not
+# vouch for this one's quote). Under SUPPORT_FLOOR the score loses SUPPORT_PENALTY per point short: no sentence
+# there is about what is asked, even when every word is. With that check the score needs only REFUSE_BELOW_MEANING
+# to answer (docs/answer.md: tuned on one half of the refusal benchmark).
 SUPPORT_FLOOR = 0.33
 SUPPORT_PENALTY = 12.0
 REFUSE_BELOW_MEANING = 0.22
