@@ -283,6 +283,8 @@ class _Meaning:
                 self.fill_in_background()
                 return None
             if len(lacking) > AUTO_EMBED_MAX:
+                if not EMBED_INLINE:
+                    self.fill_in_background()  # too many to wait for: a long-lived process gets them meanwhile
                 if not self._said_unembedded:
                     self._said_unembedded = True
                     secs = len(lacking) / EMBED_PAGES_PER_S

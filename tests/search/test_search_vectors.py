@@ -174,6 +174,7 @@ def test_a_question_no_page_shares_a_word_with_gets_the_vectors_it_needs_at_once
     from typer.testing import CliRunner
 
     from ragkit.cli import app
+    from ragkit.search import open_index
 
     monkeypatch.setattr(vectors, "EMBED_INLINE", False)
     big = tmp_path / "big"
@@ -200,6 +201,11 @@ def test_a_question_no_page_shares_a_word_with_gets_the_vectors_it_needs_at_once
     assert "no matching pages" in res.output
     assert any("5 of 5 lack one" in r.getMessage() and "rag search --embed" in r.getMessage()
                for r in caplog.records)
+    # ... and has the background filler give them a vector meanwhile (a served database gets them)
+    served = open_index(big)  # the instance that search used
+    assert served._filler is not None and served.wait_for_vectors(60)
+    assert served._conn.execute("SELECT COUNT(*) FROM emb").fetchone()[0] == 5
+    served.close()
 
 
 WORD_FREE = ["家電/冷蔵庫/お手入れ/page_016.md", "policies/security/incidents/page_007.md"]
