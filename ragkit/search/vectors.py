@@ -269,7 +269,8 @@ class _Meaning:
         """(doc ids, vector numbers) of every page in scope, once each has a vector. Missing ones are filled in
         the background and this is None, unless EMBED_INLINE or `wait` (a query no page shares a word with, which
         meaning alone can answer): then up to AUTO_EMBED_MAX are embedded now (one thread embeds, the others
-        wait); with more missing, finding pages by meaning alone waits for `rag search --embed` (said once)."""
+        wait); with more missing, finding pages by meaning alone waits for them (said once): the background thread
+        or `rag search --embed` computes them."""
         for attempt in (0, 1):
             with self._lock:
                 docs, nums = self._scope_numbers(prefix)
