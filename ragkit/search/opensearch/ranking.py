@@ -375,6 +375,8 @@ def _by_meaning(ix: Any, rows: list[tuple[dict, float]], qv: np.ndarray, recalle
         cos = closest.get(src["path"], 2.0 * float(h["_score"]) - 1.0)
         if src["path"] not in seen and cos >= ref + RECALL_MARGIN:
             found.append(({**src, "ranking": "meaning"}, 1.0 + DENSE_WEIGHT * cos))
+    # closest first, as the embedded engine gives them: the k-NN found them by the chunks' mean
+    found.sort(key=lambda f: -f[1])
     return found + head
 
 
