@@ -405,6 +405,36 @@ def test_the_documents_meant_are_in_the_json_and_the_cli_says_why_it_refused(tmp
     assert "refused: the documents do not contain the answer" in console.export_text()
 
 
+def test_a_question_no_page_shares_a_word_with_is_refused_naming_the_pages_closest_in_meaning(db, monkeypatch):
+    """A Japanese question over English pages: search finds the watch's charging pages by meaning alone, but the
+    engine quotes only sentences holding the question's words, so it refuses; the refusal names those pages (in
+    the answer, the JSON and the CLI) instead of saying the documents do not hold the answer."""
+    from rich.console import Console
+
+    from ragkit.cli.render import print_answer
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    if not _embedder_installed():
+        pytest.skip("the embedding package is not installed")
+    question = "時計を満充電するにはどのくらい時間がかかりますか？"
+    index = open_index(db, progress=False)
+    assert {h.ranking for h in index.search(question, k=5)} == {"meaning"}  # no page holds a word of it
+    a = answer_offline(question, index, db)
+    assert a.refused and a.sources == []
+    assert a.closest and a.closest[0].path.endswith("1 Getting Started/page_008.md"), a.closest
+    assert "意味の近いページ（答えを含むかは未確認" in a.answer and f"{a.closest[0].path} p.8" in a.answer, a.answer
+    shown = a.to_json()["metadata"]["closest_by_meaning"]
+    assert shown[0] == {"path": a.closest[0].path, "page": 8, "title": a.closest[0].title}
+    console = Console(record=True, width=200)
+    print_answer(a, console=console)
+    text = console.export_text()
+    assert "refused: no sentence answers in the question's words; closest in meaning" in text
+    assert "do not contain the answer" not in text
+    # a refusal whose pages hold the question's words names none: they were found by those words, not meaning
+    plain = answer_offline("Who won the 2022 FIFA World Cup?", index, db)
+    assert plain.refused and plain.closest == [] and "closest_by_meaning" not in plain.to_json()["metadata"]
+
+
 @pytest.mark.parametrize("question,points", [
     ("What year is the report for?", True), ("Who is the defendant of this case?", True),
     ("What is the date on page 3?", True), ("According to the annual report, what was revenue?", True),

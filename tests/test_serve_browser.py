@@ -70,6 +70,35 @@ def test_a_question_naming_no_document_shows_the_documents_it_could_mean(sample_
         page.close()
 
 
+def test_a_refusal_shows_the_pages_found_by_meaning_alone(sample_db_copy, browser):  # noqa: F811
+    """Offline, "When does the office move?" shares no word with the Korean notice that answers it: the engine
+    refuses, and the page lists the notice, found by meaning alone, as a link that opens it."""
+    import pytest
+
+    from ragkit.search import open_index
+    from ragkit.search.vectors import get_embedder
+
+    if get_embedder() is None:
+        pytest.skip("the embedding package is not installed")
+    open_index(sample_db_copy, progress=False).ensure_embeddings(progress=False)  # as `rag search --embed` does
+    settings = Settings(db=sample_db_copy, provider="offline", provider_reason="test", cache=False)
+    with LiveServer(settings) as srv:
+        page = browser.new_page()
+        page.set_default_timeout(120_000)
+        page.goto(srv.url + "/")
+        page.fill("#question", "When does the office move?")
+        page.click("#ask")
+        page.wait_for_selector(".msg.bot .answer")
+        notes = " ".join(page.locator(".msg.bot .note").all_inner_texts())
+        assert "closest in meaning, not checked to answer it" in notes, notes
+        assert "do not contain the answer" not in notes
+        link = page.locator(".msg.bot ol.closest a.citation").first
+        assert "사무실_이전_안내" in link.get_attribute("data-path")
+        link.click()
+        page.wait_for_function("document.querySelector('#page-body').textContent.includes('사무실')")
+        page.close()
+
+
 def test_token_box_is_what_the_page_asks_for_and_api_docs_open(sample_db_copy, browser):  # noqa: F811
     """With a token set, the page says to type it into its token box (not to send a header), says when it is
     wrong, and its "API docs" link opens /docs, which needs no token and says how to send one."""

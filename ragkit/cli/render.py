@@ -58,6 +58,12 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
     if answer.refused and answer.documents_meant:
         console.print(f"[yellow]refused:[/yellow] the question names no document, and "
                       f"{len(answer.documents_meant)} hold its words: name the one you mean", highlight=False)
+    elif answer.refused and answer.closest:
+        console.print("[yellow]refused:[/yellow] no sentence answers in the question's words; closest in meaning, "
+                      "not checked to answer it:", highlight=False)
+        for i, s in enumerate(answer.closest, 1):
+            title = f" — {escape(s.title)}" if s.title else ""
+            console.print(f"  {i}. [cyan]{escape(s.path)}[/cyan] (page {s.page}){title}", highlight=False)
     elif answer.refused:
         console.print("[yellow]refused:[/yellow] the documents do not contain the answer", highlight=False)
     if answer.sources:

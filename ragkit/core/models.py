@@ -91,6 +91,8 @@ class Answer:
     max_loops_reached: bool | None = None  # arag/agent: the step cap was hit and a best-effort answer asked for
     # offline: the question points at one document without naming it, and these documents (names) hold its words
     documents_meant: list[str] = field(default_factory=list)
+    # offline: refused because no page holds the question's words; these pages were found by meaning alone
+    closest: list[Source] = field(default_factory=list)
 
     def to_json(self) -> dict:
         """The exact `rag ask --format json` shape of DESIGN §8, plus `error` when the question failed (an
@@ -120,6 +122,9 @@ class Answer:
             out["metadata"]["max_loops_reached"] = self.max_loops_reached
         if self.documents_meant:
             out["metadata"]["documents_meant"] = list(self.documents_meant)
+        if self.closest:
+            out["metadata"]["closest_by_meaning"] = [{"path": s.path, "page": s.page, "title": s.title}
+                                                     for s in self.closest]
         if self.error:
             out["error"] = self.error
         return out

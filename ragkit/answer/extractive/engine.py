@@ -87,6 +87,17 @@ WHICH_DOCUMENT = {
 # question names that the document's first pages and the pages read do not.
 NAMED = {"en": "Read in the document the question names: {docs}.", "ja": "質問が名指しする資料だけを読みました: {docs}。",
          "ko": "질문이 가리키는 문서만 읽었습니다: {docs}.", "zh": "只读了问题所指的文件：{docs}。"}
+# Search finds a page by meaning alone when it holds none of the question's words and is much closer to it than
+# the pages that do (a question in another language than the documents'). The engine quotes only sentences that
+# hold the question's words, so it refuses, naming those pages.
+BY_MEANING = {"en": "No sentence answers in the question's words (another language than the documents'?). Closest in "
+                    "meaning, not checked to answer it (read them, or ask with a model): {pages}.",
+              "ja": "質問の語で答える文はありません（資料と別の言語の質問？）。意味の近いページ（答えを含むかは未確認。開いて読むか、"
+                    "モデルを使って質問してください）: {pages}。",
+              "ko": "질문의 단어로 답하는 문장이 없습니다(문서와 다른 언어의 질문?). 의미가 가까운 페이지(답을 담았는지는 "
+                    "확인하지 않음. 직접 읽거나 모델로 질문하세요): {pages}.",
+              "zh": "没有用问题的词语作答的句子（与文件语言不同的问题？）。意思最接近的页面（未核实是否含有答案；请阅读，或用模型提问）：{pages}。"}
+CLOSEST_SHOWN = 3
 YEARS_MISSING = {"en": "Neither its first pages nor the pages read mention {years}.",
                  "ja": "その資料の最初のページにも読んだページにも {years} はありません。",
                  "ko": "그 문서의 첫 페이지에도 읽은 페이지에도 {years}이(가) 없습니다.",
@@ -117,10 +128,11 @@ def _lang(question: str) -> str:
 
 
 def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] | None = None
-              ) -> list[tuple[str, int, str]]:
-    """(db-relative path, page number, title) of the candidate pages, best first; only pages under `folders`
-    when given (one search per folder, merged by score: the same query scores alike across folders)."""
-    seen: dict[str, tuple[str, int, str]] = {}
+              ) -> list[tuple[str, int, str, bool]]:
+    """(db-relative path, page number, title, found by meaning alone) of the candidate pages, best first; only
+    pages under `folders` when given (one search per folder, merged by score: the same query scores alike across
+    folders)."""
+    seen: dict[str, tuple[str, int, str, bool]] = {}
     order: list[str] = []
     for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
         if not query.strip():
@@ -136,7 +148,7 @@ def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] |
                 continue
             if query is key_query and added >= limit:
                 break
-            seen[h.path] = (h.path, h.page, h.title)
+            seen[h.path] = (h.path, h.page, h.title, h.ranking == "meaning")
             order.append(h.path)
             added += 1
     return [seen[p] for p in order]
@@ -220,6 +232,7 @@ class _Analysis:
     own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
     support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
     ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
+    by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
@@ -249,9 +262,10 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     if not any(set(asked) & p for p in docs.periods.values()):
         asked = []
     candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
-    out = _Analysis(lang, [reference_path(db, rel) for rel, _, _ in candidates])
+    out = _Analysis(lang, [reference_path(db, rel) for rel, *_ in candidates])
     if not candidates:
         return out
+    out.by_meaning = [rel for rel, *_, meaning in candidates if meaning]
 
     kind = answer_kind(q)
     out.kind, out.unnamed, out.db_pages = kind, unnamed_share(qwords, df), n
@@ -260,7 +274,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
     page_doc: dict[str, str] = {}  # rel -> document_id
-    for rank, (rel, page_no, title) in enumerate(candidates):
+    for rank, (rel, page_no, title, _meaning) in enumerate(candidates):
         raw = read_page(db, rel)
         if raw is None:
             continue
@@ -324,7 +338,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # income"), as the word check does: a statement's rows are about what the question asks
     said = also_said(q, rules)
     asked = respelt(q, df) + (f" ({'; '.join(said)})" if said else "")
-    out.support = meaning_support(asked, db, [rel for rel, _, _ in candidates if page_doc.get(rel) == cited])
+    out.support = meaning_support(asked, db, [rel for rel, *_ in candidates if page_doc.get(rel) == cited])
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
     out.ambiguous = _which(q, plain, docs.terms)
@@ -526,6 +540,12 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
             answer.answer += "\n" + NAMED[lang].format(docs=", ".join(document_name(d) for d in an.named))
             if an.years_missing:
                 answer.answer += " " + YEARS_MISSING[lang].format(years=", ".join(an.years_missing))
+        elif an.by_meaning:
+            answer.closest = [Source(path=reference_path(db, rel), page=an.page_info[rel][0], title=an.page_info[rel][1])
+                              for rel in an.by_meaning if rel in an.page_info][:CLOSEST_SHOWN]
+            shown = ", ".join(f"{s.path} p.{s.page}" for s in answer.closest)
+            if shown:
+                answer.answer += "\n" + BY_MEANING[lang].format(pages=shown)
         return answer
 
     chosen = an.chosen

@@ -101,6 +101,16 @@ function showAnswer(box, r) {
   const meant = r.metadata.documents_meant || [];
   if (r.refused && meant.length) {
     box.appendChild(el("div", { className: "note", text: "the question names no document, and " + meant.length + " hold its words: " + meant.join(", ") }));
+  } else if (r.refused && (r.metadata.closest_by_meaning || []).length) {
+    box.appendChild(el("div", { className: "note", text: "no sentence answers in the question's words; closest in meaning, not checked to answer it:" }));
+    const ol = el("ol", { className: "cites closest" });
+    for (const s of r.metadata.closest_by_meaning) {
+      const li = el("li");
+      li.appendChild(citationLink(s.path, pageLabel(s.path, s.page, "")));
+      if (s.title) li.appendChild(el("span", { className: "snippet", text: " · " + s.title }));
+      ol.appendChild(li);
+    }
+    box.appendChild(ol);
   } else if (r.refused) box.appendChild(el("div", { className: "note", text: "the documents do not contain the answer" }));
   if (r.sources.length) {
     const ol = el("ol", { className: "cites" });
