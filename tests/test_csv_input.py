@@ -159,6 +159,28 @@ def test_a_row_with_more_fields_is_an_error_even_when_they_are_empty(isolated_en
     assert code == 1 and "row 2 (line 2)" in err and "Traceback" not in err
 
 
+def test_a_quote_that_never_closes_is_an_error_naming_where_it_opens(isolated_env):
+    """A stray double quote at the start of a cell opened a quoted cell that ran to the end of the file: the
+    rows after it became part of one question, and the batch ran that one row (exit 0)."""
+    path = write(isolated_env / "q.csv", b'Question,Ground Truth\nFirst?,a\n"What is Sea Mist Villa?,house\n'
+                                         b'What percentage of seniors go online?,59%\nWhat is EFiled?,x\n')
+    with pytest.raises(RagError) as e:
+        read_csv(path)
+    assert "row 3 (line 3): a double quote opens a cell and never closes" in str(e.value), e.value
+    code, out, err = run("batch", str(path), "--strategy", "search")
+    assert code == 1 and "row 3 (line 3)" in err and "Traceback" not in err
+    assert not list(isolated_env.glob("results/*_results_*"))  # nothing was run on the one swallowed row
+    # text after a closing quote is refused too; quoted line breaks and doubled quotes are still cells
+    bad = write(isolated_env / "b.csv", b'Question\n"What is "Sea" Mist Villa?"\n')
+    with pytest.raises(RagError, match=r"row 2 \(line 2\): text follows a closing double quote"):
+        read_csv(bad)
+    ok = write(isolated_env / "ok.csv", b'Question,Ground Truth\n"two\nlines",x\n"a ""quoted"" word",y\n')
+    assert read_csv(ok)["Question"].tolist() == ["two\nlines", 'a "quoted" word']
+    late = write(isolated_env / "late.csv", b'Question,Ground Truth\n"two\nlines",x\nb,"c\n')
+    with pytest.raises(RagError, match=r"row 3 \(line 4\): a double quote opens"):
+        read_csv(late)
+
+
 def test_a_header_that_ends_in_empty_columns_pads_its_rows(isolated_env):
     """The one exception: a header padded with empty columns (a spreadsheet's export) lets rows carry empty
     fields there, and the padding is not a column; a value in it is still an error."""

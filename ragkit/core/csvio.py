@@ -232,6 +232,30 @@ def _separator(text: str) -> str:
     return sep if n else ","
 
 
+def _csv_error(path: Path, e: csv.Error, done: int, text: str, sep: str, line_num: int) -> str:
+    """The one-line error for what the csv module refused: `done` rows were read whole (the header counts as
+    one); the row after them is the bad one."""
+    why = str(e).splitlines()[0]
+    if "unexpected end of data" in why:
+        # the rows read whole end on the line before the bad row starts
+        start = _line_of_row(text, sep, done)
+        return (f"{path}: row {done + 1} (line {start}): a double quote opens a cell and never closes, so every "
+                f"line after it would be read into that cell; close it, or double a quote inside a quoted cell "
+                f'("")')
+    if "expected after" in why:
+        return (f"{path}: row {done + 1} (line {line_num}): text follows a closing double quote; put the whole "
+                f'cell in double quotes and double the quotes inside it ("")')
+    return f"{path}: not a valid CSV ({why})"
+
+
+def _line_of_row(text: str, sep: str, rows: int) -> int:
+    """The line the row after the first `rows` rows starts on (quoted line breaks counted)."""
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
+    for _ in range(rows):
+        next(reader, None)
+    return reader.line_num + 1
+
+
 def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str] | None = None,
              encoding: str | None = None) -> pd.DataFrame:
     """Read a CSV as strings (no NaN: empty cells are ""), strictly.
@@ -260,14 +284,17 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         raise RagError(f"{path}: the file is empty")
     sep = _separator(text)
     quote = f"a {SEPARATORS.get(sep, repr(sep))} inside a cell needs the cell in double quotes"
+    # strict: a double quote that opens a cell and never closes would otherwise swallow every row after it into
+    # that cell, silently
+    reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
+    records: list[list[str]] = []
+    header: list[str] | None = None
     try:
-        reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
         header = next(reader)
         named = len(header)
         while named > 1 and not header[named - 1].strip():
             named -= 1  # a header that ends in empty columns: a spreadsheet's padding
         padded = named < len(header)
-        records: list[list[str]] = []
         for fields in reader:
             row = f"{path}: row {len(records) + 2} (line {reader.line_num})"
             extra = fields[named:]
@@ -285,7 +312,7 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
                                "remove it")
             records.append((fields + [""] * named)[:named])
     except csv.Error as e:
-        raise RagError(f"{path}: not a valid CSV ({str(e).splitlines()[0]})") from None
+        raise RagError(_csv_error(path, e, len(records) + (header is not None), text, sep, reader.line_num)) from None
     columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(header[:named])]
     dup = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
     if dup is not None:
