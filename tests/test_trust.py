@@ -232,6 +232,26 @@ def test_missing_references_are_one_error_before_any_question_is_asked(isolated_
     assert not Path("res").exists() or not list(Path("res").rglob("*.csv"))
 
 
+def test_references_written_from_another_working_directory_still_name_their_pages(isolated_env, monkeypatch):
+    """genqa names pages as they are seen from where it ran ("database/manuals/..."); run from elsewhere with
+    --db pointing at that database, the batch found none of them. The database folder's name followed by a page
+    that exists under it is that page."""
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"],
+                                               ["How do I reset the router?", ROUTER]])
+    away = isolated_env / "elsewhere"
+    away.mkdir()
+    monkeypatch.chdir(away)
+    report = B.run_batch(inp, offline(db, away), progress=False)
+    rows = read_csv(report.results_path)
+    assert rows["Ref TP"].tolist() == ["1"], rows[["Ref TP", "Ref FN", "Retrieved Files"]].to_dict("records")
+    # a page that exists under neither reading is still named as missing
+    bad = write_input(isolated_env / "bad.csv", [["Question", "Reference Document"],
+                                                 ["How do I reset the router?", "database/manuals/none.md"]])
+    with pytest.raises(RagError, match="1 reference page"):
+        B.run_batch(bad, offline(db, away), progress=False)
+
+
 def test_references_in_another_database_suggest_db(isolated_env):
     make_db(isolated_env)
     other = make_db(isolated_env / "elsewhere")  # a second database with .ragkit after indexing

@@ -3,6 +3,7 @@ then run the sample question CSV through `rag batch` — offline when no key is 
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -45,10 +46,27 @@ def run_demo(settings: Settings, console: Console, *, examples: Path = EXAMPLES)
     if not work_csv.exists():
         work_csv.parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(questions, work_csv)
+        _point_at(work_csv, settings.db)
     console.rule(f"3/3  rag batch {work_csv}")
     batch_report = run_batch(work_csv, settings, strategy="agent", enable_rl=False, resume=False)
     print_batch_report(batch_report, console)
     return not report.failed and not batch_report.errors
+
+
+def _point_at(csv_path: Path, db: Path) -> None:
+    """The sample CSV names its pages under ./database (examples/questions.csv); with another --db they are
+    named as that database's pages are (core.paths.reference_path), so the batch finds them."""
+    from ragkit.core.csvio import write_csv
+    from ragkit.core.paths import reference_path
+
+    here = reference_path(Path(db), "").rstrip("/")
+    if here == "database":
+        return
+    df = read_csv(csv_path)
+    ref = "Reference Document"
+    if ref in df.columns:  # each alias of each page (paths.normalize_ref's separators: a line, ";" and "|")
+        df[ref] = [re.sub(r"(^|[\n;|])(\s*)database/", lambda m: f"{m[1]}{m[2]}{here}/", c) for c in df[ref]]
+        write_csv(df, csv_path, overwrite=True)
 
 
 def _questions(path: Path) -> tuple[list[str], list[str]]:

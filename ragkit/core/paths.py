@@ -99,6 +99,11 @@ def strip_db_prefix(db_root: Path, path: str) -> str:
         as_ref = None
     if as_ref and as_ref != "." and (p == as_ref or p.startswith(as_ref + "/")):
         return p[len(as_ref) + 1 :]
+    # written from another working directory (genqa run where "db/docs/page_001.md" named the database folder
+    # "db"): the folder's name, then a page that exists under it
+    head = root.name + "/"
+    if p.startswith(head) and not (root / p).exists() and (root / p[len(head):]).is_file():
+        return p[len(head):]
     return p
 
 
