@@ -553,10 +553,10 @@ def test_questions_in_parallel_share_one_index_and_provider(server, db):
 # -- ask() contract --------------------------------------------------------------------------------------
 def test_user_mistakes_raise(server, db, isolated_env):
     settings = openai_settings(server, db=isolated_env / "nope")
-    with pytest.raises(RagError, match="no database here"):
+    with pytest.raises(RagError, match="database folder not found"):
         ask("q", settings)
     (isolated_env / "empty").mkdir()
-    with pytest.raises(RagError, match="no pages"):
+    with pytest.raises(RagError, match="not a ragkit database"):
         ask("q", openai_settings(server, db=isolated_env / "empty"))
     with pytest.raises(UsageError, match="unknown strategy"):
         ask("q", openai_settings(server, db=db), strategy="magic")

@@ -382,3 +382,30 @@ def test_an_answer_citing_a_copy_found_the_original(isolated_env):
     edited.parent.mkdir(parents=True)
     edited.write_bytes(copy.read_bytes() + b"\nmore")
     assert with_copies(ROUTER, ["database/manuals/router/edited/page_001.md"], db) == ROUTER
+
+
+def test_a_folder_that_is_no_database_is_named_and_left_untouched(isolated_env):
+    """`--db` given a folder of PDFs (or an empty one): search said "no matching pages" with exit 0 and wrote an
+    index (.ragkit) into it; a file given as --db was named as an unreadable index configuration."""
+    pdfs = isolated_env / "my-pdfs"
+    pdfs.mkdir()
+    (pdfs / "report.pdf").write_bytes(b"%PDF-1.4\n")
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
+    runner = CliRunner()
+    for args in (["search", "router"], ["search", "--embed", "router"], ["ask", "How do I reset the router?"],
+                 ["batch", str(inp)]):
+        result = runner.invoke(app, [*args, "--db", str(pdfs), "--provider", "offline"] if args[0] != "search"
+                               else [*args, "--db", str(pdfs)])
+        assert result.exit_code == 1, (args, result.output)
+        assert f"{pdfs}: not a ragkit database (no page files)" in result.output, result.output
+        assert "Traceback" not in result.output
+    assert sorted(p.name for p in pdfs.iterdir()) == ["report.pdf"]  # no .ragkit written into it
+    afile = isolated_env / "afile"
+    afile.write_text("x")
+    for args in (["search", "router", "--db", str(afile)], ["ingest", str(pdfs), "--db", str(afile)]):
+        result = runner.invoke(app, args)
+        assert result.exit_code != 0 and f"{afile}: is a file, not a database folder" in result.output, \
+            result.output
+    # a database is still a database: page files, or an index of one that has none left
+    db = make_db(isolated_env)
+    assert runner.invoke(app, ["search", "router", "--db", str(db)]).exit_code == 0

@@ -72,11 +72,11 @@ def ask(
     if max_steps < 1 or max_tokens < 1:
         raise UsageError("max_steps and max_tokens must be at least 1")
     db = Path(settings.db)
-    if not db.is_dir():
-        raise RagError(f"{db}: no database here; run `rag ingest SOURCE --db {db}` first")
     if index is None:
         from ragkit.search import open_index
+        from ragkit.search.backend import require_database
 
+        require_database(db)
         index = open_index(db)
     if not index.pages():
         raise RagError(f"{db}: the database has no pages; run `rag ingest SOURCE --db {db}` first")

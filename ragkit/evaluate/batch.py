@@ -177,7 +177,9 @@ def run_batch(
     provider = get_provider(settings)
     if index is None:
         from ragkit.search import open_index
+        from ragkit.search.backend import require_database
 
+        require_database(Path(settings.db))
         index = open_index(Path(settings.db), progress=progress)
     if not index.pages():  # one clear line instead of the same error on every row
         raise RagError(f"{settings.db}: the database has no pages; run `rag ingest SOURCE --db {settings.db}` first")

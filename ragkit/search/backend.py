@@ -29,9 +29,30 @@ def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Any:
     return open_embedded(root, refresh=refresh, progress=progress)
 
 
+def require_database(db: Path) -> None:
+    """A folder that is a database: it exists, is a folder, and holds an index or a page file. Checked by the
+    commands that read a database, before they open its index: opening one writes DB/.ragkit, which must not land
+    in a folder of PDFs given to --db by mistake (a search there found "no matching pages", exit 0)."""
+    import os
+
+    root = Path(db)
+    if root.is_file():
+        raise RagError(f"{db}: is a file, not a database folder (--db names the folder `rag ingest` wrote)")
+    if not root.is_dir():
+        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
+    if (root / ".ragkit").is_dir():
+        return
+    for _here, dirs, files in os.walk(root):
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        if any(f.startswith("page_") and f.endswith(".md") for f in files):
+            return
+    raise RagError(f"{db}: not a ragkit database (no page files); run `rag ingest SOURCE --db {db}` first")
+
+
 def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
     """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
     error (a mistyped folder would otherwise look like a search that found nothing)."""
+    require_database(db)
     idx = open_index(db)
     if path and not (Path(db) / db_folder(Path(db).resolve(), path)).exists():
         raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
@@ -41,6 +62,7 @@ def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> 
 def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
     """Give every page of `db` a vector now (`rag search --embed`), so that search can find pages by meaning
     alone in a database too large to embed during a search. Returns (pages embedded now, pages in all)."""
+    require_database(db)
     idx = open_index(db, progress=progress)
     if idx.embedder_name() is None:
         why = "RAG_EMBED is off" if not idx.semantic else "the embedding package is not installed " \
@@ -88,6 +110,8 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
     from ragkit.ingest import ingest_sources
     from ragkit.search.indexconfig import configure_index, index_spec_from_env
 
+    if Path(db).is_file():
+        raise RagError(f"{db}: is a file, not a database folder (--db names the folder to write the pages to)")
     spec = index or index_spec_from_env()
     before = index_config(Path(db))
     cfg = configure_index(Path(db), spec) if spec else before
