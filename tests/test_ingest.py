@@ -345,6 +345,31 @@ def test_moved_source_takes_over_its_folder(isolated_env):
     assert read(db, "cat/doc/pages_001-002/page_001.md")[0].source == "b/cat/doc.pdf"
 
 
+def test_a_renamed_or_deleted_source_is_named_then_pruned_on_request(isolated_env):
+    """A file renamed in the folder ingested left both documents in the database, silently, and search returned
+    both: the run names the one whose file is gone, and --prune removes it (its pages, folders and manifest
+    entry). A document ingested from elsewhere is never touched."""
+    src = isolated_env / "src"
+    make_pdf(src / "cat" / "guide.pdf", body_pages(2))
+    make_pdf(src / "cat" / "notes.pdf", body_pages(1))
+    make_pdf(isolated_env / "other" / "keep.pdf", body_pages(1))
+    db = isolated_env / "database"
+    ingest_sources([src], db=db, progress=False, workers=1)
+    ingest_sources([isolated_env / "other"], db=db, progress=False, workers=1)
+    os.replace(src / "cat" / "guide.pdf", src / "cat" / "guide v2.pdf")
+    (src / "cat" / "notes.pdf").unlink()
+    report = ingest_sources([src], db=db, progress=False, workers=1)
+    assert sorted(report.orphans) == ["cat/guide", "cat/notes"] and report.pruned == []
+    assert (db / "cat" / "guide").is_dir() and (db / "cat" / "guide v2").is_dir()  # kept unless asked
+    result = CliRunner().invoke(app, ["ingest", str(src), "--db", str(db), "--prune"])
+    assert result.exit_code == 0, result.output
+    assert "pruned 2 document(s) whose file is gone: cat/guide, cat/notes" in result.output
+    assert sorted(p.name for p in (db / "cat").iterdir()) == ["guide v2"]
+    assert (db / "other" / "keep").is_dir()  # the other folder's document: not under the folders given
+    again = ingest_sources([src], db=db, progress=False, workers=1)
+    assert again.orphans == [] and again.skipped == 1
+
+
 def test_two_ingests_at_once_share_the_database_safely(isolated_env):
     import json
     import threading

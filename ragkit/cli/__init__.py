@@ -195,6 +195,9 @@ def ingest(
         show_default=False)] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="Re-ingest sources even when unchanged.  [default: off]", show_default=False)] = False,
+    prune: Annotated[bool, typer.Option(
+        "--prune", help="Remove the documents whose file under the folders given is gone (renamed or deleted). "
+        " [default: off: they are kept and named]", show_default=False)] = False,
     workers: Annotated[int | None, typer.Option(
         "--workers", metavar="N", help="Parallel processes.  [default: the number of cores]", show_default=False)] = None,
     index: Annotated[str | None, typer.Option(
@@ -217,7 +220,7 @@ def ingest(
         unpacked_mb=max_unpacked_mb, member_mb=max_member_mb, zip_ratio=max_zip_ratio,
         page_text_mb=max_page_text_mb, doc_seconds=doc_timeout, memory_mb=max_doc_memory_mb))
     report, synced = ingest_into(sources, db=settings.db, index=index, category=category, force=force,
-                                 workers=workers, limits=settings.limits)
+                                 workers=workers, limits=settings.limits, prune=prune)
     print_ingest_report(report, console)
     if synced is not None:
         print_sync_report(synced, settings.db, console)

@@ -84,6 +84,11 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
 _SHOW_IGNORED = 10  # names listed before "and N more"
 
 
+def _listed(names: list[str]) -> str:
+    more = f" and {len(names) - _SHOW_IGNORED} more" if len(names) > _SHOW_IGNORED else ""
+    return ", ".join(names[:_SHOW_IGNORED]) + more
+
+
 def print_ingest_report(report: IngestReport, console) -> None:
     """A summary table, then one line per failure."""
     from rich.markup import escape
@@ -101,6 +106,13 @@ def print_ingest_report(report: IngestReport, console) -> None:
     console.print(table)
     if report.removed:
         console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
+    if report.pruned:
+        console.print(f"pruned {len(report.pruned)} document(s) whose file is gone: "
+                      f"{escape(_listed(report.pruned))}", highlight=False)
+    if report.orphans:
+        console.print(f"[yellow]kept:[/yellow] {len(report.orphans)} document(s) whose file under the folders "
+                      f"given is gone (renamed or deleted): {escape(_listed(report.orphans))}; `--prune` removes "
+                      "them", highlight=False)
     if report.ignored:
         shown = ", ".join(report.ignored[:_SHOW_IGNORED])
         more = f" and {len(report.ignored) - _SHOW_IGNORED} more" if len(report.ignored) > _SHOW_IGNORED else ""

@@ -40,6 +40,10 @@ class IngestReport:
     ignored: list[str] = field(default_factory=list)  # files of other types met while walking folders
     hidden: list[str] = field(default_factory=list)  # hidden files and folders skipped while walking folders
     temporaries: int = 0  # page files half-written by an interrupted ingest, removed by this one
+    # documents recorded from a file under the folders ingested that is gone (renamed, deleted): their folders;
+    # `pruned` when --prune removed them, else `orphans` (kept)
+    orphans: list[str] = field(default_factory=list)
+    pruned: list[str] = field(default_factory=list)
     warnings: list[tuple[str, str]] = field(default_factory=list)  # (path, what may be lost): ingested anyway
     seconds: float = 0.0
     db: str = ""

@@ -17,6 +17,7 @@ from ragkit.ingest.manifest import (
     SUPPORTED,
     converter_of,
     db_lock,
+    forget_document,
     hash_file,
     load_manifest,
     remove_pages,
@@ -104,10 +105,12 @@ def ingest_sources(
     workers: int | None = None,
     progress: bool = True,
     limits: Limits | None = None,
+    prune: bool = False,
 ) -> IngestReport:
     """Ingest files and folders into the page tree; see docs/ingest.md for the rules. Documents are converted
     outside the database's lock (so two ingests, or two uploads, convert at once); their pages and the
-    manifest are written under it."""
+    manifest are written under it. A document recorded from a file under a folder ingested that is gone
+    (renamed, deleted) is named in report.orphans, or with `prune` removed (report.pruned)."""
     t0 = time.perf_counter()
     if not sources:
         raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
@@ -142,8 +145,29 @@ def ingest_sources(
             commit.add(res)
     finally:
         commit.flush()
+    _orphans(db, [Path(s) for s in sources if Path(s).is_dir()], prune, report)
     report.seconds = time.perf_counter() - t0
     return report
+
+
+def _orphans(db: Path, folders: list[Path], prune: bool, report: IngestReport) -> None:
+    """The documents recorded from a file under these folders that no longer exists (after this run: a renamed
+    file's new name has been ingested, a moved one took its folder over): named, or with `prune` forgotten."""
+    if not folders:
+        return
+    roots = [f.resolve() for f in folders]
+    recorded: dict = load_manifest(db / ".ragkit" / MANIFEST)["sources"]
+    gone = sorted({(e.get("folder", ""), tuple(e.get("pages") or ())) for key, e in recorded.items()
+                   if isinstance(e, dict) and not os.path.exists(key)
+                   and any(r in Path(key).resolve().parents for r in roots)})
+    for folder, pages in gone:
+        if not folder:
+            continue
+        if prune:
+            report.removed.extend(forget_document(db, folder, list(pages)))
+            report.pruned.append(folder)
+        else:
+            report.orphans.append(folder)
 
 
 def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bool, limits: Limits,
