@@ -30,7 +30,10 @@ BROKEN = {
     "Sales grew by what percentage (in U.S. dollars?": "unbalanced",
     "Sales grew by 5 percent.": "no question mark",
     "Some what percentage of Americans in their early 70s go online?": "some what",
+    "What is the The Witness?": "two articles",  # a new user's genqa run over a court filing (2026-11-27)
 }
+# Japanese ones: what the same run wrote from a survey's table (a bracket opened in a cell, never closed)
+BROKEN_JA = {"…また、〔回答社数構成比、単位を教えてください。": "unbalanced", "【速報値の公表日を教えてください。": "unbalanced"}
 GOOD = [
     "Passwords must be at least 14 characters long and are rotated every how many days?",
     "Accounts are locked after how many failed login attempts?",
@@ -58,6 +61,29 @@ GOOD = [
 def test_the_check_catches_broken_questions(question, why):
     problem = question_problem(question, "en")
     assert problem is not None and why in problem, (question, problem)
+
+
+@pytest.mark.parametrize("question,why", list(BROKEN_JA.items()))
+def test_the_check_catches_broken_japanese_questions(question, why):
+    problem = question_problem(question, "ja")
+    assert problem is not None and why in problem, (question, problem)
+
+
+def test_a_table_cell_names_its_row_without_a_second_article_or_a_unit_as_its_property():
+    """"What is the The Witness?" and "母集団法人数の（単位：社）を教えてください。": a row label with its own article,
+    and a column headed by its unit alone, which names no property of the row."""
+    from types import SimpleNamespace
+
+    from ragkit.genqa.common import PageInfo
+    from ragkit.genqa.facts import _cell_fact
+
+    page = PageInfo(rel="a/b/page_001.md", page=1, doc="d", doc_title="d", section="", body="", lang="en")
+    ctx = SimpleNamespace(idf=lambda _term: 1.0)  # what a fact's weight reads of the source's pages
+    en = _cell_fact(page, ctx, "The Witness", "", "John Smith", "en", single=True)
+    assert en is not None and en.question == "What is The Witness?", en
+    for single in (True, False):
+        ja = _cell_fact(page, ctx, "母集団法人数", "（単位：社）", "5,512", "ja", single=single)
+        assert ja is not None and ja.question == "母集団法人数を教えてください。", ja
 
 
 @pytest.mark.parametrize("question", GOOD)

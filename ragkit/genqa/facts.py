@@ -334,9 +334,13 @@ def _table_facts(page: PageInfo, ctx: Context, table: list[list[str]], lang: str
     return out
 
 
+_UNIT_ONLY = re.compile(r"[（(]\s*(?:単位|units?\b|in\s)[^()（）]*[)）]", re.IGNORECASE)
+
+
 def _cell_fact(page: PageInfo, ctx: Context, label: str, col: str, value: str, lang: str, *,
                single: bool) -> Fact | None:
-    generic = single and (not col or normalize(col) in _GENERIC_COLUMNS)
+    # a column headed by its unit alone ("（単位：社）", "(in millions)") names no property of the row
+    generic = (single and (not col or normalize(col) in _GENERIC_COLUMNS)) or bool(_UNIT_ONLY.fullmatch(col.strip()))
     is_year = bool(re.fullmatch(r"(?:FY\s?)?(?:19|20)\d\d", col))
     if lang == "ja":
         question = f"{label}を教えてください。" if generic else f"{label}の{col}を教えてください。"
@@ -347,7 +351,9 @@ def _cell_fact(page: PageInfo, ctx: Context, label: str, col: str, value: str, l
         claim = f"{_josa(what, '은', '는')} {value}"
     else:
         if generic:
-            question, claim = f"What is the {label}?", f"{label}: {value}"
+            # a label that brings its own article ("The Witness") takes no other
+            the = "" if re.match(r"(?i)(?:the|a|an)\s", label) else "the "
+            question, claim = f"What is {the}{label}?", f"{label}: {value}"
         elif is_year:
             question, claim = f"What was {label} in {col}?", f"{label} in {col}: {value}"
         else:

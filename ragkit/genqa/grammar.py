@@ -194,6 +194,9 @@ def question_problem(question: str, lang: str) -> str | None:
         return f"broken verb form 'the company {agreement.group(2)}'"
     if re.search(r"\b(?:some|just) (?:what|how)\b", body, re.I):
         return "broken: a quantifier before the question word ('some what ...')"
+    doubled = re.search(r"\b(?:the|a|an) (the|a|an)\b", body, re.I)
+    if doubled:
+        return f"broken: two articles ({doubled.group(0)!r})"
     stray = re.search(r"\b(?:the|a|an) (in|on|at|of|to|for|with|by|from|and|or|is|are|was|were)\s", body, re.I)
     if stray:
         return f"fragment: an article before {stray.group(1)!r}"
@@ -214,9 +217,11 @@ def question_problem(question: str, lang: str) -> str | None:
     return None
 
 
+_PAIRS = ("()", "[]", "“”", "「」", "（）", "〔〕", "【】", "『』", "［］", "〈〉", "《》")
+
+
 def _unbalanced(q: str) -> bool:
-    return (q.count("(") != q.count(")") or q.count("[") != q.count("]") or q.count("“") != q.count("”")
-            or q.count('"') % 2 or q.count("「") != q.count("」") or q.count("（") != q.count("）"))
+    return any(q.count(a) != q.count(b) for a, b in _PAIRS) or bool(q.count('"') % 2)
 
 
 def _leading_label(body: str) -> str:
