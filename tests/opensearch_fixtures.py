@@ -1,12 +1,16 @@
 """Helpers of the OpenSearch tests: the node .ci/run starts (RAG_TEST_OPENSEARCH_URL), a unique index prefix per
-test, removed afterwards, and a three-node cluster a test starts itself."""
+test, removed afterwards, a three-node cluster a test starts itself, and a socket that takes connections and
+never answers (a hung node)."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
@@ -83,3 +87,14 @@ def unique_prefix() -> str:
 
 def config_of(db: Path) -> dict:
     return json.loads((db / ".ragkit" / "index.json").read_text(encoding="utf-8"))
+
+
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """The URL of a local TCP server that takes connections and never answers (a hung node: its kernel still
+    completes the handshake and queues the request). It listens and never accepts: the backlog does the rest."""
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(64)
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+

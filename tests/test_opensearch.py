@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
-from opensearch_fixtures import config_of, drop_indices, node_url, unique_prefix
+from opensearch_fixtures import config_of, drop_indices, node_url, silent_server, unique_prefix
 
 from ragkit.core.config import Settings
 from ragkit.search import open_index
@@ -291,6 +293,24 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     # the choice stays in the database: a later command says the same, in one line
     again = rag("search", "VPN", "--db", "database")
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_a_node_that_takes_a_request_and_never_answers_costs_one_timeout_and_says_how_long():
+    """A hung node (stopped, swamped) accepts the connection and never answers: the request is not asked again
+    (three attempts kept `rag search` waiting 91 s), and the line says how long it waited in all. A socket that
+    listens and never accepts is such a node, as far as a client can tell."""
+    from ragkit.search.opensearch.client import Client, ClusterError
+
+    with silent_server() as hung:
+        client = Client(hung, timeout=1.0)
+        t0 = time.monotonic()
+        with pytest.raises(ClusterError) as got:
+            client.request("POST", "/x-pages/_search", {"size": 1})
+        waited = time.monotonic() - t0
+        client.close()
+    assert 1.0 <= waited < 1.9, waited  # one timeout, not one per attempt
+    said = re.search(r"no answer within ([\d.]+) s \(POST /x-pages/_search\)", str(got.value))
+    assert said and abs(float(said.group(1)) - waited) < 0.3, str(got.value)
 
 
 def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]],
