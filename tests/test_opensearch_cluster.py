@@ -1,5 +1,6 @@
-"""Beyond one machine, against real OpenSearch nodes: two `rag serve` replicas on one index, two ingests at
-once into one database, a three-node cluster that loses a node, and a cluster failure in the middle of a batch."""
+"""Beyond one machine, against real OpenSearch nodes: two `rag serve` replicas on one index, `rag serve` when its
+cluster goes away or hangs, two ingests at once into one database, a three-node cluster that loses a node, and a
+cluster failure in the middle of a batch."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from opensearch_fixtures import Cluster, drop_indices, node_url, unique_prefix
+from opensearch_fixtures import Cluster, Proxy, drop_indices, node_url, unique_prefix
 
 from ragkit.core.config import Settings
 from ragkit.search import open_index
@@ -79,6 +80,56 @@ def test_two_serve_replicas_answer_alike_and_share_sessions(isolated_env, tmp_pa
         for p in procs:
             os.killpg(p.pid, signal.SIGTERM)
             p.wait(timeout=30)
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_serve_says_503_when_its_cluster_fails_and_health_says_degraded(isolated_env, monkeypatch):
+    """The node behind a proxy that a test cuts off (unreachable) or makes hang: /search and /chat answer 503 with
+    the one-line cause (they said 400, as if the request were wrong), and /health says "degraded" with 503 (it
+    said "ok" throughout), quickly even when the node hangs, so that a load balancer stops routing here; all is
+    well again once the node is back. Checks are reused for HEALTH_TTL seconds."""
+    from liveserver import LiveServer
+
+    from ragkit.serve import app as serve_app
+
+    url = node_url()
+    prefix = unique_prefix()
+    proxy = Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    monkeypatch.setattr(serve_app, "HEALTH_TTL", 0.0)
+    settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
+    try:
+        with LiveServer(settings) as srv:
+            ok = httpx.get(srv.url + "/health", timeout=30)
+            assert ok.status_code == 200 and ok.json()["status"] == "ok", ok.text
+            assert ok.json()["index"] in ("opensearch: green", "opensearch: yellow")
+            assert httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60).status_code == 200
+            proxy.cut()
+            down = [httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60),
+                    httpx.post(srv.url + "/chat", json={"query": VPN}, timeout=60),
+                    httpx.post(srv.url + "/chat", json={"query": VPN, "stream": True}, timeout=60)]
+            for r in down:
+                assert r.status_code == 503, r.text
+                assert "unreachable" in r.json()["error"] and proxy.url in r.json()["error"], r.text
+            health = httpx.get(srv.url + "/health", timeout=30)
+            assert health.status_code == 503 and health.json()["status"] == "degraded", health.text
+            assert "unreachable" in health.json()["index"]
+            proxy.restore()
+            assert httpx.get(srv.url + "/health", timeout=30).status_code == 200
+            assert httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60).status_code == 200
+            proxy.hang()
+            t0 = time.monotonic()
+            hung = httpx.get(srv.url + "/health", timeout=30)
+            assert time.monotonic() - t0 < serve_app.HEALTH_TIMEOUT + 2.0  # not the client's 30 s
+            assert hung.status_code == 503 and "no answer within" in hung.json()["index"], hung.text
+            # within HEALTH_TTL a probe gets the last check's answer: the node, back, is not asked again yet
+            monkeypatch.setattr(serve_app, "HEALTH_TTL", 60.0)
+            proxy.restore()
+            assert httpx.get(srv.url + "/health", timeout=30).status_code == 503
+    finally:
+        proxy.close()
         open_index(db).close()
         drop_indices(url, prefix)
 

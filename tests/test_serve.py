@@ -309,7 +309,8 @@ def test_token_is_required_by_the_api_not_by_its_description(sample_db_copy):
     """Every endpoint that reads or changes data needs the token; /docs and /openapi.json, which describe the API
     and hold no data, open in a browser (which cannot send the header) and say how to send it."""
     with LiveServer(offline(sample_db_copy), ServeOptions(token="s3cret-token")) as srv:
-        assert get(srv.url + "/health").status_code == 200
+        health = get(srv.url + "/health")
+        assert health.status_code == 200 and health.json()["status"] == "ok" and health.json()["index"] == "embedded"
         for method, path in (("GET", "/search?query=password"), ("GET", "/documents"), ("POST", "/chat"),
                              ("GET", "/pages/policies"), ("DELETE", "/documents/x"), ("GET", "/docs/x"),
                              ("GET", "/openapi.json/x"), ("GET", "/docs%2F..%2Fdocuments")):

@@ -79,7 +79,9 @@ def ask(
         require_database(db)
         index = open_index(db)
     if not index.pages():
-        raise RagError(f"{db}: the database has no pages; run `rag ingest SOURCE --db {db}` first")
+        from ragkit.search.backend import no_pages_error
+
+        raise no_pages_error(db)
     if provider is None:
         from ragkit.core.llm import get_provider
 

@@ -182,7 +182,9 @@ def run_batch(
         require_database(Path(settings.db))
         index = open_index(Path(settings.db), progress=progress)
     if not index.pages():  # one clear line instead of the same error on every row
-        raise RagError(f"{settings.db}: the database has no pages; run `rag ingest SOURCE --db {settings.db}` first")
+        from ragkit.search.backend import no_pages_error
+
+        raise no_pages_error(Path(settings.db))
     # Every question ranks on the same index state: a search ranks by keywords while its candidates still lack
     # vectors, so without this the first rows of a fresh database were ranked differently from the later
     # ones and a rerun scored differently. Cached: once per database, then nothing to do.

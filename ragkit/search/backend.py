@@ -59,6 +59,18 @@ def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> 
     return idx.search(query, k=k, path=path)
 
 
+def no_pages_error(db: Path) -> RagError:
+    """What to say when the index holds no page: ingest something, or, when page files are there (a cluster that
+    lost its data or never got them), bring the index in step with them."""
+    from ragkit.core.paths import iter_pages
+
+    on_disk = len(iter_pages(Path(db)))
+    if on_disk:
+        return RagError(f"{db}: the index holds no pages, but the database has {on_disk} page file(s); run "
+                        f"`rag index sync --db {db}` first")
+    return RagError(f"{db}: the database has no pages; run `rag ingest SOURCE --db {db}` first")
+
+
 def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
     """Give every page of `db` a vector now (`rag search --embed`), so that search can find pages by meaning
     alone in a database too large to embed during a search. Returns (pages embedded now, pages in all)."""

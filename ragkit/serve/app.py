@@ -3,7 +3,8 @@
 Every handler calls the library the CLI calls: `ragkit.answer.agent.ask`, `ragkit.search` search, `ragkit.ingest`.
 Handlers are plain functions, so FastAPI runs them in its thread pool; they share one index (thread-safe) and
 one model provider (the openai client is thread-safe). Errors are JSON `{"error": ...}`, never a traceback,
-and the model API key is scrubbed from anything sent back.
+and the model API key is scrubbed from anything sent back. An OpenSearch cluster that cannot be reached or fails
+is 503 on every endpoint, and `/health` says so (503, "degraded"), so that a load balancer stops routing here.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from ragkit.answer import STRATEGIES
 from ragkit.core.config import Settings
 from ragkit.core.errors import PathEscapeError, RagError, UsageError
 from ragkit.core.text import clean_json
+from ragkit.search.opensearch.client import ClusterError
 from ragkit.serve import documents as docs
 from ragkit.serve.sessions import (
     HISTORY_FOR_REWRITE,
@@ -50,6 +52,8 @@ OPEN_PREFIXES = ("/static/",)
 TOKEN_NEEDED = ("missing or wrong token: send Authorization: Bearer <token> (the web page at / sends the one "
                 "typed into its token box)")
 STEP_FIELD_CHARS = 300  # a streamed step's text fields are cut to this
+HEALTH_TIMEOUT = 2.0  # seconds /health waits for the cluster: a load balancer's probe must not hang
+HEALTH_TTL = 5.0  # seconds a cluster check is reused: frequent probes cost the cluster one request per TTL
 
 
 @dataclass
@@ -165,6 +169,11 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     async def _escape_error(_: Request, e: PathEscapeError):
         return error(400, e)
 
+    @app.exception_handler(ClusterError)
+    async def _cluster_error(_: Request, e: ClusterError):
+        # the index behind this server failed, not the request: another replica (or a retry) may answer it
+        return error(503, e)
+
     @app.exception_handler(RagError)
     async def _rag_error(_: Request, e: RagError):
         return error(409 if "no pages" in str(e) else 400, e)
@@ -188,9 +197,26 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         return open_index(db, progress=False)
 
     # ------------------------------------------------------------------------------------------ endpoints
+    checked: dict[str, Any] = {}  # the last index check: at, problem (None when fine), state
+    checking = threading.Lock()
+
+    def index_health() -> tuple[str | None, str]:
+        """(the index's problem or None, a word on its state), from a cluster check at most HEALTH_TTL old."""
+        if getattr(first, "backend", "") != "opensearch":
+            return None, "embedded"
+        with checking:  # one check at a time: probes arriving together share it
+            if time.monotonic() - checked.get("at", float("-inf")) >= HEALTH_TTL:
+                checked.update(zip(("problem", "state"), _cluster_health(index), strict=True))
+                checked["at"] = time.monotonic()
+            return checked["problem"], checked["state"]
+
     @app.get("/health")
-    def health() -> dict:
-        return {"status": "ok", "version": _version()}
+    def health() -> JSONResponse:
+        problem, state = index_health()
+        if problem:
+            return JSONResponse({"status": "degraded", "version": _version(), "index": clean(problem)},
+                                status_code=503)
+        return JSONResponse({"status": "ok", "version": _version(), "index": state})
 
     @app.get("/docs", include_in_schema=False)
     def api_docs(request: Request) -> HTMLResponse:
@@ -328,6 +354,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
                 box["result"] = _answer(sid, query, strategy, trace)
             except docs.ClientError as e:
                 box["result"] = ({"error": clean(e)}, e.status)
+            except ClusterError as e:
+                box["result"] = ({"error": clean(e)}, 503)
             except RagError as e:
                 box["result"] = ({"error": clean(e)}, 400)
             except Exception as e:  # noqa: BLE001 - reported to the client as one line
@@ -370,6 +398,22 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
                 if isinstance(v, str | int | float | bool | list) or v is None}
 
     return app
+
+
+def _cluster_health(open_ix: Any) -> tuple[str | None, str]:
+    """(problem or None, state) of the cluster index behind the server (`open_ix()` gives it): reachable, and its
+    pages index searchable (yellow or green). One quick request, not retried."""
+    try:
+        ix = open_ix()
+        got = ix.client.request("GET", f"/_cluster/health/{ix.pages_name}", params={"timeout": "1s"}, ok=(408,),
+                                timeout=HEALTH_TIMEOUT, retries=1)
+    except RagError as e:  # unreachable, no answer, refused credentials; or an index this ragkit cannot use
+        return str(e), "unreachable" if isinstance(e, ClusterError) else "unusable"
+    status = got.get("status")
+    if status == 408 or status == "red":  # 408: no such index within the second asked (deleted, data lost)
+        return (f"OpenSearch at {ix.cfg.url}: the index {ix.pages_name} is missing or has no active primary "
+                "shard (red); searches fail"), "red"
+    return None, f"opensearch: {status}"
 
 
 def _sse(event: str, data: dict) -> str:

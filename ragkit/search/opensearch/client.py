@@ -1,5 +1,12 @@
 """A small OpenSearch HTTP client: JSON in and out, bulk NDJSON, credentials from the environment only, and one
-clear line for every way a cluster can fail (unreachable, refused credentials, an error it answers)."""
+clear line for every way a cluster can fail (unreachable, refused credentials, no answer in time, an error it
+answers).
+
+    Client(url, timeout=TIMEOUT).request(method, path, body, *, params, ok, ndjson, timeout, retries) -> JSON
+    Client.bulk(actions, refresh=...) -> JSON; Client.close()
+
+A request that could not connect, or got 429/502/503/504, is tried again (RETRIES attempts in all); one the node
+took and did not answer in time is not (see request)."""
 
 from __future__ import annotations
 
@@ -14,7 +21,7 @@ from ragkit.core.errors import RagError
 from ragkit.core.text import one_line
 
 TIMEOUT = 30.0  # seconds per request; a bulk of a few hundred pages takes well under that
-RETRIES = 3  # attempts for a request that failed to connect or got 429/502/503/504
+RETRIES = 3  # attempts for a request that failed to connect or got 429/502/503/504 (not for one left unanswered)
 
 
 class ClusterError(RagError):
@@ -51,29 +58,37 @@ class Client:
         return one_line(text, 300)
 
     def request(self, method: str, path: str, body: Any = None, *, params: dict | None = None,
-                ok: tuple[int, ...] = (), ndjson: str | None = None, timeout: float | None = None) -> Any:
+                ok: tuple[int, ...] = (), ndjson: str | None = None, timeout: float | None = None,
+                retries: int = RETRIES) -> Any:
         """The JSON answer of one request; a status in `ok` is returned as {"status": N} instead of raised.
-        `timeout`: seconds for this request instead of the client's (a long merge)."""
+        `timeout`: seconds for this request instead of the client's (a long merge, a quick health check);
+        `retries`: attempts in all for a request that could not connect or got 429/502/503/504."""
         content = ndjson.encode() if ndjson is not None else (json.dumps(body, ensure_ascii=False).encode()
                                                               if body is not None else None)
         headers = {"Content-Type": "application/x-ndjson"} if ndjson is not None else None
-        for attempt in range(1, RETRIES + 1):
+        t0 = time.monotonic()
+        for attempt in range(1, retries + 1):
             try:
                 r = self._http.request(method, path, content=content, params=params, headers=headers,
                                        **({"timeout": timeout} if timeout else {}))
-            except httpx.TimeoutException:
-                if attempt < RETRIES:
+            except httpx.TimeoutException as e:
+                # A connection never made is tried again, like a refused one. A request the node took and left
+                # unanswered is not: a hung or swamped node would only make the caller wait the timeout again
+                # (three attempts kept a search waiting 91 s), and a search asked again is no likelier to answer.
+                if isinstance(e, httpx.ConnectTimeout) and attempt < retries:
                     continue
-                raise ClusterError(f"OpenSearch at {self.url}: no answer within {timeout or self._http.timeout.read:g} s "
-                                   f"({method} {path})") from None
+                waited = time.monotonic() - t0  # the whole wait, connection attempts included
+                secs = f"{waited:.0f}" if waited >= 10 else f"{waited:.1f}"
+                raise ClusterError(f"OpenSearch at {self.url}: no answer within {secs} s ({method} {path}); is the "
+                                   "cluster overloaded or stopped?") from None
             except httpx.TransportError as e:
-                if attempt < RETRIES:
+                if attempt < retries:
                     time.sleep(0.2 * attempt)
                     continue
                 raise ClusterError(f"OpenSearch at {self.url} is unreachable ({self._clean(str(e) or type(e).__name__)}); "
                                    "is the cluster running? The address is stored in the database's "
                                    "configuration (rag ingest --index)") from None
-            if r.status_code in (429, 502, 503, 504) and attempt < RETRIES:
+            if r.status_code in (429, 502, 503, 504) and attempt < retries:
                 time.sleep(0.5 * attempt)
                 continue
             break

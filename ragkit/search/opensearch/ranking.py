@@ -10,12 +10,19 @@
 4. meaning: the best candidates re-ranked by the cosine of their closest chunk, from the chunk vectors the
    cluster keeps (ranking.fuse; the cosine of the chunks' mean for pages an earlier ragkit indexed), and pages
    found by meaning alone (a k-NN query over the chunks' mean) put first when they are much closer than every
-   candidate.
+   candidate;
+5. the page files are the truth: a hit whose file was deleted by hand since the last sync is left out, and a
+   search that left one out, or found nothing while the cluster holds fewer pages in scope than the database's
+   folder, says in one line (a warning) that `rag index sync` brings the cluster in step.
+
+    rank(ix, query, k=, prefix=, mode=) -> list[SearchHit]   # ix: an OpenSearchIndex
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections import Counter
 from typing import Any
 
@@ -23,6 +30,7 @@ import numpy as np
 
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import first_heading, parse_page
+from ragkit.core.paths import iter_pages
 from ragkit.core.text import STOPWORDS, detect_lang, search_terms
 from ragkit.search.opensearch.documents import chunk_vectors, doc_id
 from ragkit.search.periods import period_terms, reports_another, specific_periods
@@ -41,6 +49,8 @@ from ragkit.search.snippets import make_snippet
 from ragkit.search.statements import STATEMENT_TERMS
 from ragkit.search.understand import frame_weights, weighted_terms
 from ragkit.search.vectors import DENSE_WEIGHT, RECALL_MARGIN, RECALL_N, get_embedder, word_terms
+
+log = logging.getLogger(__name__)
 
 # The analysis page scores come from: ragkit's own terms (the default, as the embedded engine), or one of the
 # cluster's analysers for comparison (RAG_OPENSEARCH_ANALYSIS=ja|ko|en|cjk|standard: kuromoji, nori, english,
@@ -169,13 +179,68 @@ def _page_clause(query: str, clauses: list[dict], how: str) -> dict:
 
 
 def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[SearchHit]:
+    """The best `k` pages under `prefix` (db-relative, "" for all) whose files still exist."""
+    hits, gone = _rank(ix, query, k=k, prefix=prefix, mode=mode)
+    if gone or not hits:
+        _say_if_behind(ix, prefix, gone)
+    return hits
+
+
+def _say_if_behind(ix: Any, prefix: str, gone: int) -> None:
+    """One line when the cluster is behind the page files: hits left out because their files were deleted, or
+    fewer pages in scope than the folder holds (data lost, a folder added by hand). Only after a search that
+    left a hit out or found nothing, so a walk of the folder costs nothing to the searches that find pages."""
+    if gone:
+        _warn(f"{gone} hit(s) left out: their page files were deleted since the OpenSearch index {ix.pages_name} "
+              "was synced; `rag index sync` takes them out")
+        return
+    held = int(ix.client.request("POST", f"/{ix.pages_name}/_count",
+                                 {"query": {"bool": {"filter": _scope(prefix)}}})["count"])
+    on_disk = len(iter_pages(ix.db, prefix or None))
+    if held < on_disk:
+        where = f" under {prefix}" if prefix else ""
+        _warn(f"the OpenSearch index {ix.pages_name} holds {held} of the {on_disk} page files{where}: "
+              "`rag index sync` adds the others")
+
+
+_SAID: dict[str, float] = {}
+SAY_AGAIN = 60.0  # seconds before the same warning is logged again (an answer searches several times)
+
+
+def _warn(message: str) -> None:
+    now = time.monotonic()
+    if now - _SAID.get(message, float("-inf")) >= SAY_AGAIN:
+        if len(_SAID) > 1000:  # a long-running server sees many scopes: forget, rather than grow
+            _SAID.clear()
+        _SAID[message] = now
+        log.warning("%s", message)
+
+
+def _on_disk(ix: Any, rows: list[tuple[dict, float]], k: int) -> tuple[list[tuple[dict, float]], int]:
+    """The first `k` rows whose page file exists (one stat per row looked at), and how many were left out: a
+    page deleted by hand stays in the cluster until `rag index sync`, and the embedded engine no longer finds
+    it."""
+    kept: list[tuple[dict, float]] = []
+    gone = 0
+    for src, score in rows:
+        if len(kept) >= k:
+            break
+        if (ix.db / src["path"]).is_file():
+            kept.append((src, score))
+        else:
+            gone += 1
+    return kept, gone
+
+
+def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tuple[list[SearchHit], int]:
+    """rank's hits, and how many hits were left out because their page file is gone."""
     stats = ClusterStats(ix)
     q = weighted_terms(query, stats, ix._synonyms)
     clauses = _terms_clause(q)
     emb = get_embedder() if mode != "keyword" else None
     scope = _scope(prefix)
     if not clauses:
-        return []
+        return [], 0
     words = _page_clause(query, clauses, analysis())
     page_q = {"bool": {"should": [words], "filter": scope}}
     doc_q = {"bool": {"should": clauses}}
@@ -202,7 +267,8 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
         # no page holds a word of the query (a question in another language): the pages found by meaning alone, as
         # the embedded engine gives them
         found = _by_meaning(ix, [], qv, res[3]["hits"]["hits"], k) if qv is not None else []
-        return [_hit(ix, src, score, q) for src, score in found[:k]]
+        found, gone = _on_disk(ix, found, k)
+        return [_hit(ix, src, score, q) for src, score in found], gone
     top = float(window[0]["_score"])
     gmax = max((h["_score"] for h in docs), default=0.0) or 1.0
     cmax = max((h["_score"] for h in cards), default=0.0) or 1.0
@@ -260,9 +326,10 @@ def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[
     unembedded = 0
     if emb is not None:
         rows = _by_meaning(ix, rows, qv, res[3]["hits"]["hits"], k)
-        if any(src.get("ranking") != "hybrid" for src, _ in rows[:k] if src.get("ranking") != "meaning"):
-            unembedded = _unembedded(ix, scope)
-    return [_hit(ix, src, score, q, unembedded) for src, score in rows[:k]]
+    rows, gone = _on_disk(ix, rows, k)
+    if emb is not None and any(src.get("ranking") != "hybrid" for src, _ in rows if src.get("ranking") != "meaning"):
+        unembedded = _unembedded(ix, scope)
+    return [_hit(ix, src, score, q, unembedded) for src, score in rows], gone
 
 
 def _unembedded(ix: Any, scope: list[dict]) -> int:
@@ -337,6 +404,8 @@ def _closest_chunks(ix: Any, paths: list[str], qv: np.ndarray) -> dict[str, floa
     """The cosine of each page with the query as the embedded engine reads it: its closest chunk's (one _mget of
     their chunk vectors). Pages without chunk vectors (an earlier ragkit's, until the next sync) are left out."""
     ids = {doc_id(p): p for p in paths}
+    if not ids:  # nothing to read (no candidate, nothing found by meaning): the cluster refuses an empty _mget
+        return {}
     got = ix.client.request("POST", f"/{ix.pages_name}/_mget", {"ids": list(ids)},
                             params={"_source": "chunk_vectors"})
     out = {}
