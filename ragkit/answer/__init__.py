@@ -23,7 +23,7 @@ from ragkit.answer.naive import naive_answer
 from ragkit.answer.run import QuestionRun, Trace, error_line
 from ragkit.answer.synth import synth_answer
 from ragkit.core.config import Settings
-from ragkit.core.errors import RagError, UsageError
+from ragkit.core.errors import UsageError
 from ragkit.core.models import Answer
 from ragkit.core.paths import reference_path
 from ragkit.core.text import detect_lang
