@@ -4,6 +4,7 @@ environment.
 
     parse_index(spec) -> IndexConfig        # "embedded" | "opensearch+http://HOST:9200[/PREFIX]"
     configure_index(db, spec) -> IndexConfig;  index_config(db) -> IndexConfig
+    redact(value) -> str                    # an address fit for a message: no credentials
 """
 
 from __future__ import annotations
@@ -22,6 +23,11 @@ from ragkit.core.paths import atomic_write_text
 
 CONFIG_FILE = "index.json"  # under DB/.ragkit/
 SCHEMES = ("opensearch+http", "opensearch+https")
+# Index names are <prefix>-pages, <prefix>-documents, <prefix>-sessions: OpenSearch allows 255 bytes; ragkit keeps
+# them short enough to read in a listing.
+PREFIX_MAX = 61
+_PREFIX = re.compile(r"[a-z0-9][a-z0-9_\-]*")
+USAGE = "use `embedded` or opensearch+http://HOST:9200[/PREFIX]"
 
 
 @dataclass(frozen=True)
@@ -35,33 +41,57 @@ class IndexConfig:
         return "embedded" if self.backend == "embedded" else f"opensearch {self.url}/{self.prefix}"
 
 
+def redact(value: str) -> str:
+    """`value` fit for a message: whatever comes before its last '@' (after '//' when there is one) is hidden, so a
+    password typed into an address never shows, however malformed the rest is."""
+    if "@" not in value:
+        return value
+    head, _, tail = value.rpartition("@")
+    start = head.find("//")
+    return (head[: start + 2] if start >= 0 else "") + "***@" + tail
+
+
 def _slug(name: str) -> str:
     s = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
     return re.sub(r"[^a-z0-9]+", "-", s).strip("-")[:40] or "db"
 
 
-def parse_index(spec: str, db: Path | None = None) -> IndexConfig:
-    """`embedded`, or `opensearch+http://HOST:PORT[/PREFIX]` (https too). Without a prefix, one is made from the
-    database's folder name and a random part, so two databases never share an index by accident."""
-    spec = (spec or "").strip()
-    if spec in ("", "embedded"):
-        return IndexConfig()
+def _split(spec: str) -> tuple[str, str, str]:
+    """(scheme, host[:port], what follows the host) of an opensearch+http(s) spec; the scheme lowercased."""
     scheme, sep, rest = spec.partition("://")
+    scheme = scheme.lower()
     if not sep or scheme not in SCHEMES:
-        raise UsageError(f"--index {spec!r}: use `embedded` or opensearch+http://HOST:9200[/PREFIX]")
-    parts = urlsplit(f"{scheme.split('+', 1)[1]}://{rest}")
-    if parts.username or parts.password:
+        raise UsageError(f"--index {redact(spec)!r}: {USAGE}")
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    return scheme, rest[:cut], rest[cut:]
+
+
+def parse_index(spec: str, db: Path | None = None) -> IndexConfig:
+    """`embedded`, or `opensearch+http://HOST:PORT[/PREFIX]` (https too; scheme and host in any case). Without a
+    prefix, one is made from the database's folder name and a random part, so two databases never share an index
+    by accident."""
+    spec = (spec or "").strip()
+    if spec.lower() in ("", "embedded"):
+        return IndexConfig()
+    scheme, netloc, tail = _split(spec)
+    if "@" in spec.partition("://")[2]:
         raise UsageError("--index: put credentials in RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD or "
                          "RAG_OPENSEARCH_API_KEY, never in the address (it is stored in the database)")
+    parts = urlsplit(f"{scheme.split('+', 1)[1]}://{netloc}")
     if not parts.hostname:
-        raise UsageError(f"--index {spec!r}: no host")
+        raise UsageError(f"--index {redact(spec)!r}: no host")
     try:
         port = parts.port
     except ValueError:
-        raise UsageError(f"--index {spec!r}: the port is not a number") from None
-    prefix = parts.path.strip("/")
-    if prefix and not re.fullmatch(r"[a-z0-9][a-z0-9_\-]{0,60}", prefix):
-        raise UsageError(f"--index: the prefix {prefix!r} must be lowercase letters, digits, '-' or '_'")
+        raise UsageError(f"--index {redact(spec)!r}: the port is not a number") from None
+    # everything after the host is the prefix: a '?' or '#' in it is refused, not read as a URL's query or fragment
+    prefix = tail.strip("/")
+    if len(prefix) > PREFIX_MAX:
+        raise UsageError(f"--index: the prefix is {len(prefix)} characters long; at most {PREFIX_MAX} "
+                         "(index names are PREFIX-pages, PREFIX-documents, PREFIX-sessions)")
+    if prefix and not _PREFIX.fullmatch(prefix):
+        raise UsageError(f"--index: the prefix {prefix!r} must be lowercase letters, digits, '-' or '_' "
+                         "(starting with a letter or digit)")
     if not prefix:
         prefix = f"ragkit-{_slug(db.resolve().name if db else 'db')}-{secrets.token_hex(3)}"
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
@@ -84,7 +114,10 @@ def index_config(db: Path) -> IndexConfig:
         raise UsageError(f"{path}: unreadable index configuration ({e}); fix it or delete it for the "
                          "embedded engine") from None
     if not isinstance(data, dict) or data.get("backend") not in ("embedded", "opensearch"):
-        raise UsageError(f"{path}: unknown index backend {data!r}")
+        raise UsageError(f"{path}: unknown index backend {redact(repr(data))}")
+    if "@" in str(data.get("url") or ""):  # written by hand: the client would send (and its errors show) them
+        raise UsageError(f"{path}: the cluster address holds credentials; put them in RAG_OPENSEARCH_USER / "
+                         "RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY")
     return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix")})
 
 
@@ -94,7 +127,7 @@ def configure_index(db: Path, spec: str) -> IndexConfig:
     new = parse_index(spec, db)
     old = index_config(db)
     if new.backend == "opensearch" and old.backend == "opensearch" and old.url == new.url \
-            and "/" not in spec.split("://", 1)[1].strip("/"):
+            and not _split(spec.strip())[2].strip("/"):
         new = old  # the same cluster again, no prefix given: the same index
     if new != old:
         path = _config_path(db)
