@@ -288,9 +288,49 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     assert out.returncode == 1
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert any("unreachable" in ln for ln in lines) and "Traceback" not in out.stderr
-    # the choice stays in the database: a later command says the same, in one line
+    # a database whose cluster has gone away: every later command says so, in one line
+    (Path("database") / ".ragkit").mkdir(parents=True, exist_ok=True)
+    (Path("database") / ".ragkit" / "index.json").write_text(json.dumps(
+        {"backend": "opensearch", "url": "http://127.0.0.1:9", "prefix": "x"}), encoding="utf-8")
     again = rag("search", "VPN", "--db", "database")
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
+
+
+def test_a_failed_ingest_into_an_unreachable_cluster_leaves_the_engine_the_database_had(os_db, url):
+    """The engine is stored once the cluster has answered: a typo in the address does not leave every later
+    command failing."""
+    before = config_of(os_db)
+    out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", "opensearch+http://127.0.0.1:1/typo")
+    assert out.returncode == 1 and "unreachable" in out.stderr, out.stderr
+    assert config_of(os_db) == before
+    assert rag("search", "VPN", "--db", "database").returncode == 0
+    fresh = rag("ingest", str(CORPUS / "policies"), "--db", "fresh", "--index", "opensearch+http://127.0.0.1:1/typo")
+    assert fresh.returncode == 1 and not (Path("fresh") / ".ragkit" / "index.json").exists()
+
+
+def test_moving_a_database_to_another_index_says_where_it_was_and_what_is_left(os_db, url):
+    from ragkit.search import configure_index
+
+    old = config_of(os_db)["prefix"]
+    new = unique_prefix()
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0, out.stderr
+        said = [ln for ln in out.stderr.splitlines() if "was indexed" in ln]
+        assert len(said) == 1 and f"in OpenSearch {url}/{old}; now OpenSearch {url}/{new}" in said[0], out.stderr
+        assert f"curl -X DELETE '{url}/{old}-pages,{old}-documents,{old}-sessions'" in said[0]
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", "embedded")
+        assert out.returncode == 0 and f"in OpenSearch {url}/{new}; now the embedded engine" in out.stderr
+        assert rag("search", "VPN", "--db", "database").returncode == 0
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0 and "was indexed by the embedded engine; now OpenSearch" in out.stderr
+        assert "index.sqlite is left" in out.stderr
+        # the same index again: nothing to say
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0 and "was indexed" not in out.stderr
+    finally:
+        configure_index(os_db, f"opensearch+{url}/{old}")  # what the fixture's teardown opens and drops
+        drop_indices(url, new)
 
 
 def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]],

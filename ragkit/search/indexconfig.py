@@ -3,8 +3,9 @@ DB/.ragkit/index.json, so every later command uses it. Credentials never go ther
 environment.
 
     parse_index(spec) -> IndexConfig        # "embedded" | "opensearch+http://HOST:9200[/PREFIX]"
-    configure_index(db, spec) -> IndexConfig;  index_config(db) -> IndexConfig
-    redact(value) -> str                    # an address fit for a message: no credentials
+    plan_index(db, spec) -> IndexConfig     # what `spec` names for db; nothing stored
+    store_index(db, cfg);  configure_index(db, spec) -> IndexConfig (plan, then store)
+    index_config(db) -> IndexConfig;  redact(value) -> str (for messages)
 """
 
 from __future__ import annotations
@@ -39,6 +40,10 @@ class IndexConfig:
     @property
     def label(self) -> str:
         return "embedded" if self.backend == "embedded" else f"opensearch {self.url}/{self.prefix}"
+
+    def same_index(self, other: IndexConfig) -> bool:
+        """Whether both name the same index."""
+        return (self.backend, self.url, self.prefix) == (other.backend, other.url, other.prefix)
 
 
 def redact(value: str) -> str:
@@ -121,19 +126,33 @@ def index_config(db: Path) -> IndexConfig:
     return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix")})
 
 
-def configure_index(db: Path, spec: str) -> IndexConfig:
-    """Store the engine `spec` names for `db` (keeping the prefix when the same cluster is named again without
-    one). Returns the configuration now in force."""
+def _write(db: Path, cfg: IndexConfig) -> None:
+    atomic_write_text(_config_path(db), json.dumps(asdict(cfg), indent=2) + "\n")
+
+
+def plan_index(db: Path, spec: str) -> IndexConfig:
+    """The engine `spec` names for `db` (keeping the prefix when the same cluster is named again without one).
+    Nothing is stored: store_index does, once the cluster has answered."""
     new = parse_index(spec, db)
     old = index_config(db)
     if new.backend == "opensearch" and old.backend == "opensearch" and old.url == new.url \
             and not _split(spec.strip())[2].strip("/"):
         new = old  # the same cluster again, no prefix given: the same index
-    if new != old:
-        path = _config_path(db)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(asdict(new), indent=2) + "\n")
     return new
+
+
+def store_index(db: Path, cfg: IndexConfig) -> None:
+    """Make `cfg` the engine of `db` (written only when it differs from the stored one)."""
+    if cfg != index_config(db):
+        _write(db, cfg)
+
+
+def configure_index(db: Path, spec: str) -> IndexConfig:
+    """Store the engine `spec` names for `db` at once (plan_index, then store_index). Returns the configuration
+    now in force."""
+    cfg = plan_index(db, spec)
+    store_index(db, cfg)
+    return cfg
 
 
 def index_spec_from_env() -> str | None:
