@@ -1,5 +1,6 @@
 """Which engine a database uses (ragkit/search/indexconfig.py), without a cluster: what `--index` accepts and
-refuses, and that no refusal shows a password typed into the address."""
+refuses, that no refusal shows a password typed into the address, and the database's id kept in its
+configuration. The cluster's side (an index owned by one database) is in tests/test_opensearch.py."""
 
 from __future__ import annotations
 
@@ -15,8 +16,10 @@ from ragkit.core.errors import UsageError
 from ragkit.search.indexconfig import (
     PREFIX_MAX,
     IndexConfig,
+    configure_index,
     index_config,
     parse_index,
+    plan_index,
     redact,
 )
 
@@ -73,6 +76,25 @@ def test_the_cli_never_echoes_the_password_and_stores_nothing(isolated_env):
         assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
         assert SECRET not in out.stdout + out.stderr, out.stderr
         assert not Path("d").exists()
+
+
+def test_the_database_id_is_made_once_and_kept_when_the_engine_changes(isolated_env):
+    db = isolated_env / "db"
+    first = configure_index(db, "opensearch+http://h:9200/a")
+    assert len(first.database_id) == 16
+    assert configure_index(db, "opensearch+http://h:9200/b").database_id == first.database_id
+    assert configure_index(db, "embedded").database_id == first.database_id
+    assert json.loads((db / ".ragkit" / "index.json").read_text())["database_id"] == first.database_id
+    # an earlier ragkit's configuration (no id) gets one, keeping its engine
+    (db / ".ragkit" / "index.json").write_text(json.dumps({"backend": "opensearch", "url": "http://h:9200",
+                                                          "prefix": "a"}))
+    planned = plan_index(db, "opensearch+http://h:9200/c")
+    kept = index_config(db)
+    assert planned.database_id == kept.database_id != first.database_id and kept.prefix == "a"
+    # planning stores nothing of the engine
+    assert plan_index(db, "embedded").backend == "embedded" and index_config(db).backend == "opensearch"
+    other = isolated_env / "other"
+    assert plan_index(other, "opensearch+http://h:9200/a").database_id and not other.exists()
 
 
 def test_a_hand_written_address_with_credentials_is_refused_without_showing_them(isolated_env):

@@ -85,18 +85,19 @@ def ranking_note(hits: list[SearchHit]) -> str:
 
 def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw: Any) -> tuple[Any, Any]:
     """`rag ingest`: the page files (ragkit.ingest), then the index in step with them. `index` (or RAG_INDEX)
-    chooses the engine and stores it in the database, once the cluster has answered (a failed ingest leaves the
-    engine the database had); moving to another index says so in one line. With a cluster, the pages written and removed are synced in bulk (all of them when the database has just
+    chooses the engine and stores it in the database, once the cluster has answered and taken this database as its
+    index's owner (a failed ingest leaves the engine the database had); moving to another index says so in one
+    line. With a cluster, the pages written and removed are synced in bulk (all of them when the database has just
     moved to this index). Returns (IngestReport, SyncReport or None for the embedded engine, which picks changes
     up by itself)."""
     from ragkit.ingest import ingest_sources
     from ragkit.search.indexconfig import index_spec_from_env, plan_index, store_index
 
     spec = index or index_spec_from_env()
-    before = index_config(Path(db))
-    cfg = plan_index(Path(db), spec) if spec else before
+    cfg = plan_index(Path(db), spec) if spec else index_config(Path(db))
+    before = index_config(Path(db))  # read after plan_index, which gives an earlier ragkit's database its id
     ix = None
-    if cfg.backend == "opensearch":  # reachable: before anything is stored
+    if cfg.backend == "opensearch":  # reachable, and not another database's index: before anything is stored
         from ragkit.search.opensearch import open_opensearch
 
         ix = open_opensearch(Path(db), cfg, progress=kw.get("progress", True))

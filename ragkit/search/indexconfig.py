@@ -1,21 +1,24 @@
 """Which engine serves a database: chosen at ingest (`--index` or RAG_INDEX) and stored in
 DB/.ragkit/index.json, so every later command uses it. Credentials never go there: they come from the
-environment.
+environment. The file also holds the database's id, which a cluster's pages index records as its owner, so that
+two databases never share (and delete each other's pages from) one index.
 
     parse_index(spec) -> IndexConfig        # "embedded" | "opensearch+http://HOST:9200[/PREFIX]"
-    plan_index(db, spec) -> IndexConfig     # what `spec` names for db; nothing stored
+    plan_index(db, spec) -> IndexConfig     # what `spec` names for db (with db's id); nothing stored
     store_index(db, cfg);  configure_index(db, spec) -> IndexConfig (plan, then store)
-    index_config(db) -> IndexConfig;  redact(value) -> str (for messages)
+    index_config(db) -> IndexConfig;  database_id(db) -> str;  redact(value) -> str (for messages)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
 import unicodedata
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -23,6 +26,7 @@ from ragkit.core.errors import UsageError
 from ragkit.core.paths import atomic_write_text
 
 CONFIG_FILE = "index.json"  # under DB/.ragkit/
+LOCK_FILE = "index.lock"  # under DB/.ragkit/: one writer of index.json at a time
 SCHEMES = ("opensearch+http", "opensearch+https")
 # Index names are <prefix>-pages, <prefix>-documents, <prefix>-sessions: OpenSearch allows 255 bytes; ragkit keeps
 # them short enough to read in a listing.
@@ -36,13 +40,16 @@ class IndexConfig:
     backend: str = "embedded"  # "embedded" | "opensearch"
     url: str = ""  # http(s)://host:port of the cluster (never credentials: those come from the environment)
     prefix: str = ""  # index names: <prefix>-pages, <prefix>-documents, <prefix>-sessions
+    # the database's id (random, made once): a cluster's pages index records the one that owns it. Kept when the
+    # database moves to another engine; "" when unknown (an earlier ragkit's database, or a bare parse_index)
+    database_id: str = ""
 
     @property
     def label(self) -> str:
         return "embedded" if self.backend == "embedded" else f"opensearch {self.url}/{self.prefix}"
 
     def same_index(self, other: IndexConfig) -> bool:
-        """Whether both name the same index."""
+        """Whether both name the same index (the database's id aside)."""
         return (self.backend, self.url, self.prefix) == (other.backend, other.url, other.prefix)
 
 
@@ -109,7 +116,7 @@ def _config_path(db: Path) -> Path:
 
 
 def index_config(db: Path) -> IndexConfig:
-    """The engine this database was given at ingest (embedded when none was)."""
+    """The engine this database was given at ingest (embedded when none was), and its id."""
     path = _config_path(db)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -123,28 +130,68 @@ def index_config(db: Path) -> IndexConfig:
     if "@" in str(data.get("url") or ""):  # written by hand: the client would send (and its errors show) them
         raise UsageError(f"{path}: the cluster address holds credentials; put them in RAG_OPENSEARCH_USER / "
                          "RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY")
-    return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix")})
+    return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix", "database_id")})
+
+
+@contextlib.contextmanager
+def _locked(db: Path) -> Iterator[None]:
+    """index.json's writers one at a time (POSIX; no-op elsewhere): two processes giving an earlier ragkit's
+    database an id at once must agree on one."""
+    path = Path(db) / ".ragkit" / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _write(db: Path, cfg: IndexConfig) -> None:
     atomic_write_text(_config_path(db), json.dumps(asdict(cfg), indent=2) + "\n")
 
 
+def database_id(db: Path) -> str:
+    """This database's id, made and stored (keeping its engine) the first time one is needed. A database not made
+    yet gets a new id, stored with its first engine (store_index). "" when the folder cannot be written: such a
+    database owns no index."""
+    cfg = index_config(db)
+    if cfg.database_id:
+        return cfg.database_id
+    if not Path(db).is_dir():
+        return secrets.token_hex(8)
+    try:
+        with _locked(db):
+            cfg = index_config(db)  # another process may have just given it one
+            if not cfg.database_id:
+                cfg = replace(cfg, database_id=secrets.token_hex(8))
+                _write(db, cfg)
+    except OSError:
+        return ""
+    return cfg.database_id
+
+
 def plan_index(db: Path, spec: str) -> IndexConfig:
-    """The engine `spec` names for `db` (keeping the prefix when the same cluster is named again without one).
-    Nothing is stored: store_index does, once the cluster has answered."""
+    """The engine `spec` names for `db`, with the database's id (keeping the prefix when the same cluster is named
+    again without one). Nothing about the engine is stored: store_index does, once the cluster has answered."""
     new = parse_index(spec, db)
     old = index_config(db)
     if new.backend == "opensearch" and old.backend == "opensearch" and old.url == new.url \
             and not _split(spec.strip())[2].strip("/"):
         new = old  # the same cluster again, no prefix given: the same index
-    return new
+    return replace(new, database_id=old.database_id or database_id(db))
 
 
 def store_index(db: Path, cfg: IndexConfig) -> None:
     """Make `cfg` the engine of `db` (written only when it differs from the stored one)."""
-    if cfg != index_config(db):
-        _write(db, cfg)
+    with _locked(db):
+        if cfg != index_config(db):
+            _write(db, cfg)
 
 
 def configure_index(db: Path, spec: str) -> IndexConfig:
