@@ -290,7 +290,10 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     assert out.returncode == 1
     lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
     assert any("unreachable" in ln for ln in lines) and "Traceback" not in out.stderr
-    # the choice stays in the database: a later command says the same, in one line
+    # a database whose cluster has gone away: every later command says so, in one line
+    (Path("database") / ".ragkit").mkdir(parents=True, exist_ok=True)
+    (Path("database") / ".ragkit" / "index.json").write_text(json.dumps(
+        {"backend": "opensearch", "url": "http://127.0.0.1:9", "prefix": "x"}), encoding="utf-8")
     again = rag("search", "VPN", "--db", "database")
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
 
@@ -359,6 +362,77 @@ def test_a_search_with_nothing_indexed_in_scope_finds_nothing_and_says_to_sync(u
         drop_indices(url, prefix)
 
 
+def test_a_failed_ingest_into_an_unreachable_cluster_leaves_the_engine_the_database_had(os_db, url):
+    """The engine is stored once the cluster has answered: a typo in the address does not leave every later
+    command failing."""
+    before = config_of(os_db)
+    out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", "opensearch+http://127.0.0.1:1/typo")
+    assert out.returncode == 1 and "unreachable" in out.stderr, out.stderr
+    assert config_of(os_db) == before
+    assert rag("search", "VPN", "--db", "database").returncode == 0
+    fresh = rag("ingest", str(CORPUS / "policies"), "--db", "fresh", "--index", "opensearch+http://127.0.0.1:1/typo")
+    assert fresh.returncode == 1 and not (Path("fresh") / ".ragkit" / "index.json").exists()
+
+
+def _owner(url: str, prefix: str) -> str | None:
+    got = httpx.get(f"{url}/{prefix}-pages/_mapping", timeout=30).json()
+    return next(iter(got.values()))["mappings"].get("_meta", {}).get("ragkit_database")
+
+
+def test_two_databases_never_share_one_index(os_db, url):
+    """A second database bound to a prefix another database owns would delete the first one's pages at its sync
+    (and the first the second's at its own): ingest, sync and search of it are refused, and nothing is deleted."""
+    prefix = config_of(os_db)["prefix"]
+    n = len(open_index(os_db).pages())
+    spec = f"opensearch+{url}/{prefix}"
+    out = rag("ingest", str(CORPUS / "家電"), "--db", "other", "--index", spec)
+    assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+    assert f"prefix {prefix!r}" in out.stderr and "another prefix" in out.stderr
+    mine = config_of(os_db)["database_id"]
+    assert _owner(url, prefix) == mine
+    assert not (Path("other") / ".ragkit" / "index.json").exists() and not list(Path(".").glob("other/**/*.md"))
+    # through RAG_INDEX, on a database that already has pages: refused, its engine unchanged
+    assert rag("ingest", str(CORPUS / "家電"), "--db", "other").returncode == 0
+    out = rag("ingest", str(CORPUS / "家電"), "--db", "other", env={"RAG_INDEX": spec})
+    assert out.returncode == 2 and "another prefix" in out.stderr, out.stderr
+    assert config_of(Path("other"))["backend"] == "embedded"
+    # bound by an earlier ragkit (no id) or by hand: sync and search are refused too
+    theirs = {"backend": "opensearch", "url": url, "prefix": prefix}
+    (Path("other") / ".ragkit" / "index.json").write_text(json.dumps(theirs), encoding="utf-8")
+    for cmd in (["index", "sync"], ["search", "VPN"]):
+        out = rag(*cmd, "--db", "other")
+        assert out.returncode == 2 and "another prefix" in out.stderr and "Traceback" not in out.stderr, out.stderr
+    httpx.post(f"{url}/{prefix}-pages/_refresh", timeout=30)
+    assert OpenSearchIndex(os_db, index_config(os_db), progress=False).count() == n
+    assert _owner(url, prefix) == mine
+    assert rag("index", "sync", "--db", "database").stdout.count("0 deleted") == 1
+
+
+def test_an_earlier_ragkits_index_is_adopted_by_the_first_database_that_opens_it(url, isolated_env):
+    """An index made before indices recorded their database has no owner: the database bound to it keeps working
+    (and takes it), a second one is refused."""
+    from ragkit.search.indexconfig import parse_index
+
+    prefix = unique_prefix()
+    try:
+        for name, folder in (("a", "policies"), ("b", "家電")):
+            assert rag("ingest", str(CORPUS / folder), "--db", name).returncode == 0
+            (Path(name) / ".ragkit" / "index.json").write_text(json.dumps(
+                {"backend": "opensearch", "url": url, "prefix": prefix}), encoding="utf-8")
+        # as an earlier ragkit made it: no owner recorded
+        OpenSearchIndex(Path("a"), parse_index(f"opensearch+{url}/{prefix}"), progress=False).sync(progress=False)
+        assert _owner(url, prefix) is None
+        out = rag("search", "VPN", "--db", "a", "--format", "json")
+        assert out.returncode == 0 and json.loads(out.stdout), out.stderr
+        assert _owner(url, prefix) == config_of(Path("a"))["database_id"]
+        assert config_of(Path("a"))["prefix"] == prefix
+        out = rag("index", "sync", "--db", "b")
+        assert out.returncode == 2 and "another prefix" in out.stderr, out.stderr
+        assert "0 deleted" in rag("index", "sync", "--db", "a").stdout
+    finally:
+        drop_indices(url, prefix)
+
+
 def test_hits_whose_page_files_were_deleted_by_hand_are_left_out(os_db, caplog):
     """A page file deleted by hand stays in the cluster until `rag index sync`: its hit is left out (the embedded
     engine finds it no more), the next page takes its place, and one line says to sync."""
@@ -373,6 +447,31 @@ def test_hits_whose_page_files_were_deleted_by_hand_are_left_out(os_db, caplog):
     assert "1 hit(s) left out: their page files were deleted" in caplog.text and "`rag index sync`" in caplog.text
     out = rag("index", "sync", "--db", "database")
     assert out.returncode == 0 and ", 1 deleted" in out.stdout, out.stdout
+
+
+def test_moving_a_database_to_another_index_says_where_it_was_and_what_is_left(os_db, url):
+    from ragkit.search import configure_index
+
+    old = config_of(os_db)["prefix"]
+    new = unique_prefix()
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0, out.stderr
+        said = [ln for ln in out.stderr.splitlines() if "was indexed" in ln]
+        assert len(said) == 1 and f"in OpenSearch {url}/{old}; now OpenSearch {url}/{new}" in said[0], out.stderr
+        assert f"curl -X DELETE '{url}/{old}-pages,{old}-documents,{old}-sessions'" in said[0]
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", "embedded")
+        assert out.returncode == 0 and f"in OpenSearch {url}/{new}; now the embedded engine" in out.stderr
+        assert rag("search", "VPN", "--db", "database").returncode == 0
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0 and "was indexed by the embedded engine; now OpenSearch" in out.stderr
+        assert "index.sqlite is left" in out.stderr
+        # the same index again: nothing to say
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0 and "was indexed" not in out.stderr
+    finally:
+        configure_index(os_db, f"opensearch+{url}/{old}")  # what the fixture's teardown opens and drops
+        drop_indices(url, new)
 
 
 def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]],

@@ -4,13 +4,16 @@ remove_page, ensure_embeddings, close). Also the module API over either: search_
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
 from ragkit.core.errors import RagError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, reference_path
-from ragkit.search.indexconfig import index_config
+from ragkit.search.indexconfig import IndexConfig, index_config
+
+log = logging.getLogger(__name__)
 
 
 def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Any:
@@ -116,25 +119,62 @@ def ranking_note(hits: list[SearchHit]) -> str:
 
 def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw: Any) -> tuple[Any, Any]:
     """`rag ingest`: the page files (ragkit.ingest), then the index in step with them. `index` (or RAG_INDEX)
-    chooses the engine and stores it in the database; with a cluster, the pages written and removed are synced
-    in bulk (all of them when the database has just moved to this cluster). Returns (IngestReport, SyncReport
-    or None for the embedded engine, which picks changes up by itself)."""
+    chooses the engine and stores it in the database, once the cluster has answered and taken this database as its
+    index's owner (a failed ingest leaves the engine the database had); moving to another index says so in one
+    line. With a cluster, the pages written and removed are synced in bulk (all of them when the database has just
+    moved to this index). Returns (IngestReport, SyncReport or None for the embedded engine, which picks changes
+    up by itself)."""
     from ragkit.ingest import ingest_sources
-    from ragkit.search.indexconfig import configure_index, index_spec_from_env
+    from ragkit.search.indexconfig import index_spec_from_env, plan_index, store_index
 
     if Path(db).is_file():
         raise RagError(f"{db}: is a file, not a database folder (--db names the folder to write the pages to)")
     spec = index or index_spec_from_env()
-    before = index_config(Path(db))
-    cfg = configure_index(Path(db), spec) if spec else before
-    ix = open_index(db, progress=kw.get("progress", True)) if cfg.backend == "opensearch" else None  # reachable?
+    cfg = plan_index(Path(db), spec) if spec else index_config(Path(db))
+    before = index_config(Path(db))  # read after plan_index, which gives an earlier ragkit's database its id
+    ix = None
+    if cfg.backend == "opensearch":  # reachable, and not another database's index: before anything is stored
+        from ragkit.search.opensearch import open_opensearch
+
+        ix = open_opensearch(Path(db), cfg, progress=kw.get("progress", True))
+    moved = not cfg.same_index(before)
+    if cfg != before:
+        store_index(Path(db), cfg)
+    if moved:
+        note = moved_note(Path(db), before, cfg)
+        if note:
+            log.warning("%s", note)
     report = ingest_sources(sources, db=Path(db), **kw)
     if ix is None:
         return report, None
-    moved = cfg != before
     if moved or not ix.count():
         return report, ix.sync()
     return report, ix.sync(rels=report.written, removed=report.removed, progress=kw.get("progress", True))
+
+
+def moved_note(db: Path, before: IndexConfig, after: IndexConfig) -> str:
+    """One line when a database that was indexed somewhere moves to another index: where it was, where it is now,
+    and what is left behind ("" for a database never indexed)."""
+    if before.backend == "opensearch":
+        p = before.prefix
+        was = f"in OpenSearch {before.url}/{p}"
+        left = (f"its indices are left in the cluster: delete them with curl -X DELETE "
+                f"'{before.url}/{p}-pages,{p}-documents,{p}-sessions' (with your credentials)")
+        if after.backend == "opensearch" and after.prefix == p:  # another address of the same cluster, maybe
+            left = f"if {before.url} is another cluster than {after.url}, {left}"
+    else:
+        from ragkit.core.paths import iter_pages
+        from ragkit.search.persistence import CACHE_DIR, CACHE_FILE
+
+        cache = db / CACHE_DIR / CACHE_FILE
+        if not cache.exists() and not iter_pages(db):
+            return ""  # a new database: nothing moves
+        was = "by the embedded engine"
+        left = (f"its cache {CACHE_DIR}/{CACHE_FILE} is left in the database folder, unused (delete it to free the "
+                "space)") if cache.exists() else ""
+    now = "the embedded engine (built from the page files)" if after.backend == "embedded" else \
+        f"OpenSearch {after.url}/{after.prefix}"
+    return f"the database {db} was indexed {was}; now {now}" + (f"; {left}" if left else "")
 
 
 def sync_index(db: Path, *, progress: bool = True) -> Any:

@@ -1,19 +1,24 @@
 """Which engine serves a database: chosen at ingest (`--index` or RAG_INDEX) and stored in
 DB/.ragkit/index.json, so every later command uses it. Credentials never go there: they come from the
-environment.
+environment. The file also holds the database's id, which a cluster's pages index records as its owner, so that
+two databases never share (and delete each other's pages from) one index.
 
     parse_index(spec) -> IndexConfig        # "embedded" | "opensearch+http://HOST:9200[/PREFIX]"
-    configure_index(db, spec) -> IndexConfig;  index_config(db) -> IndexConfig
+    plan_index(db, spec) -> IndexConfig     # what `spec` names for db (with db's id); nothing stored
+    store_index(db, cfg);  configure_index(db, spec) -> IndexConfig (plan, then store)
+    index_config(db) -> IndexConfig;  database_id(db) -> str;  redact(value) -> str (for messages)
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import secrets
 import unicodedata
-from dataclasses import asdict, dataclass
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -21,7 +26,13 @@ from ragkit.core.errors import UsageError
 from ragkit.core.paths import atomic_write_text
 
 CONFIG_FILE = "index.json"  # under DB/.ragkit/
+LOCK_FILE = "index.lock"  # under DB/.ragkit/: one writer of index.json at a time
 SCHEMES = ("opensearch+http", "opensearch+https")
+# Index names are <prefix>-pages, <prefix>-documents, <prefix>-sessions: OpenSearch allows 255 bytes; ragkit keeps
+# them short enough to read in a listing.
+PREFIX_MAX = 61
+_PREFIX = re.compile(r"[a-z0-9][a-z0-9_\-]*")
+USAGE = "use `embedded` or opensearch+http://HOST:9200[/PREFIX]"
 
 
 @dataclass(frozen=True)
@@ -29,10 +40,27 @@ class IndexConfig:
     backend: str = "embedded"  # "embedded" | "opensearch"
     url: str = ""  # http(s)://host:port of the cluster (never credentials: those come from the environment)
     prefix: str = ""  # index names: <prefix>-pages, <prefix>-documents, <prefix>-sessions
+    # the database's id (random, made once): a cluster's pages index records the one that owns it. Kept when the
+    # database moves to another engine; "" when unknown (an earlier ragkit's database, or a bare parse_index)
+    database_id: str = ""
 
     @property
     def label(self) -> str:
         return "embedded" if self.backend == "embedded" else f"opensearch {self.url}/{self.prefix}"
+
+    def same_index(self, other: IndexConfig) -> bool:
+        """Whether both name the same index (the database's id aside)."""
+        return (self.backend, self.url, self.prefix) == (other.backend, other.url, other.prefix)
+
+
+def redact(value: str) -> str:
+    """`value` fit for a message: whatever comes before its last '@' (after '//' when there is one) is hidden, so a
+    password typed into an address never shows, however malformed the rest is."""
+    if "@" not in value:
+        return value
+    head, _, tail = value.rpartition("@")
+    start = head.find("//")
+    return (head[: start + 2] if start >= 0 else "") + "***@" + tail
 
 
 def _slug(name: str) -> str:
@@ -40,28 +68,42 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", s).strip("-")[:40] or "db"
 
 
-def parse_index(spec: str, db: Path | None = None) -> IndexConfig:
-    """`embedded`, or `opensearch+http://HOST:PORT[/PREFIX]` (https too). Without a prefix, one is made from the
-    database's folder name and a random part, so two databases never share an index by accident."""
-    spec = (spec or "").strip()
-    if spec in ("", "embedded"):
-        return IndexConfig()
+def _split(spec: str) -> tuple[str, str, str]:
+    """(scheme, host[:port], what follows the host) of an opensearch+http(s) spec; the scheme lowercased."""
     scheme, sep, rest = spec.partition("://")
+    scheme = scheme.lower()
     if not sep or scheme not in SCHEMES:
-        raise UsageError(f"--index {spec!r}: use `embedded` or opensearch+http://HOST:9200[/PREFIX]")
-    parts = urlsplit(f"{scheme.split('+', 1)[1]}://{rest}")
-    if parts.username or parts.password:
+        raise UsageError(f"--index {redact(spec)!r}: {USAGE}")
+    cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
+    return scheme, rest[:cut], rest[cut:]
+
+
+def parse_index(spec: str, db: Path | None = None) -> IndexConfig:
+    """`embedded`, or `opensearch+http://HOST:PORT[/PREFIX]` (https too; scheme and host in any case). Without a
+    prefix, one is made from the database's folder name and a random part, so two databases never share an index
+    by accident."""
+    spec = (spec or "").strip()
+    if spec.lower() in ("", "embedded"):
+        return IndexConfig()
+    scheme, netloc, tail = _split(spec)
+    if "@" in spec.partition("://")[2]:
         raise UsageError("--index: put credentials in RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD or "
                          "RAG_OPENSEARCH_API_KEY, never in the address (it is stored in the database)")
+    parts = urlsplit(f"{scheme.split('+', 1)[1]}://{netloc}")
     if not parts.hostname:
-        raise UsageError(f"--index {spec!r}: no host")
+        raise UsageError(f"--index {redact(spec)!r}: no host")
     try:
         port = parts.port
     except ValueError:
-        raise UsageError(f"--index {spec!r}: the port is not a number") from None
-    prefix = parts.path.strip("/")
-    if prefix and not re.fullmatch(r"[a-z0-9][a-z0-9_\-]{0,60}", prefix):
-        raise UsageError(f"--index: the prefix {prefix!r} must be lowercase letters, digits, '-' or '_'")
+        raise UsageError(f"--index {redact(spec)!r}: the port is not a number") from None
+    # everything after the host is the prefix: a '?' or '#' in it is refused, not read as a URL's query or fragment
+    prefix = tail.strip("/")
+    if len(prefix) > PREFIX_MAX:
+        raise UsageError(f"--index: the prefix is {len(prefix)} characters long; at most {PREFIX_MAX} "
+                         "(index names are PREFIX-pages, PREFIX-documents, PREFIX-sessions)")
+    if prefix and not _PREFIX.fullmatch(prefix):
+        raise UsageError(f"--index: the prefix {prefix!r} must be lowercase letters, digits, '-' or '_' "
+                         "(starting with a letter or digit)")
     if not prefix:
         prefix = f"ragkit-{_slug(db.resolve().name if db else 'db')}-{secrets.token_hex(3)}"
     host = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
@@ -74,7 +116,7 @@ def _config_path(db: Path) -> Path:
 
 
 def index_config(db: Path) -> IndexConfig:
-    """The engine this database was given at ingest (embedded when none was)."""
+    """The engine this database was given at ingest (embedded when none was), and its id."""
     path = _config_path(db)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -84,23 +126,80 @@ def index_config(db: Path) -> IndexConfig:
         raise UsageError(f"{path}: unreadable index configuration ({e}); fix it or delete it for the "
                          "embedded engine") from None
     if not isinstance(data, dict) or data.get("backend") not in ("embedded", "opensearch"):
-        raise UsageError(f"{path}: unknown index backend {data!r}")
-    return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix")})
+        raise UsageError(f"{path}: unknown index backend {redact(repr(data))}")
+    if "@" in str(data.get("url") or ""):  # written by hand: the client would send (and its errors show) them
+        raise UsageError(f"{path}: the cluster address holds credentials; put them in RAG_OPENSEARCH_USER / "
+                         "RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY")
+    return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix", "database_id")})
 
 
-def configure_index(db: Path, spec: str) -> IndexConfig:
-    """Store the engine `spec` names for `db` (keeping the prefix when the same cluster is named again without
-    one). Returns the configuration now in force."""
+@contextlib.contextmanager
+def _locked(db: Path) -> Iterator[None]:
+    """index.json's writers one at a time (POSIX; no-op elsewhere): two processes giving an earlier ragkit's
+    database an id at once must agree on one."""
+    path = Path(db) / ".ragkit" / LOCK_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _write(db: Path, cfg: IndexConfig) -> None:
+    atomic_write_text(_config_path(db), json.dumps(asdict(cfg), indent=2) + "\n")
+
+
+def database_id(db: Path) -> str:
+    """This database's id, made and stored (keeping its engine) the first time one is needed. A database not made
+    yet gets a new id, stored with its first engine (store_index). "" when the folder cannot be written: such a
+    database owns no index."""
+    cfg = index_config(db)
+    if cfg.database_id:
+        return cfg.database_id
+    if not Path(db).is_dir():
+        return secrets.token_hex(8)
+    try:
+        with _locked(db):
+            cfg = index_config(db)  # another process may have just given it one
+            if not cfg.database_id:
+                cfg = replace(cfg, database_id=secrets.token_hex(8))
+                _write(db, cfg)
+    except OSError:
+        return ""
+    return cfg.database_id
+
+
+def plan_index(db: Path, spec: str) -> IndexConfig:
+    """The engine `spec` names for `db`, with the database's id (keeping the prefix when the same cluster is named
+    again without one). Nothing about the engine is stored: store_index does, once the cluster has answered."""
     new = parse_index(spec, db)
     old = index_config(db)
     if new.backend == "opensearch" and old.backend == "opensearch" and old.url == new.url \
-            and "/" not in spec.split("://", 1)[1].strip("/"):
+            and not _split(spec.strip())[2].strip("/"):
         new = old  # the same cluster again, no prefix given: the same index
-    if new != old:
-        path = _config_path(db)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(path, json.dumps(asdict(new), indent=2) + "\n")
-    return new
+    return replace(new, database_id=old.database_id or database_id(db))
+
+
+def store_index(db: Path, cfg: IndexConfig) -> None:
+    """Make `cfg` the engine of `db` (written only when it differs from the stored one)."""
+    with _locked(db):
+        if cfg != index_config(db):
+            _write(db, cfg)
+
+
+def configure_index(db: Path, spec: str) -> IndexConfig:
+    """Store the engine `spec` names for `db` at once (plan_index, then store_index). Returns the configuration
+    now in force."""
+    cfg = plan_index(db, spec)
+    store_index(db, cfg)
+    return cfg
 
 
 def index_spec_from_env() -> str | None:

@@ -86,8 +86,8 @@ class Client:
                     time.sleep(0.2 * attempt)
                     continue
                 raise ClusterError(f"OpenSearch at {self.url} is unreachable ({self._clean(str(e) or type(e).__name__)}); "
-                                   "is the cluster running? The address is stored in the database's "
-                                   "configuration (rag ingest --index)") from None
+                                   "is the cluster running? The address comes from --index or the "
+                                   "database's configuration (DB/.ragkit/index.json)") from None
             if r.status_code in (429, 502, 503, 504) and attempt < retries:
                 time.sleep(0.5 * attempt)
                 continue

@@ -5,21 +5,22 @@ delete, in bulk), and the writers (ingest, the optimizer, serve) sync what they 
 from __future__ import annotations
 
 import logging
+import secrets
 import sys
 import threading
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from ragkit.core.errors import RagError
+from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, iter_pages
 from ragkit.search.analysis import ANALYSIS_VERSION
-from ragkit.search.indexconfig import IndexConfig
+from ragkit.search.indexconfig import PREFIX_MAX, IndexConfig, database_id
 from ragkit.search.opensearch import mapping
 from ragkit.search.opensearch.client import Client, ClusterError
 from ragkit.search.opensearch.documents import (
@@ -82,31 +83,58 @@ class OpenSearchIndex:
         self._gen = 0
         self.last_refresh = float("-inf")
         self._checked_analysis = False  # whether the first search looked for pages of an earlier analysis
-        self._ensure_indices()
+        try:
+            self._ensure_indices()
+        except RagError:
+            self.client.close()
+            raise
 
     # ------------------------------------------------------------------------------------------ set-up
     def _ensure_indices(self) -> None:
         health = self.client.request("GET", "/_cluster/health")
         nodes = int(health.get("number_of_data_nodes") or 1)
         replicas = 1 if nodes > 1 else 0
-        for name, body in ((self.pages_name, mapping.pages_index(replicas=replicas)),
+        pages = mapping.pages_index(replicas=replicas)
+        if self.cfg.database_id:
+            pages["mappings"]["_meta"][mapping.OWNER] = self.cfg.database_id
+        for name, body in ((self.pages_name, pages),
                            (self.documents_name, mapping.documents_index(replicas=replicas)),
                            (self.sessions_name, mapping.sessions_index(replicas=replicas))):
             got = self.client.request("GET", f"/{name}/_mapping", ok=(404,))
             if got.get("status") == 404:
                 made = self.client.request("PUT", f"/{name}", body, ok=(400,))
-                if made.get("status") == 400:  # another process created it meanwhile
-                    self.client.request("GET", f"/{name}/_mapping")
-                continue
+                if made.get("status") != 400:
+                    continue
+                got = self.client.request("GET", f"/{name}/_mapping")  # another process created it meanwhile
             mappings = next(iter(got.values()), {}).get("mappings") or {}
             meta = mappings.get("_meta") or {}
             if name != self.sessions_name and meta.get("ragkit_mapping") != mapping.MAPPING_VERSION:
                 raise RagError(f"OpenSearch index {name} at {self.cfg.url} was not made by this version of ragkit "
                                f"(mapping {meta.get('ragkit_mapping')!r}, expected {mapping.MAPPING_VERSION}); "
                                "delete it or choose another prefix (rag ingest --index URL/PREFIX)")
+            if name == self.pages_name:
+                self._check_owner(meta)
             if name == self.pages_name and not set(mapping.CHUNK_FIELDS) <= set(mappings.get("properties") or {}):
                 # made by an earlier ragkit: the fields are added, the pages get their values at the next sync
                 self.client.request("PUT", f"/{name}/_mapping", {"properties": mapping.CHUNK_FIELDS})
+
+    def _check_owner(self, meta: dict) -> None:
+        """Refuse a pages index another database owns: a sync would delete every page of it that this database
+        lacks, and the other's syncs this one's. The check rides on the mapping read at open (no round trip per
+        search). An index an earlier ragkit made records no owner: this database adopts it (then reads the owner
+        back, so that of two adopting at once only one goes on)."""
+        owner = str(meta.get(mapping.OWNER) or "")
+        mine = self.cfg.database_id
+        if not owner and mine:
+            self.client.request("PUT", f"/{self.pages_name}/_mapping", {"_meta": {**meta, mapping.OWNER: mine}})
+            got = self.client.request("GET", f"/{self.pages_name}/_mapping")
+            owner = str(((next(iter(got.values()), {}).get("mappings") or {}).get("_meta") or {}).get(mapping.OWNER)
+                        or "")
+        if owner and owner != mine:
+            free = f"{self.cfg.prefix[:PREFIX_MAX - 7]}-{secrets.token_hex(3)}"
+            raise UsageError(f"the OpenSearch index prefix {self.cfg.prefix!r} at {self.cfg.url} holds another "
+                             f"database's pages (database {owner}; this one is {mine or 'without an id'}): choose "
+                             f"another prefix for this database, e.g. --index opensearch+{self.cfg.url}/{free}")
 
     @property
     def semantic(self) -> bool:
@@ -455,6 +483,8 @@ _INSTANCES_LOCK = threading.Lock()
 
 def open_opensearch(db: Path, cfg: IndexConfig, *, refresh: bool = True, progress: bool = True) -> OpenSearchIndex:
     root = Path(db).resolve()
+    if not cfg.database_id:  # an earlier ragkit's database: given its id now, so that it can own its index
+        cfg = replace(cfg, database_id=database_id(root))
     with _INSTANCES_LOCK:
         ix = _INSTANCES.get(root)
         if ix is None or ix.cfg != cfg:

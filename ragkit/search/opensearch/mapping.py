@@ -12,6 +12,9 @@ from __future__ import annotations
 from ragkit.search.vectors import EMBED_DIM
 
 MAPPING_VERSION = 3
+# The pages index's _meta key naming the database that owns it (indexconfig.database_id); an index made before
+# ragkit recorded one has none, and the first database to open it adopts it.
+OWNER = "ragkit_database"
 
 _TEXT = {
     "type": "text",
