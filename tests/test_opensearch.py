@@ -283,6 +283,11 @@ def test_credentials_come_from_the_environment_and_never_show(os_db):
     bad = rag("ingest", str(CORPUS), "--db", "other", "--index", "opensearch+http://admin:pw@127.0.0.1:9200")
     assert bad.returncode == 2 and "RAG_OPENSEARCH_PASSWORD" in bad.stderr and "Traceback" not in bad.stderr
     assert not (Path("other") / ".ragkit" / "index.json").exists()
+    # half of them, or both kinds: one line naming the variables, not a 401 (or an open cluster's silence)
+    for env, said in (({"RAG_OPENSEARCH_PASSWORD": secret}, "RAG_OPENSEARCH_PASSWORD is set without"),
+                      ({"RAG_OPENSEARCH_API_KEY": secret, "RAG_OPENSEARCH_USER": "admin"}, "are both set")):
+        out = rag("search", "VPN", "--db", "database", env=env)
+        assert out.returncode == 2 and said in out.stderr and secret not in out.stdout + out.stderr, out.stderr
 
 
 def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):

@@ -17,7 +17,7 @@ from typing import Any
 
 import httpx
 
-from ragkit.core.errors import RagError
+from ragkit.core.errors import RagError, UsageError
 from ragkit.core.text import one_line
 
 TIMEOUT = 30.0  # seconds per request; a bulk of a few hundred pages takes well under that
@@ -34,12 +34,21 @@ class ClusterError(RagError):
 
 
 def _auth() -> tuple[dict[str, str], tuple[str, str] | None]:
+    """The credentials the environment gives: an API key, or a user and password. A half or a double of them
+    is one line naming the variables (never their values): it would otherwise reach the cluster as no
+    credentials, or as the ones not meant, and come back as a 401 that names neither."""
     key = os.environ.get("RAG_OPENSEARCH_API_KEY")
+    user = os.environ.get("RAG_OPENSEARCH_USER")
+    password = os.environ.get("RAG_OPENSEARCH_PASSWORD")
+    if key and (user or password):
+        raise UsageError("RAG_OPENSEARCH_API_KEY and RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD are both set: "
+                         "unset the ones not meant")
+    if password and not user:
+        raise UsageError("RAG_OPENSEARCH_PASSWORD is set without RAG_OPENSEARCH_USER: set the user too")
     if key:
         return {"Authorization": f"ApiKey {key}"}, None
-    user = os.environ.get("RAG_OPENSEARCH_USER")
     if user:
-        return {}, (user, os.environ.get("RAG_OPENSEARCH_PASSWORD", ""))
+        return {}, (user, password or "")
     return {}, None
 
 
