@@ -265,6 +265,23 @@ def test_numbers_and_terms_extraction():
     assert "도서관" in ko and "시부터" not in ko and not any(t.endswith("니다") for t in ko)
 
 
+def test_pages_that_make_no_question_offline_say_why(isolated_env):
+    """A cosmetics standard's ingredient lists hold no sentence and no table row to ask about: `--max 2` wrote
+    nothing and said only "no question could be generated". It says why, and what would ask one."""
+    from pagetree import write_pages
+
+    names = ["アラントイン", "イソプロピルメチルフェノール", "エチルパラベン", "オキシベンゾン", "サリチル酸", "トリクロサン"]
+    db = write_pages(Path("database"), {f"基準/化粧品基準/別表/page_{i:03d}.md": ("化粧品基準", "別表", i,
+                                                                            "## 別表第1\n\n" + "\n".join(names))
+                                        for i in (1, 2)})
+    r = genqa.generate_questions(db, offline_settings(), max_questions=2, progress=False)
+    assert r.questions == [] and r.errors == ["database: no question could be generated"]
+    assert any("no sentence or table row of its 2 page(s) makes one clear question offline" in n and
+               "--max 3 also asks an unanswerable one" in n for n in r.notes), r.notes
+    result = CliRunner().invoke(app, ["genqa", "database", "--max", "2"])
+    assert result.exit_code == 1 and "makes one clear question offline" in result.output, result.output
+
+
 def test_bad_sources_are_one_line_errors(tmp_path):
     build_db(Path("database"))
     with pytest.raises(RagError, match="no such file or folder"):

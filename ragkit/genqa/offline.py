@@ -200,6 +200,11 @@ def generate_offline(ctx: Context, plan: Plan, report: GenqaReport) -> list[Gene
     if len(kept) < n and kept:
         report.notes.append(f"{len(kept)} of the {n} questions asked for: every fact of the pages that makes one "
                             "clear question is asked (offline questions are never padded with templates)")
+    elif not kept:  # said, rather than leave a bare "no question could be generated"
+        report.notes.append(f"no sentence or table row of its {len(ctx.pages)} page(s) makes one clear question "
+                            "offline (offline questions are never padded with templates; a model writes them: set "
+                            "OPENAI_API_KEY)" + ("" if plan.unanswerable else f"; --max {max(3, n)} also asks an "
+                                                 "unanswerable one"))
     if unans < plan.unanswerable:
         report.notes.append(f"{unans} of the {plan.unanswerable} unanswerable questions planned: no other candidate "
                             "was found absent from the collection")
