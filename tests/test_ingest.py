@@ -370,6 +370,25 @@ def test_a_renamed_or_deleted_source_is_named_then_pruned_on_request(isolated_en
     assert again.orphans == [] and again.skipped == 1
 
 
+def test_pages_deleted_by_hand_are_written_again_by_the_next_ingest(isolated_env):
+    """An unchanged source whose document folder (or one page file) was deleted by hand was skipped as
+    unchanged, so only --force brought it back."""
+    import shutil
+
+    make_pdf(isolated_env / "src" / "cat" / "guide.pdf", body_pages(3))
+    make_pdf(isolated_env / "src" / "cat" / "notes.pdf", body_pages(1))
+    db = isolated_env / "database"
+    first = ingest_sources([isolated_env / "src"], db=db, progress=False, workers=1)
+    assert first.pages == 4
+    shutil.rmtree(db / "cat" / "guide")
+    again = ingest_sources([isolated_env / "src"], db=db, progress=False, workers=1)
+    assert again.documents == 1 and again.pages == 3 and again.skipped == 1, again
+    assert sorted(p.relative_to(db).as_posix() for p in db.rglob("page_*.md")) == sorted(first.written)
+    (db / first.written[0]).unlink()
+    assert ingest_sources([isolated_env / "src"], db=db, progress=False, workers=1).documents == 1
+    assert ingest_sources([isolated_env / "src"], db=db, progress=False, workers=1).skipped == 2
+
+
 def test_two_ingests_at_once_share_the_database_safely(isolated_env):
     import json
     import threading

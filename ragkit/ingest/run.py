@@ -213,7 +213,9 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
         if old:  # a moved/renamed source: its pages are superseded once this one is ingested
             commit.takeover[key] = old
         prev = recorded.get(key)
-        if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder:
+        # unchanged, and its pages still there: a page file or folder deleted by hand is written again
+        if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder \
+                and all((db / rel).is_file() for rel in prev.get("pages") or ()):
             report.skipped += 1
             if converter_of(prev) < CONVERTER_VERSION:
                 report.outdated.append(shown)
