@@ -14,6 +14,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
@@ -90,6 +91,22 @@ def unique_prefix() -> str:
 
 def config_of(db: Path) -> dict:
     return json.loads((db / ".ragkit" / "index.json").read_text(encoding="utf-8"))
+
+
+@contextmanager
+def synced_cluster(db: Path, url: str) -> Iterator[Any]:
+    """`db` bound to a new prefix on the node at `url` and synced: its index, closed and its indices dropped after."""
+    from ragkit.search import configure_index, open_index
+
+    prefix = unique_prefix()
+    configure_index(db, f"opensearch+{url}/{prefix}")
+    ix = open_index(db)
+    try:
+        ix.sync(progress=False)
+        yield ix
+    finally:
+        ix.close()
+        drop_indices(url, prefix)
 
 
 @contextmanager

@@ -14,7 +14,14 @@ from pathlib import Path
 
 import httpx
 import pytest
-from opensearch_fixtures import config_of, drop_indices, node_url, silent_server, unique_prefix
+from opensearch_fixtures import (
+    config_of,
+    drop_indices,
+    node_url,
+    silent_server,
+    synced_cluster,
+    unique_prefix,
+)
 
 from ragkit.core.config import Settings
 from ragkit.search import open_index
@@ -483,13 +490,7 @@ def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[
                            only_under: dict[str, str] | None = None) -> None:
     """Each question's first page is under the folder given, or its first pages are the pages given; the first
     five pages of an `only_under` question are all under its folder."""
-    prefix = unique_prefix()
-    from ragkit.search import configure_index
-
-    configure_index(db, f"opensearch+{url}/{prefix}")
-    ix = open_index(db)
-    try:
-        ix.sync(progress=False)
+    with synced_cluster(db, url) as ix:
         for mode in ("keyword", "hybrid"):
             for question, want in questions.items():
                 if isinstance(want, str):
@@ -500,9 +501,6 @@ def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[
             for question, folder in (only_under or {}).items():
                 got = [h.path for h in ix.search(question, k=5, mode=mode)]
                 assert all(p.startswith(folder) for p in got), (mode, question, got)
-    finally:
-        ix.close()
-        drop_indices(url, prefix)
 
 
 def test_a_named_period_picks_its_report_in_the_cluster_too(url, isolated_env):
@@ -566,7 +564,6 @@ def test_a_question_no_page_shares_a_word_with_is_answered_by_meaning_in_the_clu
     sys.path.insert(0, str(REPO / "tests" / "search"))
     from search_fixtures import write_page
 
-    from ragkit.search import configure_index
 
     monkeypatch.setenv("RAG_EMBED", "1")
     db = isolated_env / "database"
@@ -582,17 +579,10 @@ def test_a_question_no_page_shares_a_word_with_is_answered_by_meaning_in_the_clu
     embedded = local.search(question, k=3, mode="hybrid")
     assert [h.ranking for h in embedded][:1] == ["meaning"], embedded
     assert embedded[0].path == "policies/security/incidents/page_007.md"
-    prefix = unique_prefix()
-    configure_index(db, f"opensearch+{url}/{prefix}")
-    ix = open_index(db)
-    try:
-        ix.sync(progress=False)
+    with synced_cluster(db, url) as ix:
         assert ix.search(question, k=3, mode="keyword") == []
         hits = ix.search(question, k=3, mode="hybrid")
         assert [(h.path, h.ranking) for h in hits] == [(h.path, h.ranking) for h in embedded]
-    finally:
-        ix.close()
-        drop_indices(url, prefix)
 
 
 def test_pages_found_by_meaning_alone_come_closest_first_in_the_cluster_too(url, isolated_env, monkeypatch):
@@ -603,7 +593,6 @@ def test_pages_found_by_meaning_alone_come_closest_first_in_the_cluster_too(url,
     sys.path.insert(0, str(REPO / "tests" / "search"))
     from search_fixtures import write_page
 
-    from ragkit.search import configure_index
 
     monkeypatch.setenv("RAG_EMBED", "1")
     db = isolated_env / "database"
@@ -623,17 +612,10 @@ def test_pages_found_by_meaning_alone_come_closest_first_in_the_cluster_too(url,
     embedded = local.search(question, k=2, mode="hybrid")
     assert [h.ranking for h in embedded] == ["meaning", "meaning"], embedded
     assert embedded[0].path == "handbook/staff/p/page_004.md"
-    prefix = unique_prefix()
-    configure_index(db, f"opensearch+{url}/{prefix}")
-    ix = open_index(db)
-    try:
-        ix.sync(progress=False)
+    with synced_cluster(db, url) as ix:
         hits = ix.search(question, k=2, mode="hybrid")
         assert [(h.path, h.ranking) for h in hits] == [(h.path, h.ranking) for h in embedded]
         assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
-    finally:
-        ix.close()
-        drop_indices(url, prefix)
 
 
 def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_too(url, isolated_env, monkeypatch):
@@ -643,21 +625,13 @@ def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_
     sys.path.insert(0, str(REPO / "tests" / "search"))
     from test_search_vectors import ICE_QUESTION, WORD_FREE, ice_maker_pages
 
-    from ragkit.search import configure_index
     from ragkit.search.opensearch import ranking
 
     monkeypatch.setenv("RAG_EMBED", "1")
     db = isolated_env / "database"
     ice_maker_pages(db)
-    prefix = unique_prefix()
-    configure_index(db, f"opensearch+{url}/{prefix}")
-    ix = open_index(db)
-    try:
-        ix.sync(progress=False)
+    with synced_cluster(db, url) as ix:
         monkeypatch.setattr(ranking, "RERANK_N", 1)
         monkeypatch.setattr(ranking, "RECALL_MARGIN", -2.0)
         hits = ix.search(ICE_QUESTION, k=2, mode="hybrid")
         assert sorted(h.path for h in hits if h.ranking == "meaning") == sorted(WORD_FREE)
-    finally:
-        ix.close()
-        drop_indices(url, prefix)

@@ -52,16 +52,21 @@ def test_ask_see_citation_open_page(sample_db_copy, browser, tmp_path):  # noqa:
         page.close()
 
 
+def _ask(browser, url: str, question: str):  # noqa: F811 - the fixture, passed on
+    """A new page of the app at `url` that asked `question`: (the page, its answer's notes as one string)."""
+    page = browser.new_page()
+    page.set_default_timeout(120_000)
+    page.goto(url + "/")
+    page.fill("#question", question)
+    page.click("#ask")
+    page.wait_for_selector(".msg.bot .answer")
+    return page, " ".join(page.locator(".msg.bot .note").all_inner_texts())
+
+
 def test_a_question_naming_no_document_shows_the_documents_it_could_mean(sample_db_copy, browser):  # noqa: F811
     settings = Settings(db=sample_db_copy, provider="offline", provider_reason="test", cache=False)
     with LiveServer(settings) as srv:
-        page = browser.new_page()
-        page.set_default_timeout(120_000)
-        page.goto(srv.url + "/")
-        page.fill("#question", "この資料で説明されている製品は何ですか？")
-        page.click("#ask")
-        page.wait_for_selector(".msg.bot .answer")
-        notes = " ".join(page.locator(".msg.bot .note").all_inner_texts())
+        page, notes = _ask(browser, srv.url, "この資料で説明されている製品は何ですか？")
         assert "the question names no document, and 2 hold its words" in notes, notes
         assert "冷蔵庫_取扱説明書" in notes and "新製品説明会" in notes, notes
         assert "do not contain the answer" not in notes
@@ -83,13 +88,7 @@ def test_a_refusal_shows_the_pages_found_by_meaning_alone(sample_db_copy, browse
     open_index(sample_db_copy, progress=False).ensure_embeddings(progress=False)  # as `rag search --embed` does
     settings = Settings(db=sample_db_copy, provider="offline", provider_reason="test", cache=False)
     with LiveServer(settings) as srv:
-        page = browser.new_page()
-        page.set_default_timeout(120_000)
-        page.goto(srv.url + "/")
-        page.fill("#question", "When does the office move?")
-        page.click("#ask")
-        page.wait_for_selector(".msg.bot .answer")
-        notes = " ".join(page.locator(".msg.bot .note").all_inner_texts())
+        page, notes = _ask(browser, srv.url, "When does the office move?")
         assert "closest in meaning, not checked to answer it" in notes, notes
         assert "do not contain the answer" not in notes
         link = page.locator(".msg.bot ol.closest a.citation").first

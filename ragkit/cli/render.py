@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragkit.core.models import Answer, SearchHit
+from ragkit.core.models import Answer, SearchHit, Source
 from ragkit.core.paths import reference_path
 from ragkit.core.text import clean_json, one_line, strip_controls
 
@@ -61,24 +61,29 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> N
     elif answer.refused and answer.closest:
         console.print("[yellow]refused:[/yellow] no sentence answers in the question's words; closest in meaning, "
                       "not checked to answer it:", highlight=False)
-        for i, s in enumerate(answer.closest, 1):
-            title = f" — {escape(s.title)}" if s.title else ""
-            console.print(f"  {i}. [cyan]{escape(s.path)}[/cyan] (page {s.page}){title}", highlight=False)
+        _print_pages(answer.closest, console)
     elif answer.refused:
         console.print("[yellow]refused:[/yellow] the documents do not contain the answer", highlight=False)
     if answer.sources:
         console.print("\n[bold]Sources[/bold]")
-        for i, s in enumerate(answer.sources, 1):
-            title = f" — {escape(s.title)}" if s.title else ""
-            console.print(f"  {i}. [cyan]{escape(s.path)}[/cyan] (page {s.page}){title}", highlight=False)
-            if s.excerpt:
-                console.print(f"     [dim]{escape(s.excerpt[:200])}[/dim]", highlight=False)
+        _print_pages(answer.sources, console)
     u = answer.usage
     cost = "cost unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
     console.print(f"\n[dim]{answer.provider} · {answer.model} · {answer.strategy} · {answer.steps} step{'s' if answer.steps != 1 else ''} · "
                   f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens · {cost} · "
                   f"confidence {answer.confidence:.2f} · {answer.latency_ms / 1000:.1f} s[/dim]", highlight=False)
 
+
+
+def _print_pages(sources: list[Source], console: Any) -> None:
+    """A numbered list of pages: path, page, title, and the excerpt when there is one."""
+    from rich.markup import escape
+
+    for i, s in enumerate(sources, 1):
+        title = f" — {escape(s.title)}" if s.title else ""
+        console.print(f"  {i}. [cyan]{escape(s.path)}[/cyan] (page {s.page}){title}", highlight=False)
+        if s.excerpt:
+            console.print(f"     [dim]{escape(s.excerpt[:200])}[/dim]", highlight=False)
 
 # -- rag ingest ---------------------------------------------------------------------------------------
 _SHOW_IGNORED = 10  # names listed before "and N more"

@@ -94,6 +94,10 @@ class Answer:
     # offline: refused because no page holds the question's words; these pages were found by meaning alone
     closest: list[Source] = field(default_factory=list)
 
+    def closest_json(self) -> list[dict]:
+        """`closest` as `metadata.closest_by_meaning` gives it (in `rag ask --format json` and in `/chat`)."""
+        return [{"path": s.path, "page": s.page, "title": s.title} for s in self.closest]
+
     def to_json(self) -> dict:
         """The exact `rag ask --format json` shape of DESIGN §8, plus `error` when the question failed (an
         unreachable server, a budget that ran out before any answer): a script must not read a failure as
@@ -123,8 +127,7 @@ class Answer:
         if self.documents_meant:
             out["metadata"]["documents_meant"] = list(self.documents_meant)
         if self.closest:
-            out["metadata"]["closest_by_meaning"] = [{"path": s.path, "page": s.page, "title": s.title}
-                                                     for s in self.closest]
+            out["metadata"]["closest_by_meaning"] = self.closest_json()
         if self.error:
             out["error"] = self.error
         return out

@@ -447,8 +447,7 @@ def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
             "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "latency_ms": round(answer.latency_ms, 1),
             "confidence": round(answer.confidence, 3), "search_query": standalone,
             **({"documents_meant": answer.documents_meant} if answer.documents_meant else {}),
-            **({"closest_by_meaning": [{"path": s.path, "page": s.page, "title": s.title} for s in answer.closest]}
-               if answer.closest else {}),
+            **({"closest_by_meaning": answer.closest_json()} if answer.closest else {}),
         },
     }
 

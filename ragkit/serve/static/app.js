@@ -89,6 +89,18 @@ function addMessage(kind, text) {
   return m;
 }
 
+// pages as a numbered list of links that open them: {path, page, printed_page?, title}
+function pageList(pages, className) {
+  const ol = el("ol", { className });
+  for (const s of pages) {
+    const li = el("li");
+    li.appendChild(citationLink(s.path, pageLabel(s.path, s.page, s.printed_page || "")));
+    if (s.title) li.appendChild(el("span", { className: "snippet", text: " · " + s.title }));
+    ol.appendChild(li);
+  }
+  return ol;
+}
+
 function showAnswer(box, r) {
   box.textContent = "";
   if (r.metadata.provider === "offline") {
@@ -103,25 +115,9 @@ function showAnswer(box, r) {
     box.appendChild(el("div", { className: "note", text: "the question names no document, and " + meant.length + " hold its words: " + meant.join(", ") }));
   } else if (r.refused && (r.metadata.closest_by_meaning || []).length) {
     box.appendChild(el("div", { className: "note", text: "no sentence answers in the question's words; closest in meaning, not checked to answer it:" }));
-    const ol = el("ol", { className: "cites closest" });
-    for (const s of r.metadata.closest_by_meaning) {
-      const li = el("li");
-      li.appendChild(citationLink(s.path, pageLabel(s.path, s.page, "")));
-      if (s.title) li.appendChild(el("span", { className: "snippet", text: " · " + s.title }));
-      ol.appendChild(li);
-    }
-    box.appendChild(ol);
+    box.appendChild(pageList(r.metadata.closest_by_meaning, "cites closest"));
   } else if (r.refused) box.appendChild(el("div", { className: "note", text: "the documents do not contain the answer" }));
-  if (r.sources.length) {
-    const ol = el("ol", { className: "cites" });
-    for (const s of r.sources) {
-      const li = el("li");
-      li.appendChild(citationLink(s.path, pageLabel(s.path, s.page, s.printed_page)));
-      if (s.title) li.appendChild(el("span", { className: "snippet", text: " · " + s.title }));
-      ol.appendChild(li);
-    }
-    box.appendChild(ol);
-  }
+  if (r.sources.length) box.appendChild(pageList(r.sources, "cites"));
   const md = r.metadata;
   const cost = md.cost_usd === null ? "cost unknown" : "$" + md.cost_usd.toFixed(4);
   box.appendChild(el("div", { className: "meta",
