@@ -152,12 +152,27 @@ def _run(isolated_env, data: bytes, name: str = "q.csv", **kw):
 
 
 @pytest.mark.parametrize("typo, right", [("Refrence Document", "Reference Document"),
-                                         ("Ground truth", "Ground Truth"), ("Check list", "Checklist"),
+                                         ("Ground Trth", "Ground Truth"), ("Chcklist", "Checklist"),
                                          ("Questoin", "Question")])
 def test_near_miss_column_is_an_error_naming_both(isolated_env, typo, right):
     first = "" if typo == "Questoin" else "Question,"
     data = f"{first}{typo}\r\n{'How do I reset the router?,' if first else ''}x\r\n".encode()
     with pytest.raises(RagError, match=f"column '{typo}' looks like '{right}'"):
+        _run(isolated_env, data)
+
+
+def test_a_known_column_in_another_case_or_spacing_is_read_as_that_column(isolated_env):
+    data = (f"question,reference_document,ground truth,CHECKLIST\r\n"
+            f"How do I reset the router?,{ROUTER},Hold the button,hold the reset button\r\n").encode()
+    row = _run(isolated_env, data).rows[0]
+    assert row["Reference Document"] == ROUTER and row["Ground Truth"] == "Hold the button"
+    assert row["Checklist"] == "hold the reset button" and "question" not in row
+    assert row["RAG Answer"] and row["Ref Recall"] == 1.0
+
+
+def test_a_column_written_twice_in_two_spellings_is_an_error(isolated_env):
+    data = b"Question,question\r\nHow do I reset the router?,How?\r\n"
+    with pytest.raises(RagError, match="column 'Question' appears twice \\(as 'Question' and 'question'\\)"):
         _run(isolated_env, data)
 
 

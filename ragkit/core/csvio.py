@@ -314,11 +314,19 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
     except csv.Error as e:
         raise RagError(_csv_error(path, e, len(records) + (header is not None), text, sep, reader.line_num)) from None
     columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(header[:named])]
-    dup = next((c for i, c in enumerate(columns) if c in columns[:i]), None)
-    if dup is not None:
-        raise RagError(f"{path}: the column {dup!r} appears twice; rename or remove one")
+    written = list(columns)
     if known is not None:
         known = tuple(known)
+        # a known column written in another case or spacing ("question", "ground_truth") is that column: the
+        # spelling is unambiguous, where a typo (two edits) is refused below
+        canon = {_squash(k): k for k in known}
+        columns = [c if c in known else canon.get(_squash(c), c) for c in columns]
+    dup = next((i for i, c in enumerate(columns) if c in columns[:i]), None)
+    if dup is not None:
+        first = written[columns.index(columns[dup])]
+        both = "" if first == written[dup] else f" (as {first!r} and {written[dup]!r})"
+        raise RagError(f"{path}: the column {columns[dup]!r} appears twice{both}; rename or remove one")
+    if known is not None:
         for c in columns:
             k = near_miss(c, known)
             if k is not None:
