@@ -30,6 +30,18 @@ def test_detect_lang_and_refusal():
     assert not text.is_refusal("The temperature is 3 degrees.")
 
 
+@pytest.mark.parametrize("raw, sentences", [
+    ("Revenues for the quarter ended Mar. 31, 2016 were up. Costs fell.",
+     ["Revenues for the quarter ended Mar. 31, 2016 were up.", "Costs fell."]),
+    ("Paid in U.S. dollars, e.g. the fee. See Fig. 3 and No. 5. Item 7. Management",
+     ["Paid in U.S. dollars, e.g. the fee.", "See Fig. 3 and No. 5.", "Item 7.", "Management"]),
+    ("Sales rose in 2015. 2016 was flat.\nMar.\n31", ["Sales rose in 2015.", "2016 was flat.", "Mar.", "31"]),
+    ("これは文。次の文！終わり", ["これは文。", "次の文！", "終わり"]),
+])
+def test_a_period_after_an_abbreviation_or_before_a_lower_case_word_ends_no_sentence(raw, sentences):
+    assert text.split_sentences(raw) == sentences
+
+
 @pytest.mark.parametrize(
     "raw,expected",
     [("a/b", "a b"), ("x" * 300, "x" * 80), ("word " * 40, ("word " * 16).strip()),

@@ -538,3 +538,17 @@ def test_a_question_about_one_quarter_is_never_answered_from_another_quarters_re
     a = answer_offline("What were Acme's revenues for the year ended December 31, 2023?", open_index(db, progress=False),
                        db, k=5)
     assert not a.refused and "6,350" in a.answer, a.answer
+
+
+def test_a_month_written_short_is_the_month_and_mars_is_not_it(tmp_path):
+    """A filing writes "Mar. 31, 2016": a question about March 31 is answered with the whole sentence (it was cut
+    at "Mar." and the question refused), and a question about Mars, which the stemmer made "mar", is refused."""
+    text = ("## Quarterly results\n\nRevenues for the quarter ended Mar. 31, 2016 were $1,957,736 thousand, up from "
+            "$1,573,129 thousand for the quarter ended Mar. 31, 2015.\n")
+    db = write_pages(tmp_path / "database", {"filings/NETFLIX_2016_10Q/Item 2/page_003.md": ("Netflix 10-Q", "Item 2",
+                                                                                             3, text)})
+    index = open_index(db, progress=False)
+    a = answer_offline("What were the revenues for the quarter ended March 31, 2016?", index, db)
+    assert not a.refused and "Mar. 31, 2016 were $1,957,736 thousand" in a.answer, a.answer
+    a = answer_offline("What were the revenues on Mars?", index, db)
+    assert a.refused, a.answer

@@ -218,7 +218,26 @@ def is_refusal(answer: str) -> bool:
     return not norm.strip() or any(m in norm for m in _REFUSAL_MARKERS)
 
 
+_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
+# Words whose period is no sentence end when a number follows ("Mar. 31", "No. 5", "Fig. 3", "pp. 12")
+ABBREVIATIONS = frozenset("jan feb mar apr jun jul aug sep sept oct nov dec no nos fig figs vol vols p pp para "
+                          "approx vs cf e.g i.e art sec ch eq".split())
+
+
 def split_sentences(text: str) -> list[str]:
-    """Sentences for extractive answers: splits on . ! ? 。！？ and line breaks, keeps them non-empty."""
-    parts = re.split(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+", text)
-    return [p.strip() for p in parts if p and p.strip()]
+    """Sentences for extractive answers: splits on . ! ? 。！？ and line breaks, keeps them non-empty. A period
+    followed on the same line by a lower-case word ("U.S. dollars", "e.g. the"), or by a number after an
+    abbreviation ("Mar. 31, 2016", "No. 5"), ends no sentence."""
+    out: list[str] = []
+    start = 0
+    for m in _SENTENCE_END.finditer(text):
+        after = text[m.end() : m.end() + 1]
+        if m.group() and "\n" not in m.group() and text[m.start() - 1] == "." and after:
+            word = text[start : m.start() - 1].rsplit(None, 1)[-1:]
+            abbrev = bool(word) and word[0].lstrip("([\"'").casefold() in ABBREVIATIONS
+            if after.islower() or (abbrev and after.isdigit()):
+                continue
+        out.append(text[start : m.start()])
+        start = m.end()
+    out.append(text[start:])
+    return [p.strip() for p in out if p and p.strip()]

@@ -82,10 +82,21 @@ def _prepare(text: str) -> str:
     return text
 
 
+_MONTHS = ("january", "february", "march", "april", "june", "july", "august", "september", "october", "november",
+           "december")
+_MONTH_ABBR = {m[:3]: m for m in _MONTHS} | {"sept": "september"}
+
+
 def _fold(term: str) -> str:
     """text.stem, then a final 'e' off a longer Latin word, so that 'charge' meets 'charged' and 'charging'
-    (search keeps the 'e': it measured better there; the answerer must see that a sentence holds the word)."""
+    (search keeps the 'e': it measured better there; the answerer must see that a sentence holds the word).
+    A month's short form is the month ("Mar." holds "March"); a word the stemmer would make one stays whole
+    ("Mars" is not "Mar.")."""
+    if term in _MONTH_ABBR:
+        return _MONTH_ABBR[term]
     t = T.stem(term)
+    if t in _MONTH_ABBR:
+        return term
     return t[:-1] if len(t) > 4 and t.endswith("e") and t.isascii() and t.isalpha() else t
 
 
