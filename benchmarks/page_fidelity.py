@@ -198,6 +198,7 @@ def _two_column_probes(page) -> tuple[list[str], list[str]] | None:
 def references(pdfs: Path, kinds: dict[str, str]) -> dict:
     import pymupdf
 
+    pymupdf.TOOLS.mupdf_display_errors(False)  # MuPDF's complaints about a PDF would break the one JSON line
     ref = {"items": {}, "printed": {}, "columns": {}}
     for path in sorted(pdfs.glob("*.pdf")):
         kind = kinds.get(path.name, "")

@@ -336,6 +336,95 @@ def test_side_by_side_rows_are_a_table_and_keep_their_order():
     assert reading_order(recs, 595) == recs
 
 
+def test_a_japanese_paragraph_indented_with_spaces_is_never_split_mid_sentence(isolated_env):
+    """A Japanese standard indents each paragraph's first line with spaces, which PyMuPDF counts in the line's box:
+    the paragraph's second line then looked indented against the first, and the sentence was split
+    ("…目的とし" / "て化粧品に…"). A line starts where its text does; each paragraph is whole."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    lines = [(70.9, "４ 防腐剤及び紫外線吸収剤の配合の制限"),
+             (70.9, "  化粧品に配合される防腐剤（化粧品中の微生物の発育を抑制することを目的とし"),
+             (82.9, "て化粧品に配合される物をいう。）は、別表第３に掲げる物でなければならない。"),
+             (70.9, "  化粧品に配合される紫外線吸収剤（紫外線を特異的に吸収する物であって、紫外"),
+             (82.9, "線による有害な影響から皮膚又は毛髪を保護することを目的として化粧品に配合"),
+             (82.9, "されるものをいう。）は、別表第４に掲げる物でなければならない。")]
+    for k, (x, text) in enumerate(lines):
+        page.insert_text((x, 118 + 18 * k), text, fontname="japan", fontsize=12)
+    (_meta, body), = ingest(isolated_env, "化粧品基準", doc).values()
+    paras = [p.strip() for p in body.split("\n\n")]
+    assert all(p.endswith("。") for p in paras), body
+    assert paras[-2].endswith("化粧品中の微生物の発育を抑制することを目的として化粧品に配合される物をいう。）は、"
+                              "別表第３に掲げる物でなければならない。"), body
+    assert paras[-1] == ("化粧品に配合される紫外線吸収剤（紫外線を特異的に吸収する物であって、紫外線による有害な影響から"
+                         "皮膚又は毛髪を保護することを目的として化粧品に配合されるものをいう。）は、別表第４に掲げる物で"
+                         "なければならない。"), body
+
+
+# ------------------------------------------------------------------------------------------ ruled tables
+
+PLAN = [("項目", "行動内容", "期限", "担当府省庁等"),
+        ("監督ガイドライン策定", "マネロン対策に関する監督ガイドラインを更新・策定するとともに、適切な監督態勢を整備するほか、"
+         "リスクベースでの検査監督を強化する。", "令和4年秋", "警察庁、金融庁、財務省、その他関係省庁"),
+        ("法人・信託の悪用防止", "法人及び信託がマネロンに悪用されることを防ぐため、適切なリスク評価を実施する。", "令和4年春",
+         "法務省、警察庁")]
+
+
+def ruled_page(doc, rows, xs: list[float], *, rules: bool = True, gap: float = 3) -> None:
+    """A table of wrapped Japanese cells, its columns `gap` points from their rules (a Japanese action plan's
+    項目 / 行動内容 / 期限 / 担当 layout), ruled between every row and column when `rules`."""
+    page = doc.new_page(width=842, height=595)
+    page.insert_text((40, 40), "行動計画の一覧", fontname="japan", fontsize=14)
+    y, size = 60.0, 10
+    for row in rows:
+        lines = 1
+        for c, text in enumerate(row):
+            per = int((xs[c + 1] - xs[c] - 2 * gap) // size)
+            chunks = [text[i : i + per] for i in range(0, len(text), per)]
+            for k, chunk in enumerate(chunks):
+                page.insert_text((xs[c] + gap, y + 14 + k * 16), chunk, fontname="japan", fontsize=size)
+            lines = max(lines, len(chunks))
+        height = lines * 16 + 8
+        if rules:
+            page.draw_line((xs[0], y), (xs[-1], y), width=0.5)
+            for x in xs:
+                page.draw_line((x, y), (x, y + height), width=0.5)
+        y += height
+    if rules:
+        page.draw_line((xs[0], y), (xs[-1], y), width=0.5)
+    page.insert_text((40, y + 30), "以上の行動計画を着実に実施する。", fontname="japan", fontsize=10)
+
+
+def test_a_ruled_table_is_read_cell_by_cell_with_its_wrapped_lines_joined(isolated_env):
+    """A Japanese action plan whose cells wrap over lines and sit 3 points from their rules: each item is one row
+    holding its whole text, where reading baselines across the page spliced the deadline and ministry columns into
+    the action's sentence."""
+    doc = pymupdf.open()
+    ruled_page(doc, PLAN, [40, 150, 450, 520, 800])
+    (_meta, body), = ingest(isolated_env, "行動計画", doc).values()
+    rows = table_lines(body)
+    assert rows[0] == "| 項目 | 行動内容 | 期限 | 担当府省庁等 |" and rows[1] == "|---|---|---|---|"
+    assert rows[2] == "| " + " | ".join(PLAN[1]) + " |"
+    assert rows[3] == "| " + " | ".join(PLAN[2]) + " |" and len(rows) == 4
+    assert body.index("行動計画の一覧") < body.index("| 項目") < body.index("以上の行動計画を着実に実施する。")
+
+
+def test_rules_that_part_no_cells_of_text_are_no_table(isolated_env):
+    """A map drawn with lines, its labels strewn between them, keeps its text as it was: no table."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    for k in range(6):
+        page.draw_line((50, 100 + 100 * k), (550, 100 + 100 * k), width=0.5)
+        page.draw_line((50 + 100 * k, 100), (50 + 100 * k, 600), width=0.5)
+    for k, (x, y) in enumerate([(60, 130), (200, 130), (320, 160), (70, 260), (140, 270), (330, 330), (420, 430),
+                                (90, 450), (250, 480), (480, 560)]):
+        put(page, x, y, f"Street {k}", 8)
+        put(page, x + 55, y, f"Park {k}", 8)
+        put(page, (x + 250) % 500 + 50, y, f"Lane {k}", 8)
+    put(page, 60, 700, "Map of the city centre with its streets and parks.", 10)
+    (_meta, body), = ingest(isolated_env, "map", doc).values()
+    assert not table_lines(body) and "Street 3" in body and "Park 9" in body
+
+
 # ------------------------------------------------------------------------------------------ the page file
 
 
@@ -346,4 +435,4 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 3 and "running" in CONVERTER_CHANGES[3]
+    assert CONVERTER_VERSION == 4 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]

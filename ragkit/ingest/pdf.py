@@ -21,6 +21,7 @@ from ragkit.ingest.pages import (
 )
 from ragkit.ingest.pdf_layout import BULLETS, join_wrapped, reading_order
 from ragkit.ingest.pdf_margins import Margins, band_folios, line_key, printed_numbers
+from ragkit.ingest.pdf_rules import page_rules, tables
 from ragkit.ingest.pdf_tables import aligned_table, figure_tables
 from ragkit.ingest.pdf_tables import rows as table_rows
 
@@ -28,6 +29,7 @@ __all__ = ["convert_pdf", "document_title", "printed_numbers", "title_like"]
 
 _BULLET_RE = re.compile(f"^\\s*[{BULLETS}]\\s*|^\\s*[-*]\\s+")
 _HEADING_RATIO = 1.15
+_RULED = "\x00ruled:"  # the text of the line record that stands where a ruled table goes
 
 
 def _pdf_lines(page, flags: int) -> list[list]:
@@ -60,8 +62,22 @@ def _pdf_lines(page, flags: int) -> list[list]:
                         bold = bold and (bool(s["flags"] & 16) or "Bold" in s["font"])
                 size = max(sizes, key=sizes.__getitem__)
             x0, y0, x1, y1 = line["bbox"]
+            if text[0].isspace():  # a line set in with spaces starts where its text does (a first-line indent)
+                x0 = _visible_x0(spans, x0)
             out.append([bno, x0, y0, x1, y1, size, bold, text])
     return out
+
+
+def _visible_x0(spans: list[dict], x0: float) -> float:
+    """Where a line's text starts when it begins with spaces: at its first span that holds text, moved past that
+    span's own leading spaces by their share of its characters (the dict gives no character positions)."""
+    for s in spans:
+        t = s["text"]
+        if t.strip():
+            lead = len(t) - len(t.lstrip())
+            sx0, sx1 = s["bbox"][0], s["bbox"][2]
+            return sx0 + (sx1 - sx0) * lead / len(t) if lead else sx0
+    return x0
 
 
 def _heading_levels(all_lines: list[list[list]]) -> tuple[float, dict[float, int]]:
@@ -125,10 +141,11 @@ class _Block:
 
 
 def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: float = 0.0, width: float = 0.0,
-                       running: frozenset | set = frozenset()) -> str:
+                       running: frozenset | set = frozenset(), ruled: list[str] | None = None) -> str:
     """Markdown of one page from its line records: read in column order, figure tables and aligned tables,
     headings by font size (never a running line's text), bullets, paragraphs with wrapped lines joined (a
-    first-line indent or a short last line ends one; a paragraph cut by a column break goes on)."""
+    first-line indent or a short last line ends one; a paragraph cut by a column break goes on). A record whose
+    text is _RULED + n stands for the ruled table `ruled[n]` (pdf_rules), already in markdown."""
     rows = table_rows(reading_order(lines, width) if width else lines)
     tables = figure_tables(rows)
     parts: list[str] = []
@@ -159,7 +176,9 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
     while i < len(rows):
         x0, y0, x1, y1, size, bold, cells = rows[i]
         md, nxt = tables.get(i, ("", i))
-        if not md and len(cells) > 1:
+        if ruled and cells[0][2].startswith(_RULED):
+            md, nxt = ruled[int(cells[0][2][len(_RULED):])], i + 1
+        elif not md and len(cells) > 1:
             md, nxt = aligned_table(rows, i)
         if md:
             flush()
@@ -215,6 +234,34 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
     flush()
     # joined per block: a line break that separates a heading from its text is structure, not wrapping
     return "\n\n".join(p if p.startswith("| ") else join_breaks(p) for p in parts)
+
+
+def _page_rules(page, lines: list[list]):
+    """pdf_rules.page_rules, or None when the page's drawings cannot be read."""
+    try:
+        return page_rules(page, lines)
+    except MemoryError:
+        raise
+    except Exception:  # noqa: BLE001 - a ruled table is a bonus; the page is read as before
+        return None
+
+
+def _take_ruled(grids, lines: list[list], ruled: dict[int, list], i: int) -> list[list]:
+    """The page's line records without those its ruled tables hold (the tables go to `ruled[i]`). A drawing this
+    reading misjudges leaves the lines as they are."""
+    try:
+        found = tables(grids, lines)
+    except Exception:  # noqa: BLE001 - a ruled table is a bonus; the lines are read as before
+        return lines
+    if not found:
+        return lines
+    held = set().union(*(t.line_ids for t in found))
+    for t in found:
+        t.lines = [lines[k] for k in sorted(t.line_ids)]
+        first = min(t.line_ids)
+        t.after = [ln for k, ln in enumerate(lines) if k > first and k not in held]  # the table goes before them
+    ruled[i] = found
+    return [ln for k, ln in enumerate(lines) if k not in held]
 
 
 def _printed_pages(doc, candidates: list[set[int]]) -> list[str]:
@@ -284,6 +331,7 @@ def convert_pdf(job: Job) -> DocResult:
         all_lines: list[list[list]] = []
         sizes: list[tuple[float, float]] = []
         broken: dict[int, str] = {}
+        grids: dict[int, list] = {}  # page -> the grids its drawings rule (pdf_rules), on the few that may have one
         for i in range(n):
             lines: list[list] = []
             width = height = 0.0
@@ -295,6 +343,7 @@ def convert_pdf(job: Job) -> DocResult:
                 lines = _pdf_lines(page, flags)
                 if is_memory_error(pymupdf.TOOLS.mupdf_warnings()):
                     raise LimitError(memory_message(job.limits))
+                grids[i] = _page_rules(page, lines)
             except LimitError:
                 raise
             except Exception as e:
@@ -314,7 +363,21 @@ def convert_pdf(job: Job) -> DocResult:
             heights = [h for _w, h in sizes]
             printed = _printed_pages(doc, [band_folios(ln, h) for ln, h in zip(all_lines, heights, strict=True)])
             running, running_keys = [[] for _ in all_lines], set()
-        body_size, levels = _heading_levels(all_lines)
+        ruled: dict[int, list] = {}  # page -> its ruled tables, whose lines leave the page's line records
+        for i, g in grids.items():  # after the margins: a running header boxed in with rules is no table's
+            if g:
+                all_lines[i] = _take_ruled(g, all_lines[i], ruled, i)
+        body_size, levels = _heading_levels(
+            [lines + [ln for t in ruled.get(i, ()) for ln in t.lines] for i, lines in enumerate(all_lines)])
+        for i, tables in ruled.items():  # each table where its first line was, in the page's order
+            size = body_size or 10.0
+            at = {id(ln): j for j, ln in enumerate(all_lines[i])}
+            places = [(next((at[id(ln)] for ln in t.after if id(ln) in at), len(all_lines[i])), k)
+                      for k, t in enumerate(tables)]
+            for j, k in sorted(places, reverse=True):
+                t = tables[k]
+                all_lines[i].insert(j, [-1, t.bbox[0], t.bbox[1], t.bbox[2], t.bbox[1] + size, size, False,
+                                        f"{_RULED}{k}"])
         bodies: list[str] = []
         first_heading = ""
         for i in range(n):
@@ -325,9 +388,10 @@ def convert_pdf(job: Job) -> DocResult:
                 bodies.append(NO_TEXT_MARKER)
                 continue
             try:
-                md = _pdf_page_markdown(all_lines[i], levels, body_size, sizes[i][0], running_keys)
+                md = _pdf_page_markdown(all_lines[i], levels, body_size, sizes[i][0], running_keys,
+                                        [t.markdown for t in ruled.get(i, ())])
             except Exception:
-                md = join_breaks("\n".join(ln[7] for ln in all_lines[i]))
+                md = join_breaks("\n".join(ln[7] for ln in all_lines[i] if not ln[7].startswith(_RULED)))
             if not first_heading:
                 m = re.search(r"^#{1,6} (.+)$", md, re.MULTILINE)
                 if m:

@@ -25,7 +25,7 @@ def md_cell(text: str) -> str:
     return join_breaks(text).replace("|", "\\|").strip()
 
 
-def _numeric(text: str) -> bool:
+def numeric(text: str) -> bool:
     return len(text) < 40 and _NUMBER.match(text) is not None
 
 
@@ -47,7 +47,7 @@ def rows(lines: list[list]) -> list[list]:
             gap = x0 - last[2]
             new = gap > 1.5 * max(size, 1) or (  # a wide gap, or a figure after a figure or a label
                 gap > 0.4 * max(size, 1) and _figure_token(text.split()[0])
-                and (_figure_token(cell[2].split()[-1]) or not _numeric(cell[2])))
+                and (_figure_token(cell[2].split()[-1]) or not numeric(cell[2])))
             if new and not _BULLET_ONLY.match(cell[2]):
                 last[6].append([x0, x1, text])
             else:
@@ -82,7 +82,7 @@ def _tidy(cells: list[list]) -> list[list]:
             text = " ".join(tokens)
             out.append([x0, x1, text])
             continue
-        if text in ("%", "%)") and out and _numeric(out[-1][2]):
+        if text in ("%", "%)") and out and numeric(out[-1][2]):
             out[-1][1], out[-1][2] = x1, out[-1][2] + text  # "-3" "%": a percent sign set apart
             continue
         if not all(_figure_token(t) for t in tokens):
@@ -107,7 +107,7 @@ def _tidy(cells: list[list]) -> list[list]:
 
 
 def _figure_token(t: str) -> bool:
-    return bool(_CURRENCY.match(t) or _DASH.match(t)) or (_numeric(t) and len(t) > 1)
+    return bool(_CURRENCY.match(t) or _DASH.match(t)) or (numeric(t) and len(t) > 1)
 
 
 # ------------------------------------------------------------------------------------------ figure tables
@@ -117,15 +117,15 @@ def _classify(row: list) -> tuple[str, list, list] | None:
     """("fig", label cells, value cells) for a row of figures (or dashes) after an optional label, ("years", ...)
     for a row whose figures are all years (a header), else None."""
     cells = row[6]
-    if len(cells) == 1 and not _numeric(cells[0][2]):
+    if len(cells) == 1 and not numeric(cells[0][2]):
         return None
-    first = next((k for k, c in enumerate(cells) if _numeric(c[2]) or _DASH.match(c[2])), None)
+    first = next((k for k, c in enumerate(cells) if numeric(c[2]) or _DASH.match(c[2])), None)
     if first is None:
         return None
     values = cells[first:]
-    if not all(_numeric(c[2]) or _DASH.match(c[2]) or len(c[2]) <= _SHORT_VALUE for c in values):
+    if not all(numeric(c[2]) or _DASH.match(c[2]) or len(c[2]) <= _SHORT_VALUE for c in values):
         return None
-    figures = [c for c in values if _numeric(c[2])]
+    figures = [c for c in values if numeric(c[2])]
     if not figures and not first:
         return None
     kind = "years" if figures and all(_YEAR.match(c[2]) for c in figures) and len(figures) == len(values) else "fig"
@@ -134,7 +134,7 @@ def _classify(row: list) -> tuple[str, list, list] | None:
 
 def _starts(entry: tuple[str, list, list] | None) -> bool:
     """A row a figure table can start at: figures after a label, or several figures."""
-    return bool(entry) and entry[0] == "fig" and any(_numeric(c[2]) for c in entry[2]) \
+    return bool(entry) and entry[0] == "fig" and any(numeric(c[2]) for c in entry[2]) \
         and (bool(entry[1]) or len(entry[2]) >= 2)
 
 
