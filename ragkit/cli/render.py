@@ -111,6 +111,10 @@ def print_ingest_report(report: IngestReport, console) -> None:
     console.print(table)
     if report.removed:
         console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
+    if report.copies_refreshed or report.copies_removed:
+        console.print(f"copies of re-converted pages elsewhere in their category (the optimizer's): "
+                      f"{len(report.copies_refreshed)} refreshed from the new page, {len(report.copies_removed)} "
+                      "removed (their page is gone)", highlight=False)
     if report.pruned:
         console.print(f"pruned {len(report.pruned)} document(s) whose file is gone: "
                       f"{escape(_listed(report.pruned))}", highlight=False)

@@ -174,7 +174,7 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     except RagError as e:
         src.unlink(missing_ok=True)
         raise ClientError(422, str(e)) from None
-    index.update_pages(report.written, report.removed)
+    index.update_pages(*report.index_changes())
     if report.failed:
         src.unlink(missing_ok=True)
         reason = report.failed[0][1]
@@ -188,10 +188,10 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
 
 
 def delete_document(db: Path, doc: DocInfo, index) -> dict:
-    """Remove the document's pages, its ingest-manifest entry and its uploaded source (ingest's
+    """Remove the document's pages, their copies, its ingest-manifest entry and its uploaded source (ingest's
     forget_document, under the ingest lock); then the index forgets the pages."""
     from ragkit.ingest import forget_document
 
-    removed = forget_document(db, doc.folder, doc.pages, sources_under=db / ".ragkit" / UPLOADS)
-    index.update_pages([], doc.pages)
-    return {"id": doc.id, "deleted_pages": len(removed)}
+    removed, copies = forget_document(db, doc.folder, doc.pages, sources_under=db / ".ragkit" / UPLOADS)
+    index.update_pages([], [*doc.pages, *copies])
+    return {"id": doc.id, "deleted_pages": len(removed), "deleted_copies": len(copies)}
