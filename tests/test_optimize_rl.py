@@ -355,3 +355,22 @@ def test_after_counts_an_earlier_runs_copy_as_the_batch_does(db, mode):
         assert report.optimize.kept == 1 and not report.measure.unchanged
         assert calls.count(FREEZER_Q) == 2  # the batch, then the "after" measurement
 
+
+def test_nothing_to_copy_names_the_training_rows_and_asks_nothing_again(db):
+    """`--optimize` said "no missed reference pages; nothing to do" although a held-out row had missed one, then
+    asked every question again. Now it says what it looked at, and asks nothing again."""
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    csv = db.parent / "questions.csv"
+    write_csv(pd.DataFrame([{"Question": FREEZER_Q, "Reference Document": f"database/{ORIGINAL}"},
+                            {"Question": MISSED_Q, "Reference Document": f"database/{WASHER}"}]), csv)
+    result = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
+                                      "--provider", "offline", "--optimize", "--holdout", "0.5"])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert ("optimize: no missed reference pages among the 1 training row(s) (1 held-out row(s) missed one: "
+            "held-out rows measure the copies, they never drive one); nothing copied") in out
+    assert "after = before (no question asked again)" in out
+    assert "nothing to do" not in out

@@ -268,7 +268,10 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
     for note in report.notes:
         console.print(f"optimize: {note}", highlight=False)
     if not report.analysed and not report.errors:
-        console.print("optimize: no missed reference pages; nothing to do", highlight=False)
+        held = (f" ({report.held_out_missed} held-out row(s) missed one: held-out rows measure the copies, they "
+                "never drive one)" if report.held_out_missed else "")
+        console.print(f"optimize: no missed reference pages among the {report.rows_scored} training row(s){held}; "
+                      "nothing copied", highlight=False, markup=False, soft_wrap=True)
         return
     console.print(f"optimize: {report.analysed} rows analysed; copies created {report.created}, kept "
                   f"{report.kept}, rolled back {report.rolled_back}", highlight=False)

@@ -84,7 +84,8 @@ class OptimizeReport:
     rolled_back: int = 0  # of those, removed again
     recall_before: float | None = None  # mean alias-aware Ref Recall over scored answerable rows
     recall_after: float | None = None  # the same after the RL loop (None without RL: nothing re-asked)
-    rows_scored: int = 0
+    rows_scored: int = 0  # answerable rows that may drive copies (the training rows) with a defined Ref Recall
+    held_out_missed: int = 0  # rows that missed a page but may not drive a copy (held out: they measure)
     csv_path: Path | None = None  # the input CSV when it was updated
     backup_path: Path | None = None
     copies: list[CopyRecord] = field(default_factory=list)
@@ -220,12 +221,13 @@ def optimize_missed(
     for i, row in enumerate(report.rows):
         if not str(row.get(REF_COL) or "").strip() or str(row.get("Error") or "").strip():
             continue  # unanswerable, or the question itself failed: nothing to learn from
-        if only is not None and i not in only:
-            continue  # a held-out question: it measures the copies, it must not drive one
         groups = _groups(db, _effective_cell(row))
         recall, missed = _recall(groups, {_db_rel(db, p) for p in _retrieved(row)})
         if recall is None:
             continue
+        if only is not None and i not in only:
+            report.held_out_missed += bool(missed)
+            continue  # a held-out question: it measures the copies, it must not drive one
         before[i] = recall
         if missed:
             targets.append((i, missed))
