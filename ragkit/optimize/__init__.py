@@ -18,6 +18,7 @@ from ragkit.optimize.proposals import (
     offline_proposals,
     page_terms,
     scope_of,
+    topic_name,
     validate_folder,
 )
 from ragkit.optimize.run import (
@@ -35,4 +36,4 @@ from ragkit.optimize.run import (
 __all__ = ["MAX_ATTEMPTS", "MAX_DEPTH", "OPT_COL", "REF_COL", "CopyManager", "CopyRecord", "Journal", "NoFolderLeft",
            "OptimizeReport", "Proposal", "add_alias", "asked_terms", "check_folder_words", "folder_listing",
            "journal_dir", "key_phrase", "key_terms", "offline_proposals", "optimize_missed", "page_terms",
-           "propose", "recover_journal", "scope_of", "update_input_csv", "validate_folder"]
+           "propose", "recover_journal", "scope_of", "topic_name", "update_input_csv", "validate_folder"]
