@@ -374,3 +374,38 @@ def test_nothing_to_copy_names_the_training_rows_and_asks_nothing_again(db):
             "held-out rows measure the copies, they never drive one); nothing copied") in out
     assert "after = before (no question asked again)" in out
     assert "nothing to do" not in out
+
+
+def test_optimize_lists_its_copies_and_undo_removes_them(db):
+    """`--optimize --holdout 0` kept 4 copies that helped nothing, named none of them, and nothing undid them.
+    Now the run prints every copy it kept and the command that undoes it; `rag optimize undo` removes them,
+    the folders they made, their index entries and their aliases in the input CSV, and the next batch runs."""
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    csv = db.parent / "questions.csv"
+    write_csv(pd.DataFrame([{"Question": FREEZER_Q, "Reference Document": f"database/{ORIGINAL}"},
+                            {"Question": MISSED_Q, "Reference Document": f"database/{WASHER}"}]), csv)
+    before_pages = set(open_index(db).pages())
+    run = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
+                                   "--provider", "offline", "--optimize", "--holdout", "0"])
+    assert run.exit_code == 0, run.output
+    out = " ".join(run.output.split())
+    copies = re.findall(r"optimize: kept copy database/(\S.*?\.md)", run.output)
+    assert copies and all((db / c).is_file() for c in copies), run.output
+    assert "--optimize keeps every copy it makes" in out
+    run_id = re.search(r"`rag optimize undo (\S+) --db ", out).group(1)
+    assert "Optimized Reference Document" in read_csv(csv).columns
+    listed = CliRunner().invoke(app, ["optimize", "runs", "--db", str(db)])
+    assert run_id in listed.output and f"{len(copies)} copies" in listed.output
+
+    undo = CliRunner().invoke(app, ["optimize", "undo", "--db", str(db)])
+    assert undo.exit_code == 0, undo.output
+    assert f"optimize undo {run_id}: removed {len(copies)} copies" in undo.output
+    assert files(db) == set(RL_PAGES) and set(open_index(db).pages()) == before_pages
+    assert set(read_csv(csv)["Optimized Reference Document"].fillna("")) == {""}
+    assert "no optimization run" in CliRunner().invoke(app, ["optimize", "runs", "--db", str(db)]).output
+    again = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
+                                     "--provider", "offline"])
+    assert again.exit_code == 0, again.output

@@ -278,6 +278,20 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
     if report.enable_rl:
         console.print(f"optimize: {report.fixed} of {report.analysed} rows reached Ref Recall 1 after re-asking",
                       highlight=False)
+    kept = [r.copy for r in report.copies if r.outcome == "kept" and r.created]
+    if kept and not report.enable_rl:
+        console.print("optimize: --optimize keeps every copy it makes (one pass, nothing re-asked: the Ref Recall "
+                      "lines below tell whether they helped); --enable-rl keeps only the copies that help",
+                      highlight=False, markup=False, soft_wrap=True)
+    db = report.record_path.parents[2] if report.record_path else None
+    for rel in kept[:10]:
+        console.print(f"optimize: kept copy {reference_path(db, rel) if db else rel}", highlight=False, markup=False)
+    if len(kept) > 10:
+        console.print(f"optimize: ... {len(kept) - 10} more copies", highlight=False)
+    if report.record_path:
+        console.print(f"optimize: the copies are listed in {report.record_path}; `rag optimize undo "
+                      f"{report.record_path.stem} --db {report.record_path.parents[2]}` removes them", highlight=False,
+                      markup=False, soft_wrap=True)
     if report.csv_path:
         console.print(f"optimize: updated {report.csv_path} (`{OPT_COL}`); previous file kept as "
                       f"{report.backup_path}", highlight=False)
@@ -285,6 +299,22 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
         console.print(f"optimize: [red]error[/red] {e}", highlight=False)
     if len(report.errors) > 10:
         console.print(f"optimize: ... {len(report.errors) - 10} more errors", highlight=False)
+
+
+def print_undo_report(report, console) -> None:
+    """What `rag optimize undo` removed and left."""
+    from rich.markup import escape as escape_markup
+
+    console.print(f"optimize undo {report.run}: removed {len(report.removed)} copies"
+                  + (f", {len(report.missing)} already gone" if report.missing else ""), highlight=False)
+    for rel in report.edited:
+        console.print(f"[yellow]kept:[/yellow] {escape_markup(rel)} was edited since the run; delete it by hand if "
+                      "it should go, then run undo again", highlight=False)
+    if report.csv_path:
+        console.print(f"updated {report.csv_path} (`Optimized Reference Document`); previous file kept as "
+                      f"{report.backup_path}", highlight=False, markup=False)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
 
 
 # -- rag search -----------------------------------------------------------------------------------------

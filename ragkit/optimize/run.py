@@ -22,6 +22,7 @@ from ragkit.core.paths import normalize_ref, reference_path, resolve_in_db, stri
 from ragkit.core.references import add_alias, reference_groups
 from ragkit.core.text import one_line
 from ragkit.optimize.copies import CopyManager
+from ragkit.optimize.history import record_run
 from ragkit.optimize.journal import Journal, recover_journal
 from ragkit.optimize.proposals import (
     _SYSTEM,
@@ -87,6 +88,7 @@ class OptimizeReport:
     rows_scored: int = 0  # answerable rows that may drive copies (the training rows) with a defined Ref Recall
     held_out_missed: int = 0  # rows that missed a page but may not drive a copy (held out: they measure)
     csv_path: Path | None = None  # the input CSV when it was updated
+    record_path: Path | None = None  # the run's record of the copies it kept (optimize.history: undo reads it)
     backup_path: Path | None = None
     copies: list[CopyRecord] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)  # unconfirmed copies of a crashed run, removed
@@ -254,6 +256,10 @@ def optimize_missed(
     report.created = len(states)
     report.kept = states.count("kept")
     report.rolled_back = states.count("rolled_back")
+    try:
+        report.record_path = record_run(db, report, "enable-rl" if enable_rl else "optimize", Path(input_csv))
+    except OSError as e:
+        report.errors.append(f"could not record the run's copies for `rag optimize undo`: {e.strerror or e}")
     if enable_rl:
         after = dict(before)
         after.update({i: r.recall for i, r in results.items() if r.recall is not None})
