@@ -400,6 +400,10 @@ def test_optimize_lists_its_copies_and_undo_removes_them(db):
     listed = CliRunner().invoke(app, ["optimize", "runs", "--db", str(db)])
     assert run_id in listed.output and f"{len(copies)} copies" in listed.output
 
+    # the page was converted again meanwhile: ingest rewrote the copy from it (ingest.copies); still the run's copy
+    refreshed = (db / WASHER).read_text(encoding="utf-8") + "A new line.\n"
+    (db / WASHER).write_text(refreshed, encoding="utf-8")
+    (db / copies[0]).write_text(refreshed, encoding="utf-8")
     undo = CliRunner().invoke(app, ["optimize", "undo", "--db", str(db)])
     assert undo.exit_code == 0, undo.output
     assert f"optimize undo {run_id}: removed {len(copies)} copies" in undo.output

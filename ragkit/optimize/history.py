@@ -2,7 +2,8 @@
 
 A run that keeps copies writes DB/.ragkit/optimize-runs/<YYYYMMDD_HHMMSS>-<pid>.json: its mode (optimize |
 enable-rl), the input CSV and its backup, and per copy its path, original and sha256. Undo removes the copies
-that are still as the run wrote them (an edited one is left and named), the folders left empty, their index
+that are still as the run wrote them, or as ingest refreshed them from their page (an edited one is left and
+named), the folders left empty, their index
 entries, and their aliases in the input CSV's `Optimized Reference Document` (the CSV is backed up first).
 
     record_run(db, report, mode, input_csv) -> Path | None;  list_runs(db) -> list[dict]
@@ -106,8 +107,9 @@ def undo_run(db: Path, run: str | None = None, index=None) -> UndoReport:
         if not full.is_file():
             out.missing.append(rel)
             continue
-        if hashlib.sha256(full.read_bytes()).hexdigest() != c.get("sha256"):
-            out.edited.append(rel)
+        data = full.read_bytes()
+        if hashlib.sha256(data).hexdigest() != c.get("sha256") and data != _original_bytes(db, c):
+            out.edited.append(rel)  # neither as the run wrote it nor as ingest refreshed it: the user's now
             continue
         try:
             index.remove_page(rel)  # first, so that no reader is sent there any more
@@ -134,6 +136,14 @@ def undo_run(db: Path, run: str | None = None, index=None) -> UndoReport:
     if not out.edited:
         (runs_dir(db) / f"{rec['run']}.json").unlink(missing_ok=True)
     return out
+
+
+def _original_bytes(db: Path, copy: dict) -> bytes | None:
+    """The page a copy copies, as it is now (ingest rewrites a copy when its page is converted again)."""
+    try:
+        return resolve_in_db(db, str(copy.get("original") or "")).read_bytes()
+    except (OSError, PathEscapeError):
+        return None
 
 
 def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Path | None]:
