@@ -397,7 +397,7 @@ def test_optimize_lists_its_copies_and_undo_removes_them(db):
     assert "--optimize keeps every copy it makes" in out
     run_id = re.search(r"`rag optimize undo (\S+) --db ", out).group(1)
     assert "Optimized Reference Document" in read_csv(csv).columns
-    listed = CliRunner().invoke(app, ["optimize", "runs", "--db", str(db)])
+    listed = CliRunner().invoke(app, ["optimize", "undo", "--list", "--db", str(db)])
     assert run_id in listed.output and f"{len(copies)} copies" in listed.output
 
     # the page was converted again meanwhile: ingest rewrote the copy from it (ingest.copies); still the run's copy
@@ -409,7 +409,7 @@ def test_optimize_lists_its_copies_and_undo_removes_them(db):
     assert f"optimize undo {run_id}: removed {len(copies)} copies" in undo.output
     assert files(db) == set(RL_PAGES) and set(open_index(db).pages()) == before_pages
     assert set(read_csv(csv)["Optimized Reference Document"].fillna("")) == {""}
-    assert "no optimization run" in CliRunner().invoke(app, ["optimize", "runs", "--db", str(db)]).output
+    assert "no optimization run" in CliRunner().invoke(app, ["optimize", "undo", "--list", "--db", str(db)]).output
     again = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
                                      "--provider", "offline"])
     assert again.exit_code == 0, again.output

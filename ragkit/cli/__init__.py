@@ -244,40 +244,24 @@ def index_sync(db: DbOpt = None) -> None:
     print_sync_report(sync_index(settings.db), settings.db, console)
 
 
-optimize_app = typer.Typer(help="The copies `rag batch --optimize | --enable-rl` kept: list them, undo a run.",
-                            no_args_is_help=True, add_completion=False)
+optimize_app = typer.Typer(help="The copies `rag batch --optimize | --enable-rl` kept.", no_args_is_help=True,
+                            add_completion=False)
 app.add_typer(optimize_app, name="optimize")
-
-
-@optimize_app.command("runs")
-@handle_errors
-def optimize_runs(db: DbOpt = None) -> None:
-    """The optimization runs whose copies are in the database, oldest first: run id, date, mode, copies, CSV."""
-    from ragkit.optimize import list_runs
-
-    settings = load_settings(db=db)
-    runs = list_runs(settings.db)
-    if not runs:
-        console.print("no optimization run has copies in this database", highlight=False)
-    for r in runs:
-        console.print(f"{r['run']}  {r.get('date', '')}  {r.get('mode', '')}  {len(r['copies'])} copies  "
-                      f"{r.get('input_csv') or ''}", highlight=False, markup=False, soft_wrap=True)
 
 
 @optimize_app.command("undo")
 @handle_errors
-def optimize_undo(
-    run: Annotated[str | None, typer.Argument(
-        metavar="[RUN]", help="The run id (`rag optimize runs`).  [default: the latest run]", show_default=False)] = None,
-    db: DbOpt = None,
-) -> None:
+def optimize_undo(run: Annotated[str | None, typer.Argument(metavar="[RUN]", help="The run id, as the batch printed it "
+                  "(--list shows them).  [default: the latest run]", show_default=False)] = None, db: DbOpt = None,
+                  list_: Annotated[bool, typer.Option("--list", help="List the runs whose copies are in the database "
+                  "instead.  [default: off]", show_default=False)] = False) -> None:
     """Remove the copies one optimization run kept (those edited since are left and named), the folders left
-    empty, and their aliases in the input CSV's Optimized Reference Document (the CSV is backed up first)."""
+    empty, their index entries, and their aliases in the input CSV's Optimized Reference Document (backed up)."""
     from ragkit.cli.render import print_undo_report
-    from ragkit.optimize import undo_run
+    from ragkit.optimize import list_runs, undo_run
 
     settings = load_settings(db=db)
-    print_undo_report(undo_run(settings.db, run), console)
+    print_undo_report(list_runs(settings.db) if list_ else undo_run(settings.db, run), console)
 
 
 @app.command()

@@ -302,9 +302,16 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
 
 
 def print_undo_report(report, console) -> None:
-    """What `rag optimize undo` removed and left."""
+    """What `rag optimize undo` removed and left, or (a list of run records) the runs it can undo."""
     from rich.markup import escape as escape_markup
 
+    if isinstance(report, list):
+        for r in report:
+            console.print(f"{r['run']}  {r.get('date', '')}  {r.get('mode', '')}  {len(r['copies'])} copies  "
+                          f"{r.get('input_csv') or ''}", highlight=False, markup=False, soft_wrap=True)
+        if not report:
+            console.print("no optimization run has copies in this database", highlight=False)
+        return
     console.print(f"optimize undo {report.run}: removed {len(report.removed)} copies"
                   + (f", {len(report.missing)} already gone" if report.missing else ""), highlight=False)
     for rel in report.edited:

@@ -1,4 +1,4 @@
-"""What each optimization run left in the database, and undoing it: `rag optimize runs` / `rag optimize undo`.
+"""What each optimization run left in the database, and undoing it: `rag optimize undo [--list]`.
 
 A run that keeps copies writes DB/.ragkit/optimize-runs/<YYYYMMDD_HHMMSS>-<pid>.json: its mode (optimize |
 enable-rl), the input CSV and its backup, and per copy its path, original and sha256. Undo removes the copies
@@ -19,9 +19,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ragkit.core.csvio import read_csv, write_csv
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.paths import atomic_write_text, normalize_ref, resolve_in_db, strip_db_prefix
-from ragkit.core.references import reference_groups
+from ragkit.core.references import OPT_COL, REF_COL, reference_groups
 
 RUNS_DIR = "optimize-runs"
 
@@ -150,9 +151,6 @@ def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Pat
     """Remove the `gone` copies from the CSV's `Optimized Reference Document` (a cell left naming only the
     Reference Document is emptied), after a backup; (None, None) when no cell named one."""
     import shutil
-
-    from ragkit.core.csvio import read_csv, write_csv
-    from ragkit.optimize.run import OPT_COL, REF_COL
 
     df = read_csv(csv, required=("Question",))
     if OPT_COL not in df.columns:

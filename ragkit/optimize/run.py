@@ -19,7 +19,7 @@ from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import normalize_ref, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.core.references import add_alias, reference_groups
+from ragkit.core.references import OPT_COL, REF_COL, add_alias, reference_groups
 from ragkit.core.text import one_line
 from ragkit.optimize.copies import CopyManager
 from ragkit.optimize.history import record_run
@@ -54,8 +54,6 @@ class RowScorer(Protocol):
 
     def rescore(self, row: dict, answer: Answer) -> tuple[dict, Usage]:
         """The row after a re-ask, every answer and judge column recomputed, and what the judges spent."""
-OPT_COL = "Optimized Reference Document"
-REF_COL = "Reference Document"
 
 
 # -- results -----------------------------------------------------------------------------------------
