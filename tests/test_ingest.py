@@ -292,7 +292,7 @@ def test_forget_document_removes_its_pages_and_entry_and_a_later_ingest_brings_i
     pages = [p for p in iter_pages(db) if p.startswith("cat/doc/") and p.endswith(".md") and "page_" in p]
     assert len(pages) == 3
 
-    removed = forget_document(db, "cat/doc", pages, sources_under=isolated_env / "uploads")
+    removed, copies = forget_document(db, "cat/doc", pages, sources_under=isolated_env / "uploads")
     assert sorted(removed) == sorted(pages)
     left = iter_pages(db)
     assert [p for p in left if p.startswith("cat/doc/")] == ["cat/doc/note.md"], left
@@ -303,6 +303,75 @@ def test_forget_document_removes_its_pages_and_entry_and_a_later_ingest_brings_i
     # the manifest forgot it: the same source is converted again, the other one is still unchanged
     again = ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
     assert (again.documents, again.pages, again.skipped) == (1, 3, 1)
+
+
+def _optimizer_copy(db: Path, original: str, folder: str) -> str:
+    """A copy the optimizer made and kept (its own code: journaled, indexed, confirmed)."""
+    from ragkit.optimize import CopyManager, Journal
+    from ragkit.search import open_index
+
+    journal = Journal(db)
+    copies = CopyManager(db, open_index(db), journal)
+    rel, created = copies.place(original, folder, "test")
+    assert created
+    copies.release(rel, "test", keep=True)
+    journal.close()
+    return rel
+
+
+def test_optimizer_copies_follow_their_page_when_the_document_is_ingested_again(isolated_env):
+    """The tester's report: after a page was deleted from the PDF, ingest replaced the document's pages but the
+    optimizer's copy of page 2 kept serving the old page 2, with --force too. Now a copy is rewritten from the
+    new page of the same number, or removed (with the folder it leaves empty) when that page is gone, and the
+    summary says so."""
+    src = make_pdf(isolated_env / "pdfs" / "英語レポート.pdf", body_pages(3, "Old"))
+    db = isolated_env / "database"
+    ingest_sources([src], db=db, category="pdfs", progress=False, workers=1)
+    pages = sorted(p for p in iter_pages(db) if p.startswith("pdfs/英語レポート/"))
+    section = pages[1].rsplit("/", 1)[0]
+    copy2 = _optimizer_copy(db, pages[1], f"{section}/docket district court")
+    copy3 = _optimizer_copy(db, pages[2], "pdfs/topic three")
+    (db / "pdfs/topic three/note.md").write_text("a user's note")
+    edited = _optimizer_copy(db, pages[2], "pdfs/edited")
+    (db / edited).write_text((db / edited).read_text(encoding="utf-8") + "\nmy own line\n", encoding="utf-8")
+
+    make_pdf(src, body_pages(2, "New"))  # one page fewer, every page's text changed
+    code, out = run_cli(str(src), "--db", str(db), "--category", "pdfs", "--workers", "1")
+    assert code == 0, out
+    assert "1 refreshed from the new page, 1 removed (their page is gone)" in " ".join(out.split())
+    new2 = next(p for p in iter_pages(db) if p.startswith("pdfs/英語レポート/") and p.endswith("page_002.md")
+                and "docket" not in p)
+    assert (db / copy2).read_bytes() == (db / new2).read_bytes()
+    assert read(db, copy2)[0].page == 2 and "New2" in read(db, copy2)[1]
+    assert not (db / copy3).exists() and (db / "pdfs/topic three/note.md").exists()
+    assert "my own line" in (db / edited).read_text(encoding="utf-8")  # edited by hand: no longer a copy
+
+    forced = ingest_sources([src], db=db, category="pdfs", force=True, progress=False, workers=1)
+    assert (forced.copies_refreshed, forced.copies_removed) == ([], [])  # nothing changed: nothing to say
+    assert (db / copy2).read_bytes() == (db / new2).read_bytes()
+
+
+def test_removing_a_document_removes_its_copies(isolated_env):
+    """--prune and serve's DELETE /documents (forget_document) left the optimizer's copies of the removed pages
+    behind in the category, still searchable, copies of nothing."""
+    from ragkit.ingest import forget_document
+
+    make_pdf(isolated_env / "s" / "cat" / "guide.pdf", body_pages(2))
+    make_pdf(isolated_env / "s" / "cat" / "other.pdf", body_pages(2))
+    db = isolated_env / "database"
+    ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    guide = sorted(p for p in iter_pages(db) if p.startswith("cat/guide/"))
+    other = sorted(p for p in iter_pages(db) if p.startswith("cat/other/"))
+    copy = _optimizer_copy(db, guide[0], "cat/topic")
+    kept = _optimizer_copy(db, other[0], "cat/topic")
+    os.replace(isolated_env / "s" / "cat" / "guide.pdf", isolated_env / "s" / "cat" / "guide v2.pdf")
+    pruned = ingest_sources([isolated_env / "s"], db=db, prune=True, progress=False, workers=1)
+    assert pruned.pruned == ["cat/guide"] and pruned.copies_removed == [copy]
+    assert not (db / copy).exists() and (db / kept).exists()
+
+    removed, copies = forget_document(db, "cat/other", other)
+    assert sorted(removed) == other and copies == [kept]
+    assert not (db / "cat/topic").exists()
 
 
 def test_pages_from_an_earlier_converter_are_named_and_left_alone_until_forced(isolated_env):

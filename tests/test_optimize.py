@@ -162,6 +162,28 @@ def test_offline_proposals_are_deterministic_and_valid(db):
     assert len(set(folders)) == len(folders)
 
 
+def test_folder_names_from_a_heading_are_short_topics_cut_at_a_natural_boundary(db):
+    """A folder the optimizer made was a page's first line cut at 60 characters, mid-sentence:
+    `４ 防腐剤、紫外線吸収剤及びタール色素の配合の制限化粧品に配合される防腐剤（化粧品中の微生物の発育を抑制することを目的と`.
+    A name from a heading is now its topic: no leading number, up to the first clause end (（ 。 「 ：), within
+    24 characters in Japanese (40 otherwise) cut where a word ends."""
+    line = ("４ 防腐剤、紫外線吸収剤及びタール色素の配合の制限化粧品に配合される防腐剤（化粧品中の微生物の発育を抑制する"
+            "ことを目的とする成分をいう。）は、別表第３に掲げる成分以外のものを配合してはならない。")
+    page = "化粧品/化粧品基準/本文/page_004.md"
+    (db / "化粧品/化粧品基準/本文").mkdir(parents=True)
+    (db / page).write_text(f"---\npage: 4\n---\n{line}\n", encoding="utf-8")
+    folders = [f for f, _ in offline_proposals("防腐剤の配合の制限は？", page, (db / page).read_text(encoding="utf-8"))]
+    assert "化粧品/化粧品基準/防腐剤、紫外線吸収剤及びタール色素の配合" in folders
+    assert all(len(f.rsplit("/", 1)[-1]) <= 40 for f in folders), folders
+    from ragkit.optimize import topic_name
+
+    assert topic_name("1.2 Installing the refrigerator on a level floor, with space behind it") == \
+        "Installing the refrigerator on a level"
+    assert topic_name("第3章 冷蔵室の温度設定：3段階") == "冷蔵室の温度設定"
+    assert topic_name("Defrosting (automatic)") == "Defrosting"
+    assert topic_name("냉장고 온도 설정 방법과 주의 사항에 대하여 자세히 알아보는 페이지입니다") == "냉장고 온도 설정 방법과 주의 사항에 대하여"
+
+
 def test_folder_names_never_copy_the_questions_typos(db):
     text = (db / ORIGINAL).read_text(encoding="utf-8")
     props = offline_proposals("How oftn does the frezer defrost automaticaly?", ORIGINAL, text)

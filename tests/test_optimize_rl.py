@@ -292,3 +292,124 @@ def test_offline_loop_stops_cleanly_when_no_folder_is_left(isolated_env):
     assert [c.copy for c in report.copies] == ["notes/Fridge/page_001.md", "notes/fridge hums quietly/page_001.md"]
     assert (report.created, report.rolled_back, report.kept) == (2, 2, 0)
     assert files(db) == {"notes/page_001.md", "notes/page_002.md"}
+
+
+# -- the before/after figures --------------------------------------------------------------------------
+FREEZER_Q = "How often does the freezer defrost?"
+MISSED_Q = "Which gizmo reboots the washer?"  # no word of the washer page: the offline engine misses it
+WASHER = "appliances/washer/basics/page_001.md"
+
+
+def _earlier_copy(db: Path) -> str:
+    """A copy an earlier run kept (the optimizer's own CopyManager), named in the CSV's optimized cell."""
+    from ragkit.optimize import CopyManager, Journal
+
+    journal = Journal(db)
+    manager = CopyManager(db, open_index(db), journal)
+    rel, _ = manager.place(ORIGINAL, "appliances/fridge/freezer defrosts", "earlier run")
+    manager.release(rel, "earlier run", keep=True)
+    journal.close()
+    return rel
+
+
+def _counting_ask(calls: list[str]):
+    """The real agent.ask, counted: how many questions a run asked."""
+    from ragkit.answer import ask
+
+    def answer(question, settings, **kw):
+        calls.append(question)
+        return ask(question, settings, **kw)
+    return answer
+
+
+@pytest.mark.parametrize("mode", ["enable_rl", "optimize"])
+def test_after_counts_an_earlier_runs_copy_as_the_batch_does(db, mode):
+    """A second `--enable-rl --holdout 0` kept nothing and left the database byte-identical, yet printed "before
+    0.625 -> after 0.500": the batch's Ref Recall counts a retrieved copy (byte-for-byte the page) as the page,
+    the re-asked "after" counted only this run's copies. Now both count it; with nothing kept after = before
+    and no question is asked again; with a copy kept (--optimize here) the re-ask counts the earlier copy too."""
+    from ragkit.evaluate.batch import run_batch
+
+    copy = _earlier_copy(db)
+    csv = db.parent / "questions.csv"
+    write_csv(pd.DataFrame([
+        {"Question": FREEZER_Q, "Reference Document": f"database/{ORIGINAL}",
+         "Optimized Reference Document": f"database/{ORIGINAL}|database/{copy}"},
+        {"Question": MISSED_Q, "Reference Document": f"database/{WASHER}", "Optimized Reference Document": ""},
+    ]), csv)
+    calls: list[str] = []
+    settings = offline_settings(db, results=db.parent / "results", workers=1)
+    report = run_batch(csv, settings, holdout=0, progress=False, answer_fn=_counting_ask(calls), **{mode: True})
+    assert report.errors == []
+    assert [r["Ref Recall"] for r in report.rows] == [1.0, 0.0]  # the batch found the page through the copy
+    train = report.measure.get("train")
+    assert (train.before, train.rows_before) == (0.5, 2)
+    assert (train.after, train.rows_after) == (0.5, 2), report.measure.lines()
+    summary = {r["Metric"]: r for r in read_csv(report.summary_path).to_dict("records")}
+    assert float(summary["Train Ref Recall After Optimize"]["Mean"]) == 0.5
+    if mode == "enable_rl":
+        assert report.optimize.kept == 0 and report.optimize.rolled_back > 0
+        assert report.measure.unchanged and "after = before" in report.measure.lines()[-1]
+        assert calls.count(FREEZER_Q) == 1  # asked by the batch only: nothing was asked again to measure
+    else:
+        assert report.optimize.kept == 1 and not report.measure.unchanged
+        assert calls.count(FREEZER_Q) == 2  # the batch, then the "after" measurement
+
+
+def test_nothing_to_copy_names_the_training_rows_and_asks_nothing_again(db):
+    """`--optimize` said "no missed reference pages; nothing to do" although a held-out row had missed one, then
+    asked every question again. Now it says what it looked at, and asks nothing again."""
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    csv = db.parent / "questions.csv"
+    write_csv(pd.DataFrame([{"Question": FREEZER_Q, "Reference Document": f"database/{ORIGINAL}"},
+                            {"Question": MISSED_Q, "Reference Document": f"database/{WASHER}"}]), csv)
+    result = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
+                                      "--provider", "offline", "--optimize", "--holdout", "0.5"])
+    assert result.exit_code == 0, result.output
+    out = " ".join(result.output.split())
+    assert ("optimize: no missed reference pages among the 1 training row(s) (1 held-out row(s) missed one: "
+            "held-out rows measure the copies, they never drive one); nothing copied") in out
+    assert "after = before (no question asked again)" in out
+    assert "nothing to do" not in out
+
+
+def test_optimize_lists_its_copies_and_undo_removes_them(db):
+    """`--optimize --holdout 0` kept 4 copies that helped nothing, named none of them, and nothing undid them.
+    Now the run prints every copy it kept and the command that undoes it; `rag optimize undo` removes them,
+    the folders they made, their index entries and their aliases in the input CSV, and the next batch runs."""
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+
+    csv = db.parent / "questions.csv"
+    write_csv(pd.DataFrame([{"Question": FREEZER_Q, "Reference Document": f"database/{ORIGINAL}"},
+                            {"Question": MISSED_Q, "Reference Document": f"database/{WASHER}"}]), csv)
+    before_pages = set(open_index(db).pages())
+    run = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
+                                   "--provider", "offline", "--optimize", "--holdout", "0"])
+    assert run.exit_code == 0, run.output
+    out = " ".join(run.output.split())
+    copies = re.findall(r"optimize: kept copy database/(\S.*?\.md)", run.output)
+    assert copies and all((db / c).is_file() for c in copies), run.output
+    assert "--optimize keeps every copy it makes" in out
+    run_id = re.search(r"`rag optimize undo (\S+) --db ", out).group(1)
+    assert "Optimized Reference Document" in read_csv(csv).columns
+    listed = CliRunner().invoke(app, ["optimize", "undo", "--list", "--db", str(db)])
+    assert run_id in listed.output and f"{len(copies)} copies" in listed.output
+
+    # the page was converted again meanwhile: ingest rewrote the copy from it (ingest.copies); still the run's copy
+    refreshed = (db / WASHER).read_text(encoding="utf-8") + "A new line.\n"
+    (db / WASHER).write_text(refreshed, encoding="utf-8")
+    (db / copies[0]).write_text(refreshed, encoding="utf-8")
+    undo = CliRunner().invoke(app, ["optimize", "undo", "--db", str(db)])
+    assert undo.exit_code == 0, undo.output
+    assert f"optimize undo {run_id}: removed {len(copies)} copies" in undo.output
+    assert files(db) == set(RL_PAGES) and set(open_index(db).pages()) == before_pages
+    assert set(read_csv(csv)["Optimized Reference Document"].fillna("")) == {""}
+    assert "no optimization run" in CliRunner().invoke(app, ["optimize", "undo", "--list", "--db", str(db)]).output
+    again = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
+                                     "--provider", "offline"])
+    assert again.exit_code == 0, again.output

@@ -269,6 +269,32 @@ def test_upload_list_show_delete_and_search_follows(sample_db_copy, tmp_path):
         assert r.status_code == 201 and r.json()["pages"] == 2
 
 
+def test_documents_count_their_own_pages_and_copies_apart(sample_db_copy, tmp_path):
+    """GET /documents listed a 2-page PDF with an optimizer's copy of one page as 3 pages, and a copy at category
+    level as a document of its own; DELETE left that copy behind, still searchable."""
+    from ragkit.optimize import CopyManager, Journal
+    from ragkit.search import open_index
+
+    pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual", "Crane zanzibarite maintenance"])
+    with LiveServer(offline(sample_db_copy)) as srv:
+        with pdf.open("rb") as fh:
+            doc = post(srv.url + "/documents", files={"file": ("harbor.pdf", fh)}, data={"category": "港湾"}).json()
+        pages = sorted(p for p in open_index(sample_db_copy).pages() if p.startswith("港湾/harbor/"))
+        journal = Journal(sample_db_copy)
+        manager = CopyManager(sample_db_copy, open_index(sample_db_copy), journal)
+        made = [manager.place(pages[1], f"{pages[1].rsplit('/', 1)[0]}/crane maintenance", "t")[0],
+                manager.place(pages[1], "港湾/crane maintenance", "t")[0]]
+        for rel in made:
+            manager.release(rel, "t", keep=True)
+        journal.close()
+        listed = [d for d in get(srv.url + "/documents").json()["documents"] if d["category"] == "港湾"]
+        assert [(d["name"], d["pages"], d["copies"]) for d in listed] == [("harbor", 2, 2)]
+        r = delete(srv.url + f"/documents/{doc['id']}")
+        assert r.status_code == 200 and (r.json()["deleted_pages"], r.json()["deleted_copies"]) == (2, 2)
+        assert not (sample_db_copy / "港湾").exists()
+        assert get(srv.url + "/search", params={"query": "zanzibarite"}).json() == []
+
+
 def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isolated_env):
     pdf = make_pdf(tmp_path / "ok.pdf", ["Quokka observation notes"]).read_bytes()
     with LiveServer(offline(sample_db_copy), ServeOptions(max_upload_mb=0.05)) as srv:

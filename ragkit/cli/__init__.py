@@ -244,6 +244,26 @@ def index_sync(db: DbOpt = None) -> None:
     print_sync_report(sync_index(settings.db), settings.db, console)
 
 
+optimize_app = typer.Typer(help="The copies `rag batch --optimize | --enable-rl` kept.", no_args_is_help=True,
+                            add_completion=False)
+app.add_typer(optimize_app, name="optimize")
+
+
+@optimize_app.command("undo")
+@handle_errors
+def optimize_undo(run: Annotated[str | None, typer.Argument(metavar="[RUN]", help="The run id, as the batch printed it "
+                  "(--list shows them).  [default: the latest run]", show_default=False)] = None, db: DbOpt = None,
+                  list_: Annotated[bool, typer.Option("--list", help="List the runs whose copies are in the database "
+                  "instead.  [default: off]", show_default=False)] = False) -> None:
+    """Remove the copies one optimization run kept (those edited since are left and named), the folders left
+    empty, their index entries, and their aliases in the input CSV's Optimized Reference Document (backed up)."""
+    from ragkit.cli.render import print_undo_report
+    from ragkit.optimize import list_runs, undo_run
+
+    settings = load_settings(db=db)
+    print_undo_report(list_runs(settings.db) if list_ else undo_run(settings.db, run), console)
+
+
 @app.command()
 @handle_errors
 def search(

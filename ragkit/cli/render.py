@@ -111,6 +111,10 @@ def print_ingest_report(report: IngestReport, console) -> None:
     console.print(table)
     if report.removed:
         console.print(f"removed {len(report.removed)} outdated page file(s)", highlight=False)
+    if report.copies_refreshed or report.copies_removed:
+        console.print(f"copies of re-converted pages elsewhere in their category (the optimizer's): "
+                      f"{len(report.copies_refreshed)} refreshed from the new page, {len(report.copies_removed)} "
+                      "removed (their page is gone)", highlight=False)
     if report.pruned:
         console.print(f"pruned {len(report.pruned)} document(s) whose file is gone: "
                       f"{escape(_listed(report.pruned))}", highlight=False)
@@ -264,13 +268,30 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
     for note in report.notes:
         console.print(f"optimize: {note}", highlight=False)
     if not report.analysed and not report.errors:
-        console.print("optimize: no missed reference pages; nothing to do", highlight=False)
+        held = (f" ({report.held_out_missed} held-out row(s) missed one: held-out rows measure the copies, they "
+                "never drive one)" if report.held_out_missed else "")
+        console.print(f"optimize: no missed reference pages among the {report.rows_scored} training row(s){held}; "
+                      "nothing copied", highlight=False, markup=False, soft_wrap=True)
         return
     console.print(f"optimize: {report.analysed} rows analysed; copies created {report.created}, kept "
                   f"{report.kept}, rolled back {report.rolled_back}", highlight=False)
     if report.enable_rl:
         console.print(f"optimize: {report.fixed} of {report.analysed} rows reached Ref Recall 1 after re-asking",
                       highlight=False)
+    kept = [r.copy for r in report.copies if r.outcome == "kept" and r.created]
+    if kept and not report.enable_rl:
+        console.print("optimize: --optimize keeps every copy it makes (one pass, nothing re-asked: the Ref Recall "
+                      "lines below tell whether they helped); --enable-rl keeps only the copies that help",
+                      highlight=False, markup=False, soft_wrap=True)
+    db = report.record_path.parents[2] if report.record_path else None
+    for rel in kept[:10]:
+        console.print(f"optimize: kept copy {reference_path(db, rel) if db else rel}", highlight=False, markup=False)
+    if len(kept) > 10:
+        console.print(f"optimize: ... {len(kept) - 10} more copies", highlight=False)
+    if report.record_path:
+        console.print(f"optimize: the copies are listed in {report.record_path}; `rag optimize undo "
+                      f"{report.record_path.stem} --db {report.record_path.parents[2]}` removes them", highlight=False,
+                      markup=False, soft_wrap=True)
     if report.csv_path:
         console.print(f"optimize: updated {report.csv_path} (`{OPT_COL}`); previous file kept as "
                       f"{report.backup_path}", highlight=False)
@@ -278,6 +299,29 @@ def print_optimize_report(report: OptimizeReport, console) -> None:
         console.print(f"optimize: [red]error[/red] {e}", highlight=False)
     if len(report.errors) > 10:
         console.print(f"optimize: ... {len(report.errors) - 10} more errors", highlight=False)
+
+
+def print_undo_report(report, console) -> None:
+    """What `rag optimize undo` removed and left, or (a list of run records) the runs it can undo."""
+    from rich.markup import escape as escape_markup
+
+    if isinstance(report, list):
+        for r in report:
+            console.print(f"{r['run']}  {r.get('date', '')}  {r.get('mode', '')}  {len(r['copies'])} copies  "
+                          f"{r.get('input_csv') or ''}", highlight=False, markup=False, soft_wrap=True)
+        if not report:
+            console.print("no optimization run has copies in this database", highlight=False)
+        return
+    console.print(f"optimize undo {report.run}: removed {len(report.removed)} copies"
+                  + (f", {len(report.missing)} already gone" if report.missing else ""), highlight=False)
+    for rel in report.edited:
+        console.print(f"[yellow]kept:[/yellow] {escape_markup(rel)} was edited since the run; delete it by hand if "
+                      "it should go, then run undo again", highlight=False)
+    if report.csv_path:
+        console.print(f"updated {report.csv_path} (`Optimized Reference Document`); previous file kept as "
+                      f"{report.backup_path}", highlight=False, markup=False)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
 
 
 # -- rag search -----------------------------------------------------------------------------------------

@@ -8,6 +8,9 @@ import re
 from ragkit.core.csvio import split_multi
 from ragkit.core.paths import normalize_ref
 
+REF_COL = "Reference Document"  # the required pages of a question (DESIGN §4)
+OPT_COL = "Optimized Reference Document"  # the same with the optimizer's copies as aliases
+
 
 def reference_groups(cell: str) -> list[list[str]]:
     """Required pages of a `Reference Document` cell, each a list of equivalent alias paths.

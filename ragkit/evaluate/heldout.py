@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ragkit.core.config import Settings
@@ -50,12 +51,19 @@ def alias_map(copies: Iterable[tuple[str, str]]) -> dict[str, str]:
     return {normalize_ref(c): normalize_ref(o) for c, o in copies}
 
 
-def recall_with_copies(ref_cell: str, retrieved: Iterable[str], aliases: Mapping[str, str]) -> float | None:
-    """Ref Recall where a retrieved copy counts as its original."""
+def recall_with_copies(ref_cell: str, retrieved: Iterable[str], aliases: Mapping[str, str],
+                       db: Path | None = None) -> float | None:
+    """Ref Recall where a retrieved copy counts as its original: one in `aliases`, and with `db` any page that is
+    byte-for-byte a required page (scoring.with_copies, the rule the batch's own Ref Recall follows, so a copy an
+    earlier run kept counts the same before and after)."""
+    from ragkit.evaluate.scoring import with_copies
+
     got = []
     for p in retrieved:
         n = normalize_ref(str(p))
         got.append(aliases.get(n, n))
+    if db is not None:
+        ref_cell = with_copies(ref_cell, [str(p) for p in retrieved], db)
     return reference_metrics(ref_cell, got, [])["Recall"]
 
 
@@ -78,7 +86,8 @@ class Measure:
 def measure(items: list[tuple[str, str]], settings: Settings, *, asker: Callable[[str], Any],
             aliases: Mapping[str, str], progress: bool = False, label: str = "measure") -> Measure:
     """Ask each (question, Reference Document) again and return the mean Ref Recall (copies counted as their
-    originals). Only references are scored: no judge is called. A failed question is an error, not a 0."""
+    originals: `aliases`, and any byte-for-byte copy in `settings.db`). Only references are scored: no judge is
+    called. A failed question is an error, not a 0."""
     from ragkit.core.progress import progress_bar
 
     out = Measure()
@@ -91,7 +100,7 @@ def measure(items: list[tuple[str, str]], settings: Settings, *, asker: Callable
         ans = asker(q)
         if ans.error:
             return None, ans.usage, ans.error
-        return recall_with_copies(ref, [s.path for s in ans.sources], aliases), ans.usage, None
+        return recall_with_copies(ref, [s.path for s in ans.sources], aliases, Path(settings.db)), ans.usage, None
 
     with ThreadPoolExecutor(max_workers=max(1, min(settings.workers, len(todo))),
                             thread_name_prefix="measure") as pool, \
@@ -131,6 +140,7 @@ class OptimizeMeasure:
     splits: list[SplitFigures] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     errors: list[str] = field(default_factory=list)
+    unchanged: bool = False  # the run kept no copy: the tree is as it was, so after = before, nothing re-asked
 
     def get(self, name: str) -> SplitFigures | None:
         return next((s for s in self.splits if s.name == name), None)
@@ -162,7 +172,9 @@ class OptimizeMeasure:
                     VALIDATE: f"validate {self.validate_path} (trust this one)"}[s.name]
             out.append(f"Ref Recall {what}: before {f(s.before)} -> after {f(s.after)}{gain}; "
                        f"{s.rows_after} questions")
-        if self.holdout == 0 and not self.validate_path:
+        if self.unchanged:
+            out.append("no copy was kept, so the database is as it was: after = before (no question asked again)")
+        elif self.holdout == 0 and not self.validate_path:
             out.append("no held-out questions (--holdout 0): the figures above are on the questions that named "
                        "the copies and show memorisation, not a better tree")
         return out
@@ -218,6 +230,15 @@ def optimize_and_measure(report: Any, rows: list[dict], scorer: Any, asker: Call
     report.judge_usage.add(opt.judge_usage)
     fill_opt_ref(rows, scorer)
 
+    result.splits = figures
+    report.measure = result
+    if not opt.kept:  # no copy of this run stayed: the tree is unchanged, and asking again would only add noise
+        result.unchanged = True
+        for fig in figures:
+            fig.after, fig.rows_after = fig.before, fig.rows_before
+        report.answer_usage.add(result.usage)
+        report.errors.extend(f"optimize: {e}" for e in result.errors)
+        return rows
     # after: every measured question asked again against the optimized tree (copies count as their pages)
     aliases = alias_map(opt.kept_copies(settings.db))
     for fig in figures:
@@ -231,8 +252,6 @@ def optimize_and_measure(report: Any, rows: list[dict], scorer: Any, asker: Call
         fig.after, fig.rows_after = m.recall, m.rows
         result.usage.add(m.usage)
         result.errors += m.errors
-    result.splits = figures
-    report.measure = result
     report.answer_usage.add(result.usage)
     report.errors.extend(f"optimize: {e}" for e in result.errors)
     return rows

@@ -1,7 +1,7 @@
 """PDF/DOCX/PPTX -> one markdown file per page under DB/<category>/<document>/<section>/page_NNN.md.
 
     ingest_sources(sources, *, db, category=None, force=False, workers=None, progress=True) -> IngestReport
-    forget_document(db, folder, pages) -> removed page paths
+    forget_document(db, folder, pages) -> (removed page paths, removed copies of them)
 
 docs/ingest.md says how documents are named, split into sections and pages, and kept up to date.
 """

@@ -9,6 +9,7 @@ import json
 from pathlib import Path
 
 from ragkit.core.paths import atomic_write_text
+from ragkit.ingest.copies import find_copies, snapshot
 from ragkit.ingest.pages import IngestReport
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
@@ -127,13 +128,17 @@ def remove_pages(db: Path, rels: list[str], keep: set[str]) -> list[str]:
     return removed
 
 
-def forget_document(db: Path, folder: str, pages: list[str], *, sources_under: Path | None = None) -> list[str]:
-    """Remove a document from `db`: its page files (only page files), the folders left empty, and its
-    ingest-manifest entries, under the ingest lock, so a running ingest neither races nor re-adds it. A
-    recorded source file is deleted too when it lies under `sources_under` (uploads `rag serve` keeps); a
-    source in the user's own folders never is. Returns the pages removed; the caller updates its index."""
+def forget_document(db: Path, folder: str, pages: list[str], *,
+                    sources_under: Path | None = None) -> tuple[list[str], list[str]]:
+    """Remove a document from `db`: its page files (only page files), their copies elsewhere in the category
+    (ingest.copies: the optimizer's), the folders left empty, and its ingest-manifest entries, under the
+    ingest lock, so a running ingest neither races nor re-adds it. A recorded source file is deleted too when
+    it lies under `sources_under` (uploads `rag serve` keeps); a source in the user's own folders never is.
+    Returns (pages removed, copies removed); the caller updates its index."""
     state = db / ".ragkit"
     with db_lock(state):
+        old = snapshot(db, pages)
+        copies = remove_pages(db, list(find_copies(db, old, set(pages))), set())
         removed = remove_pages(db, pages, set())
         manifest_path = state / MANIFEST
         manifest = load_manifest(manifest_path)
@@ -145,4 +150,4 @@ def forget_document(db: Path, folder: str, pages: list[str], *, sources_under: P
                 Path(key).unlink(missing_ok=True)
         if gone:
             save_manifest(manifest_path, manifest)
-    return removed
+    return removed, copies

@@ -37,6 +37,10 @@ class IngestReport:
     pages_without_text: int = 0
     written: list[str] = field(default_factory=list)  # db-relative page paths written
     removed: list[str] = field(default_factory=list)  # db-relative page paths removed (stale)
+    # copies of a re-converted or removed document's pages elsewhere in its category (ingest.copies): rewritten
+    # from the new page of the same number, or removed when there is none
+    copies_refreshed: list[str] = field(default_factory=list)
+    copies_removed: list[str] = field(default_factory=list)
     ignored: list[str] = field(default_factory=list)  # files of other types met while walking folders
     hidden: list[str] = field(default_factory=list)  # hidden files and folders skipped while walking folders
     temporaries: int = 0  # page files half-written by an interrupted ingest, removed by this one
@@ -49,6 +53,10 @@ class IngestReport:
     db: str = ""
     # per worker process: pid -> (peak RSS KiB, CPU seconds); what a benchmark needs to size the run
     workers: dict[int, tuple[int, float]] = field(default_factory=dict)
+
+    def index_changes(self) -> tuple[list[str], list[str]]:
+        """(written, removed) page files, copies included: what an index must apply."""
+        return [*self.written, *self.copies_refreshed], [*self.removed, *self.copies_removed]
 
 
 @dataclass

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from ragkit.core.config import Limits
 from ragkit.core.errors import RagError, UsageError
-from ragkit.core.paths import sanitize_name
+from ragkit.core.paths import page_number, sanitize_name
+from ragkit.ingest.copies import find_copies, refresh_copies, snapshot
 from ragkit.ingest.manifest import (
     CONVERTER_VERSION,
     MANIFEST,
@@ -164,7 +165,9 @@ def _orphans(db: Path, folders: list[Path], prune: bool, report: IngestReport) -
         if not folder:
             continue
         if prune:
-            report.removed.extend(forget_document(db, folder, list(pages)))
+            removed, copies = forget_document(db, folder, list(pages))
+            report.removed.extend(removed)
+            report.copies_removed.extend(copies)
             report.pruned.append(folder)
         else:
             report.orphans.append(folder)
@@ -262,6 +265,8 @@ class _Commit:
             manifest = load_manifest(self.state / MANIFEST)
             recorded: dict = manifest["sources"]
             stale: list[str] = []
+            old: dict[str, bytes] = {}  # the re-converted documents' previous pages, to find their copies
+            new_page_of: dict[str, str | None] = {}  # previous page -> the new page of the same number
             try:
                 for res in self.pending:
                     owner = next((k for k, e in recorded.items() if k != res.src and k != self.takeover.get(res.src)
@@ -270,6 +275,10 @@ class _Commit:
                     if owner:  # another ingest took the folder while this one converted
                         report.failed.append((res.shown, _clash(res.folder, owner)))
                         continue
+                    previous = list(recorded.get(res.src, {}).get("pages", []))
+                    if res.src in self.takeover:
+                        previous += recorded.get(self.takeover[res.src], {}).get("pages", [])
+                    before = snapshot(self.db, previous)
                     try:
                         for rel, text in zip(res.pages, res.texts, strict=True):
                             write_page(self.db / rel, text)
@@ -277,6 +286,9 @@ class _Commit:
                         report.failed.append((res.shown, f"cannot write its pages ({reason_line(e.strerror or e)})"))
                         continue
                     res.texts = []
+                    by_number = {page_number(p): p for p in res.pages}
+                    old.update(before)
+                    new_page_of.update({p: by_number.get(page_number(p)) for p in before})
                     if res.warning:
                         report.warnings.append((res.shown, res.warning))
                     report.documents += 1
@@ -296,6 +308,11 @@ class _Commit:
                     }
             finally:
                 self.pending, self.pending_bytes = [], 0
+                # the copies of the pages just replaced (the optimizer's) must not go on serving the old text
+                copies = find_copies(self.db, old, set(old) | self.written)
+                refreshed, gone = refresh_copies(self.db, copies, new_page_of)
+                report.copies_refreshed.extend(refreshed)
+                report.copies_removed.extend(remove_pages(self.db, gone, self.written))
                 report.removed.extend(remove_pages(self.db, stale, self.written))
                 save_manifest(self.state / MANIFEST, manifest)
         self.last = time.monotonic()

@@ -24,6 +24,8 @@ log = logging.getLogger("ragkit.optimize")
 MAX_DEPTH = 4  # folder levels below the scope a proposal may use
 MAX_FOLDER_CHARS = 200  # the whole db-relative folder path
 MAX_COMPONENT = 60  # one folder name
+MAX_TOPIC = 40  # a folder name the offline proposer makes from a heading: a topic, not a sentence
+MAX_TOPIC_CJK = 24  # the same in Japanese, Chinese or Korean (a character says more)
 PAGE_EXCERPT = 1500  # characters of the missed page shown to the model
 TREE_MAX_ENTRIES = 60
 TREE_MAX_DEPTH = 3
@@ -164,6 +166,44 @@ def _content_words(text: str, lang: str, *, longer_than: int) -> list[str]:
     return [w for w in re.findall(r"[^\W_]+", normalize(t)) if len(w) > longer_than and w not in STOPWORDS]
 
 
+_CLAUSE_END = re.compile(r"[。．！？!?（(「『【［\[：；;]|:\s|\s[-–—]\s")
+_SOFT_BREAK = re.compile(r"[、，,・/]|\s")
+_ENUMERATOR = re.compile(r"^\s*(?:第?[0-9０-９]+(?:[.．-][0-9０-９]+)*[章節条項.．)）、]?|[(（][0-9０-９]+[)）])\s*")
+_CJK_WORD = re.compile(r"[\u4e00-\u9fff\u3400-\u4dbf\u30a0-\u30ffー々A-Za-z0-9０-９]")
+_HIRAGANA = re.compile(r"[\u3040-\u309f]")
+
+
+def cut_name(text: str, max_len: int) -> str:
+    """`text` cut to at most `max_len` characters at a natural boundary, never inside a word: the last comma
+    (、,), space or slash inside the limit, or the end of a kanji/katakana word (where hiragana, a particle,
+    begins); a hard cut only when the text has no boundary at all."""
+    t = text.strip()
+    if len(t) <= max_len:
+        return t
+    head = t[: max_len + 1]
+    cuts = [m.start() for m in _SOFT_BREAK.finditer(head)]
+    cuts += [i for i in range(1, len(head)) if _HIRAGANA.match(head[i]) and _CJK_WORD.match(head[i - 1])]
+    cut = max((c for c in cuts if 0 < c <= max_len), default=0)
+    return (t[:cut] if cut else t[:max_len]).rstrip(" 、，,・/")
+
+
+def topic_name(text: str) -> str:
+    """A short folder name from a heading or a page's first line: without its leading number (`４ `, `1.2 `,
+    `第3章`), up to its first clause end (。 （ 「 ： and the like), then cut at a natural boundary (cut_name) to
+    MAX_TOPIC characters (MAX_TOPIC_CJK in Japanese, Chinese, Korean). A first line that runs on into the
+    page's text becomes its topic, not a truncated sentence."""
+    t = unicodedata.normalize("NFC", text).strip()
+    t = _ENUMERATOR.sub("", t, count=1) or t
+    m = _CLAUSE_END.search(t)
+    if m and m.start() > 0:
+        t = t[: m.start()]
+    limit = MAX_TOPIC_CJK if detect_lang(t) in ("ja", "zh", "ko") else MAX_TOPIC
+    words = cut_name(t, limit).split(" ")
+    while len(words) > 1 and words[-1].casefold() in STOPWORDS:  # "Installing the fridge on a" -> "... fridge"
+        words.pop()
+    return sanitize_name(" ".join(words), fallback="", max_len=MAX_COMPONENT)
+
+
 def key_terms(question: str) -> list[str]:
     """The question's content terms, in order (`_content_words`, question words dropped)."""
     candidates = _content_words(question, detect_lang(question), longer_than=2)
@@ -175,9 +215,10 @@ def key_terms(question: str) -> list[str]:
 
 
 def key_phrase(question: str, *, max_terms: int = 3, terms: list[str] | None = None) -> str:
-    """A short folder name from the question's first `max_terms` key terms (at most MAX_COMPONENT chars)."""
+    """A short folder name from the question's first `max_terms` key terms (at most MAX_COMPONENT chars, whole
+    terms)."""
     words = (key_terms(question) if terms is None else terms)[:max_terms]
-    return sanitize_name(" ".join(words), fallback="questions", max_len=MAX_COMPONENT)
+    return sanitize_name(cut_name(" ".join(words), MAX_COMPONENT), fallback="questions", max_len=MAX_COMPONENT)
 
 
 def page_terms(body: str, *, max_terms: int = 3) -> list[str]:
@@ -231,9 +272,9 @@ def offline_proposals(question: str, original: str, page_text: str) -> list[tupl
     _, body = parse_page(page_text)
     asked = asked_terms(question, body)
     topic = page_terms(body)
-    heading = sanitize_name(first_heading(body), fallback="", max_len=MAX_COMPONENT)
+    heading = topic_name(first_heading(body))
     name = key_phrase("", terms=asked) if asked else ""
-    topic_name = key_phrase("", terms=topic) if topic else ""
+    terms_name = key_phrase("", terms=topic) if topic else ""
 
     def at(base: str, leaf: str) -> str:
         return f"{base}/{leaf}" if base and leaf else leaf
@@ -244,13 +285,13 @@ def offline_proposals(question: str, original: str, page_text: str) -> list[tupl
            (at(document, heading), "the page heading, in the page's document"),
            (at(scope, name), "what the question asks for, in the page's words, at category level"),
            (at(section, name), "what the question asks for, in the page's words, inside the page's section"),
-           (at(document, topic_name), "the page's own key terms")]
+           (at(document, terms_name), "the page's own key terms")]
     if heading and name:
-        combo = sanitize_name(f"{name} {heading}", max_len=MAX_COMPONENT)
+        combo = sanitize_name(cut_name(f"{name} {heading}", MAX_COMPONENT), max_len=MAX_COMPONENT)
         out += [(at(document, combo), "the asked terms plus the page heading"),
                 (at(scope, combo), "the asked terms plus the page heading at category level")]
-    if topic_name:
-        out.append((at(scope, topic_name), "the page's own key terms at category level"))
+    if terms_name:
+        out.append((at(scope, terms_name), "the page's own key terms at category level"))
     seen: set[str] = set()
     return [(f, why) for f, why in out if f and "/" in f and not (f in seen or seen.add(f))]
 

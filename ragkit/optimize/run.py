@@ -19,9 +19,10 @@ from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import normalize_ref, reference_path, resolve_in_db, strip_db_prefix
-from ragkit.core.references import add_alias, reference_groups
+from ragkit.core.references import OPT_COL, REF_COL, add_alias, reference_groups
 from ragkit.core.text import one_line
 from ragkit.optimize.copies import CopyManager
+from ragkit.optimize.history import record_run
 from ragkit.optimize.journal import Journal, recover_journal
 from ragkit.optimize.proposals import (
     _SYSTEM,
@@ -53,8 +54,6 @@ class RowScorer(Protocol):
 
     def rescore(self, row: dict, answer: Answer) -> tuple[dict, Usage]:
         """The row after a re-ask, every answer and judge column recomputed, and what the judges spent."""
-OPT_COL = "Optimized Reference Document"
-REF_COL = "Reference Document"
 
 
 # -- results -----------------------------------------------------------------------------------------
@@ -84,8 +83,10 @@ class OptimizeReport:
     rolled_back: int = 0  # of those, removed again
     recall_before: float | None = None  # mean alias-aware Ref Recall over scored answerable rows
     recall_after: float | None = None  # the same after the RL loop (None without RL: nothing re-asked)
-    rows_scored: int = 0
+    rows_scored: int = 0  # answerable rows that may drive copies (the training rows) with a defined Ref Recall
+    held_out_missed: int = 0  # rows that missed a page but may not drive a copy (held out: they measure)
     csv_path: Path | None = None  # the input CSV when it was updated
+    record_path: Path | None = None  # the run's record of the copies it kept (optimize.history: undo reads it)
     backup_path: Path | None = None
     copies: list[CopyRecord] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)  # unconfirmed copies of a crashed run, removed
@@ -220,12 +221,13 @@ def optimize_missed(
     for i, row in enumerate(report.rows):
         if not str(row.get(REF_COL) or "").strip() or str(row.get("Error") or "").strip():
             continue  # unanswerable, or the question itself failed: nothing to learn from
-        if only is not None and i not in only:
-            continue  # a held-out question: it measures the copies, it must not drive one
         groups = _groups(db, _effective_cell(row))
         recall, missed = _recall(groups, {_db_rel(db, p) for p in _retrieved(row)})
         if recall is None:
             continue
+        if only is not None and i not in only:
+            report.held_out_missed += bool(missed)
+            continue  # a held-out question: it measures the copies, it must not drive one
         before[i] = recall
         if missed:
             targets.append((i, missed))
@@ -252,6 +254,10 @@ def optimize_missed(
     report.created = len(states)
     report.kept = states.count("kept")
     report.rolled_back = states.count("rolled_back")
+    try:
+        report.record_path = record_run(db, report, "enable-rl" if enable_rl else "optimize", Path(input_csv))
+    except OSError as e:
+        report.errors.append(f"could not record the run's copies for `rag optimize undo`: {e.strerror or e}")
     if enable_rl:
         after = dict(before)
         after.update({i: r.recall for i, r in results.items() if r.recall is not None})

@@ -149,7 +149,8 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
         return report, None
     if moved or not ix.count():
         return report, ix.sync()
-    return report, ix.sync(rels=report.written, removed=report.removed, progress=kw.get("progress", True))
+    written, removed = report.index_changes()
+    return report, ix.sync(rels=written, removed=removed, progress=kw.get("progress", True))
 
 
 def moved_note(db: Path, before: IndexConfig, after: IndexConfig) -> str:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from ragkit.core.config import Limits
@@ -46,24 +46,51 @@ def doc_id(folder: str) -> str:
 class DocInfo:
     id: str
     folder: str  # db-relative "<category>/<document>"
-    pages: list[str]  # db-relative page paths
+    pages: list[str]  # db-relative page paths: the document's own
+    copies: list[str] = field(default_factory=list)  # copies of its pages elsewhere (the optimizer's)
 
     def summary(self, db: Path) -> dict:
         cat, _, name = self.folder.partition("/")
         sections = sorted({p.split("/")[2] for p in self.pages if p.count("/") >= 3})
         return {"id": self.id, "category": cat, "name": name, "path": reference_path(db, self.folder),
-                "pages": len(self.pages), "sections": sections}
+                "pages": len(self.pages), "copies": len(self.copies), "sections": sections}
+
+
+def _folder_of(rel: str) -> str:
+    parts = rel.split("/")
+    return "/".join(parts[:2]) if len(parts) >= 3 else parts[0] if len(parts) == 2 else ""
+
+
+def _copies(db: Path, pages: list[str]) -> dict[str, str]:
+    """{copy: page} among `pages`: a page file no ingest wrote that is byte-for-byte a page one wrote
+    (ingest.copies), e.g. `pdfs/report/p1-10/topic/page_002.md` or `pdfs/topic/page_002.md`."""
+    from ragkit.ingest.copies import find_copies, snapshot
+    from ragkit.ingest.manifest import MANIFEST, load_manifest
+
+    recorded = {p for e in load_manifest(db / ".ragkit" / MANIFEST)["sources"].values() if isinstance(e, dict)
+                for p in e.get("pages") or ()}
+    strays = {p for p in pages if p not in recorded and page_number(p) is not None}
+    if not strays:
+        return {}
+    numbers = {page_number(p) for p in strays}
+    categories = {p.split("/", 1)[0] for p in strays}
+    originals = [p for p in pages if p in recorded and page_number(p) in numbers and p.split("/", 1)[0] in categories]
+    return {c: o for c, o in find_copies(db, snapshot(db, originals), set(recorded)).items() if c in strays}
 
 
 def list_documents(db: Path) -> list[DocInfo]:
-    """Every `<category>/<document>` folder that holds pages, sorted by folder."""
+    """Every `<category>/<document>` folder that holds pages, sorted by folder. A copy of a page counts for that
+    page's document (`copies`), not as a page, and a folder holding only copies is no document."""
+    pages = iter_pages(db)
+    copies = _copies(db, pages)
     groups: dict[str, list[str]] = {}
-    for rel in iter_pages(db):
-        parts = rel.split("/")
-        folder = "/".join(parts[:2]) if len(parts) >= 3 else parts[0] if len(parts) == 2 else ""
-        if folder:
-            groups.setdefault(folder, []).append(rel)
-    return [DocInfo(doc_id(f), f, pages) for f, pages in sorted(groups.items())]
+    copied: dict[str, list[str]] = {}
+    for rel in pages:
+        if rel in copies:
+            copied.setdefault(_folder_of(copies[rel]), []).append(rel)
+        elif _folder_of(rel):
+            groups.setdefault(_folder_of(rel), []).append(rel)
+    return [DocInfo(doc_id(f), f, pages, copied.get(f, [])) for f, pages in sorted(groups.items())]
 
 
 def find_document(db: Path, document_id: str) -> DocInfo:
@@ -174,14 +201,14 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     except RagError as e:
         src.unlink(missing_ok=True)
         raise ClientError(422, str(e)) from None
-    index.update_pages(report.written, report.removed)
+    index.update_pages(*report.index_changes())
     if report.failed:
         src.unlink(missing_ok=True)
         reason = report.failed[0][1]
         status = 409 if "same folder" in reason else 422
         raise ClientError(status, f"{stem}{ext}: {reason}")
     folder = f"{cat}/{stem}"
-    doc = DocInfo(doc_id(folder), folder, iter_pages(db, folder) if (db / folder).is_dir() else [])
+    doc = next((d for d in list_documents(db) if d.folder == folder), DocInfo(doc_id(folder), folder, []))
     out = doc.summary(db)
     out["unchanged"] = report.skipped > 0
     return out
@@ -192,6 +219,6 @@ def delete_document(db: Path, doc: DocInfo, index) -> dict:
     forget_document, under the ingest lock); then the index forgets the pages."""
     from ragkit.ingest import forget_document
 
-    removed = forget_document(db, doc.folder, doc.pages, sources_under=db / ".ragkit" / UPLOADS)
-    index.update_pages([], doc.pages)
-    return {"id": doc.id, "deleted_pages": len(removed)}
+    removed, copies = forget_document(db, doc.folder, doc.pages, sources_under=db / ".ragkit" / UPLOADS)
+    index.update_pages([], [*doc.pages, *copies])
+    return {"id": doc.id, "deleted_pages": len(removed), "deleted_copies": len(copies)}

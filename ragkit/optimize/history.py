@@ -1,0 +1,178 @@
+"""What each optimization run left in the database, and undoing it: `rag optimize undo [--list]`.
+
+A run that keeps copies writes DB/.ragkit/optimize-runs/<YYYYMMDD_HHMMSS>-<pid>.json: its mode (optimize |
+enable-rl), the input CSV and its backup, and per copy its path, original and sha256. Undo removes the copies
+that are still as the run wrote them, or as ingest refreshed them from their page (an edited one is left and
+named), the folders left empty, their index
+entries, and their aliases in the input CSV's `Optimized Reference Document` (the CSV is backed up first).
+
+    record_run(db, report, mode, input_csv) -> Path | None;  list_runs(db) -> list[dict]
+    undo_run(db, run=None, index=None) -> UndoReport"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from ragkit.core.csvio import read_csv, write_csv
+from ragkit.core.errors import PathEscapeError, RagError
+from ragkit.core.paths import atomic_write_text, normalize_ref, resolve_in_db, strip_db_prefix
+from ragkit.core.references import OPT_COL, REF_COL, reference_groups
+
+RUNS_DIR = "optimize-runs"
+
+
+def runs_dir(db: Path) -> Path:
+    return Path(db).resolve() / ".ragkit" / RUNS_DIR
+
+
+def record_run(db: Path, report: Any, mode: str, input_csv: Path | None) -> Path | None:
+    """Write the record of the copies `report` (an OptimizeReport) kept; None when it kept none."""
+    db = Path(db)
+    copies = []
+    for r in report.copies:
+        if r.outcome != "kept" or not r.created:
+            continue  # "reused": an earlier run's copy, which that run's record undoes
+        try:
+            data = resolve_in_db(db, r.copy).read_bytes()
+        except (OSError, PathEscapeError):
+            continue
+        copies.append({"path": r.copy, "original": r.original, "sha256": hashlib.sha256(data).hexdigest(),
+                       "question": r.question})
+    if not copies:
+        return None
+    folder = runs_dir(db)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{datetime.now().strftime('%Y%m%d_%H%M%S')}-{os.getpid()}.json"
+    atomic_write_text(path, json.dumps({
+        "run": path.stem, "date": datetime.now().isoformat(timespec="seconds"), "mode": mode,
+        "input_csv": str(Path(input_csv).resolve()) if input_csv else None,
+        "backup": str(report.backup_path) if report.backup_path else None, "copies": copies,
+    }, ensure_ascii=False, indent=1))
+    return path
+
+
+def list_runs(db: Path) -> list[dict]:
+    """Every recorded run, oldest first (unreadable records are skipped)."""
+    out = []
+    folder = runs_dir(db)
+    for p in sorted(folder.glob("*.json")) if folder.is_dir() else []:
+        try:
+            rec = json.loads(p.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue
+        if isinstance(rec, dict) and isinstance(rec.get("copies"), list):
+            rec["run"] = p.stem
+            out.append(rec)
+    return out
+
+
+@dataclass
+class UndoReport:
+    run: str
+    removed: list[str] = field(default_factory=list)  # copies deleted (db-relative)
+    edited: list[str] = field(default_factory=list)  # changed since the run: left in place
+    missing: list[str] = field(default_factory=list)  # already gone
+    csv_path: Path | None = None  # the input CSV whose aliases were removed
+    backup_path: Path | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def undo_run(db: Path, run: str | None = None, index=None) -> UndoReport:
+    """Remove what run `run` (default: the latest) kept; see the module docstring. The record goes too, unless
+    an edited copy was left (then undo can be run again once it is dealt with)."""
+    db = Path(db)
+    runs = list_runs(db)
+    if not runs:
+        raise RagError(f"{db}: no optimization run to undo (none recorded in {runs_dir(db)})")
+    rec = runs[-1] if run is None else next((r for r in runs if r["run"] == run), None)
+    if rec is None:
+        raise RagError(f"{db}: no optimization run {run!r}; recorded: {', '.join(r['run'] for r in runs)}")
+    out = UndoReport(run=rec["run"])
+    if index is None:
+        from ragkit.search import open_index
+
+        index = open_index(db)
+    dirs: set[Path] = set()
+    for c in rec["copies"]:
+        rel = str(c.get("path") or "")
+        try:
+            full = resolve_in_db(db, rel)
+        except PathEscapeError:
+            continue  # never anything a tampered record points outside the database
+        if not full.is_file():
+            out.missing.append(rel)
+            continue
+        data = full.read_bytes()
+        if hashlib.sha256(data).hexdigest() != c.get("sha256") and data != _original_bytes(db, c):
+            out.edited.append(rel)  # neither as the run wrote it nor as ingest refreshed it: the user's now
+            continue
+        try:
+            index.remove_page(rel)  # first, so that no reader is sent there any more
+        except Exception:  # noqa: BLE001 - a page the index never had is fine; a refresh re-derives it
+            pass
+        full.unlink(missing_ok=True)
+        out.removed.append(rel)
+        dirs.add(full.parent)
+    root = db.resolve()
+    for d in sorted(dirs, key=lambda x: len(x.parts), reverse=True):
+        while d != root and root in d.parents:
+            try:
+                d.rmdir()  # only when empty
+            except OSError:
+                break
+            d = d.parent
+    gone = {normalize_ref(p) for p in out.removed + out.missing}
+    csv = Path(rec["input_csv"]) if rec.get("input_csv") else None
+    if gone and csv is not None:
+        if csv.is_file():
+            out.csv_path, out.backup_path = _drop_aliases(csv, db, gone)
+        else:
+            out.notes.append(f"{csv} is gone: its `Optimized Reference Document` could not be updated")
+    if not out.edited:
+        (runs_dir(db) / f"{rec['run']}.json").unlink(missing_ok=True)
+    return out
+
+
+def _original_bytes(db: Path, copy: dict) -> bytes | None:
+    """The page a copy copies, as it is now (ingest rewrites a copy when its page is converted again)."""
+    try:
+        return resolve_in_db(db, str(copy.get("original") or "")).read_bytes()
+    except (OSError, PathEscapeError):
+        return None
+
+
+def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Path | None]:
+    """Remove the `gone` copies from the CSV's `Optimized Reference Document` (a cell left naming only the
+    Reference Document is emptied), after a backup; (None, None) when no cell named one."""
+    import shutil
+
+    df = read_csv(csv, required=("Question",))
+    if OPT_COL not in df.columns:
+        return None, None
+    changed = False
+    for pos, cell in enumerate(df[OPT_COL]):
+        groups = reference_groups(str(cell or ""))
+        kept = [[a for a in g if normalize_ref(strip_db_prefix(db, a)) not in gone] for g in groups]
+        new = "\n".join("|".join(g) for g in kept if g)
+        ref = str(df.at[pos, REF_COL] if REF_COL in df.columns else "")
+        if new and [sorted(g) for g in reference_groups(new)] == [sorted(g) for g in reference_groups(ref)]:
+            new = ""
+        if kept != groups:
+            df.at[pos, OPT_COL] = new
+            changed = True
+    if not changed:
+        return None, None
+    backup = csv.with_name(f"{csv.name}.bak-{datetime.now().strftime('%Y%m%d_%H%M%S')}")
+    n = 2
+    while backup.exists():
+        backup = csv.with_name(f"{csv.name}.bak-{datetime.now().strftime('%Y%m%d_%H%M%S')}_{n}")
+        n += 1
+    shutil.copy2(csv, backup)
+    write_csv(df, csv, overwrite=True)
+    return csv, backup
