@@ -121,8 +121,10 @@ def silent_server() -> Iterator[str]:
 
 class Proxy:
     """A TCP proxy on 127.0.0.1 in front of a real node. `cut()`: nothing listens on its port any more and the
-    connections through it are closed (the cluster is unreachable); `hang()`: connections are accepted and never
-    answered (a stopped node); `restore()`: forwarding again, on the same port."""
+    connections through it are closed (the cluster is unreachable); `cut_at(marker)`: the same, the moment a request
+    holding `marker` comes from a client (it never reaches the node: a cluster lost in the middle of an answer);
+    `hang()`: connections are accepted and never answered (a stopped node); `restore()`: forwarding again, on the
+    same port."""
 
     def __init__(self, target_url: str) -> None:
         u = urlsplit(target_url)
@@ -130,6 +132,7 @@ class Proxy:
         self._lock = threading.Lock()
         self._conns: list[socket.socket] = []
         self._hung = False
+        self._trip: bytes | None = None
         self._srv: socket.socket | None = None
         self.port = 0
         self._listen()
@@ -166,13 +169,16 @@ class Proxy:
             up.settimeout(None)
             with self._lock:
                 self._conns.append(up)
-            for a, b in ((conn, up), (up, conn)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            for a, b, upward in ((conn, up, True), (up, conn, False)):
+                threading.Thread(target=self._pipe, args=(a, b, upward), daemon=True).start()
 
-    @staticmethod
-    def _pipe(a: socket.socket, b: socket.socket) -> None:
+    def _pipe(self, a: socket.socket, b: socket.socket, upward: bool) -> None:
         try:
             while data := a.recv(65536):
+                if upward and self._trip is not None and self._trip in data:
+                    self._trip = None
+                    self.cut()
+                    return
                 b.sendall(data)
         except OSError:
             pass
@@ -198,6 +204,9 @@ class Proxy:
         if srv is not None:
             srv.close()
         self._drop()
+
+    def cut_at(self, marker: bytes) -> None:
+        self._trip = marker
 
     def hang(self) -> None:
         self._hung = True

@@ -17,14 +17,14 @@ from typing import Any
 
 import httpx
 
-from ragkit.core.errors import RagError, UsageError
+from ragkit.core.errors import BackendError, UsageError
 from ragkit.core.text import one_line
 
 TIMEOUT = 30.0  # seconds per request; a bulk of a few hundred pages takes well under that
 RETRIES = 3  # attempts for a request that failed to connect or got 429/502/503/504 (not for one left unanswered)
 
 
-class ClusterError(RagError):
+class ClusterError(BackendError):
     """The cluster answered with an error, or could not be reached."""
 
     def __init__(self, message: str, status: int | None = None, body: Any = None) -> None:
