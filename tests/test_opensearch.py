@@ -420,6 +420,50 @@ def test_two_databases_never_share_one_index(os_db, url):
     assert rag("index", "sync", "--db", "database").stdout.count("0 deleted") == 1
 
 
+def test_a_copy_of_a_database_is_refused_its_originals_index_until_it_gets_a_new_id(os_db, url):
+    """`cp -r database copy` keeps the database's id, so the copy's sync deleted the original's pages from their one
+    index (a page deleted in the copy went from the cluster). Writing from the copy is refused in one line naming
+    the original and `--new-id` (exit 2, nothing deleted); searching it works; `rag index sync --new-id` gives it
+    its own index and leaves the original's as it was. A moved database goes on and records where it is now."""
+    cfg = config_of(os_db)
+    prefix = cfg["prefix"]
+    n = len(open_index(os_db).pages())
+    shutil.copytree(os_db, "copy")
+    gone = sorted(Path("copy").rglob("page_*.md"))[0]
+    gone.unlink()
+    for cmd in (["index", "sync", "--db", "copy"], ["ingest", str(CORPUS / "policies"), "--db", "copy"]):
+        out = rag(*cmd)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        line = out.stderr.strip()
+        assert "\n" not in line and f"looks like a copy of {os_db.resolve()}" in line, out.stderr
+        assert re.search(r"`rag index sync --db \S*copy --new-id`", line), out.stderr
+        assert OpenSearchIndex(os_db, index_config(os_db), progress=False).count() == n
+    assert cfg["root"] == str(os_db.resolve())  # the folder the id was given in
+    out = rag("search", "VPN", "--db", "copy", "--format", "json")
+    assert out.returncode == 0 and json.loads(out.stdout), out.stderr
+    out = rag("index", "sync", "--db", "copy", "--new-id")
+    assert out.returncode == 0, out.stderr
+    mine = config_of(Path("copy"))
+    assert mine["database_id"] != cfg["database_id"] and mine["prefix"] != prefix
+    assert mine["root"] == str(Path("copy").resolve()) and f"the index {prefix} is left" in out.stderr
+    try:
+        assert f"{n - 1} added" in out.stdout, out.stdout
+        assert _owner(url, mine["prefix"]) == mine["database_id"]
+        assert "0 added, 0 updated, 0 deleted" in rag("index", "sync", "--db", "copy").stdout
+        # the original: every page still there, still its own
+        assert _owner(url, prefix) == cfg["database_id"]
+        assert "0 added, 0 updated, 0 deleted" in rag("index", "sync", "--db", "database").stdout
+        open_index(os_db).close()
+        # moved (the recorded folder is gone): it just goes on, and records where it is now
+        Path("database").rename("moved")
+        out = rag("index", "sync", "--db", "moved")
+        assert out.returncode == 0 and "0 added, 0 updated, 0 deleted" in out.stdout, out.stderr
+        assert config_of(Path("moved"))["root"] == str(Path("moved").resolve())
+        Path("moved").rename("database")
+    finally:
+        drop_indices(url, mine["prefix"])
+
+
 def test_an_earlier_ragkits_index_is_adopted_by_the_first_database_that_opens_it(url, isolated_env):
     """An index made before indices recorded their database has no owner: the database bound to it keeps working
     (and takes it), a second one is refused."""

@@ -134,8 +134,10 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
     before = index_config(Path(db))  # read after plan_index, which gives an earlier ragkit's database its id
     ix = None
     if cfg.backend == "opensearch":  # reachable, and not another database's index: before anything is stored
+        from ragkit.search.indexconfig import check_not_a_copy
         from ragkit.search.opensearch import open_opensearch
 
+        check_not_a_copy(Path(db))  # a `cp -r` copy would share its original's index
         ix = open_opensearch(Path(db), cfg, progress=kw.get("progress", True))
     moved = not cfg.same_index(before)
     if cfg != before:
@@ -177,9 +179,26 @@ def moved_note(db: Path, before: IndexConfig, after: IndexConfig) -> str:
     return f"the database {db} was indexed {was}; now {now}" + (f"; {left}" if left else "")
 
 
-def sync_index(db: Path, *, progress: bool = True) -> Any:
+def sync_index(db: Path, *, progress: bool = True, new_id: bool = False) -> Any:
     """`rag index sync`: make the index match the page files (add, update, delete); a second run changes nothing.
-    The embedded engine rescans its files; a cluster gets the differences in bulk."""
+    The embedded engine rescans its files; a cluster gets the differences in bulk. `new_id`: the database first
+    gets a new id and, with a cluster, its own new index there, filled from its page files (a copy of another
+    database then stops sharing that one's index; the other's index is left as it was)."""
+    if new_id:
+        from ragkit.search.indexconfig import renew_id, store_index
+
+        require_database(db)
+        cfg = renew_id(Path(db))
+        ix = None
+        if cfg.backend == "opensearch":
+            from ragkit.search.opensearch import open_opensearch
+
+            ix = open_opensearch(Path(db), cfg, progress=progress)  # reachable: before the new id is stored
+        before = index_config(Path(db))
+        store_index(Path(db), cfg)
+        log.warning("%s", f"the database {db} has a new id ({cfg.database_id}, was {before.database_id or 'none'})"
+                    + (f"; now indexed in OpenSearch {cfg.url}/{cfg.prefix} (the index {before.prefix} is left "
+                       "as it was, for the database that owns it)" if ix is not None else ""))
     ix = open_index(db, progress=progress)
     if getattr(ix, "backend", "embedded") == "opensearch":
         return ix.sync(progress=progress)

@@ -20,7 +20,7 @@ from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, iter_pages
 from ragkit.search.analysis import ANALYSIS_VERSION
-from ragkit.search.indexconfig import PREFIX_MAX, IndexConfig, database_id
+from ragkit.search.indexconfig import PREFIX_MAX, IndexConfig, check_not_a_copy, database_id
 from ragkit.search.opensearch import mapping
 from ragkit.search.opensearch.client import Client, ClusterError
 from ragkit.search.opensearch.documents import (
@@ -226,7 +226,10 @@ class OpenSearchIndex:
     def sync(self, rels: Iterable[str] | None = None, *, removed: Iterable[str] = (), progress: bool | None = None,
              refresh: str | bool = "wait_for") -> SyncReport:
         """Make the cluster match the page files: every page (rels None: also deleting what no file backs), or
-        just `rels` (written) and `removed` (deleted). A second run changes nothing."""
+        just `rels` (written) and `removed` (deleted). A second run changes nothing. A copy of another database
+        (the same id, the original still there) is refused before anything is written (check_not_a_copy)."""
+        if self.cfg.database_id:
+            check_not_a_copy(self.db)
         with self._write_lock:
             return _sync(self, rels, list(removed), self.progress if progress is None else progress, refresh)
 
