@@ -530,6 +530,35 @@ def test_moving_a_database_to_another_index_says_where_it_was_and_what_is_left(o
         drop_indices(url, new)
 
 
+def test_a_database_moved_to_another_prefix_takes_its_chat_sessions_along(os_db, url):
+    """`rag serve`'s /chat sessions live in <prefix>-sessions: moving the database to another prefix left them
+    behind, and serve on the new index knew none of them. They are copied (the move line says how many), and
+    going back to the embedded engine says where they stay."""
+    from ragkit.search import configure_index
+    from ragkit.serve.sessions import ClusterSessionStore, Turn
+
+    old = config_of(os_db)["prefix"]
+    new = unique_prefix()
+    ix = open_index(os_db)
+    store = ClusterSessionStore(ix.client, ix.sessions_name)
+    sids = [store.new() for _ in range(2)]
+    store.add(sids[0], Turn("How long can a VPN session last?", "VPN session length", "8 hours.", ["a/page_001.md"]))
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0, out.stderr
+        said = [ln for ln in out.stderr.splitlines() if "was indexed" in ln]
+        assert len(said) == 1 and f"its 2 /chat session(s) were copied to {new}-sessions" in said[0], out.stderr
+        moved = ClusterSessionStore(open_index(os_db).client, f"{new}-sessions")
+        assert all(moved.exists(sid) for sid in sids)
+        assert [t.answer for t in moved.history(sids[0])] == ["8 hours."] and moved.history(sids[1]) == []
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", "embedded")
+        assert out.returncode == 0 and f"its /chat sessions stay in {url}/{new}-sessions, not carried over" \
+            in out.stderr, out.stderr
+    finally:
+        configure_index(os_db, f"opensearch+{url}/{old}")  # what the fixture's teardown opens and drops
+        drop_indices(url, new)
+
+
 def _ranked_in_the_cluster(url: str, db: Path, questions: dict[str, str | tuple[str, ...]],
                            only_under: dict[str, str] | None = None) -> None:
     """Each question's first page is under the folder given, or its first pages are the pages given; the first

@@ -479,6 +479,46 @@ def _read_terms(db: Path, rel: str) -> PageTerms | None:
     return pd.slim() if pd is not None else None
 
 
+# ------------------------------------------------------------------------------------------- sessions
+SESSIONS_PAGE = 500  # sessions read per scroll page when a database moves to another index
+
+
+def carry_sessions(before: IndexConfig, ix: OpenSearchIndex) -> int:
+    """Copy the `rag serve` /chat sessions of the index `before` names (another prefix, maybe another cluster) into
+    `ix`'s sessions index, as they are: a session already there is replaced by the one carried (moving back to an
+    earlier index, the carried copy is the newer). Returns how many were copied (0 when `before` had no sessions
+    index). Raises ClusterError when the old cluster cannot be read or the new one refuses the copies."""
+    src = Client(before.url)
+    scroll = None
+    try:
+        got = src.request("POST", f"/{before.prefix}-sessions/_search", {"size": SESSIONS_PAGE, "sort": ["_doc"]},
+                          params={"scroll": "2m"}, ok=(404,))
+        if got.get("status") == 404:
+            return 0
+        n = 0
+        while True:
+            scroll = got.get("_scroll_id") or scroll
+            hits = (got.get("hits") or {}).get("hits") or []
+            if not hits:
+                break
+            ix.client.bulk([({"index": {"_index": ix.sessions_name, "_id": h["_id"]}}, h.get("_source") or {})
+                            for h in hits])
+            n += len(hits)
+            if len(hits) < SESSIONS_PAGE:
+                break
+            got = src.request("POST", "/_search/scroll", {"scroll": "2m", "scroll_id": scroll})
+        if n:
+            ix.client.request("POST", f"/{ix.sessions_name}/_refresh")
+        return n
+    finally:
+        if scroll:
+            try:
+                src.request("DELETE", "/_search/scroll", {"scroll_id": scroll}, ok=(404,), retries=1)
+            except ClusterError:  # the scroll expires by itself
+                pass
+        src.close()
+
+
 # --------------------------------------------------------------------------------------------- module API
 _INSTANCES: dict[Path, OpenSearchIndex] = {}
 _INSTANCES_LOCK = threading.Lock()
