@@ -328,6 +328,27 @@ def test_a_node_that_takes_a_request_and_never_answers_costs_one_timeout_and_say
     assert said and abs(float(said.group(1)) - waited) < 0.3, str(got.value)
 
 
+def test_a_hung_node_is_told_at_open_in_a_few_seconds_not_the_search_timeout(isolated_env):
+    """The first request to a cluster (its node's local health, at open) is one a working node answers in
+    milliseconds: a node that accepts and never answers is told in OPEN_TIMEOUT seconds. `rag search` on such a
+    node waited the full 30 s (measured: 32.5 s for the command; now 7.0 s); searches keep their 30 s."""
+    from ragkit.search.opensearch import index as os_index
+    from ragkit.search.opensearch.client import TIMEOUT, ClusterError
+
+    db = isolated_env / "database"
+    (db / ".ragkit").mkdir(parents=True)
+    with silent_server() as hung:
+        (db / ".ragkit" / "index.json").write_text(json.dumps(
+            {"backend": "opensearch", "url": hung, "prefix": "x"}), encoding="utf-8")
+        t0 = time.monotonic()
+        with pytest.raises(ClusterError) as got:
+            open_index(db)
+        waited = time.monotonic() - t0
+    assert waited < 8.0, f"{waited:.1f} s: {got.value}"  # not the search's TIMEOUT (30 s)
+    assert os_index.OPEN_TIMEOUT <= TIMEOUT / 5 and os_index.OPEN_TIMEOUT <= waited < os_index.OPEN_TIMEOUT + 2.0
+    assert f"no answer within {os_index.OPEN_TIMEOUT:.1f} s (GET /_cluster/health)" in str(got.value)
+
+
 def _georgia_pages(db: Path, folder: str, n: int) -> None:
     sys.path.insert(0, str(REPO / "tests" / "search"))
     from search_fixtures import write_page

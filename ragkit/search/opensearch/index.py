@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 BULK_PAGES = 200  # pages per bulk request
 PAGES_TTL = 5.0  # seconds a listing of the cluster's pages is reused (our own writes invalidate it at once)
+OPEN_TIMEOUT = 5.0  # seconds for the first request at open (the node's local cluster health: milliseconds when well)
 MERGE_TIMEOUT = 900.0  # seconds for merging away the pages a re-analysis replaced (one index of 100k pages)
 # A replaced page stays in BM25's statistics until merged away, and the cluster keeps the copies it replaced in
 # the last ~30 s (soft deletes held for its recovery history): a re-analysing sync merges again, every
@@ -91,7 +92,10 @@ class OpenSearchIndex:
 
     # ------------------------------------------------------------------------------------------ set-up
     def _ensure_indices(self) -> None:
-        health = self.client.request("GET", "/_cluster/health")
+        # the first request: the node's own view of the cluster (local, so no round trip to the cluster manager,
+        # which an election may hold up), answered at once by a working node; a hung one is told in OPEN_TIMEOUT
+        # seconds, not the TIMEOUT a search may need
+        health = self.client.request("GET", "/_cluster/health", params={"local": "true"}, timeout=OPEN_TIMEOUT)
         nodes = int(health.get("number_of_data_nodes") or 1)
         replicas = 1 if nodes > 1 else 0
         pages = mapping.pages_index(replicas=replicas)
