@@ -15,11 +15,15 @@ from pathlib import Path
 import httpx
 import pytest
 from opensearch_fixtures import (
+    Proxy,
     config_of,
     drop_indices,
+    network_address,
     node_url,
+    self_signed,
     silent_server,
     synced_cluster,
+    tls_server_context,
     unique_prefix,
 )
 
@@ -295,6 +299,64 @@ def test_credentials_come_from_the_environment_and_never_show(os_db):
                       ({"RAG_OPENSEARCH_API_KEY": secret, "RAG_OPENSEARCH_USER": "admin"}, "are both set")):
         out = rag("search", "VPN", "--db", "database", env=env)
         assert out.returncode == 2 and said in out.stderr and secret not in out.stdout + out.stderr, out.stderr
+
+
+def test_credentials_over_plain_http_to_another_machine_are_one_warning_line(url, isolated_env):
+    """The node reached through this machine's network address (a proxy listening there): credentials sent over
+    plain http are one warning line on stderr, naming the variables and never their values; over loopback (the
+    node itself, an SSH tunnel) and without credentials nothing is said. The search itself goes on."""
+    proxy = Proxy(url, host=network_address())
+    prefix = unique_prefix()
+    secret = "s3cr3t-PASSWORD-value"
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{proxy.url}/{prefix}")
+        assert out.returncode == 0 and "plain http" not in out.stderr, out.stderr
+        for env, names in (({"RAG_OPENSEARCH_USER": "admin", "RAG_OPENSEARCH_PASSWORD": secret},
+                            "RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD"),
+                           ({"RAG_OPENSEARCH_API_KEY": secret}, "RAG_OPENSEARCH_API_KEY")):
+            out = rag("search", "VPN", "--db", "database", env=env)
+            warned = [ln for ln in out.stderr.splitlines() if "plain http" in ln]
+            assert out.returncode == 0 and len(warned) == 1, out.stderr
+            assert f"credentials of {names} go to OpenSearch at {proxy.url} over plain http" in warned[0]
+            assert "opensearch+https://" in warned[0] and secret not in out.stdout + out.stderr
+        direct = {**config_of(Path("database")), "url": url}  # loopback: stays on this machine
+        (Path("database") / ".ragkit" / "index.json").write_text(json.dumps(direct), encoding="utf-8")
+        out = rag("search", "VPN", "--db", "database", env={"RAG_OPENSEARCH_USER": "a", "RAG_OPENSEARCH_PASSWORD": "b"})
+        assert out.returncode == 0 and "plain http" not in out.stderr, out.stderr
+    finally:
+        proxy.close()
+        drop_indices(url, prefix)
+
+
+def test_a_cluster_with_its_own_ca_is_trusted_through_RAG_OPENSEARCH_CA_BUNDLE(url, isolated_env, tmp_path):
+    """The node behind a TLS proxy whose certificate is self-signed (its own CA): without the bundle the
+    certificate is refused in one line saying which variable to set (exit 1, nothing stored); with
+    RAG_OPENSEARCH_CA_BUNDLE naming it, ingest and search work over https; an unreadable bundle is one line (exit 2)."""
+    cert, key = self_signed(tmp_path / "tls")
+    proxy = Proxy(url, tls=tls_server_context(cert, key))
+    prefix = unique_prefix()
+    spec = f"opensearch+{proxy.url}/{prefix}"
+    assert proxy.url.startswith("https://")
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", spec)
+        lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert len(lines) == 1 and "TLS certificate is not trusted" in lines[0], out.stderr
+        assert "set RAG_OPENSEARCH_CA_BUNDLE" in lines[0]
+        assert not (Path("database") / ".ragkit" / "index.json").exists() or \
+            config_of(Path("database"))["backend"] == "embedded"
+        trusted = {"RAG_OPENSEARCH_CA_BUNDLE": str(cert)}
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", spec, env=trusted)
+        assert out.returncode == 0 and config_of(Path("database"))["url"] == proxy.url, \
+            out.stderr
+        out = rag("search", "VPN", "--db", "database", "--format", "json", env=trusted)
+        assert out.returncode == 0 and json.loads(out.stdout), out.stderr
+        out = rag("search", "VPN", "--db", "database", env={"RAG_OPENSEARCH_CA_BUNDLE": str(tmp_path / "none.pem")})
+        assert out.returncode == 2 and "RAG_OPENSEARCH_CA_BUNDLE=" in out.stderr and "Traceback" not in out.stderr
+        assert len([ln for ln in out.stderr.splitlines() if ln.strip()]) == 1, out.stderr
+    finally:
+        proxy.close()
+        drop_indices(url, prefix)
 
 
 def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
