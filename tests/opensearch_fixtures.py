@@ -1,13 +1,17 @@
 """Helpers of the OpenSearch tests: the node .ci/run starts (RAG_TEST_OPENSEARCH_URL), a unique index prefix per
 test, removed afterwards, a three-node cluster a test starts itself, and real network peers for a cluster that
 fails: a TCP proxy in front of the node that a test cuts off (unreachable) or makes hang, and a socket that
-takes connections and never answers."""
+takes connections and never answers; a self-signed certificate, and this machine's address on its network."""
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import json
 import os
+import select
 import socket
+import ssl
 import subprocess
 import threading
 import uuid
@@ -121,24 +125,31 @@ def silent_server() -> Iterator[str]:
 
 class Proxy:
     """A TCP proxy on 127.0.0.1 in front of a real node. `cut()`: nothing listens on its port any more and the
-    connections through it are closed (the cluster is unreachable); `hang()`: connections are accepted and never
-    answered (a stopped node); `restore()`: forwarding again, on the same port."""
+    connections through it are closed (the cluster is unreachable); `cut_at(marker)`: the same, the moment a request
+    holding `marker` comes from a client (it never reaches the node: a cluster lost in the middle of an answer);
+    `hang()`: connections are accepted and never answered (a stopped node); `restore()`: forwarding again, on the
+    same port."""
 
-    def __init__(self, target_url: str) -> None:
+    def __init__(self, target_url: str, *, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> None:
+        """`host`: the address it listens on; `tls`: a server-side context, so that clients speak https to it (the
+        node behind it speaks http)."""
         u = urlsplit(target_url)
         self._target = (u.hostname or "127.0.0.1", u.port or 80)
+        self._host = host
+        self._tls = tls
         self._lock = threading.Lock()
         self._conns: list[socket.socket] = []
         self._hung = False
+        self._trip: bytes | None = None
         self._srv: socket.socket | None = None
         self.port = 0
         self._listen()
-        self.url = f"http://127.0.0.1:{self.port}"
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}"
 
     def _listen(self) -> None:
         srv = socket.socket()
         srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        srv.bind(("127.0.0.1", self.port))
+        srv.bind((self._host, self.port))
         srv.listen(64)
         srv.settimeout(0.1)  # the accept loop sees a cut within 0.1 s
         self.port = srv.getsockname()[1]
@@ -158,21 +169,60 @@ class Proxy:
                 self._conns.append(conn)
             if self._hung:
                 continue  # held open, never read from or answered
+            threading.Thread(target=self._forward, args=(conn,), daemon=True).start()
+
+    def _forward(self, conn: socket.socket) -> None:
+        if self._tls is not None:
             try:
-                up = socket.create_connection(self._target, timeout=10)
+                conn = self._tls.wrap_socket(conn, server_side=True)  # the handshake: refused by an untrusting client
             except OSError:
                 conn.close()
-                continue
-            up.settimeout(None)
+                return
             with self._lock:
-                self._conns.append(up)
-            for a, b in ((conn, up), (up, conn)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+                self._conns.append(conn)
+        try:
+            up = socket.create_connection(self._target, timeout=10)
+        except OSError:
+            conn.close()
+            return
+        up.settimeout(None)
+        with self._lock:
+            self._conns.append(up)
+        if self._tls is not None:  # one thread per TLS connection: OpenSSL's reads and writes are not concurrent
+            self._pump(conn, up)
+            return
+        for a, b, upward in ((conn, up, True), (up, conn, False)):
+            threading.Thread(target=self._pipe, args=(a, b, upward), daemon=True).start()
 
-    @staticmethod
-    def _pipe(a: socket.socket, b: socket.socket) -> None:
+    def _pump(self, conn: ssl.SSLSocket, up: socket.socket) -> None:
+        try:
+            while True:
+                ready = [conn] if conn.pending() else select.select([conn, up], [], [])[0]
+                for a in ready:
+                    data = a.recv(65536)
+                    if not data:
+                        return
+                    if a is conn and self._trip is not None and self._trip in data:
+                        self._trip = None
+                        self.cut()
+                        return
+                    (up if a is conn else conn).sendall(data)
+        except (OSError, ValueError):  # cut: the sockets are closed under it
+            pass
+        finally:
+            for sock in (conn, up):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def _pipe(self, a: socket.socket, b: socket.socket, upward: bool) -> None:
         try:
             while data := a.recv(65536):
+                if upward and self._trip is not None and self._trip in data:
+                    self._trip = None
+                    self.cut()
+                    return
                 b.sendall(data)
         except OSError:
             pass
@@ -199,6 +249,9 @@ class Proxy:
             srv.close()
         self._drop()
 
+    def cut_at(self, marker: bytes) -> None:
+        self._trip = marker
+
     def hang(self) -> None:
         self._hung = True
         self._drop()
@@ -210,3 +263,48 @@ class Proxy:
 
     def close(self) -> None:
         self.cut()
+
+
+def self_signed(folder: Path, host: str = "127.0.0.1") -> tuple[Path, Path]:
+    """(certificate, key) PEM files of a self-signed certificate for `host` (an IP address), made with the
+    `cryptography` package; the certificate is its own CA, the bundle a client must be given to trust it."""
+    crypto = pytest.importorskip("cryptography")  # noqa: F841 - only its submodules are used
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "ragkit test CA")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(host))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    folder.mkdir(parents=True, exist_ok=True)
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                           serialization.NoEncryption()))
+    return cert_file, key_file
+
+
+def tls_server_context(cert: Path, key: Path) -> ssl.SSLContext:
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    return ctx
+
+
+def network_address() -> str:
+    """This machine's address on its network (not loopback), or skip: traffic to it is traffic a network carries."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        try:
+            s.connect(("192.0.2.1", 9))  # no packet is sent: the kernel only picks the interface
+            addr = s.getsockname()[0]
+        except OSError:
+            addr = ""
+    if not addr or ipaddress.ip_address(addr).is_loopback:
+        pytest.skip("this machine has no network address besides loopback")
+    return addr

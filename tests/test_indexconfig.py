@@ -97,6 +97,38 @@ def test_the_database_id_is_made_once_and_kept_when_the_engine_changes(isolated_
     assert plan_index(other, "opensearch+http://h:9200/a").database_id and not other.exists()
 
 
+def test_a_copy_is_told_from_a_moved_database_by_the_folder_recorded_with_its_id(isolated_env):
+    """The folder the id was given in is recorded; opened elsewhere while it still holds the same id, the database
+    is a copy (refused before a cluster write); once that folder is gone it moved, and the new folder is recorded.
+    Changing the engine keeps the recorded folder; a new id (renew_id) records its own, with a new prefix."""
+    import shutil
+
+    from ragkit.search.indexconfig import check_not_a_copy, copy_of, renew_id
+
+    db = isolated_env / "db"
+    cfg = configure_index(db, "opensearch+http://h:9200/a")
+    assert index_config(db).root == str(db.resolve()) and copy_of(db) is None
+    check_not_a_copy(db)
+    shutil.copytree(db, isolated_env / "copy")
+    copy = isolated_env / "copy"
+    configure_index(copy, "opensearch+http://h:9200/a")  # the engine given again: the recorded folder stays
+    assert copy_of(copy) == str(db.resolve())
+    with pytest.raises(UsageError, match=f"looks like a copy of {db.resolve()}.*--new-id"):
+        check_not_a_copy(copy)
+    renewed = renew_id(copy)
+    assert renewed.database_id != cfg.database_id and renewed.prefix not in ("", "a")
+    assert renewed.root == str(copy.resolve()) and index_config(copy).database_id == cfg.database_id  # not stored
+    shutil.rmtree(db)  # the original is gone: the copy is the database, moved
+    assert copy_of(copy) is None
+    check_not_a_copy(copy)
+    assert index_config(copy).root == str(copy.resolve()) and index_config(copy).database_id == cfg.database_id
+    # a copy of a database on the embedded engine, about to be bound to a cluster: refused too, with what to run
+    configure_index(copy, "embedded")
+    shutil.copytree(copy, isolated_env / "copy3")
+    with pytest.raises(UsageError, match=r"a cluster index would take them for one database.*--new-id`, then run"):
+        check_not_a_copy(isolated_env / "copy3")
+
+
 def test_a_hand_written_address_with_credentials_is_refused_without_showing_them(isolated_env):
     db = isolated_env / "db"
     (db / ".ragkit").mkdir(parents=True)

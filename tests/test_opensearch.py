@@ -15,11 +15,15 @@ from pathlib import Path
 import httpx
 import pytest
 from opensearch_fixtures import (
+    Proxy,
     config_of,
     drop_indices,
+    network_address,
     node_url,
+    self_signed,
     silent_server,
     synced_cluster,
+    tls_server_context,
     unique_prefix,
 )
 
@@ -297,6 +301,64 @@ def test_credentials_come_from_the_environment_and_never_show(os_db):
         assert out.returncode == 2 and said in out.stderr and secret not in out.stdout + out.stderr, out.stderr
 
 
+def test_credentials_over_plain_http_to_another_machine_are_one_warning_line(url, isolated_env):
+    """The node reached through this machine's network address (a proxy listening there): credentials sent over
+    plain http are one warning line on stderr, naming the variables and never their values; over loopback (the
+    node itself, an SSH tunnel) and without credentials nothing is said. The search itself goes on."""
+    proxy = Proxy(url, host=network_address())
+    prefix = unique_prefix()
+    secret = "s3cr3t-PASSWORD-value"
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{proxy.url}/{prefix}")
+        assert out.returncode == 0 and "plain http" not in out.stderr, out.stderr
+        for env, names in (({"RAG_OPENSEARCH_USER": "admin", "RAG_OPENSEARCH_PASSWORD": secret},
+                            "RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD"),
+                           ({"RAG_OPENSEARCH_API_KEY": secret}, "RAG_OPENSEARCH_API_KEY")):
+            out = rag("search", "VPN", "--db", "database", env=env)
+            warned = [ln for ln in out.stderr.splitlines() if "plain http" in ln]
+            assert out.returncode == 0 and len(warned) == 1, out.stderr
+            assert f"credentials of {names} go to OpenSearch at {proxy.url} over plain http" in warned[0]
+            assert "opensearch+https://" in warned[0] and secret not in out.stdout + out.stderr
+        direct = {**config_of(Path("database")), "url": url}  # loopback: stays on this machine
+        (Path("database") / ".ragkit" / "index.json").write_text(json.dumps(direct), encoding="utf-8")
+        out = rag("search", "VPN", "--db", "database", env={"RAG_OPENSEARCH_USER": "a", "RAG_OPENSEARCH_PASSWORD": "b"})
+        assert out.returncode == 0 and "plain http" not in out.stderr, out.stderr
+    finally:
+        proxy.close()
+        drop_indices(url, prefix)
+
+
+def test_a_cluster_with_its_own_ca_is_trusted_through_RAG_OPENSEARCH_CA_BUNDLE(url, isolated_env, tmp_path):
+    """The node behind a TLS proxy whose certificate is self-signed (its own CA): without the bundle the
+    certificate is refused in one line saying which variable to set (exit 1, nothing stored); with
+    RAG_OPENSEARCH_CA_BUNDLE naming it, ingest and search work over https; an unreadable bundle is one line (exit 2)."""
+    cert, key = self_signed(tmp_path / "tls")
+    proxy = Proxy(url, tls=tls_server_context(cert, key))
+    prefix = unique_prefix()
+    spec = f"opensearch+{proxy.url}/{prefix}"
+    assert proxy.url.startswith("https://")
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", spec)
+        lines = [ln for ln in out.stderr.splitlines() if ln.strip()]
+        assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+        assert len(lines) == 1 and "TLS certificate is not trusted" in lines[0], out.stderr
+        assert "set RAG_OPENSEARCH_CA_BUNDLE" in lines[0]
+        assert not (Path("database") / ".ragkit" / "index.json").exists() or \
+            config_of(Path("database"))["backend"] == "embedded"
+        trusted = {"RAG_OPENSEARCH_CA_BUNDLE": str(cert)}
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", spec, env=trusted)
+        assert out.returncode == 0 and config_of(Path("database"))["url"] == proxy.url, \
+            out.stderr
+        out = rag("search", "VPN", "--db", "database", "--format", "json", env=trusted)
+        assert out.returncode == 0 and json.loads(out.stdout), out.stderr
+        out = rag("search", "VPN", "--db", "database", env={"RAG_OPENSEARCH_CA_BUNDLE": str(tmp_path / "none.pem")})
+        assert out.returncode == 2 and "RAG_OPENSEARCH_CA_BUNDLE=" in out.stderr and "Traceback" not in out.stderr
+        assert len([ln for ln in out.stderr.splitlines() if ln.strip()]) == 1, out.stderr
+    finally:
+        proxy.close()
+        drop_indices(url, prefix)
+
+
 def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     out = rag("ingest", str(CORPUS), "--db", "database", "--index", "opensearch+http://127.0.0.1:9/x")
     assert out.returncode == 1
@@ -326,6 +388,27 @@ def test_a_node_that_takes_a_request_and_never_answers_costs_one_timeout_and_say
     assert 1.0 <= waited < 1.9, waited  # one timeout, not one per attempt
     said = re.search(r"no answer within ([\d.]+) s \(POST /x-pages/_search\)", str(got.value))
     assert said and abs(float(said.group(1)) - waited) < 0.3, str(got.value)
+
+
+def test_a_hung_node_is_told_at_open_in_a_few_seconds_not_the_search_timeout(isolated_env):
+    """The first request to a cluster (its node's local health, at open) is one a working node answers in
+    milliseconds: a node that accepts and never answers is told in OPEN_TIMEOUT seconds. `rag search` on such a
+    node waited the full 30 s (measured: 32.5 s for the command; now 7.0 s); searches keep their 30 s."""
+    from ragkit.search.opensearch import index as os_index
+    from ragkit.search.opensearch.client import TIMEOUT, ClusterError
+
+    db = isolated_env / "database"
+    (db / ".ragkit").mkdir(parents=True)
+    with silent_server() as hung:
+        (db / ".ragkit" / "index.json").write_text(json.dumps(
+            {"backend": "opensearch", "url": hung, "prefix": "x"}), encoding="utf-8")
+        t0 = time.monotonic()
+        with pytest.raises(ClusterError) as got:
+            open_index(db)
+        waited = time.monotonic() - t0
+    assert waited < 8.0, f"{waited:.1f} s: {got.value}"  # not the search's TIMEOUT (30 s)
+    assert os_index.OPEN_TIMEOUT <= TIMEOUT / 5 and os_index.OPEN_TIMEOUT <= waited < os_index.OPEN_TIMEOUT + 2.0
+    assert f"no answer within {os_index.OPEN_TIMEOUT:.1f} s (GET /_cluster/health)" in str(got.value)
 
 
 def _georgia_pages(db: Path, folder: str, n: int) -> None:
@@ -420,6 +503,50 @@ def test_two_databases_never_share_one_index(os_db, url):
     assert rag("index", "sync", "--db", "database").stdout.count("0 deleted") == 1
 
 
+def test_a_copy_of_a_database_is_refused_its_originals_index_until_it_gets_a_new_id(os_db, url):
+    """`cp -r database copy` keeps the database's id, so the copy's sync deleted the original's pages from their one
+    index (a page deleted in the copy went from the cluster). Writing from the copy is refused in one line naming
+    the original and `--new-id` (exit 2, nothing deleted); searching it works; `rag index sync --new-id` gives it
+    its own index and leaves the original's as it was. A moved database goes on and records where it is now."""
+    cfg = config_of(os_db)
+    prefix = cfg["prefix"]
+    n = len(open_index(os_db).pages())
+    shutil.copytree(os_db, "copy")
+    gone = sorted(Path("copy").rglob("page_*.md"))[0]
+    gone.unlink()
+    for cmd in (["index", "sync", "--db", "copy"], ["ingest", str(CORPUS / "policies"), "--db", "copy"]):
+        out = rag(*cmd)
+        assert out.returncode == 2 and "Traceback" not in out.stderr, out.stderr
+        line = out.stderr.strip()
+        assert "\n" not in line and f"looks like a copy of {os_db.resolve()}" in line, out.stderr
+        assert re.search(r"`rag index sync --db \S*copy --new-id`", line), out.stderr
+        assert OpenSearchIndex(os_db, index_config(os_db), progress=False).count() == n
+    assert cfg["root"] == str(os_db.resolve())  # the folder the id was given in
+    out = rag("search", "VPN", "--db", "copy", "--format", "json")
+    assert out.returncode == 0 and json.loads(out.stdout), out.stderr
+    out = rag("index", "sync", "--db", "copy", "--new-id")
+    assert out.returncode == 0, out.stderr
+    mine = config_of(Path("copy"))
+    assert mine["database_id"] != cfg["database_id"] and mine["prefix"] != prefix
+    assert mine["root"] == str(Path("copy").resolve()) and f"the index {prefix} is left" in out.stderr
+    try:
+        assert f"{n - 1} added" in out.stdout, out.stdout
+        assert _owner(url, mine["prefix"]) == mine["database_id"]
+        assert "0 added, 0 updated, 0 deleted" in rag("index", "sync", "--db", "copy").stdout
+        # the original: every page still there, still its own
+        assert _owner(url, prefix) == cfg["database_id"]
+        assert "0 added, 0 updated, 0 deleted" in rag("index", "sync", "--db", "database").stdout
+        open_index(os_db).close()
+        # moved (the recorded folder is gone): it just goes on, and records where it is now
+        Path("database").rename("moved")
+        out = rag("index", "sync", "--db", "moved")
+        assert out.returncode == 0 and "0 added, 0 updated, 0 deleted" in out.stdout, out.stderr
+        assert config_of(Path("moved"))["root"] == str(Path("moved").resolve())
+        Path("moved").rename("database")
+    finally:
+        drop_indices(url, mine["prefix"])
+
+
 def test_an_earlier_ragkits_index_is_adopted_by_the_first_database_that_opens_it(url, isolated_env):
     """An index made before indices recorded their database has no owner: the database bound to it keeps working
     (and takes it), a second one is refused."""
@@ -481,6 +608,35 @@ def test_moving_a_database_to_another_index_says_where_it_was_and_what_is_left(o
         # the same index again: nothing to say
         out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
         assert out.returncode == 0 and "was indexed" not in out.stderr
+    finally:
+        configure_index(os_db, f"opensearch+{url}/{old}")  # what the fixture's teardown opens and drops
+        drop_indices(url, new)
+
+
+def test_a_database_moved_to_another_prefix_takes_its_chat_sessions_along(os_db, url):
+    """`rag serve`'s /chat sessions live in <prefix>-sessions: moving the database to another prefix left them
+    behind, and serve on the new index knew none of them. They are copied (the move line says how many), and
+    going back to the embedded engine says where they stay."""
+    from ragkit.search import configure_index
+    from ragkit.serve.sessions import ClusterSessionStore, Turn
+
+    old = config_of(os_db)["prefix"]
+    new = unique_prefix()
+    ix = open_index(os_db)
+    store = ClusterSessionStore(ix.client, ix.sessions_name)
+    sids = [store.new() for _ in range(2)]
+    store.add(sids[0], Turn("How long can a VPN session last?", "VPN session length", "8 hours.", ["a/page_001.md"]))
+    try:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{url}/{new}")
+        assert out.returncode == 0, out.stderr
+        said = [ln for ln in out.stderr.splitlines() if "was indexed" in ln]
+        assert len(said) == 1 and f"its 2 /chat session(s) were copied to {new}-sessions" in said[0], out.stderr
+        moved = ClusterSessionStore(open_index(os_db).client, f"{new}-sessions")
+        assert all(moved.exists(sid) for sid in sids)
+        assert [t.answer for t in moved.history(sids[0])] == ["8 hours."] and moved.history(sids[1]) == []
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", "embedded")
+        assert out.returncode == 0 and f"its /chat sessions stay in {url}/{new}-sessions, not carried over" \
+            in out.stderr, out.stderr
     finally:
         configure_index(os_db, f"opensearch+{url}/{old}")  # what the fixture's teardown opens and drops
         drop_indices(url, new)

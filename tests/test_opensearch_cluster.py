@@ -4,6 +4,7 @@ cluster failure in the middle of a batch."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
@@ -128,6 +129,70 @@ def test_serve_says_503_when_its_cluster_fails_and_health_says_degraded(isolated
             monkeypatch.setattr(serve_app, "HEALTH_TTL", 60.0)
             proxy.restore()
             assert httpx.get(srv.url + "/health", timeout=30).status_code == 503
+    finally:
+        proxy.close()
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_chat_says_503_when_its_cluster_fails_in_the_middle_of_an_answer(isolated_env):
+    """The node behind a proxy cut off the moment the answer's search reaches it: the session and the page listing
+    were read, then the cluster went away. /chat and streamed /chat answer 503 with the one-line cause, as /search
+    does (they said 502, a failed answer: ask() turned the cluster's error into a string like a model's)."""
+    from liveserver import LiveServer
+
+    url = node_url()
+    prefix = unique_prefix()
+    proxy = Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
+    try:
+        with LiveServer(settings) as srv:
+            assert httpx.post(srv.url + "/chat", json={"query": VPN}, timeout=60).status_code == 200
+            for stream in (False, True):
+                proxy.restore()
+                proxy.cut_at(b"POST /_msearch")  # the search's request: after the session and the page listing
+                r = httpx.post(srv.url + "/chat", json={"query": VPN, "stream": stream}, timeout=60)
+                if stream:
+                    assert r.status_code == 200 and "event: error" in r.text, r.text
+                    event = json.loads(r.text.split("event: error\ndata: ", 1)[1].split("\n", 1)[0])
+                    status, error = event["status"], event["error"]
+                else:
+                    status, error = r.status_code, r.json()["error"]
+                assert proxy._srv is None, "the proxy was not cut: the answer never searched the cluster"
+                assert status == 503, (status, error)
+                assert "unreachable" in error and proxy.url in error, error
+    finally:
+        proxy.close()
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_an_agent_whose_search_the_cluster_fails_gives_an_index_error_not_an_answer(isolated_env, scripted_server):
+    """A model's search tool call when the cluster goes away: the answer fails as the index's outage (error_kind
+    "index", so serve says 503 and a batch row is retried). The tool used to hand the model "Error: search failed"
+    and the model answered, or refused, from searches that never ran."""
+    from fakeserver import openai_settings
+
+    from ragkit.answer import ask
+
+    url = node_url()
+    prefix = unique_prefix()
+    proxy = Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    settings = openai_settings(scripted_server, db=db, start_pages=0)
+    scripted_server.enqueue(tool_calls=[("search", {"query": "VPN session"})])
+    scripted_server.enqueue(content="VPN sessions last 8 hours. [policies/x/page_001.md]")
+    try:
+        ix = open_index(db)
+        ix.pages()  # listed before the cut, as a running server has
+        proxy.cut_at(b"POST /_msearch")
+        answer = ask(VPN, settings, strategy="agent", index=ix)
+        assert answer.error_kind == "index", (answer.error, answer.answer)
+        assert "unreachable" in answer.error and proxy.url in answer.error, answer.error
+        assert len(scripted_server.requests) == 1  # the model was not asked again after the failed search
     finally:
         proxy.close()
         open_index(db).close()

@@ -23,7 +23,7 @@ from ragkit.answer.naive import naive_answer
 from ragkit.answer.run import QuestionRun, Trace, error_line
 from ragkit.answer.synth import synth_answer
 from ragkit.core.config import Settings
-from ragkit.core.errors import UsageError
+from ragkit.core.errors import BackendError, UsageError
 from ragkit.core.models import Answer
 from ragkit.core.paths import reference_path
 from ragkit.core.text import detect_lang
@@ -56,7 +56,8 @@ def ask(
     A missing or empty database, an unknown strategy or an unusable trace path is a user mistake (RagError /
     UsageError). `task` "summarization" asks for a summary (arag: its longer step cap). `naive_prompt` replaces the naive strategy's instructions (its rules and reply format stay).
     A provider or model failure is not raised: the Answer comes back with `error` set (one line,
-    API key scrubbed) and whatever usage was spent.
+    API key scrubbed) and whatever usage was spent; `error_kind` is "index" when the search index's cluster
+    failed (a BackendError), which a server answers as unavailable (503), not as a failed answer.
     """
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
@@ -113,6 +114,7 @@ def ask(
         from ragkit.core.llm import scrub
 
         answer.error = scrub(error_line(e), secret)
+        answer.error_kind = "index" if isinstance(e, BackendError) else None
         answer.steps = run.calls
         trace.write("error", error=answer.error)
     finally:

@@ -18,7 +18,7 @@ from typing import Any
 
 import regex as regex_mod  # `regex` (not `re`): its match timeout stops catastrophic backtracking
 
-from ragkit.core.errors import PathEscapeError
+from ragkit.core.errors import BackendError, PathEscapeError
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import page_number, resolve_in_db, strip_db_prefix
@@ -431,9 +431,9 @@ class Toolbox:
         return bound
 
     def call(self, name: str, arguments: str | dict | None) -> str:
-        """Run tool `name` with the model's raw JSON arguments. Never raises: every problem (unknown tool,
-        bad JSON, wrong arguments, a path leaving the database, an unexpected failure) becomes a message
-        the model can act on."""
+        """Run tool `name` with the model's raw JSON arguments. Every problem (unknown tool, bad JSON, wrong
+        arguments, a path leaving the database, an unexpected failure) becomes a message the model can act on;
+        only the search index's cluster failing (BackendError) is raised: the model cannot act on that."""
         if name not in self.names:
             return f"Error: there is no tool {name!r}. The tools are: {', '.join(self.names)}."
         try:
@@ -444,6 +444,10 @@ class Toolbox:
         except PathEscapeError as e:
             return (f"Error: {e}. Paths are relative to the database root and must stay inside it "
                     "(no '..', no absolute paths, forward slashes only).")
+        except BackendError:
+            # the search index's cluster failed: the answer fails with it (a server says 503, a batch row is
+            # retried), rather than a model answering, or refusing, from searches that could not run
+            raise
         except Exception as e:  # a tool must never break the agent loop
             return f"Error: {name} failed: {type(e).__name__}: {' '.join(str(e).split())[:300]}"
         return _cut(result, self.max_result_chars or MAX_RESULT_CHARS)

@@ -234,14 +234,17 @@ app.add_typer(index_app, name="index")
 
 @index_app.command("sync")
 @handle_errors
-def index_sync(db: DbOpt = None) -> None:
+def index_sync(db: DbOpt = None, new_id: Annotated[bool, typer.Option(
+        "--new-id", help="First give the database a new id and, with OpenSearch, its own new index on the same "
+        "cluster (for a copy of another database, which would share that one's index).  [default: off]",
+        show_default=False)] = False) -> None:
     """Make the index match the page files: add, update and delete (a second run changes nothing). After an
     upgrade that analyses pages differently, a cluster's pages get their new terms and keep their vectors."""
     from ragkit.cli.render import print_sync_report
     from ragkit.search.backend import sync_index
 
     settings = load_settings(db=db)
-    print_sync_report(sync_index(settings.db), settings.db, console)
+    print_sync_report(sync_index(settings.db, new_id=new_id), settings.db, console)
 
 
 optimize_app = typer.Typer(help="The copies `rag batch --optimize | --enable-rl` kept.", no_args_is_help=True,

@@ -82,6 +82,9 @@ class Answer:
     latency_ms: float = 0.0
     pages_read: list[str] = field(default_factory=list)  # Reference Document paths, in reading order
     error: str | None = None
+    # what failed when `error` is set: "index" when the search index's service (a cluster) did (a BackendError),
+    # so that a server answers 503 (try again, or another replica) rather than blaming the question or the model
+    error_kind: str | None = None
     timestamp: str = field(default_factory=lambda: datetime.now(UTC).isoformat(timespec="seconds"))
     general_knowledge: bool = False  # synth found nothing relevant and answered from general knowledge
     # "naive": the agent's model read no page, so the agent retrieved as naive does; "reread": the agent refused

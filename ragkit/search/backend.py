@@ -134,14 +134,25 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
     before = index_config(Path(db))  # read after plan_index, which gives an earlier ragkit's database its id
     ix = None
     if cfg.backend == "opensearch":  # reachable, and not another database's index: before anything is stored
+        from ragkit.search.indexconfig import check_not_a_copy
         from ragkit.search.opensearch import open_opensearch
 
+        check_not_a_copy(Path(db))  # a `cp -r` copy would share its original's index
         ix = open_opensearch(Path(db), cfg, progress=kw.get("progress", True))
     moved = not cfg.same_index(before)
     if cfg != before:
         store_index(Path(db), cfg)
     if moved:
-        note = moved_note(Path(db), before, cfg)
+        sessions: int | str | None = None
+        if ix is not None and before.backend == "opensearch":  # serve's /chat sessions go with the database
+            from ragkit.search.opensearch import carry_sessions
+            from ragkit.search.opensearch.client import ClusterError
+
+            try:
+                sessions = carry_sessions(before, ix)
+            except ClusterError as e:
+                sessions = str(e)
+        note = moved_note(Path(db), before, cfg, sessions)
         if note:
             log.warning("%s", note)
     report = ingest_sources(sources, db=Path(db), **kw)
@@ -153,9 +164,10 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
     return report, ix.sync(rels=written, removed=removed, progress=kw.get("progress", True))
 
 
-def moved_note(db: Path, before: IndexConfig, after: IndexConfig) -> str:
+def moved_note(db: Path, before: IndexConfig, after: IndexConfig, sessions: int | str | None = None) -> str:
     """One line when a database that was indexed somewhere moves to another index: where it was, where it is now,
-    and what is left behind ("" for a database never indexed)."""
+    what is left behind ("" for a database never indexed), and where `rag serve`'s /chat sessions are: `sessions`
+    is how many were copied from one cluster index to the other (carry_sessions), or why they could not be."""
     if before.backend == "opensearch":
         p = before.prefix
         was = f"in OpenSearch {before.url}/{p}"
@@ -175,12 +187,48 @@ def moved_note(db: Path, before: IndexConfig, after: IndexConfig) -> str:
                 "space)") if cache.exists() else ""
     now = "the embedded engine (built from the page files)" if after.backend == "embedded" else \
         f"OpenSearch {after.url}/{after.prefix}"
-    return f"the database {db} was indexed {was}; now {now}" + (f"; {left}" if left else "")
+    chats = _sessions_note(db, before, after, sessions)
+    return f"the database {db} was indexed {was}; now {now}" + "".join(f"; {x}" for x in (chats, left) if x)
 
 
-def sync_index(db: Path, *, progress: bool = True) -> Any:
+def _sessions_note(db: Path, before: IndexConfig, after: IndexConfig, sessions: int | str | None) -> str:
+    """Where `rag serve`'s /chat sessions of a moved database are: carried from one cluster index to the other, or
+    left where they were (the embedded engine keeps them in DB/.ragkit/sessions.sqlite3, a cluster in
+    <prefix>-sessions; between the two they are not carried)."""
+    if before.backend == "opensearch":
+        old = f"{before.url}/{before.prefix}-sessions"
+        if after.backend == "opensearch":
+            if isinstance(sessions, str):
+                return f"its /chat sessions could not be copied ({sessions}): they stay in {old}"
+            return f"its {sessions} /chat session(s) were copied to {after.prefix}-sessions" if sessions else ""
+        return (f"its /chat sessions stay in {old}, not carried over (rag serve now keeps new ones in "
+                f"{db}/.ragkit/sessions.sqlite3)")
+    if after.backend == "opensearch" and (db / ".ragkit" / "sessions.sqlite3").exists():
+        return (f"its /chat sessions stay in {db}/.ragkit/sessions.sqlite3, not carried over (rag serve now keeps "
+                f"new ones in {after.prefix}-sessions)")
+    return ""
+
+
+def sync_index(db: Path, *, progress: bool = True, new_id: bool = False) -> Any:
     """`rag index sync`: make the index match the page files (add, update, delete); a second run changes nothing.
-    The embedded engine rescans its files; a cluster gets the differences in bulk."""
+    The embedded engine rescans its files; a cluster gets the differences in bulk. `new_id`: the database first
+    gets a new id and, with a cluster, its own new index there, filled from its page files (a copy of another
+    database then stops sharing that one's index; the other's index is left as it was)."""
+    if new_id:
+        from ragkit.search.indexconfig import renew_id, store_index
+
+        require_database(db)
+        cfg = renew_id(Path(db))
+        ix = None
+        if cfg.backend == "opensearch":
+            from ragkit.search.opensearch import open_opensearch
+
+            ix = open_opensearch(Path(db), cfg, progress=progress)  # reachable: before the new id is stored
+        before = index_config(Path(db))
+        store_index(Path(db), cfg)
+        log.warning("%s", f"the database {db} has a new id ({cfg.database_id}, was {before.database_id or 'none'})"
+                    + (f"; now indexed in OpenSearch {cfg.url}/{cfg.prefix} (the index {before.prefix} is left "
+                       "as it was, for the database that owns it)" if ix is not None else ""))
     ix = open_index(db, progress=progress)
     if getattr(ix, "backend", "embedded") == "opensearch":
         return ix.sync(progress=progress)

@@ -1,12 +1,15 @@
 """Which engine serves a database: chosen at ingest (`--index` or RAG_INDEX) and stored in
 DB/.ragkit/index.json, so every later command uses it. Credentials never go there: they come from the
 environment. The file also holds the database's id, which a cluster's pages index records as its owner, so that
-two databases never share (and delete each other's pages from) one index.
+two databases never share (and delete each other's pages from) one index, and the folder the id was given in, so
+that a copy (`cp -r`: the same id, the original still there) is told from a database that moved.
 
     parse_index(spec) -> IndexConfig        # "embedded" | "opensearch+http://HOST:9200[/PREFIX]"
     plan_index(db, spec) -> IndexConfig     # what `spec` names for db (with db's id); nothing stored
     store_index(db, cfg);  configure_index(db, spec) -> IndexConfig (plan, then store)
     index_config(db) -> IndexConfig;  database_id(db) -> str;  redact(value) -> str (for messages)
+    check_not_a_copy(db)                    # before writing to a cluster: a `cp -r` copy is refused
+    renew_id(db) -> IndexConfig             # a new id (and a new prefix on its cluster); nothing stored
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 import secrets
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -43,6 +46,9 @@ class IndexConfig:
     # the database's id (random, made once): a cluster's pages index records the one that owns it. Kept when the
     # database moves to another engine; "" when unknown (an earlier ragkit's database, or a bare parse_index)
     database_id: str = ""
+    # the database's absolute folder when its id was given (or last seen, after a move): opened elsewhere while that
+    # folder still holds the same id, it is a copy (check_not_a_copy). Not part of what names the engine.
+    root: str = field(default="", compare=False)
 
     @property
     def label(self) -> str:
@@ -130,7 +136,7 @@ def index_config(db: Path) -> IndexConfig:
     if "@" in str(data.get("url") or ""):  # written by hand: the client would send (and its errors show) them
         raise UsageError(f"{path}: the cluster address holds credentials; put them in RAG_OPENSEARCH_USER / "
                          "RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY")
-    return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix", "database_id")})
+    return IndexConfig(**{k: str(data.get(k) or "") for k in ("backend", "url", "prefix", "database_id", "root")})
 
 
 @contextlib.contextmanager
@@ -169,7 +175,7 @@ def database_id(db: Path) -> str:
         with _locked(db):
             cfg = index_config(db)  # another process may have just given it one
             if not cfg.database_id:
-                cfg = replace(cfg, database_id=secrets.token_hex(8))
+                cfg = replace(cfg, database_id=secrets.token_hex(8), root=_here(db))
                 _write(db, cfg)
     except OSError:
         return ""
@@ -188,10 +194,14 @@ def plan_index(db: Path, spec: str) -> IndexConfig:
 
 
 def store_index(db: Path, cfg: IndexConfig) -> None:
-    """Make `cfg` the engine of `db` (written only when it differs from the stored one)."""
+    """Make `cfg` the engine of `db` (written only when it differs from the stored one). The recorded folder stays
+    as stored (check_not_a_copy updates it after a move), this folder for a database that had none; a new id
+    (renew_id) brings its own."""
     with _locked(db):
-        if cfg != index_config(db):
-            _write(db, cfg)
+        old = index_config(db)
+        if cfg != old:
+            keep = old.root if cfg.database_id == old.database_id else ""
+            _write(db, replace(cfg, root=keep or cfg.root or _here(db)))
 
 
 def configure_index(db: Path, spec: str) -> IndexConfig:
@@ -204,3 +214,59 @@ def configure_index(db: Path, spec: str) -> IndexConfig:
 
 def index_spec_from_env() -> str | None:
     return os.environ.get("RAG_INDEX") or None
+
+
+def _here(db: Path) -> str:
+    return str(Path(db).resolve())
+
+
+def copy_of(db: Path, cfg: IndexConfig | None = None) -> str | None:
+    """The folder `db` looks copied from: the one its configuration recorded with its id, when that is another
+    folder that still exists and holds the same id. None for the original, a moved database (the recorded folder
+    is gone, or holds another id now) and a database that recorded no folder (made by an earlier ragkit)."""
+    cfg = cfg or index_config(db)
+    here = _here(db)
+    if not cfg.database_id or not cfg.root or cfg.root == here:
+        return None
+    other = Path(cfg.root)
+    try:
+        if not other.is_dir() or os.path.samefile(other, here):  # gone (moved), or this folder by another path
+            return None
+        return cfg.root if index_config(other).database_id == cfg.database_id else None
+    except (OSError, UsageError):  # unreadable: nothing says it is the same database
+        return None
+
+
+def check_not_a_copy(db: Path) -> None:
+    """Before writing to a cluster: refuse a copy of another database (it would share that one's index, and each
+    sync would delete the other's pages), in one line saying how to give it its own; for a database that moved (or
+    recorded no folder yet) record where it is now."""
+    cfg = index_config(db)
+    if not cfg.database_id:
+        return
+    original = copy_of(db, cfg)
+    if original:
+        fix = f"`rag index sync --db {db} --new-id`" + ("" if cfg.backend == "opensearch" else ", then run this again")
+        where = f"the OpenSearch index {cfg.url}/{cfg.prefix}" if cfg.backend == "opensearch" else "a cluster index"
+        raise UsageError(f"{db} looks like a copy of {original} (both have database id {cfg.database_id}): "
+                         f"{where} would take them for one database and each sync would delete the other's pages, "
+                         f"so nothing was written; give this one its own id and index with {fix}")
+    here = _here(db)
+    if cfg.root != here:
+        try:
+            with _locked(db):
+                cfg = index_config(db)
+                if cfg.root != here:
+                    _write(db, replace(cfg, root=here))
+        except OSError:  # a read-only database: it is not written to either
+            pass
+
+
+def renew_id(db: Path) -> IndexConfig:
+    """`rag index sync --new-id`: this database with a new id recorded here, and, when a cluster indexes it, a new
+    prefix on that cluster (so that a copy stops sharing its original's index). Nothing is stored: the caller
+    stores it once the cluster has answered."""
+    cfg = index_config(db)
+    if cfg.backend == "opensearch":
+        cfg = replace(cfg, prefix=parse_index(f"opensearch+{cfg.url}", db).prefix)
+    return replace(cfg, database_id=secrets.token_hex(8), root=_here(db))

@@ -337,7 +337,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         if rewrite_usage is not None:
             answer.usage.add(rewrite_usage)
         if answer.error:
-            return {"error": clean(answer.error), "session_id": sid}, 502
+            # the cluster failing mid-answer is the index's outage (503, as everywhere else), not the model's
+            return {"error": clean(answer.error), "session_id": sid}, 503 if answer.error_kind == "index" else 502
         answer.question = query
         store.add(sid, Turn(query, standalone, answer.answer, [s.path for s in answer.sources]))
         return _chat_json(db, answer, sid, standalone, clean), 200

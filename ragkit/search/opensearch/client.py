@@ -6,25 +6,37 @@ answers).
     Client.bulk(actions, refresh=...) -> JSON; Client.close()
 
 A request that could not connect, or got 429/502/503/504, is tried again (RETRIES attempts in all); one the node
-took and did not answer in time is not (see request)."""
+took and did not answer in time is not (see request). RAG_OPENSEARCH_CA_BUNDLE (a PEM file) is trusted for https
+besides the system's certificate authorities; credentials about to go over plain http to another machine are one
+warning line (never the credentials)."""
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import logging
 import os
+import ssl
+import threading
 import time
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
-from ragkit.core.errors import RagError, UsageError
+from ragkit.core.errors import BackendError, UsageError
 from ragkit.core.text import one_line
 
 TIMEOUT = 30.0  # seconds per request; a bulk of a few hundred pages takes well under that
 RETRIES = 3  # attempts for a request that failed to connect or got 429/502/503/504 (not for one left unanswered)
+CA_BUNDLE_ENV = "RAG_OPENSEARCH_CA_BUNDLE"  # a PEM file of certificate authorities to trust besides the system's
+
+log = logging.getLogger(__name__)
+_warned: set[str] = set()  # clusters already warned about plain-http credentials in this process
+_warned_lock = threading.Lock()
 
 
-class ClusterError(RagError):
+class ClusterError(BackendError):
     """The cluster answered with an error, or could not be reached."""
 
     def __init__(self, message: str, status: int | None = None, body: Any = None) -> None:
@@ -52,14 +64,65 @@ def _auth() -> tuple[dict[str, str], tuple[str, str] | None]:
     return {}, None
 
 
+def _verify() -> ssl.SSLContext | bool:
+    """How https certificates are checked: the system's authorities, plus RAG_OPENSEARCH_CA_BUNDLE's when set (a
+    cluster with its own CA). A bundle that cannot be read is one line naming the variable and the file."""
+    bundle = os.environ.get(CA_BUNDLE_ENV)
+    if not bundle:
+        return True
+    ctx = ssl.create_default_context()
+    try:
+        ctx.load_verify_locations(cafile=os.path.expanduser(bundle))
+    except (OSError, ssl.SSLError) as e:
+        why = getattr(e, "strerror", None) or getattr(e, "reason", None) or type(e).__name__
+        raise UsageError(f"{CA_BUNDLE_ENV}={bundle}: not a readable PEM file of certificates ({why})") from None
+    return ctx
+
+
+def _loopback(host: str) -> bool:
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _warn_plain_http(url: str, kind: str) -> None:
+    """Once per cluster and process: credentials are about to go over plain http to another machine, readable by
+    anyone on the way (loopback, e.g. an SSH tunnel, stays on this machine and is not warned about)."""
+    parts = urlsplit(url)
+    if parts.scheme != "http" or _loopback(parts.hostname or ""):
+        return
+    with _warned_lock:
+        if url in _warned:
+            return
+        _warned.add(url)
+    log.warning("warning: the credentials of %s go to OpenSearch at %s over plain http, readable on the network; "
+                "use opensearch+https:// (%s trusts a cluster's own CA)", kind, url, CA_BUNDLE_ENV)
+
+
+def _untrusted(e: BaseException) -> ssl.SSLCertVerificationError | None:
+    """The certificate check that made this connection fail, if one did (httpx wraps the ssl error)."""
+    seen: BaseException | None = e
+    for _ in range(8):
+        if seen is None or isinstance(seen, ssl.SSLCertVerificationError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
 class Client:
     def __init__(self, url: str, *, timeout: float = TIMEOUT) -> None:
         self.url = url.rstrip("/")
         headers, auth = _auth()
         self._secrets = [s for s in (os.environ.get("RAG_OPENSEARCH_API_KEY"),
                                      os.environ.get("RAG_OPENSEARCH_PASSWORD")) if s]
+        if headers or auth:
+            _warn_plain_http(self.url, "RAG_OPENSEARCH_API_KEY" if headers else
+                             "RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD")
         self._http = httpx.Client(base_url=self.url, headers={"Content-Type": "application/json", **headers},
-                                  auth=auth, timeout=timeout)
+                                  auth=auth, timeout=timeout, verify=_verify())
 
     def _clean(self, text: str) -> str:
         for s in self._secrets:
@@ -91,6 +154,11 @@ class Client:
                 raise ClusterError(f"OpenSearch at {self.url}: no answer within {secs} s ({method} {path}); is the "
                                    "cluster overloaded or stopped?") from None
             except httpx.TransportError as e:
+                cert = _untrusted(e)
+                if cert is not None:  # asking again changes nothing
+                    raise ClusterError(f"OpenSearch at {self.url}: its TLS certificate is not trusted "
+                                       f"({self._clean(cert.verify_message or str(cert))}); set {CA_BUNDLE_ENV} to "
+                                       "the PEM file of the CA that signed it") from None
                 if attempt < retries:
                     time.sleep(0.2 * attempt)
                     continue

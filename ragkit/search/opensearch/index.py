@@ -20,7 +20,7 @@ from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, iter_pages
 from ragkit.search.analysis import ANALYSIS_VERSION
-from ragkit.search.indexconfig import PREFIX_MAX, IndexConfig, database_id
+from ragkit.search.indexconfig import PREFIX_MAX, IndexConfig, check_not_a_copy, database_id
 from ragkit.search.opensearch import mapping
 from ragkit.search.opensearch.client import Client, ClusterError
 from ragkit.search.opensearch.documents import (
@@ -40,6 +40,7 @@ log = logging.getLogger(__name__)
 
 BULK_PAGES = 200  # pages per bulk request
 PAGES_TTL = 5.0  # seconds a listing of the cluster's pages is reused (our own writes invalidate it at once)
+OPEN_TIMEOUT = 5.0  # seconds for the first request at open (the node's local cluster health: milliseconds when well)
 MERGE_TIMEOUT = 900.0  # seconds for merging away the pages a re-analysis replaced (one index of 100k pages)
 # A replaced page stays in BM25's statistics until merged away, and the cluster keeps the copies it replaced in
 # the last ~30 s (soft deletes held for its recovery history): a re-analysing sync merges again, every
@@ -91,7 +92,10 @@ class OpenSearchIndex:
 
     # ------------------------------------------------------------------------------------------ set-up
     def _ensure_indices(self) -> None:
-        health = self.client.request("GET", "/_cluster/health")
+        # the first request: the node's own view of the cluster (local, so no round trip to the cluster manager,
+        # which an election may hold up), answered at once by a working node; a hung one is told in OPEN_TIMEOUT
+        # seconds, not the TIMEOUT a search may need
+        health = self.client.request("GET", "/_cluster/health", params={"local": "true"}, timeout=OPEN_TIMEOUT)
         nodes = int(health.get("number_of_data_nodes") or 1)
         replicas = 1 if nodes > 1 else 0
         pages = mapping.pages_index(replicas=replicas)
@@ -226,7 +230,10 @@ class OpenSearchIndex:
     def sync(self, rels: Iterable[str] | None = None, *, removed: Iterable[str] = (), progress: bool | None = None,
              refresh: str | bool = "wait_for") -> SyncReport:
         """Make the cluster match the page files: every page (rels None: also deleting what no file backs), or
-        just `rels` (written) and `removed` (deleted). A second run changes nothing."""
+        just `rels` (written) and `removed` (deleted). A second run changes nothing. A copy of another database
+        (the same id, the original still there) is refused before anything is written (check_not_a_copy)."""
+        if self.cfg.database_id:
+            check_not_a_copy(self.db)
         with self._write_lock:
             return _sync(self, rels, list(removed), self.progress if progress is None else progress, refresh)
 
@@ -474,6 +481,46 @@ def _sync_documents(ix: OpenSearchIndex, file_ids: set[str], seen: dict[str, Pag
 def _read_terms(db: Path, rel: str) -> PageTerms | None:
     pd = read_page_doc(db, rel)
     return pd.slim() if pd is not None else None
+
+
+# ------------------------------------------------------------------------------------------- sessions
+SESSIONS_PAGE = 500  # sessions read per scroll page when a database moves to another index
+
+
+def carry_sessions(before: IndexConfig, ix: OpenSearchIndex) -> int:
+    """Copy the `rag serve` /chat sessions of the index `before` names (another prefix, maybe another cluster) into
+    `ix`'s sessions index, as they are: a session already there is replaced by the one carried (moving back to an
+    earlier index, the carried copy is the newer). Returns how many were copied (0 when `before` had no sessions
+    index). Raises ClusterError when the old cluster cannot be read or the new one refuses the copies."""
+    src = Client(before.url)
+    scroll = None
+    try:
+        got = src.request("POST", f"/{before.prefix}-sessions/_search", {"size": SESSIONS_PAGE, "sort": ["_doc"]},
+                          params={"scroll": "2m"}, ok=(404,))
+        if got.get("status") == 404:
+            return 0
+        n = 0
+        while True:
+            scroll = got.get("_scroll_id") or scroll
+            hits = (got.get("hits") or {}).get("hits") or []
+            if not hits:
+                break
+            ix.client.bulk([({"index": {"_index": ix.sessions_name, "_id": h["_id"]}}, h.get("_source") or {})
+                            for h in hits])
+            n += len(hits)
+            if len(hits) < SESSIONS_PAGE:
+                break
+            got = src.request("POST", "/_search/scroll", {"scroll": "2m", "scroll_id": scroll})
+        if n:
+            ix.client.request("POST", f"/{ix.sessions_name}/_refresh")
+        return n
+    finally:
+        if scroll:
+            try:
+                src.request("DELETE", "/_search/scroll", {"scroll_id": scroll}, ok=(404,), retries=1)
+            except ClusterError:  # the scroll expires by itself
+                pass
+        src.close()
 
 
 # --------------------------------------------------------------------------------------------- module API
