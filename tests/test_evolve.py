@@ -319,6 +319,23 @@ def test_best_score_rises_with_a_model_that_learns(scripted_server, isolated_env
 
 
 # -- the experiment CSV ---------------------------------------------------------------------------------
+def test_a_japanese_experiment_id_is_a_folder_name(isolated_env):
+    """'日本語実験' was refused as "not a plain folder name (letters, digits, ...)": letters of any script are
+    letters; separators, '..', control characters and device names are still refused."""
+    import unicodedata
+
+    csv = write_csv(isolated_env / "exp.csv", dummy_row("日本語実験", gens=1, k=2), dummy_row("실험_1", gens=1, k=1))
+    r = cli(str(csv), "--results", "out", "--only", unicodedata.normalize("NFD", "日本語実験"), "--only", "실험_1")
+    assert r.exit_code == 0, r.output
+    assert (isolated_env / "out/日本語実験/iter1/metrics.json").is_file()
+    assert (isolated_env / "out/실험_1/iter1/metrics.json").is_file()
+    for bad in ("実験/1", "..", ".隠し", "CON", "実験\x01", "実験.", "実験 1", "-実験"):
+        csv = write_csv(isolated_env / "bad.csv", dummy_row(bad))
+        r = cli(str(csv), "--results", "bad-out")
+        assert r.exit_code == 1 and "row 2, experiment_id:" in r.output and "not a plain folder name" in r.output, bad
+        assert "Traceback" not in r.output and not (isolated_env / "bad-out").exists()
+
+
 @pytest.mark.parametrize("row, expect", [
     (dummy_row(k=0), "row 2, k: must be between 1 and 100"),
     (dummy_row(gens="x"), "row 2, max_generations: must be a whole number"),
