@@ -9,6 +9,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import threading
 from pathlib import Path
 
@@ -657,3 +658,28 @@ def test_every_question_of_a_batch_ranks_on_the_same_index_state(isolated_env, m
                                                 ["冷蔵室の温度は？", "", FRIDGE, "1", ""]])
     B.run_batch(inp, offline(db, isolated_env), progress=False, index=index, answer_fn=answer)
     assert missing_at_each_question == [0, 0]
+
+
+def test_print_path_gives_each_run_its_own_file_after_earlier_runs(sample_db_copy, isolated_env):
+    """genqa, batch and eval with --print-path print the CSV they wrote, alone on stdout, however many
+    questions, results, summary and eval files results/ already holds (a glob picked the wrong one)."""
+    import subprocess
+    import sys
+
+    def rag(*args: str) -> str:
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAG_"))} | {"RAG_EMBED": "0"}
+        res = subprocess.run([sys.executable, "-m", "ragkit.cli", *args, "--print-path"], cwd=isolated_env,
+                             env=env, capture_output=True, text=True, timeout=300)
+        assert res.returncode == 0, res.stderr
+        assert "written to" in res.stderr or "summary" in res.stderr  # the report is still shown, on stderr
+        lines = res.stdout.splitlines()
+        assert len(lines) == 1 and (isolated_env / lines[0]).is_file(), res.stdout
+        return lines[0]
+
+    for _ in range(2):
+        q = rag("genqa", "database", "--max", "4")
+        r = rag("batch", q)
+        e = rag("eval", r)
+        assert "_results_" not in q and not q.endswith("_summary.csv")
+        assert Path(r).name.startswith(Path(q).stem + "_results_") and not r.endswith("_summary.csv")
+        assert Path(e).name.startswith(Path(r).stem + "_eval_") and not e.endswith("_summary.csv")

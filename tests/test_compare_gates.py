@@ -20,12 +20,12 @@ COLS = ["Question", "Reference Document", "RAG Answer", "Retrieved Files", "Chec
         "Contain Match", "Refused", "Latency ms", "Error"]
 
 
-def write_results(path: Path, rows: list[dict]) -> Path:
+def write_results(path: Path, rows: list[dict], cols: list[str] = COLS) -> Path:
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=COLS, lineterminator="\r\n")
+    w = csv.DictWriter(buf, fieldnames=cols, lineterminator="\r\n")
     w.writeheader()
     for r in rows:
-        w.writerow({c: r.get(c, "") for c in COLS})
+        w.writerow({c: r.get(c, "") for c in cols})
     path.write_bytes(buf.getvalue().encode("utf-8-sig"))
     return path
 
@@ -133,6 +133,19 @@ def test_fail_on_regression_exit_codes(two_runs):
     # the other way round only Ref Recall fell (-0.1), within a tolerance of 0.15
     r = runner.invoke(app, ["compare", str(new), str(old), "--fail-on-regression", "0.15"])
     assert r.exit_code == 0, r.stderr
+
+
+def test_a_fall_in_confidence_is_no_regression(isolated_env):
+    """--fail-on-regression 0.02 failed on 'Confidence fell 0.5906 -> 0.4511': how sure the answerer was is
+    shown, but is not a quality the gate checks."""
+    cols = [*COLS, "Confidence"]
+    old = write_results(isolated_env / "o.csv", [row("q1", 1, 1, "True") | {"Confidence": "0.9"},
+                                                 row("q2", 1, 1, "True") | {"Confidence": "0.3"}], cols)
+    new = write_results(isolated_env / "n.csv", [row("q1", 1, 1, "True") | {"Confidence": "0.4"},
+                                                 row("q2", 1, 1, "True") | {"Confidence": "0.2"}], cols)
+    assert compare_files(old, new).metric("Confidence").delta == pytest.approx(-0.3)  # still shown
+    r = CliRunner().invoke(app, ["compare", str(old), str(new), "--fail-on-regression", "0.02"])
+    assert r.exit_code == 0 and "gate failed" not in r.output, r.output
 
 
 def test_compare_bad_input_is_one_line(isolated_env):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pandas as pd
@@ -23,6 +24,7 @@ from ragkit.core.jsonreply import JSON_MAX_TOKENS
 from ragkit.core.pagefile import NO_TEXT_MARKER, PageMeta, parse_page, render_page
 from ragkit.core.paths import page_number
 from ragkit.core.text import is_refusal, normalize
+from ragkit.genqa import offline
 
 PAGES: dict[str, tuple[str, str, int, str]] = {
     # rel path: (source, section, page, body)
@@ -240,6 +242,7 @@ def test_unanswerable_topics_present_in_the_corpus_are_not_used(monkeypatch):
             ("What is the warranty period for this product when it is used in Brazil?", ["warranty", "brazil"]),
             ("Which cryptocurrency wallets are approved for paying salaries?", ["cryptocurrency"]),
         ]} if kind == "policy" else {})
+    monkeypatch.setattr(offline, "SUBJECT_TOPICS", {})  # the kind's questions alone (the document's own come first)
     r = genqa.generate_questions(Path("database/policy"), offline_settings(), max_questions=14, progress=False)
     unans = [q.question for q in r.questions if q.kind == "unanswerable"]
     assert unans == ["Which cryptocurrency wallets are approved for paying salaries?"]
@@ -277,9 +280,24 @@ def test_pages_that_make_no_question_offline_say_why(isolated_env):
     r = genqa.generate_questions(db, offline_settings(), max_questions=2, progress=False)
     assert r.questions == [] and r.errors == ["database: no question could be generated"]
     assert any("no sentence or table row of its 2 page(s) makes one clear question offline" in n and
-               "--max 3 also asks an unanswerable one" in n for n in r.notes), r.notes
+               "unanswerable questions come only beside answerable ones, at most one for two" in n
+               for n in r.notes), r.notes
     result = CliRunner().invoke(app, ["genqa", "database", "--max", "2"])
     assert result.exit_code == 1 and "makes one clear question offline" in result.output, result.output
+    # the default budget plans unanswerable questions too: with no answerable one, none is written (it wrote
+    # two office-policy questions about a cosmetics standard), and the same note says why
+    r = genqa.generate_questions(db, offline_settings(), progress=False)
+    assert r.questions == [] and any("makes one clear question offline" in n for n in r.notes), r.notes
+
+
+def test_offline_unanswerable_questions_are_at_most_one_for_two_answerable(isolated_env):
+    """docs/genqa.md: never more than one unanswerable question for two answerable ones, whatever the plan."""
+    build_db(Path("database"))
+    for m in (2, 3, 4, 6, 10, 30):
+        r = genqa.generate_questions(Path("database"), offline_settings(), max_questions=m, progress=False)
+        kinds = Counter(q.kind for q in r.questions)
+        answerable = len(r.questions) - kinds["unanswerable"]
+        assert 2 * kinds["unanswerable"] <= answerable, (m, kinds)
 
 
 def test_bad_sources_are_one_line_errors(tmp_path):
@@ -577,3 +595,21 @@ def test_unusable_sources_exit_1_with_one_line():
     result = CliRunner().invoke(app, ["genqa", "broken.pdf", "--provider", "offline"])
     assert result.exit_code == 1 and "broken.pdf: ingest failed" in result.output
     assert "Traceback" not in result.output and not Path("results").exists()
+
+
+def test_offline_unanswerable_questions_are_about_the_document_itself(isolated_env):
+    """A cosmetics standard ("...の規定に基づき" made it a policy) was asked 「社員食堂の営業時間は…」, an office's
+    topic: a standard is told by its own words (基準, 別表, 告示), and it and any document whose kind no word tells
+    are asked about themselves first, named by their label, still checked absent."""
+    from pagetree import write_pages
+
+    bodies = ["## 配合の上限\n\nこの基準は法第42条の規定に基づき、別表に掲げる成分の配合の上限を定めます。\n"
+              "防腐剤の配合量は100g中0.5gを上限とします。\n紫外線吸収剤は100g中10gまで配合できます。\n",
+              "## 表示\n\n全成分は配合量の多い順に容器に表示しなければなりません。\n着色剤は医薬品等適合性の確認を受けたものに限ります。\n",
+              "## 製造販売\n\n製造販売業者は、品質管理の記録を3年間保存しなければなりません。\n回収の報告は30日以内に行います。\n"]
+    db = write_pages(Path("database"), {f"基準/化粧品基準/本文/page_{i:03d}.md": ("化粧品基準", "本文", i, b)
+                                        for i, b in enumerate(bodies, 1)})
+    r = genqa.generate_questions(db, offline_settings(), max_questions=10, progress=False)
+    unans = [q.question for q in r.questions if q.kind == "unanswerable"]
+    assert unans and all(q.startswith("化粧品基準によると") for q in unans), unans
+    assert not any(w in q for q in unans for w in ("社員食堂", "住宅手当", "服装", "スマートウォッチ")), unans

@@ -334,3 +334,20 @@ def test_an_example_of_the_answers_form_names_no_year(mini):
     asked = answer_offline("How often must passwords be changed? Answer like ['1998', '2031'].", index, db)
     assert not plain.refused and not asked.refused, asked.answer
     assert asked.sources[0].path == plain.sources[0].path
+
+
+@pytest.mark.parametrize("question,lang", [
+    ("How do I update the firmware from a USB stick, according to 英語レポート?", "en"),
+    ("How long must passwords be, according to 冷蔵庫 取扱説明書?", "en"),
+    ("Security Policyによるとパスワードは何文字以上ですか？", "ja"),
+    ("watch_dによると充電時間は？", "ja"),
+])
+def test_an_english_question_naming_a_japanese_document_is_answered_in_english(mini, question, lang):
+    """The reply's language is the sentence's, not the script of a document name in it: an English question
+    naming 英語レポート got 「この質問には資料から回答できません。」."""
+    db, index = mini
+    assert T.detect_lang(question) == lang
+    a = answer_offline(question, index, db)
+    assert T.detect_lang(a.answer.splitlines()[0]) == lang, a.answer
+    other = T.REFUSALS["ja" if lang == "en" else "en"]
+    assert other not in a.answer, a.answer

@@ -83,6 +83,22 @@ def test_chat_offline_answers_with_sources_and_metadata(sample_db_copy):
         assert r.status_code == 422 and "error" in r.json()
 
 
+def test_request_errors_name_the_field_and_the_page_has_a_favicon(sample_db_copy):
+    """/search without a query said 'query.query: Field required', a non-JSON /chat body '0: JSON decode
+    error', and the browser's /favicon.ico was a 404 in the log."""
+    with LiveServer(offline(sample_db_copy)) as srv:
+        r = get(srv.url + "/search")
+        assert r.status_code == 422 and r.json() == {"error": "query: required"}, r.text
+        r = post(srv.url + "/chat", content=b"{not json", headers={"content-type": "application/json"})
+        err = r.json()["error"]
+        assert r.status_code == 422 and err.startswith("the request body is not valid JSON: "), err
+        assert "0:" not in err and "JSON decode error" != err.rsplit(": ", 1)[-1], err
+        r = post(srv.url + "/chat", json={"session_id": "x"})
+        assert r.status_code == 422 and r.json() == {"error": "query: required"}, r.text
+        r = get(srv.url + "/favicon.ico")
+        assert r.status_code == 204 and not r.content
+
+
 def test_two_turn_session_uses_the_first_question(sample_db_copy):
     with LiveServer(offline(sample_db_copy)) as srv:
         first = post(srv.url + "/chat", json={"query": MFA_Q}).json()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError, UsageError
 from ragkit.evaluate import batch as B
 from ragkit.evaluate.metrics import COUNT_KEYS, parse_number, ratios
+from ragkit.evaluate.rescore import run_eval
 
 
 @pytest.fixture(autouse=True)
@@ -213,7 +215,7 @@ def test_a_separator_that_hides_the_question_column_says_what_was_found(isolated
 
 
 def test_page_must_be_numbers_or_empty(isolated_env):
-    data = (f"Question,Reference Document,Page\r\nHow do I reset the router?,{ROUTER},1;3-4\r\n"
+    data = (f"Question,Reference Document,Page\r\nHow do I reset the router?,{ROUTER},1;1-4\r\n"
             f"How can I change the WiFi password?,{WIFI},two\r\n").encode()
     with pytest.raises(RagError, match=r"row 3, column 'Page': 'two' is not a page number"):
         _run(isolated_env, data)
@@ -244,6 +246,33 @@ def test_missing_references_are_one_error_before_any_question_is_asked(isolated_
     result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(db), "--results", "res",
                                       "--provider", "offline"])
     assert result.exit_code == 1 and "reference page(s) not found" in result.output
+    assert not Path("res").exists() or not list(Path("res").rglob("*.csv"))
+
+
+def test_eval_checks_references_and_pages_as_batch_does(isolated_env):
+    """rag eval scored a missing reference silently (Ref Recall 0) and took Page 'p.3' and a Page no reference
+    names; now the same one-line errors as rag batch, exit 1, and nothing written."""
+    db = make_db(isolated_env)
+    head = ["Question", "Reference Document", "Page", "RAG Answer", "Retrieved Files"]
+    cases = {
+        "missing": (["How do I reset the router?", "database/pdfs/ない文書/page_001.md", "1", "x", ROUTER],
+                    r"1 reference page\(s\) not found in the database folder '.*database': row 2: "
+                    r"database/pdfs/ない文書/page_001.md.*; nothing was scored"),
+        "format": (["How do I reset the router?", ROUTER, "p.3", "x", ROUTER],
+                   r"row 2, column 'Page': 'p.3' is not a page number"),
+        "other page": (["How do I reset the router?", ROUTER, "7", "x", ROUTER],
+                       r"row 2, column 'Page': 7 is not a page of its 'Reference Document' \(page 1\)"),
+    }
+    for name, (row, pattern) in cases.items():
+        inp = write_input(isolated_env / f"{name}.csv", [head, row])
+        with pytest.raises(RagError, match=pattern):
+            run_eval(inp, offline(db, isolated_env), progress=False)
+        result = CliRunner().invoke(app, ["eval", str(inp), "--db", str(db), "--results", "res",
+                                          "--provider", "offline"])
+        assert result.exit_code == 1 and re.search(pattern, result.output), (name, result.output)
+        assert "Traceback" not in result.output and len(result.output.strip().splitlines()) <= 2
+        with pytest.raises(RagError, match=pattern.replace("nothing was scored", "nothing was asked")):
+            B.run_batch(inp, offline(db, isolated_env), progress=False)  # the same check in batch
     assert not Path("res").exists() or not list(Path("res").rglob("*.csv"))
 
 

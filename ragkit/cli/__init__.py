@@ -111,6 +111,9 @@ EncodingOpt = Annotated[str | None, typer.Option(
     "--encoding", metavar="NAME", help="Read input CSVs in this encoding (e.g. cp1252, latin-1, euc-jp, utf-16-le). "
     "Without it: UTF-8, UTF-16/32 with a BOM, Shift_JIS/CP932; any other is refused by name."
     "  [default: env RAG_CSV_ENCODING, else none]", show_default=False)]
+PrintPathOpt = Annotated[bool, typer.Option(
+    "--print-path", help="Print only the path of the CSV written on stdout, for scripts (`q=$(rag genqa ... "
+    "--print-path)`); the report goes to stderr.  [default: off]", show_default=False)]
 ContextTokensOpt = Annotated[int | None, typer.Option(
     "--context-tokens", metavar="N", help="longctx: token budget of the documents put in the context."
     "  [default: 32000, or env RAG_CONTEXT_TOKENS]", show_default=False)]
@@ -373,6 +376,7 @@ def batch(
     fail_under: FailUnderOpt = None,
     context_tokens: ContextTokensOpt = None,
     encoding: EncodingOpt = None,
+    print_path: PrintPathOpt = False,
 ) -> None:
     """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
     --optimize or --enable-rl)."""
@@ -389,8 +393,9 @@ def batch(
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
                        holdout=holdout, validate=validate, k=k)
-    print_batch_report(report, console)
-    _finish_with_gates(report, gates)
+    print_batch_report(report, err if print_path else console)
+    _print_path(report.results_path, print_path)
+    _finish_with_gates(report, gates, err if print_path else console)
 
 
 @app.command("eval")
@@ -410,6 +415,7 @@ def eval_(
     no_cache: NoCacheOpt = False,
     fail_under: FailUnderOpt = None,
     encoding: EncodingOpt = None,
+    print_path: PrintPathOpt = False,
 ) -> None:
     """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
     from ragkit.cli.render import print_batch_report
@@ -421,8 +427,9 @@ def eval_(
                              workers=workers, cache=not no_cache, encoding=encoding)
     _say_provider(settings)
     report = run_eval(results_csv, settings)
-    print_batch_report(report, console)
-    _finish_with_gates(report, gates)
+    print_batch_report(report, err if print_path else console)
+    _print_path(report.results_path, print_path)
+    _finish_with_gates(report, gates, err if print_path else console)
 
 
 @app.command()
@@ -443,6 +450,7 @@ def genqa(
         "--task", metavar="qa|summarization", help="qa: questions with ground truth and checklists; "
         "summarization: query-focused summarization items with reference summaries and pages.")] = "qa",
     no_cache: NoCacheOpt = False,
+    print_path: PrintPathOpt = False,
 ) -> None:
     """Generate anticipated questions with ground truth, page references and checklists."""
     from ragkit.cli.render import print_genqa_report
@@ -452,7 +460,8 @@ def genqa(
     _say_provider(settings)
     report = generate_questions(source, settings, per_page=per_page, max_questions=max_questions, lang=lang,
                                 task=task)
-    print_genqa_report(report, console)
+    print_genqa_report(report, err if print_path else console)
+    _print_path(report.path, print_path)
     if report.errors:
         raise typer.Exit(1)
 
@@ -530,13 +539,19 @@ def _gates(specs: list[str] | None, columns) -> list:
     return gates
 
 
-def _finish_with_gates(report, gates: list) -> None:
+def _print_path(path: Path | None, wanted: bool) -> None:
+    """--print-path: the file written, alone on stdout (nothing when nothing was written)."""
+    if wanted and path is not None:
+        console.out(str(path), highlight=False)
+
+
+def _finish_with_gates(report, gates: list, out=console) -> None:
     """Exit 1 when rows failed; else 3 when a --fail-under gate is not met (one line per failed gate)."""
     from ragkit.evaluate.gates import EXIT_GATE, check_results_file
 
     results = check_results_file(report.results_path, gates) if gates and report.results_path else []
     for r in results:
-        (console if r.passed else err).print(r.line(), markup=False, highlight=False)
+        (out if r.passed else err).print(r.line(), markup=False, highlight=False)
     if report.errors:
         raise typer.Exit(1)
     if any(not r.passed for r in results):

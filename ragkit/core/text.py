@@ -169,18 +169,43 @@ def _search_word(word: str) -> str:
     return _SHORT_FORMS.get(w, w)
 
 
+_HIRAGANA = re.compile("[\u3041-\u309f]")
+_LATIN_WORD = re.compile("[A-Za-z]{2,}")
+_FRAME_CHARS = 400  # one line up to a question's length; longer texts (pages, answers) go by script counts alone
+
+
 def detect_lang(text: str) -> str:
-    """"ja", "ko", "zh" or "en" (anything else Latin), by script counts."""
+    """"ja", "ko", "zh" or "en" (anything else Latin), by script counts; a question whose sentence is English
+    around a CJK name ("..., according to 英語レポート?") is "en" (see `_english_frame`)."""
     hangul = len(_HANGUL_SYLLABLE.findall(text))
     kana = len(_KANA.findall(text))
     cjk = len(CJK_RE.findall(text))
     if hangul and hangul >= kana and hangul * 2 >= cjk - hangul:
-        return "ko"
-    if kana:
-        return "ja"
-    if cjk:
-        return "zh"
-    return "en"
+        script = "ko"
+    elif kana:
+        script = "ja"
+    elif cjk:
+        script = "zh"
+    else:
+        return "en"
+    one_sentence = len(text) <= _FRAME_CHARS and "\n" not in text.strip()
+    return "en" if one_sentence and _english_frame(text, script, hangul, cjk) else script
+
+
+def _english_frame(text: str, script: str, hangul: int, cjk: int) -> bool:
+    """The sentence's frame is English and the CJK is a name in it: at least three English words, and more of
+    them than the CJK grammar could hold. Japanese grammar is hiragana (particles, endings), so a Japanese
+    sentence ends in one or holds several per English word (「watch_dによると充電時間は？」 stays ja). Korean
+    grammar is hangul, so a Korean name is weighed syllable for word; Han characters two for a word."""
+    words = len(_LATIN_WORD.findall(re.sub(r"\S*[/\\]\S*", " ", text)))  # a path's parts are no sentence
+    if words < 3:
+        return False
+    if script == "ja":
+        letters = re.sub(r"[\W\d_]+$", "", text)
+        if letters and _HIRAGANA.match(letters[-1]):
+            return False
+        return words >= 2 * len(_HIRAGANA.findall(text))
+    return words >= hangul if script == "ko" else 2 * words >= cjk
 
 
 REFUSALS = {

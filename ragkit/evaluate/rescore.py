@@ -37,6 +37,8 @@ from ragkit.evaluate.scoring import (
     _one_line,
     _score,
     _short,
+    check_pages,
+    check_references,
     known_columns,
 )
 
@@ -84,6 +86,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     results_csv = Path(results_csv)
     df = read_csv(results_csv, required=(QUESTION, "RAG Answer"), known=known_columns(),
                   encoding=settings.csv_encoding)
+    check_pages(df, results_csv)
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
     has_attempts = ATTEMPTS in df.columns
     rows_in = df.to_dict("records")
@@ -91,6 +94,8 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     if not jobs:
         raise RagError(f"{results_csv}: no rows with a question to re-score")
     needs_index = REFERENCE in input_cols
+    if needs_index:  # as rag batch: every reference must exist before a row is scored
+        check_references(rows_in, Path(settings.db), results_csv, outcome="nothing was scored")
     if index is None and needs_index:
         from ragkit.search import open_index
 

@@ -385,11 +385,7 @@ def read_questions(path: Path, encoding: str | None = None) -> Any:
     from ragkit.core.csvio import read_csv
 
     df = read_csv(path, required=(QUESTION,), known=known_columns(), encoding=encoding)
-    if PAGE in df.columns:
-        for i, cell in enumerate(df[PAGE]):
-            if not _PAGE_CELL.fullmatch(str(cell or "")):
-                raise RagError(f"{path}: row {i + 2}, column {PAGE!r}: {one_line(str(cell), 40)!r} is not a page "
-                               "number (numbers such as 3, 3;5 or 3-5, or empty)")
+    check_pages(df, path)
     if TASK in df.columns:
         for i, cell in enumerate(df[TASK]):
             if task_of({TASK: cell}) not in TASKS:
@@ -398,7 +394,34 @@ def read_questions(path: Path, encoding: str | None = None) -> Any:
     return df
 
 
-def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5) -> None:
+def check_pages(df: Any, path: Path) -> None:
+    """`Page` must be numbers (`3`, `3;5`, `3-5`) or empty, and each number or range must hold a page that the
+    row's `Reference Document` names (when its pages are `page_NNN.md` files)."""
+    from ragkit.core.paths import page_number
+    from ragkit.core.references import reference_groups
+
+    if PAGE not in df.columns:
+        return
+    refs = df[REFERENCE] if REFERENCE in df.columns else [""] * len(df)
+    for i, (cell, ref) in enumerate(zip(df[PAGE], refs, strict=True)):
+        text = str(cell or "")
+        if not _PAGE_CELL.fullmatch(text):
+            raise RagError(f"{path}: row {i + 2}, column {PAGE!r}: {one_line(text, 40)!r} is not a page "
+                           "number (numbers such as 3, 3;5 or 3-5, or empty)")
+        named = [page_number(a) for g in reference_groups(str(ref or "")) for a in g]
+        if not named or None in named:
+            continue
+        for part in re.findall(r"\d+(?:\s*-\s*\d+)?", text):
+            lo, _, hi = part.partition("-")
+            lo, hi = int(lo), int(hi or lo)
+            if not any(lo <= n <= hi for n in named):
+                pages = ", ".join(str(n) for n in sorted(set(named)))
+                raise RagError(f"{path}: row {i + 2}, column {PAGE!r}: {part.replace(' ', '')} is not a page of "
+                               f"its {REFERENCE!r} (page {pages})")
+
+
+def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5,
+                     outcome: str = "nothing was asked") -> None:
     """Every page named in `Reference Document` / `Optimized Reference Document` must exist under the database.
     The missing ones are one error (first `limit` listed), with a hint when another --db or path prefix would
     resolve them."""
@@ -426,8 +449,8 @@ def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5) 
         return
     shown = "; ".join(f"row {i + 2}: {one_line(a, 100)}" for i, a in missing[:limit])
     more = f" and {len(missing) - limit} more" if len(missing) > limit else ""
-    raise RagError(f"{path}: {len(missing)} reference page(s) not found under the database {db}: {shown}{more}"
-                   f"{_reference_hint([a for _, a in missing], db)}; nothing was asked")
+    raise RagError(f"{path}: {len(missing)} reference page(s) not found in the database folder '{db}': "
+                   f"{shown}{more}{_reference_hint([a for _, a in missing], db)}; {outcome}")
 
 
 def _reference_hint(refs: list[str], db: Path) -> str:

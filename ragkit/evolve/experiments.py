@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import hashlib
-import re
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError
+from ragkit.core.paths import sanitize_name
 
 REQUIRED = ("experiment_id", "max_generations", "k", "model_name", "adapter_type", "task_definition",
             "target_preference", "evaluator_type")
 OPTIONAL = ("holdout_csv", "db")  # used by the ragkit_naive evaluator
 MAX_K = 100
 MAX_GENERATIONS = 1000
-_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")  # one plain folder name under --results
+MAX_ID = 100
+
+
+def plain_id(exp_id: str) -> bool:
+    """One plain folder name under --results: letters and digits of any script (日本語実験), then also '.', '_'
+    and '-'; at most MAX_ID characters, NFC, and a name sanitize_name keeps as it is (no device name such as
+    CON, no trailing dot)."""
+    if not exp_id or len(exp_id) > MAX_ID or not exp_id[0].isalnum():
+        return False
+    if not all(c.isalnum() or c in "._-" or unicodedata.category(c).startswith("M") for c in exp_id):
+        return False
+    return unicodedata.normalize("NFC", exp_id) == exp_id and sanitize_name(exp_id, max_len=MAX_ID) == exp_id
 
 
 @dataclass(frozen=True)
@@ -70,10 +82,11 @@ def read_experiments(path: Path, *, adapters: tuple[str, ...], evaluators: tuple
             continue  # a blank line
         where = f"{path}: row {line}"
         cells = {c: str(rec.get(c, "") or "").strip() for c in (*REQUIRED, *OPTIONAL)}
-        exp_id = cells["experiment_id"]
-        if not _ID.match(exp_id) or exp_id in (".", ".."):
-            raise RagError(f"{where}, experiment_id: {exp_id!r} is not a plain folder name "
-                           "(letters, digits, '.', '_', '-'; at most 100)")
+        exp_id = unicodedata.normalize("NFC", cells["experiment_id"])
+        if not plain_id(exp_id):
+            raise RagError(f"{where}, experiment_id: {exp_id!r} is not a plain folder name (letters and digits "
+                           f"of any script, then also '.', '_', '-'; at most {MAX_ID}; not a device name such as "
+                           "CON)")
         if exp_id in seen:
             raise RagError(f"{where}, experiment_id: {exp_id!r} is already used on row {seen[exp_id]}")
         seen[exp_id] = line

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
@@ -215,6 +216,7 @@ def load(csv_path: Path, only: list[str] | None = None, encoding: str | None = N
     experiments = read_experiments(Path(csv_path), adapters=adapter_names(), evaluators=evaluator_names(),
                                    encoding=encoding)
     if only:
+        only = [unicodedata.normalize("NFC", o) for o in only]  # as the CSV's ids are read
         known = {e.experiment_id for e in experiments}
         missing = [o for o in only if o not in known]
         if missing:

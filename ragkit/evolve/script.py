@@ -1,7 +1,8 @@
 """The seed's pipeline script: a shell script with one idempotent step per experiment and generation.
 
 Each step is `rag evolve CSV --only ID --until N`: a finished generation is skipped, so the script can be run
-again after any failure and continues where it stopped. `RAG` overrides the command (e.g. RAG="uv run rag").
+again after any failure and continues where it stopped; a failing step (or a missing `rag`) stops it with a
+non-zero exit status. `RAG` overrides the command (e.g. RAG="uv run rag").
 """
 
 from __future__ import annotations
@@ -27,9 +28,12 @@ def pipeline_script(csv_path: Path, *, results: Path, only: list[str] | None = N
         f"{datetime.now(UTC).isoformat(timespec='seconds')}.",
         "# One step per experiment generation; every step is idempotent (finished generations are skipped),",
         "# so after a failure fix the cause and run this script again.",
-        "set -euo pipefail",
+        "# In a clone without `rag` installed: RAG=\"uv run rag\" bash THIS_SCRIPT",
+        "set -eu  # the first failing step stops the script with its exit status",
         f"cd {q(str((workdir or Path.cwd()).absolute()))}",
         'RAG=${RAG:-rag}',
+        'command -v "${RAG%% *}" >/dev/null 2>&1 || { echo "$0: ${RAG%% *}: command not found; install it '
+        '(uv tool install .) or run RAG=\\"uv run rag\\" bash $0" >&2; exit 127; }',
     ]
     for exp in experiments:
         lines.append("")

@@ -44,6 +44,7 @@ DOMAIN_MARKERS = {
                "응답자"),
     "policy": ("policy", "employees", "shall", "compliance", "procedure", "approval", "規程", "規定", "社員", "정책",
                "직원", "안내"),
+    "standard": ("基準", "告示", "省令", "別表", "施行規則", "고시"),  # a standard, a ministry's notice, a law
     "paper": ("et al", "arxiv", "we propose", "baseline", "state-of-the-art", "ablation", "fine-tun", "proceedings",
               "論文", "논문"),
 }
@@ -174,13 +175,19 @@ class Context:
 
 
 def domain_kinds(pages: list[PageInfo]) -> list[str]:
-    """The kinds of document of these pages, most typical first (those whose marker words they use)."""
+    """The kinds of document of these pages, most typical first (those whose marker words they use); manual and
+    policy when they use none (see `marked_kinds`)."""
+    return marked_kinds(pages) or ["manual", "policy"]
+
+
+def marked_kinds(pages: list[PageInfo]) -> list[str]:
+    """The kinds whose marker words these pages use, most typical first; [] when they use none."""
     text = normalize(" ".join(p.body[:3000] for p in pages[:400]))
     scores = {k: sum(len(re.findall(rf"(?<![a-z]){re.escape(normalize(w))}", text)) for w in words)
               for k, words in DOMAIN_MARKERS.items()}
     ranked = sorted(scores, key=lambda k: -scores[k])
     best = scores[ranked[0]]
-    return [k for k in ranked if scores[k] and scores[k] * 2 >= best] or ["manual", "policy"]
+    return [k for k in ranked if scores[k] and scores[k] * 2 >= best]
 
 
 @dataclass

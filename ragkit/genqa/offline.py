@@ -20,6 +20,7 @@ from ragkit.genqa.common import (
     covered_by_corpus,
     domain_kinds,
     is_duplicate,
+    marked_kinds,
     refusal_point,
 )
 from ragkit.genqa.facts import Fact, page_facts
@@ -88,6 +89,17 @@ DOMAIN_TOPICS: dict[str, dict[str, list[tuple[str, list[str]]]]] = {
             ("반려동물 동반 출근이 가능한 요일은 언제입니까?", ["반려동물"]),
         ],
     },
+    "standard": {},  # its own subject only (SUBJECT_TOPICS)
+}
+# Asked of the document itself first (a near miss on its own subject rather than another kind's topic), `{doc}`
+# its label; the key terms as above.
+SUBJECT_TOPICS: dict[str, list[tuple[str, list[str]]]] = {
+    "en": [("Where can its Portuguese translation be obtained, according to {doc}?", ["portuguese"]),
+           ("Which exceptions apply in Antarctica, according to {doc}?", ["antarctica"])],
+    "ja": [("{doc}によると、この文書の英語版はどこで入手できますか？", ["英語版"]),
+           ("{doc}によると、南極で適用される場合の特例は何ですか？", ["南極"])],
+    "ko": [("{doc}에 따르면 이 문서의 포르투갈어판은 어디에서 구할 수 있습니까?", ["포르투갈어"]),
+           ("{doc}에 따르면 남극에서 적용되는 예외는 무엇입니까?", ["남극"])],
 }
 _KIND_ORDER = ("table", "number", "definition", "kv", "steps")
 
@@ -195,6 +207,12 @@ def generate_offline(ctx: Context, plan: Plan, report: GenqaReport) -> list[Gene
     while len(kept) < n and 3 * sum(q.kind == "unanswerable" for q in kept) < len(kept) and take_unanswerable():
         pass
     bar.close()
+    # never more than one unanswerable question for two answerable ones (none without an answerable one): the
+    # planned ones were taken before the answerable ones fell short, so the last taken go first
+    answerable = sum(q.kind != "unanswerable" for q in kept)
+    over = sum(q.kind == "unanswerable" for q in kept) - answerable // 2
+    for q in [q for q in reversed(kept) if q.kind == "unanswerable"][:max(0, over)]:
+        kept.remove(q)
     kept.sort(key=lambda q: KINDS.index(q.kind))  # stable: in the order taken within a kind
     unans = sum(q.kind == "unanswerable" for q in kept)
     if len(kept) < n and kept:
@@ -203,9 +221,12 @@ def generate_offline(ctx: Context, plan: Plan, report: GenqaReport) -> list[Gene
     elif not kept:  # said, rather than leave a bare "no question could be generated"
         report.notes.append(f"no sentence or table row of its {len(ctx.pages)} page(s) makes one clear question "
                             "offline (offline questions are never padded with templates; a model writes them: set "
-                            "OPENAI_API_KEY)" + ("" if plan.unanswerable else f"; --max {max(3, n)} also asks an "
-                                                 "unanswerable one"))
-    if unans < plan.unanswerable:
+                            "OPENAI_API_KEY); unanswerable questions come only beside answerable ones, at most "
+                            "one for two")
+    if unans < plan.unanswerable and over > 0 and kept:
+        report.notes.append(f"{unans} of the {plan.unanswerable} unanswerable questions planned: at most one for "
+                            f"two answerable ones, and {answerable} answerable were found")
+    elif unans < plan.unanswerable and kept:
         report.notes.append(f"{unans} of the {plan.unanswerable} unanswerable questions planned: no other candidate "
                             "was found absent from the collection")
     return kept
@@ -437,14 +458,21 @@ def _year_facts(pages: list[PageInfo], facts, first_pages: int = 12) -> list[Fac
 
 
 def _typical_questions(ctx: Context, pages: list[PageInfo]) -> list[tuple[str, list[str], str]]:
-    """Questions typical of a document's kind in its language (those of the collection's kinds when its own
-    kind has none in that language), each with its key terms and language; shuffled by the document."""
+    """Questions about the document itself (SUBJECT_TOPICS, when it has a label) and those typical of its kind in
+    its language (those of the collection's kinds when its own kind has none in that language), the kind's
+    first when they are its own; each with its key terms and language; the kind's shuffled by the document."""
     lang = Counter(_lang_key(p.lang) for p in pages).most_common(1)[0][0]
     pool = DOMAIN_TOPICS[ctx.doc_kind(pages[0].doc)].get(lang) \
         or [t for k in domain_kinds(ctx.pages) for t in DOMAIN_TOPICS[k].get(lang, [])]
     pool = list(pool)
     ctx.rng(f"unanswerable|{pages[0].doc}").shuffle(pool)
-    return [(q, terms, lang) for q, terms in pool]
+    doc = document_label(pages[0])
+    own = [(q.format(doc=doc), terms) for q, terms in SUBJECT_TOPICS.get(lang, [])] if doc else []
+    # the kind's questions first only when they are the document's own: its words told its kind and the kind has
+    # questions in its language (a standard, or a document no marker word describes, asked a household manual's
+    # or an office's questions, is asked about itself first)
+    kind_first = bool(marked_kinds(pages)) and bool(DOMAIN_TOPICS[ctx.doc_kind(pages[0].doc)].get(lang))
+    return [(q, terms, lang) for q, terms in (pool + own if kind_first else own + pool)]
 
 
 def _year_neighbour(ctx: Context, f: Fact) -> tuple[str, str] | None:

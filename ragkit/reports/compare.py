@@ -19,8 +19,9 @@ from ragkit.evaluate.runs import BINARY, HEADLINE, RULE_METRICS, Row, Run, load_
 
 # Per-question outcome: what "this question got better / worse" is judged on.
 OUTCOME = ["Ref Recall", "Checklist Recall", "Judge Overall", "Contain Match", "LLM Accuracy"]
-# Metrics whose direction is not a quality (a refusal is right for unanswerable questions).
-_NO_DIRECTION = {"Refused"}
+# Metrics whose direction is not a quality: --fail-on-regression leaves them out (a refusal is right for
+# unanswerable questions; Confidence is how sure the answerer was, not how right).
+_NO_DIRECTION = {"Refused", "Confidence"}
 
 
 @dataclass

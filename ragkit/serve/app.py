@@ -47,7 +47,7 @@ MAX_QUERY_CHARS = 4000
 MAX_JSON_BODY = 1 << 20  # bytes of any request that is not an upload
 # open without the token: they hold no data (health, the page shell whose API calls carry the token, and the
 # API's description, so a browser can read it); everything else needs it
-OPEN_PATHS = ("/health", "/", "/docs", "/openapi.json")
+OPEN_PATHS = ("/health", "/", "/docs", "/openapi.json", "/favicon.ico")
 OPEN_PREFIXES = ("/static/",)
 TOKEN_NEEDED = ("missing or wrong token: send Authorization: Bearer <token> (the web page at / sends the one "
                 "typed into its token box)")
@@ -180,9 +180,19 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
     @app.exception_handler(RequestValidationError)
     async def _validation_error(_: Request, e: RequestValidationError):
+        """One line naming the field (`query: required`), not the framework's `query.query: Field required`."""
         first = e.errors()[0] if e.errors() else {}
-        where = ".".join(str(x) for x in first.get("loc", ()) if x != "body")
-        return error(422, f"{where}: {first.get('msg', 'invalid request')}" if where else "invalid request")
+        kind, loc = first.get("type", ""), [str(x) for x in first.get("loc", ())]
+        if kind == "json_invalid":
+            detail = (first.get("ctx") or {}).get("error") or first.get("msg", "")
+            return error(422, f"the request body is not valid JSON: {detail}")
+        if loc and loc[0] in ("body", "query", "path", "header", "cookie"):
+            loc = loc[1:]  # where the field came from: the field's name says enough
+        msg = "required" if kind == "missing" else str(first.get("msg", "invalid request"))
+        if not loc:
+            return error(422, "the request body is required (a JSON object)" if kind == "missing"
+                         else f"invalid request: {msg}")
+        return error(422, f"{'.'.join(loc)}: {msg}")
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(_: Request, e: StarletteHTTPException):
@@ -228,6 +238,10 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     @app.get("/", include_in_schema=False)
     def page() -> FileResponse:
         return FileResponse(STATIC / "index.html", media_type="text/html; charset=utf-8")
+
+    @app.get("/favicon.ico", include_in_schema=False)
+    def favicon() -> Response:  # the page has no icon: say so, rather than a 404 in every log
+        return Response(status_code=204)
 
     @app.get("/static/{name}", include_in_schema=False)
     def static(name: str) -> FileResponse:
