@@ -13,6 +13,7 @@ from rich.markup import escape
 from typer.core import TyperArgument
 
 from ragkit.answer import STRATEGIES
+from ragkit.cli.gates import OptionalDeltaCommand, csv_encoding, finish_with_gates, gates_for, write_path
 from ragkit.core.config import LIMIT_BY_FIELD, Limits, load_settings
 from ragkit.core.console import make_console
 from ragkit.core.errors import RagError, UsageError
@@ -386,7 +387,7 @@ def batch(
 
     if k < 1:
         raise UsageError(f"-k must be at least 1, got {k}")
-    gates = _gates(fail_under, OUTPUT_COLUMNS)
+    gates = gates_for(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
                              context_tokens=context_tokens, encoding=encoding)
@@ -394,8 +395,8 @@ def batch(
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
                        holdout=holdout, validate=validate, k=k)
     print_batch_report(report, err if print_path else console)
-    _print_path(report.results_path, print_path)
-    _finish_with_gates(report, gates, err if print_path else console)
+    write_path(report.results_path, print_path)
+    finish_with_gates(report, gates, err if print_path else console)
 
 
 @app.command("eval")
@@ -422,14 +423,14 @@ def eval_(
     from ragkit.evaluate.rescore import run_eval
     from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
-    gates = _gates(fail_under, OUTPUT_COLUMNS)
+    gates = gates_for(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
                              workers=workers, cache=not no_cache, encoding=encoding)
     _say_provider(settings)
     report = run_eval(results_csv, settings)
     print_batch_report(report, err if print_path else console)
-    _print_path(report.results_path, print_path)
-    _finish_with_gates(report, gates, err if print_path else console)
+    write_path(report.results_path, print_path)
+    finish_with_gates(report, gates, err if print_path else console)
 
 
 @app.command()
@@ -461,7 +462,7 @@ def genqa(
     report = generate_questions(source, settings, per_page=per_page, max_questions=max_questions, lang=lang,
                                 task=task)
     print_genqa_report(report, err if print_path else console)
-    _print_path(report.path, print_path)
+    write_path(report.path, print_path)
     if report.errors:
         raise typer.Exit(1)
 
@@ -521,62 +522,7 @@ def demo(
         raise typer.Exit(1)
 
 
-def _encoding(flag: str | None) -> str | None:
-    """--encoding, else RAG_CSV_ENCODING, checked (for the commands that need no other setting)."""
-    from ragkit.core.config import check_encoding, env_value
-
-    if flag is not None:
-        return check_encoding(flag)
-    return check_encoding(env_value("RAG_CSV_ENCODING"), "RAG_CSV_ENCODING")
-
-
-# -- reports, comparisons and gates (issue 21) ---------------------------------------------------------
-def _gates(specs: list[str] | None, columns) -> list:
-    from ragkit.evaluate.gates import check_names, parse_gates
-
-    gates = parse_gates(specs)
-    check_names(gates, columns)
-    return gates
-
-
-def _print_path(path: Path | None, wanted: bool) -> None:
-    """--print-path: the file written, alone on stdout (nothing when nothing was written)."""
-    if wanted and path is not None:
-        console.out(str(path), highlight=False)
-
-
-def _finish_with_gates(report, gates: list, out=console) -> None:
-    """Exit 1 when rows failed; else 3 when a --fail-under gate is not met (one line per failed gate)."""
-    from ragkit.evaluate.gates import EXIT_GATE, check_results_file
-
-    results = check_results_file(report.results_path, gates) if gates and report.results_path else []
-    for r in results:
-        (out if r.passed else err).print(r.line(), markup=False, highlight=False)
-    if report.errors:
-        raise typer.Exit(1)
-    if any(not r.passed for r in results):
-        raise typer.Exit(EXIT_GATE)
-
-
-class _OptionalDeltaCommand(typer.core.TyperCommand):
-    """Lets `--fail-on-regression` stand alone (tolerance 0) or take a DELTA (click options need a value)."""
-
-    def parse_args(self, ctx, args):
-        args = list(args)
-        for i, a in enumerate(args):
-            if a == "--fail-on-regression":
-                nxt = args[i + 1] if i + 1 < len(args) else None
-                try:
-                    float(nxt) if nxt is not None else None
-                except ValueError:
-                    nxt = None
-                if nxt is None:
-                    args.insert(i + 1, "0")
-                break
-        return super().parse_args(ctx, args)
-
-
-@app.command(cls=_OptionalDeltaCommand)
+@app.command(cls=OptionalDeltaCommand)
 @handle_errors
 def compare(
     old: Annotated[Path, typer.Argument(
@@ -598,7 +544,7 @@ def compare(
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
     if fail_on_regression is not None and fail_on_regression < 0:
         raise UsageError(f"--fail-on-regression must be 0 or more, got {fail_on_regression}")
-    cmp = compare_files(old, new, encoding=_encoding(encoding))
+    cmp = compare_files(old, new, encoding=csv_encoding(encoding))
     console.out(FORMATS[fmt](cmp), highlight=False)
     if fail_on_regression is not None:
         failed = cmp.regressions(fail_on_regression)
@@ -629,7 +575,7 @@ def report(
     """One self-contained HTML report (plots, filters, per-question details); no network needed to read it."""
     from ragkit.reports.html import write_report
 
-    path = write_report(results_csvs, output, overwrite=force, labels=label, encoding=_encoding(encoding))
+    path = write_report(results_csvs, output, overwrite=force, labels=label, encoding=csv_encoding(encoding))
     console.print(f"report: {path}", markup=False, highlight=False)
 
 @app.command()
