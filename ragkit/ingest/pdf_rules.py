@@ -23,7 +23,7 @@ _SNAP = 2.0  # rules within this distance are one rule; a rule reaches a crossin
 _MIN_PIECES = 3  # a baseline shared by this many pieces of text: cells side by side ...
 _MIN_WORDS = 2  # ... this many of them words ...
 _WORD = re.compile(r"[^\W\d_]{2}")
-_MIN_SHARED = 2  # ... on this many baselines, before the page's drawings are read (they cost ~half the text's)
+_MIN_SHARED = 3  # ... on this many baselines, before the page's drawings are read (they cost ~half the text's)
 _MIN_FILLED = 0.5  # a table has text in at least this share of its cells
 _MAX_CROSSING = 0.05  # and at most this share of its lines run across a rule
 _MIN_FULL_ROWS = 2  # rows with text in >= 2 cells that a table has at least
@@ -45,12 +45,16 @@ def _may_hold_grid(lines: list[list]) -> bool:
     """Whether several baselines carry >= 3 separate pieces of text, two of them words: what a table with cells
     side by side gives, and a page of running text (one or two columns) or of figures beside their labels (a
     financial statement: pdf_tables reads it) does not."""
-    pieces: dict[int, list[int]] = {}
+    pieces: dict[int, list[str]] = {}
     for ln in lines:
-        n = pieces.setdefault(round(ln[4]), [0, 0])
-        n[0] += 1
-        n[1] += _WORD.search(ln[7]) is not None
-    return sum(1 for n, w in pieces.values() if n >= _MIN_PIECES and w >= _MIN_WORDS) >= _MIN_SHARED
+        pieces.setdefault(round(ln[4]), []).append(ln[7])
+    shared = 0
+    for texts in pieces.values():
+        if len(texts) >= _MIN_PIECES and sum(1 for t in texts if _WORD.search(t)) >= _MIN_WORDS:
+            shared += 1
+            if shared >= _MIN_SHARED:
+                return True
+    return False
 
 
 def _segments(page) -> tuple[list[list[float]], list[list[float]]]:
@@ -60,18 +64,22 @@ def _segments(page) -> tuple[list[list[float]], list[list[float]]]:
     vs: list[list[float]] = []
     items = 0
     for path in page.get_cdrawings():
-        stroked = "s" in (path.get("type") or "")
-        items += len(path.get("items", ()))
+        its = path.get("items", ())
+        items += len(its)
         if items > _MAX_ITEMS:
             return [], []  # a map or a chart: reading every piece costs more than the page's text
-        for item in path.get("items", ()):
-            if item[0] == "l":
+        stroked = "s" in (path.get("type") or "")
+        for item in its:
+            kind = item[0]
+            if kind == "c":
+                continue  # a curve
+            if kind == "l":
                 (ax, ay), (bx, by) = item[1], item[2]
                 if abs(ay - by) <= 1 and abs(ax - bx) >= _MIN_RULE:
                     hs.append([(ay + by) / 2, min(ax, bx), max(ax, bx)])
                 elif abs(ax - bx) <= 1 and abs(ay - by) >= _MIN_RULE:
                     vs.append([(ax + bx) / 2, min(ay, by), max(ay, by)])
-            elif item[0] == "re":
+            elif kind == "re":
                 x0, y0, x1, y1 = item[1]
                 w, h = abs(x1 - x0), abs(y1 - y0)
                 x0, x1, y0, y1 = min(x0, x1), max(x0, x1), min(y0, y1), max(y0, y1)
