@@ -210,11 +210,7 @@ class Proxy:
         except (OSError, ValueError):  # cut: the sockets are closed under it
             pass
         finally:
-            for sock in (conn, up):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            _shutdown(conn, up)
 
     def _pipe(self, a: socket.socket, b: socket.socket, upward: bool) -> None:
         try:
@@ -227,11 +223,7 @@ class Proxy:
         except OSError:
             pass
         finally:
-            for sock in (a, b):
-                try:
-                    sock.shutdown(socket.SHUT_RDWR)
-                except OSError:
-                    pass
+            _shutdown(a, b)
 
     def _drop(self) -> None:
         with self._lock:
@@ -308,3 +300,12 @@ def network_address() -> str:
     if not addr or ipaddress.ip_address(addr).is_loopback:
         pytest.skip("this machine has no network address besides loopback")
     return addr
+
+
+def _shutdown(*socks: socket.socket) -> None:
+    """Both directions of each socket shut (one already closed is passed over)."""
+    for sock in socks:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass

@@ -12,6 +12,7 @@ import codecs
 import csv
 import io
 import re
+import shutil
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -359,6 +360,21 @@ def write_csv(df: pd.DataFrame, path: Path, *, overwrite: bool = False) -> Path:
         raise RagError(f"{path}: already exists; refusing to overwrite")
     atomic_write_text(path, to_csv_text(df), encoding="utf-8-sig")
     return path
+
+
+def replace_csv(df: pd.DataFrame, path: Path) -> Path:
+    """Write `df` over the CSV at `path` after copying it to `<name>.bak-YYYYMMDD_HHMMSS` (made unique with `_2`,
+    `_3`, ...). Returns the backup's path."""
+    path = Path(path)
+    stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
+    backup = path.with_name(f"{path.name}.bak-{stamp}")
+    n = 2
+    while backup.exists():
+        backup = path.with_name(f"{path.name}.bak-{stamp}_{n}")
+        n += 1
+    shutil.copy2(path, backup)
+    write_csv(df, path, overwrite=True)
+    return backup
 
 
 def timestamped_path(results_dir: Path, stem: str, kind: str = "results", *, now: datetime | None = None) -> Path:

@@ -19,7 +19,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragkit.core.csvio import read_csv, write_csv
+from ragkit.core.csvio import read_csv, replace_csv
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.paths import atomic_write_text, normalize_ref, resolve_in_db, strip_db_prefix
 from ragkit.core.references import OPT_COL, REF_COL, reference_groups
@@ -150,7 +150,6 @@ def _original_bytes(db: Path, copy: dict) -> bytes | None:
 def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Path | None]:
     """Remove the `gone` copies from the CSV's `Optimized Reference Document` (a cell left naming only the
     Reference Document is emptied), after a backup; (None, None) when no cell named one."""
-    import shutil
 
     df = read_csv(csv, required=("Question",))
     if OPT_COL not in df.columns:
@@ -168,11 +167,4 @@ def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Pat
             changed = True
     if not changed:
         return None, None
-    backup = csv.with_name(f"{csv.name}.bak-{datetime.now().strftime('%Y%m%d_%H%M%S')}")
-    n = 2
-    while backup.exists():
-        backup = csv.with_name(f"{csv.name}.bak-{datetime.now().strftime('%Y%m%d_%H%M%S')}_{n}")
-        n += 1
-    shutil.copy2(csv, backup)
-    write_csv(df, csv, overwrite=True)
-    return csv, backup
+    return csv, replace_csv(df, csv)

@@ -9,12 +9,11 @@ import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
-from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
 from ragkit.core.config import Settings
-from ragkit.core.csvio import join_multi, read_csv, split_multi, write_csv
+from ragkit.core.csvio import join_multi, read_csv, replace_csv, split_multi
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.pagefile import parse_page
@@ -530,7 +529,6 @@ def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyReco
     """Add/extend `Optimized Reference Document` = `original|copy` in the input CSV, atomically, after
     copying the previous file to `<name>.bak-YYYYMMDD_HHMMSS`. Returns (csv, backup), or (None, None) when
     nothing changed. The CSV is written back as UTF-8 (with a BOM), whatever `encoding` it was read in."""
-    import shutil
 
     df = read_csv(input_csv, required=("Question",), encoding=encoding)
     if OPT_COL not in df.columns:
@@ -554,15 +552,7 @@ def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyReco
             changed = True
     if not changed:
         return None, None
-    stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
-    backup = input_csv.with_name(f"{input_csv.name}.bak-{stamp}")
-    n = 2
-    while backup.exists():
-        backup = input_csv.with_name(f"{input_csv.name}.bak-{stamp}_{n}")
-        n += 1
-    shutil.copy2(input_csv, backup)
-    write_csv(df, input_csv, overwrite=True)
-    return input_csv, backup
+    return input_csv, replace_csv(df, input_csv)
 
 
 def _input_pos(row: dict, i: int) -> int:
