@@ -37,6 +37,9 @@ def test_detect_lang_and_refusal():
      ["Paid in U.S. dollars, e.g. the fee.", "See Fig. 3 and No. 5.", "Item 7.", "Management"]),
     ("Sales rose in 2015. 2016 was flat.\nMar.\n31", ["Sales rose in 2015.", "2016 was flat.", "Mar.", "31"]),
     ("これは文。次の文！終わり", ["これは文。", "次の文！", "終わり"]),
+    ("化粧品は、医薬品の成分（別表第2 から第4 に掲げる成分を除く。）を配合してはならない。次の文。閉じない（括弧。次。",
+     ["化粧品は、医薬品の成分（別表第2 から第4 に掲げる成分を除く。）を配合してはならない。", "次の文。", "閉じない（括弧。",
+      "次。"]),
 ])
 def test_a_period_after_an_abbreviation_or_before_a_lower_case_word_ends_no_sentence(raw, sentences):
     assert text.split_sentences(raw) == sentences

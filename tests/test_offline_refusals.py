@@ -3,6 +3,7 @@ on the four PDFs a new user tried: a 10-K filing, a watch manual and a research 
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -552,3 +553,13 @@ def test_a_month_written_short_is_the_month_and_mars_is_not_it(tmp_path):
     assert not a.refused and "Mar. 31, 2016 were $1,957,736 thousand" in a.answer, a.answer
     a = answer_offline("What were the revenues on Mars?", index, db)
     assert a.refused, a.answer
+
+
+def test_a_japanese_sentence_with_a_full_stop_in_its_parentheses_is_quoted_whole(tmp_path):
+    """A cosmetics standard's sentence holds a 。 inside its parentheses: the quote stopped there, before where the
+    preservatives are listed (別表第3)."""
+    text = ("## ４ 防腐剤の配合の制限\n\n化粧品に配合される防腐剤（化粧品中の微生物の発育を抑制することを目的として化粧品に"
+            "配合される物をいう。）は、別表第3 に掲げる物でなければならない。\n\n化粧品は、医薬品の成分を配合してはならない。\n")
+    db = write_pages(tmp_path / "database", {"基準/化粧品基準/本文/page_002.md": ("化粧品基準", "本文", 2, text)})
+    a = answer_offline("化粧品に配合できる防腐剤はどこに掲げられていますか？", open_index(db, progress=False), db)
+    assert not a.refused and re.search("「[^」]*防腐剤（[^」]*）は、別表第3 に掲げる物でなければならない。」", a.answer), a.answer

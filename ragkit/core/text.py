@@ -249,10 +249,26 @@ ABBREVIATIONS = frozenset("jan feb mar apr jun jul aug sep sept oct nov dec no n
                           "approx vs cf e.g i.e art sec ch eq".split())
 
 
+_OPEN_CLOSE = {"（": "）", "「": "」", "『": "』", "【": "】"}
+_BRACKET_REACH = 200  # characters within which an open bracket must close for its 。 to stay inside
+
+
+def _inside_brackets(text: str, start: int, at: int, end: int) -> bool:
+    """Whether a sentence end at text[at:end] sits inside a Japanese bracket opened since `start` that closes later
+    on the same line."""
+    piece = text[start:at]
+    for o, c in _OPEN_CLOSE.items():
+        if piece.count(o) > piece.count(c):
+            rest = text[end : end + _BRACKET_REACH].split("\n", 1)[0]
+            return c in rest
+    return False
+
+
 def split_sentences(text: str) -> list[str]:
     """Sentences for extractive answers: splits on . ! ? 。！？ and line breaks, keeps them non-empty. A period
     followed on the same line by a lower-case word ("U.S. dollars", "e.g. the"), or by a number after an
-    abbreviation ("Mar. 31, 2016", "No. 5"), ends no sentence."""
+    abbreviation ("Mar. 31, 2016", "No. 5"), ends no sentence; nor does a 。 inside Japanese brackets that close on
+    the same line (「（…成分を除く。）は、…」)."""
     out: list[str] = []
     start = 0
     for m in _SENTENCE_END.finditer(text):
@@ -262,6 +278,8 @@ def split_sentences(text: str) -> list[str]:
             abbrev = bool(word) and word[0].lstrip("([\"'").casefold() in ABBREVIATIONS
             if after.islower() or (abbrev and after.isdigit()):
                 continue
+        if "\n" not in m.group() and _inside_brackets(text, start, m.start(), m.end()):
+            continue
         out.append(text[start : m.start()])
         start = m.end()
     out.append(text[start:])

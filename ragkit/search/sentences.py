@@ -23,7 +23,7 @@ from ragkit.core.text import join_cjk_breaks, split_sentences
 from ragkit.search.vectors import EMBED_VERSION, get_embedder
 
 SENTENCE_FILE = "sentences.sqlite"
-SENTENCE_VERSION = f"{EMBED_VERSION}|sent:300/64/abbr"  # a change of model or of the cut re-embeds every page
+SENTENCE_VERSION = f"{EMBED_VERSION}|sent:300/64/abbr/brackets"  # a change of model or of the cut re-embeds every page
 MAX_SENTENCE_CHARS = 300  # a longer "sentence" (a table row run, a list) is cut here
 MAX_SENTENCES = 64  # per page (the first ones)
 MIN_SENTENCE_CHARS = 3
