@@ -9,6 +9,7 @@ import os
 import re
 import tempfile
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 from ragkit.core.errors import PathEscapeError
@@ -139,20 +140,35 @@ def atomic_write_text(path: Path, text: str, *, encoding: str = "utf-8") -> None
     atomic_write_bytes(path, text.encode(encoding))
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> None:
-    """Write through a temporary file in the same folder and rename it over the target."""
+def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write through a temporary file in the same folder and rename it over the target (with `mode`, else the
+    permissions open() would give)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
-            os.fchmod(fh.fileno(), _FILE_MODE)
+            os.fchmod(fh.fileno(), _FILE_MODE if mode is None else mode)
             os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def remove_empty_parents(db: Path, dirs: Iterable[Path]) -> None:
+    """rmdir each folder of `dirs` and then its parents, deepest first, while they are empty, up to (not
+    including) the database root; never anything outside it."""
+    root = Path(db).resolve()
+    for d in sorted(set(dirs), key=lambda x: len(x.parts), reverse=True):
+        cur = d
+        while cur.resolve() != root and root in cur.resolve().parents:
+            try:
+                cur.rmdir()  # only succeeds when empty
+            except OSError:
+                break
+            cur = cur.parent
 
 
 def iter_pages(db_root: Path, prefix: str | None = None) -> list[str]:

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterable
 from pathlib import Path
 
-from ragkit.core.paths import PAGE_RE, page_number
+from ragkit.core.paths import PAGE_RE, atomic_write_bytes, page_number
 
 
 def snapshot(db: Path, pages: Iterable[str]) -> dict[str, bytes]:
@@ -83,14 +83,7 @@ def refresh_copies(db: Path, copies: dict[str, str], new_page_of: dict[str, str 
         try:
             if target.read_bytes() == data:
                 continue
-            mode = target.stat().st_mode & 0o777
-            tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
-            try:
-                tmp.write_bytes(data)
-                os.chmod(tmp, mode)
-                os.replace(tmp, target)
-            finally:
-                tmp.unlink(missing_ok=True)
+            atomic_write_bytes(target, data, mode=target.stat().st_mode & 0o777)
         except OSError:
             continue
         refreshed.append(copy)

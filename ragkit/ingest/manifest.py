@@ -8,7 +8,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from ragkit.core.paths import atomic_write_text
+from ragkit.core.paths import atomic_write_text, remove_empty_parents
 from ragkit.ingest.copies import find_copies, snapshot
 from ragkit.ingest.pages import IngestReport
 
@@ -116,15 +116,7 @@ def remove_pages(db: Path, rels: list[str], keep: set[str]) -> list[str]:
             dirs.add(p.parent)
         except OSError:
             pass
-    root = db.resolve()
-    for d in sorted(dirs, key=lambda x: len(x.parts), reverse=True):
-        cur = d
-        while cur.resolve() != root and root in cur.resolve().parents:
-            try:
-                cur.rmdir()  # only succeeds when empty
-            except OSError:
-                break
-            cur = cur.parent
+    remove_empty_parents(db, dirs)
     return removed
 
 

@@ -21,8 +21,15 @@ from typing import Any
 
 from ragkit.core.csvio import read_csv, replace_csv
 from ragkit.core.errors import PathEscapeError, RagError
-from ragkit.core.paths import atomic_write_text, normalize_ref, resolve_in_db, strip_db_prefix
+from ragkit.core.paths import (
+    atomic_write_text,
+    normalize_ref,
+    remove_empty_parents,
+    resolve_in_db,
+    strip_db_prefix,
+)
 from ragkit.core.references import OPT_COL, REF_COL, reference_groups
+from ragkit.optimize.journal import _index_remove
 
 RUNS_DIR = "optimize-runs"
 
@@ -112,21 +119,11 @@ def undo_run(db: Path, run: str | None = None, index=None) -> UndoReport:
         if hashlib.sha256(data).hexdigest() != c.get("sha256") and data != _original_bytes(db, c):
             out.edited.append(rel)  # neither as the run wrote it nor as ingest refreshed it: the user's now
             continue
-        try:
-            index.remove_page(rel)  # first, so that no reader is sent there any more
-        except Exception:  # noqa: BLE001 - a page the index never had is fine; a refresh re-derives it
-            pass
+        _index_remove(index, rel)  # first, so that no reader is sent there any more
         full.unlink(missing_ok=True)
         out.removed.append(rel)
         dirs.add(full.parent)
-    root = db.resolve()
-    for d in sorted(dirs, key=lambda x: len(x.parts), reverse=True):
-        while d != root and root in d.parents:
-            try:
-                d.rmdir()  # only when empty
-            except OSError:
-                break
-            d = d.parent
+    remove_empty_parents(db, dirs)
     gone = {normalize_ref(p) for p in out.removed + out.missing}
     csv = Path(rec["input_csv"]) if rec.get("input_csv") else None
     if gone and csv is not None:
