@@ -352,12 +352,49 @@ def test_a_japanese_paragraph_indented_with_spaces_is_never_split_mid_sentence(i
         page.insert_text((x, 118 + 18 * k), text, fontname="japan", fontsize=12)
     (_meta, body), = ingest(isolated_env, "化粧品基準", doc).values()
     paras = [p.strip() for p in body.split("\n\n")]
-    assert all(p.endswith("。") for p in paras), body
+    assert paras[-3] == "４ 防腐剤及び紫外線吸収剤の配合の制限", body  # a heading in body type, on its own
+    assert all(p.endswith("。") for p in paras[-2:]), body
     assert paras[-2].endswith("化粧品中の微生物の発育を抑制することを目的として化粧品に配合される物をいう。）は、"
                               "別表第３に掲げる物でなければならない。"), body
     assert paras[-1] == ("化粧品に配合される紫外線吸収剤（紫外線を特異的に吸収する物であって、紫外線による有害な影響から"
                          "皮膚又は毛髪を保護することを目的として化粧品に配合されるものをいう。）は、別表第４に掲げる物で"
                          "なければならない。"), body
+
+
+
+def test_a_numbered_heading_in_body_type_stands_apart_from_its_indented_paragraph(isolated_env):
+    """A numbered heading set in body type (「２ …の配合の禁止」, "1 Introduction") over a paragraph whose first line
+    is indented ran into it (「…の配合の禁止化粧品は、…」). A footnote whose second line is set in under its
+    marker, a little longer than the first, is still one paragraph."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    lines = [(70.9, "２ 防腐剤、紫外線吸収剤及びタール色素以外の成分の配合の禁止"),
+             (82.9, "　化粧品は、医薬品の成分（添加剤としてのみ使用される成分を除く。）その他これ"),
+             (70.9, "に類する物を配合してはならない。"),
+             (70.9, "３ 成分の配合の制限"),
+             (82.9, "　化粧品は、別表第２の成分名の欄に掲げる物を配合する場合は、同表の最大配合量"),
+             (70.9, "の範囲内でなければならない。")]
+    for k, (x, text) in enumerate(lines):
+        page.insert_text((x, 118 + 18 * k), text, fontname="japan", fontsize=12)
+    put(page, 56, 300, "1 Introduction", 12)
+    put(page, 68, 316, "Retrieval systems are judged by what they find for a question, and this", 12)
+    put(page, 56, 332, "paper measures them on documents nobody tuned them on.", 12)
+    # a hanging indent: the second line runs 31 points (under 4 ems) past the first, its first word would fit
+    first, second = ("(5) Represents the future cash payments due as part of the transition tax on",
+                     "to the earnings of our foreign subsidiaries, net of the tax credits we use in each.")
+    assert 12 < pymupdf.get_text_length(second, fontsize=12) + 12 - pymupdf.get_text_length(first, fontsize=12) < 4 * 12
+    put(page, 56, 380, first, 12)
+    put(page, 68, 396, second, 12)
+    (_meta, body), = ingest(isolated_env, "化粧品基準", doc).values()
+    paras = [p.strip() for p in body.split("\n\n")]
+    assert "２ 防腐剤、紫外線吸収剤及びタール色素以外の成分の配合の禁止" in paras, body
+    assert "化粧品は、医薬品の成分（添加剤としてのみ使用される成分を除く。）その他これに類する物を配合してはならない。" \
+        in paras, body
+    assert "３ 成分の配合の制限" in paras, body
+    assert "1 Introduction" in paras, body
+    assert any(p.startswith("Retrieval systems") and p.endswith("tuned them on.") for p in paras), body
+    footnote = [p for p in paras if "transition tax" in p]
+    assert len(footnote) == 1 and footnote[0].endswith("we use in each."), body
 
 
 # ------------------------------------------------------------------------------------------ ruled tables
@@ -435,4 +472,5 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 4 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert CONVERTER_VERSION == 5 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert "heading" in CONVERTER_CHANGES[5]

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from ragkit.core.pagefile import NO_TEXT_MARKER
+from ragkit.core.text import HAN_KANA
 from ragkit.ingest.limits import LimitError, check_page_text, is_memory_error, memory_message
 from ragkit.ingest.pages import (
     ConvertError,
@@ -29,6 +30,7 @@ __all__ = ["convert_pdf", "document_title", "printed_numbers", "title_like"]
 
 _BULLET_RE = re.compile(f"^\\s*[{BULLETS}]\\s*|^\\s*[-*]\\s+")
 _HEADING_RATIO = 1.15
+_WRAPS_ANYWHERE = re.compile(f"[{HAN_KANA}\u3000-\u303f\uff00-\uffef]")  # Japanese, Chinese: no word breaks
 _RULED = "\x00ruled:"  # the text of the line record that stands where a ruled table goes
 
 
@@ -103,6 +105,16 @@ _HEAD_END = re.compile(r"[.。,、:：;；]$")
 _SENTENCE_END = re.compile(r"[.!?。！？:：…\"”’)]$")
 
 
+def _first_word_width(text: str, width: float) -> float:
+    """The width the first word of a line `width` wide takes with the space before it: one character in Japanese
+    or Chinese, which wrap anywhere (Korean wraps between words)."""
+    text = text.strip()
+    if not text:
+        return width
+    word = 1 if _WRAPS_ANYWHERE.match(text) else len(text.split(None, 1)[0]) + 1
+    return width * word / len(text)
+
+
 class _Block:
     """The heading, list item or paragraph being assembled: its text and the geometry of its lines."""
 
@@ -124,12 +136,17 @@ class _Block:
         self.x1, self.y1, self.right = x1, y1, max(self.right, x1)
         self.lines += 1
 
-    def ends_before(self, x0: float, x1: float) -> bool:
-        """Whether a paragraph ends before a line at x0..x1: the line is indented (a first-line indent) while
-        reaching the paragraph's right edge, or the last line stopped short after a full stop."""
-        if self.kind != "p" or self.lines < 2:
+    def ends_before(self, x0: float, x1: float, text: str) -> bool:
+        """Whether a paragraph ends before the line `text` at x0..x1: the line is indented (a first-line indent)
+        while reaching the paragraph's right edge, or the last line stopped short after a full stop. After a
+        single line, an indented line that runs on past it by 4 ems and by more than its first word needs: the
+        first line was broken on purpose (a numbered heading in body type, 「２ 成分の配合の禁止」 over
+        「　化粧品は、…」), not wrapped."""
+        if self.kind != "p":
             return False
         size = self.size
+        if self.lines == 1:
+            return x0 > self.inner + 0.6 * size and x1 - self.x1 > max(4 * size, _first_word_width(text, x1 - x0))
         indent = x0 > self.inner + 0.6 * size and x1 >= self.right - 1.5 * size
         short = self.x1 < self.right - max(4 * size, 0.25 * (self.right - self.inner)) \
             and bool(_SENTENCE_END.search(self.text))
@@ -220,7 +237,7 @@ def _pdf_page_markdown(lines: list[list], levels: dict[float, int], body_size: f
             cut = None
             cur = _Block("li", "- " + text[m.end():].strip(), x0, x1, y1, size)
             continue
-        if close and cur.kind != "h" and x0 >= cur.left - size * 0.6 and not cur.ends_before(x0, x1):
+        if close and cur.kind != "h" and x0 >= cur.left - size * 0.6 and not cur.ends_before(x0, x1, text):
             cur.add(text, x0, x1, y1)
             continue
         flush()
