@@ -683,3 +683,133 @@ def test_print_path_gives_each_run_its_own_file_after_earlier_runs(sample_db_cop
         assert "_results_" not in q and not q.endswith("_summary.csv")
         assert Path(r).name.startswith(Path(q).stem + "_results_") and not r.endswith("_summary.csv")
         assert Path(e).name.startswith(Path(r).stem + "_eval_") and not e.endswith("_summary.csv")
+
+
+# -- a page is a page whatever form its path is written in (DESIGN §1, §5) --------------------------------
+PASSWORDS = "policies/information_security_policy/3. Passwords and Authentication/page_004.md"
+REMOTE = "policies/information_security_policy/4. Remote Access/page_005.md"
+ACCEPTABLE = "policies/information_security_policy/5. Acceptable Use/page_006.md"
+KOREAN = "공지/사무실_이전_안내/pages_001-002/page_001.md"  # Hangul: its NFD form differs in every syllable
+
+
+def _forms(db: Path, rel: str) -> dict[str, str]:
+    """Every accepted way of writing one page of the database `db` (which lies at ./database)."""
+    import unicodedata
+
+    return {"project": f"database/{rel}", "db-relative": rel, "absolute": str(db.resolve() / rel),
+            "NFD": unicodedata.normalize("NFD", f"database/{rel}")}
+
+
+def _eval(db: Path, tmp: Path, rows: list[dict]) -> dict[str, dict]:
+    """`rag eval` (run_eval) of a results CSV holding `rows`; the scored rows by question."""
+    import pandas as pd
+
+    from ragkit.core.csvio import write_csv
+
+    cols = ["Question", "Reference Document", "Optimized Reference Document", "RAG Answer", "Retrieved Files",
+            "Refused"]
+    df = pd.DataFrame([{"RAG Answer": "Some answer.", "Refused": "False", **r} for r in rows]).reindex(
+        columns=[c for c in cols if any(c in r for r in rows) or c in ("RAG Answer", "Refused")], fill_value="")
+    path = tmp / "given_results_20260101_000000.csv"
+    write_csv(df, path)
+    report = run_eval(path, offline(db, tmp), progress=False)
+    assert not report.errors, report.errors
+    return {r["Question"]: r for r in report.rows}
+
+
+def _counts(row: dict, prefix: str = "Ref") -> tuple[int, int, int, int]:
+    return tuple(int(float(row[f"{prefix} {k}"])) for k in ("TP", "FN", "FP", "TN"))
+
+
+def test_missed_page_in_another_form_is_a_false_negative_not_also_a_true_negative(sample_db_copy, isolated_env):
+    """Audit finding 1: a required page written db-relative or absolute and missed was an FN and also a TN (the
+    universe was compared as text): TP+TN+FP+FN 44 over 43 pages. Now each form gives TN = universe - 2."""
+    from ragkit.core.paths import iter_pages
+
+    db = sample_db_copy
+    n = len(iter_pages(db))
+    rows = [{"Question": f"{form}, missed", "Reference Document": ref, "Retrieved Files": f"database/{ACCEPTABLE}"}
+            for form, ref in {**_forms(db, PASSWORDS), "NFD": _forms(db, KOREAN)["NFD"]}.items()]
+    got = _eval(db, isolated_env, rows)
+    for q, row in got.items():
+        assert _counts(row) == (0, 1, 1, n - 2), q  # TN: not the required page, not the retrieved one
+        assert float(row["Ref Specificity"]) == pytest.approx((n - 2) / (n - 1), abs=1e-4), q
+        assert float(row["Ref Accuracy"]) == pytest.approx((n - 2) / n, abs=1e-4), q
+
+
+def test_optimized_reference_in_another_form_matches_the_same_page(sample_db_copy, isolated_env):
+    """Audit finding 2: `Opt Ref` compared path text: the page retrieved as `database/...` but written db-relative
+    or absolute in `Optimized Reference Document` scored Recall 0, FP 1. Now Opt Ref is Ref: TP 1, TN n - 1."""
+    from ragkit.core.paths import iter_pages
+
+    db = sample_db_copy
+    n = len(iter_pages(db))
+    forms = _forms(db, PASSWORDS)
+    rows = [{"Question": f"opt {form}", "Reference Document": forms["project"], "Optimized Reference Document": ref,
+             "Retrieved Files": forms["project"]} for form, ref in forms.items()]
+    got = _eval(db, isolated_env, rows)
+    for q, row in got.items():
+        assert _counts(row) == _counts(row, "Opt Ref") == (1, 0, 0, n - 1), q
+        assert float(row["Opt Ref Recall"]) == 1.0, q
+
+
+def test_wrong_page_retrieved_in_two_forms_is_one_false_positive(sample_db_copy, isolated_env):
+    """Audit finding 4: one wrong page in `Retrieved Files` as `database/...` and in another form counted as 2 FP.
+    A page retrieved twice counts once: FP 1."""
+    from ragkit.core.paths import iter_pages
+
+    db = sample_db_copy
+    n = len(iter_pages(db))
+    wrong = _forms(db, ACCEPTABLE)
+    rows = [{"Question": f"twice {form} {ref_cell != ''}", "Reference Document": ref_cell,
+             "Retrieved Files": f"{wrong['project']}\n{wrong[form]}"}
+            for form in ("absolute", "db-relative") for ref_cell in (f"database/{PASSWORDS}", "")]
+    got = _eval(db, isolated_env, rows)
+    for q, row in got.items():
+        answerable = q.endswith("True")
+        assert _counts(row) == ((0, 1, 1, n - 2) if answerable else (0, 0, 1, n - 1)), q
+        assert float(row["Ref Specificity"]) == pytest.approx((n - 2) / (n - 1) if answerable else (n - 1) / n, abs=1e-4), q
+
+
+def test_groups_that_share_a_page_are_one_required_page(sample_db_copy, isolated_env):
+    """Audit finding 10: `A|A2;A` or `A|A2` and `A2` on the next line counted as 2 required pages. Groups that
+    name one page (in any form) are one: TP 1 or FN 1."""
+    from ragkit.core.paths import iter_pages
+
+    db = sample_db_copy
+    n = len(iter_pages(db))
+    a, a2 = _forms(db, PASSWORDS), _forms(db, REMOTE)
+    rows = [
+        {"Question": "A|A2;A, A retrieved", "Reference Document": f"{a['project']}|{a2['project']};{a['project']}",
+         "Retrieved Files": a["project"]},
+        {"Question": "A|A2 then A2, A2 retrieved", "Reference Document": f"{a['project']}|{a2['project']}\n"
+                                                                         f"{a2['absolute']}",
+         "Retrieved Files": a2["project"]},
+        {"Question": "A|A2;A, nothing retrieved", "Reference Document": f"{a['project']}|{a2['project']};{a['db-relative']}",
+         "Retrieved Files": ""},
+    ]
+    got = _eval(db, isolated_env, rows)
+    assert _counts(got["A|A2;A, A retrieved"]) == (1, 0, 0, n - 2)
+    assert _counts(got["A|A2 then A2, A2 retrieved"]) == (1, 0, 0, n - 2)
+    assert _counts(got["A|A2;A, nothing retrieved"]) == (0, 1, 0, n - 2)
+
+
+def test_batch_from_outside_the_project_counts_each_page_once(sample_db, isolated_env):
+    """Audit findings 1 and 2 through `rag batch --db /abs/database` run from another folder (the database is
+    named by absolute paths there) on `database/...` and db-relative references: Ref and Opt Ref TN count the
+    required pages once (TN = universe - required - FP), and Opt Ref equals Ref for the same cell."""
+    from ragkit.core.paths import iter_pages
+
+    n = len(iter_pages(sample_db))
+    q = "When working from home, how do I reach internal systems, and how long can a VPN session last?"
+    for refs in (f"database/{REMOTE}\ndatabase/{PASSWORDS}", f"{REMOTE}\n{PASSWORDS}"):
+        inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document", "Optimized Reference Document"],
+                                                   [q, refs, refs]])
+        res = CliRunner().invoke(app, ["batch", str(inp), "--db", str(sample_db), "--print-path"])
+        assert res.exit_code == 0, res.output
+        row = read_csv(Path(res.stdout.strip().splitlines()[-1])).to_dict("records")[0]
+        retrieved = row["Retrieved Files"].splitlines()
+        assert retrieved and all(p.startswith(str(sample_db.resolve())) for p in retrieved)
+        tp, fn, fp, tn = _counts(row)
+        assert tp + fn == 2 and tn == n - 2 - fp, (refs, row["Retrieved Files"])
+        assert _counts(row, "Opt Ref") == (tp, fn, fp, tn)

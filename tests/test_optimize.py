@@ -453,3 +453,46 @@ def test_input_csv_that_cannot_be_updated_is_one_error_and_no_copy_is_left(db):
     assert files(db) == set(PAGES) and set(open_index(db).pages()) == set(PAGES)
     assert (report.created, report.kept, report.rolled_back) == (1, 0, 1)
     assert list(journal_dir(db).glob("*.jsonl")) == []
+
+
+def test_optimize_from_outside_the_project_extends_the_original_group(sample_db, tmp_path, isolated_env):
+    """Audit finding 3: `rag batch q.csv --db /abs/database --optimize` run from another folder did not find the
+    original `database/...` page (the copy is named by an absolute path there) and appended a third group for two
+    pages; the next run scored Opt Ref Recall 0.0. The copy now joins its original's group, and the next run
+    scores the page it found (Opt Ref TP 1, FN 1 for the one page still missed)."""
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+    from ragkit.core.references import reference_groups
+
+    db = tmp_path / "elsewhere" / "database"
+    shutil.copytree(sample_db, db)
+    remote = "database/policies/information_security_policy/4. Remote Access/page_005.md"
+    passwords = "database/policies/information_security_policy/3. Passwords and Authentication/page_004.md"
+    q = "When working from home, how do I reach internal systems, and how long can a VPN session last? " \
+        "Is MFA needed for the VPN?"
+    csv = isolated_env / "q.csv"
+    write_csv(pd.DataFrame([{"Question": q, "Reference Document": f"{remote}\n{passwords}"}]), csv)
+    first = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--optimize", "--print-path"])
+    assert first.exit_code == 0, first.output
+    before = read_csv(Path(first.stdout.strip().splitlines()[-1])).to_dict("records")[0]
+    assert int(before["Ref FN"]) == 1  # the offline agent misses the passwords page
+
+    cell = read_csv(csv)["Optimized Reference Document"][0]
+    groups = reference_groups(cell)
+    assert len(groups) == 2, cell
+    assert groups[0] == [remote] and groups[1][0] == passwords and len(groups[1]) == 2
+    copy = groups[1][1]
+    assert copy.startswith(str(db.resolve())) and Path(copy).read_bytes() == (db.parent / passwords).read_bytes()
+
+    again = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--print-path"])
+    assert again.exit_code == 0, again.output
+    row = read_csv(Path(again.stdout.strip().splitlines()[-1])).to_dict("records")[0]
+    n = len(iter_pages(db))
+    found = {p for p in row["Retrieved Files"].splitlines()}
+    assert (int(row["Opt Ref TP"]), int(row["Opt Ref FN"])) == (1, 1), (cell, found)
+    assert float(row["Opt Ref Recall"]) == 0.5
+    assert int(row["Opt Ref TN"]) == n - 3 - int(row["Opt Ref FP"])  # page, its copy and the other page
+    assert int(row["Ref TN"]) == n - 2 - int(row["Ref FP"])  # a copy not named is just another page

@@ -9,7 +9,7 @@ import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ragkit.core.errors import PathEscapeError
@@ -86,26 +86,45 @@ def resolve_in_db(db_root: Path, rel: str) -> Path:
 
 
 def strip_db_prefix(db_root: Path, path: str) -> str:
-    """Turn a Reference Document (`database/a/page_001.md`, absolute, or db-relative) into a db-relative path."""
-    p = normalize_ref(path)
+    """Turn a Reference Document (`database/a/page_001.md`, absolute, or db-relative) into a db-relative path.
+
+    This is the one name of a page that comparisons use: every accepted way of writing a page (relative to the
+    project, to the database, absolute, `./`, `\\`, NFD) gives the same string, so two names are the same page
+    exactly when their results are equal. A path outside the database keeps normalize_ref's form. To name many
+    pages against one database (a universe per question), use page_keys."""
+    return page_keys(db_root)(path)
+
+
+def page_keys(db_root: Path) -> Callable[[str], str]:
+    """strip_db_prefix for one database: resolves the root and the working directory once, and an absolute path
+    lexically under the root without a system call (the metrics name every page of the database per question)."""
     root = db_root.resolve()
-    if p.startswith("/"):
-        try:
-            return Path(p).resolve().relative_to(root).as_posix()
-        except ValueError:
-            return p
     try:
         as_ref = root.relative_to(Path.cwd().resolve()).as_posix()
     except ValueError:
         as_ref = None
-    if as_ref and as_ref != "." and (p == as_ref or p.startswith(as_ref + "/")):
-        return p[len(as_ref) + 1 :]
-    # written from another working directory (genqa run where "db/docs/page_001.md" named the database folder
-    # "db"): the folder's name, then a page that exists under it
+    under = root.as_posix().rstrip("/") + "/"
     head = root.name + "/"
-    if p.startswith(head) and not (root / p).exists() and (root / p[len(head):]).is_file():
-        return p[len(head):]
-    return p
+
+    def key(path: str) -> str:
+        p = normalize_ref(path)
+        if p.startswith("/"):
+            rest = p[len(under):] if p.startswith(under) else ""
+            if rest and not any(part in (".", "..") for part in rest.split("/")):
+                return rest
+            try:
+                return Path(p).resolve().relative_to(root).as_posix()
+            except ValueError:
+                return p
+        if as_ref and as_ref != "." and (p == as_ref or p.startswith(as_ref + "/")):
+            return p[len(as_ref) + 1 :]
+        # written from another working directory (genqa run where "db/docs/page_001.md" named the database
+        # folder "db"): the folder's name, then a page that exists under it
+        if p.startswith(head) and not (root / p).exists() and (root / p[len(head):]).is_file():
+            return p[len(head):]
+        return p
+
+    return key
 
 
 def reference_path(db_root: Path, rel: str) -> str:

@@ -4,6 +4,7 @@ equivalent alias paths joined by `|` (a page and its optimized copies)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from ragkit.core.csvio import split_multi
 from ragkit.core.paths import normalize_ref
@@ -12,41 +13,49 @@ REF_COL = "Reference Document"  # the required pages of a question (DESIGN §4)
 OPT_COL = "Optimized Reference Document"  # the same with the optimizer's copies as aliases
 
 
-def reference_groups(cell: str) -> list[list[str]]:
+def reference_groups(cell: str, key: Callable[[str], str] = normalize_ref) -> list[list[str]]:
     """Required pages of a `Reference Document` cell, each a list of equivalent alias paths.
 
     `a.md|a_copy.md\\nb.md` -> [["a.md", "a_copy.md"], ["b.md"]]. Pages are separated by a newline or `;`,
-    aliases by `|`; every alias goes through paths.normalize_ref. Empty aliases are dropped, an alias repeated
-    in its group is kept once, and a group listed twice (same alias set) counts once.
+    aliases by `|`; every alias is returned as written (through paths.normalize_ref). `key` names the page an
+    alias is (paths.page_keys(db): one name for its db-relative, project-relative and absolute forms; without
+    it, the written form): an alias naming a page its group already holds is kept once, and groups that share a
+    page are one required page (`A|A2;A` and `A|A2\\nA2` are one page, not two). Empty aliases are dropped.
     """
     groups: list[list[str]] = []
-    seen: set[frozenset[str]] = set()
+    keys: list[set[str]] = []  # the pages each group names
     for part in split_multi(cell or ""):
-        aliases: list[str] = []
-        for raw in part.split("|"):
-            alias = normalize_ref(raw)
-            if alias and alias not in aliases:
-                aliases.append(alias)
-        key = frozenset(aliases)
-        if aliases and key not in seen:
-            seen.add(key)
-            groups.append(aliases)
+        aliases = [a for a in (normalize_ref(raw) for raw in part.split("|")) if a]
+        if not aliases:
+            continue
+        names = {key(a) for a in aliases}
+        shared = [i for i, k in enumerate(keys) if k & names]
+        # this group joins every earlier group it shares a page with, at the place of the first
+        merged = [a for i in shared for a in groups[i]] + aliases
+        at = shared[0] if shared else len(groups)
+        for i in reversed(shared):
+            del groups[i], keys[i]
+        seen: set[str] = set()
+        groups.insert(at, [a for a in merged if not (key(a) in seen or seen.add(key(a)))])
+        keys.insert(at, seen)
     return groups
 
 
 _GROUP_SPLIT = re.compile(r"([\r\n;]+)")
 
 
-def add_alias(cell: str, original_ref: str, copy_ref: str) -> str:
-    """Append `copy_ref` to the alias group holding `original_ref`, keeping the cell's separators."""
-    target = normalize_ref(original_ref)
+def add_alias(cell: str, original_ref: str, copy_ref: str, key: Callable[[str], str] = normalize_ref) -> str:
+    """Append `copy_ref` to the alias group holding `original_ref`, keeping the cell's separators. `key` names
+    the page a path is (as in reference_groups): pass paths.page_keys(db) so that an original written in another
+    form than `original_ref` (`database/...` against an absolute path) is still found, not added as a new group."""
+    target, copy = key(original_ref), key(copy_ref)
     pieces = _GROUP_SPLIT.split(cell or "")
     found = False
     for i in range(0, len(pieces), 2):
         aliases = [a.strip() for a in pieces[i].split("|") if a.strip()]
-        if any(normalize_ref(a) == target for a in aliases):
+        if any(key(a) == target for a in aliases):
             found = True
-            if all(normalize_ref(a) != normalize_ref(copy_ref) for a in aliases):
+            if all(key(a) != copy for a in aliases):
                 pieces[i] = "|".join([*aliases, copy_ref])
     if not found:  # the original is not in the cell (should not happen): add a group
         return f"{cell}\n{original_ref}|{copy_ref}" if (cell or "").strip() else f"{original_ref}|{copy_ref}"

@@ -55,16 +55,17 @@ def recall_with_copies(ref_cell: str, retrieved: Iterable[str], aliases: Mapping
                        db: Path | None = None) -> float | None:
     """Ref Recall where a retrieved copy counts as its original: one in `aliases`, and with `db` any page that is
     byte-for-byte a required page (scoring.with_copies, the rule the batch's own Ref Recall follows, so a copy an
-    earlier run kept counts the same before and after)."""
-    from ragkit.evaluate.scoring import with_copies
+    earlier run kept counts the same before and after; scoring.score_references, which also compares paths as the
+    pages they name)."""
+    from ragkit.evaluate.scoring import score_references
 
     got = []
     for p in retrieved:
         n = normalize_ref(str(p))
         got.append(aliases.get(n, n))
-    if db is not None:
-        ref_cell = with_copies(ref_cell, [str(p) for p in retrieved], db)
-    return reference_metrics(ref_cell, got, [])["Recall"]
+    if db is None:
+        return reference_metrics(ref_cell, got, [])["Recall"]
+    return score_references(ref_cell, got, [], db)["Recall"]
 
 
 def mean_recall(rows: Iterable[Mapping[str, Any]]) -> tuple[float | None, int]:

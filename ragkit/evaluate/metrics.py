@@ -1,7 +1,7 @@
 """The metric definitions of DESIGN §5 as pure functions of a row's counts; no model code. docs/evaluation.md
 defines each.
 
-    reference_metrics(ref_cell, retrieved, universe) -> dict     # TP TN FP FN and the ratios
+    reference_metrics(ref_cell, retrieved, universe, key) -> dict  # TP TN FP FN and the ratios
     checklist_metrics(*, answerable, refused, n_items, covered, extra) -> dict
     summarize(rows, columns) -> list[dict]                        # mean, micro, total, rows, covers
 A ratio with a zero denominator is None, written as an empty cell."""
@@ -9,7 +9,7 @@ A ratio with a zero denominator is None, written as an empty cell."""
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from ragkit.core.paths import normalize_ref
@@ -59,26 +59,32 @@ def _with_ratios(tp: int, tn: int, fp: int, fn: int) -> dict[str, Any]:
 
 
 # -- reference metrics --------------------------------------------------------------------------------
-def _path_set(paths: Iterable[str]) -> set[str]:
-    return {p for p in (normalize_ref(str(x)) for x in paths if x is not None) if p}
-
-
-def reference_metrics(ref_cell: str, retrieved: list[str], universe: list[str]) -> dict:
+def reference_metrics(ref_cell: str, retrieved: list[str], universe: list[str],
+                      key: Callable[[str], str] = normalize_ref) -> dict:
     """DESIGN §5 reference metrics for one question.
 
     TP = required groups with any alias retrieved; FN = groups with none; FP = retrieved pages in no group
     (also when they are not in the universe, e.g. a page deleted since); TN = universe pages in no group and
     not retrieved. A page retrieved twice counts once. An empty reference (an unanswerable question) has no
     groups: TP = FN = 0, every retrieved page is an FP and the rest of the universe TN.
+
+    Paths are compared as the pages they name: `key` maps every alias, retrieved path and universe path to one
+    name per page (paths.page_keys(db) for a database, so that `database/a.md`, `a.md` and `/abs/database/a.md`
+    are one page; without it, normalize_ref's text). Groups that share a page are one group
+    (references.reference_groups).
     """
-    groups = reference_groups(ref_cell)
-    got = _path_set(retrieved)
-    required = {a for g in groups for a in g}
-    tp = sum(1 for g in groups if any(a in got for a in g))
+    groups = [{key(a) for a in g} for g in reference_groups(ref_cell, key)]
+    got = _page_set(retrieved, key)
+    required = set().union(*groups)
+    tp = sum(1 for g in groups if g & got)
     fn = len(groups) - tp
     fp = len(got - required)
-    tn = len(_path_set(universe) - required - got)
+    tn = len(_page_set(universe, key) - required - got)
     return _with_ratios(tp, tn, fp, fn)
+
+
+def _page_set(paths: Iterable[str], key: Callable[[str], str]) -> set[str]:
+    return {k for k in (key(str(x)) for x in paths if x is not None) if k}
 
 
 # -- checklist metrics --------------------------------------------------------------------------------

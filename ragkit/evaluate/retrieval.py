@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.core.models import Answer, Source
-from ragkit.core.paths import reference_path
+from ragkit.core.paths import normalize_ref, reference_path
 from ragkit.evaluate.metrics import format_cell
 from ragkit.evaluate.rankmetrics import rank_metrics
 
@@ -41,7 +41,9 @@ def search_answer_fn(k: int = DEFAULT_K) -> Callable[..., Answer]:
     return answer
 
 
-def search_columns(ref_cell: str, retrieved: list[str], k: int) -> dict[str, Any]:
-    """The ranking columns of one row (empty cells for a question without required pages)."""
-    m = rank_metrics(ref_cell, retrieved, k)
+def search_columns(ref_cell: str, retrieved: list[str], k: int,
+                   key: Callable[[str], str] = normalize_ref) -> dict[str, Any]:
+    """The ranking columns of one row (empty cells for a question without required pages); `key` names the page a
+    path is (rankmetrics.rank_metrics)."""
+    m = rank_metrics(ref_cell, retrieved, k, key)
     return {f"Ref {name}": format_cell(v) for name, v in m.items()}

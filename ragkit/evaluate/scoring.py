@@ -10,7 +10,7 @@ answer (empty Reference Document) is the right answer, so its rubric scores are 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from ragkit.core.config import Settings
 from ragkit.core.csvio import join_multi, split_checklist, split_multi
 from ragkit.core.errors import RagError
 from ragkit.core.models import Answer, Usage
-from ragkit.core.paths import reference_path
+from ragkit.core.paths import normalize_ref, page_keys, reference_path
 from ragkit.core.text import one_line
 from ragkit.evaluate.judges import RUBRIC_COLUMNS
 from ragkit.evaluate.retrieval import SEARCH_COLUMNS
@@ -156,17 +156,16 @@ class Scorer:
         return [p for p in pages] if base in ("", ".") else [f"{base}/{p}" for p in pages]
 
     def reference_columns(self, row: dict, retrieved: list[str], universe: list[str] | None = None) -> dict:
-        from ragkit.evaluate.metrics import prefixed, reference_metrics
+        from ragkit.evaluate.metrics import prefixed
 
         if not self.has_ref:
             return {}
         if universe is None:
             universe = self.universe()
-        ref = with_copies(str(row.get(REFERENCE) or ""), retrieved, self.db)
-        out = prefixed("Ref", reference_metrics(ref, retrieved, universe))
+        out = prefixed("Ref", score_references(str(row.get(REFERENCE) or ""), retrieved, universe, self.db))
         opt = str(row.get(OPTIMIZED) or "").strip()
         if opt:
-            out.update(prefixed("Opt Ref", reference_metrics(opt, retrieved, universe)))
+            out.update(prefixed("Opt Ref", score_references(opt, retrieved, universe, self.db)))
         return out
 
     def rescore(self, row: dict, answer: Answer) -> tuple[dict, Usage]:
@@ -264,22 +263,33 @@ class Scorer:
         return out, usage, problems
 
 
-def with_copies(ref_cell: str, retrieved: list[str], db: Path) -> str:
+def score_references(ref_cell: str, retrieved: list[str], universe: list[str], db: Path) -> dict:
+    """The reference metrics of one cell (`Reference Document` or `Optimized Reference Document`) as batch, eval
+    and the optimizer count them: every path compared as the page it names in `db` (paths.page_keys), and a
+    retrieved byte-for-byte copy of a required page counted as that page (with_copies)."""
+    from ragkit.evaluate.metrics import reference_metrics
+
+    key = page_keys(Path(db))
+    return reference_metrics(with_copies(ref_cell, retrieved, db, key), retrieved, universe, key)
+
+
+def with_copies(ref_cell: str, retrieved: list[str], db: Path, key: Callable[[str], str] | None = None) -> str:
     """The reference cell with every retrieved page that is a byte-for-byte copy of a required page added to
     that page's aliases: an answer citing an optimizer's copy found the page (same content), so a CSV naming
-    only the original must not score it 0. Pages that differ in any byte are never merged."""
-    from ragkit.core.paths import normalize_ref, strip_db_prefix
+    only the original must not score it 0. Pages that differ in any byte are never merged. A retrieved path
+    that names a required page in another form (`key`, paths.page_keys(db) unless given) is that page already."""
     from ragkit.core.references import reference_groups
 
-    groups = reference_groups(ref_cell)
-    required = {a for g in groups for a in g}
-    extra = [normalize_ref(p) for p in retrieved if normalize_ref(p) not in required]
+    key = key or page_keys(Path(db))
+    groups = reference_groups(ref_cell, key)
+    required = {key(a) for g in groups for a in g}
+    extra = _dedupe(normalize_ref(p) for p in retrieved if key(p) not in required)
     if not groups or not extra:
         return ref_cell
     root = Path(db).resolve()
 
     def content(path: str) -> bytes | None:
-        rel = strip_db_prefix(Path(db), path)
+        rel = key(path)
         full = Path(rel) if rel.startswith("/") else root / rel
         try:
             return full.read_bytes() if full.resolve().is_relative_to(root) and full.is_file() else None
@@ -340,7 +350,8 @@ def _score(scorer: Scorer, row: dict, answer: Answer, *, ref_cols: dict | None =
         from ragkit.evaluate.retrieval import search_columns
 
         if scorer.has_ref:
-            cols.update(search_columns(str(row.get(REFERENCE) or ""), retrieved, scorer.search_k))
+            cols.update(search_columns(str(row.get(REFERENCE) or ""), retrieved, scorer.search_k,
+                                       page_keys(scorer.db)))
         cols["Evaluation Reason"] = ""
     elif scorer.scored:
         jcols, usage, problems = scorer.judge_columns({**row, **cols}, answer)
@@ -360,11 +371,11 @@ def fill_opt_ref(rows: list[dict], scorer: Scorer) -> None:
         if str(row.get(OPTIMIZED) or "").strip() and row.get("Opt Ref TP") in (None, "") and not row.get("Error"):
             if universe is None:
                 universe = scorer.universe()
-            from ragkit.evaluate.metrics import prefixed, reference_metrics
+            from ragkit.evaluate.metrics import prefixed
 
-            row.update(prefixed("Opt Ref", reference_metrics(row[OPTIMIZED],
-                                                             split_multi(str(row.get("Retrieved Files") or "")),
-                                                             universe)))
+            row.update(prefixed("Opt Ref", score_references(row[OPTIMIZED],
+                                                            split_multi(str(row.get("Retrieved Files") or "")),
+                                                            universe, scorer.db)))
 
 
 # -- strict input (DESIGN §4): checked before any question is asked ----------------------------------------
@@ -455,8 +466,6 @@ def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5,
 
 def _reference_hint(refs: list[str], db: Path) -> str:
     """`; hint: ...` when a prefix swap or another database folder resolves the first missing reference."""
-    from ragkit.core.paths import normalize_ref
-
     root = db.resolve()
     here = reference_path(db, "").rstrip("/")
     for ref in refs:

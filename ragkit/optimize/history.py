@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -24,9 +25,9 @@ from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.paths import (
     atomic_write_text,
     normalize_ref,
+    page_keys,
     remove_empty_parents,
     resolve_in_db,
-    strip_db_prefix,
 )
 from ragkit.core.references import OPT_COL, REF_COL, reference_groups
 from ragkit.optimize.journal import _index_remove
@@ -152,12 +153,13 @@ def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Pat
     if OPT_COL not in df.columns:
         return None, None
     changed = False
+    key = page_keys(db)
     for pos, cell in enumerate(df[OPT_COL]):
         groups = reference_groups(str(cell or ""))
-        kept = [[a for a in g if normalize_ref(strip_db_prefix(db, a)) not in gone] for g in groups]
+        kept = [[a for a in g if key(a) not in gone] for g in groups]
         new = "\n".join("|".join(g) for g in kept if g)
         ref = str(df.at[pos, REF_COL] if REF_COL in df.columns else "")
-        if new and [sorted(g) for g in reference_groups(new)] == [sorted(g) for g in reference_groups(ref)]:
+        if new and _pages(new, key) == _pages(ref, key):
             new = ""
         if kept != groups:
             df.at[pos, OPT_COL] = new
@@ -165,3 +167,8 @@ def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Pat
     if not changed:
         return None, None
     return csv, replace_csv(df, csv)
+
+
+def _pages(cell: str, key: Callable[[str], str]) -> list[list[str]]:
+    """A reference cell as the sorted pages of each group (paths.page_keys), for comparing two cells."""
+    return [sorted(key(a) for a in g) for g in reference_groups(cell, key)]

@@ -17,7 +17,7 @@ from ragkit.core.csvio import join_multi, read_csv, replace_csv, split_multi
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.pagefile import parse_page
-from ragkit.core.paths import normalize_ref, reference_path, resolve_in_db, strip_db_prefix
+from ragkit.core.paths import normalize_ref, page_keys, reference_path, resolve_in_db, strip_db_prefix
 from ragkit.core.references import OPT_COL, REF_COL, add_alias, reference_groups
 from ragkit.core.text import one_line
 from ragkit.optimize.copies import CopyManager
@@ -122,12 +122,20 @@ def _blank(v: float | None) -> float | str:
 
 # -- references --------------------------------------------------------------------------------------
 def _db_rel(db: Path, path: str) -> str:
-    return normalize_ref(strip_db_prefix(db, path))
+    return strip_db_prefix(db, path)
 
 
 def _groups(db: Path, cell: str) -> list[list[str]]:
-    """The required pages of a reference cell as alias groups of db-relative paths."""
-    return [[_db_rel(db, a) for a in g] for g in reference_groups(cell)]
+    """The required pages of a reference cell as alias groups of db-relative paths (groups naming one page
+    merged)."""
+    key = page_keys(db)
+    return [[key(a) for a in g] for g in reference_groups(cell, key)]
+
+
+def _add_alias(db: Path, cell: str, original: str, copy: str) -> str:
+    """add_alias for db-relative `original` and `copy`, written in Reference Document form; the original is
+    found in the cell whatever form the cell names it in (`database/...`, db-relative or absolute)."""
+    return add_alias(cell, reference_path(db, original), reference_path(db, copy), key=page_keys(db))
 
 
 def _recall(groups: list[list[str]], got: set[str]) -> tuple[float | None, list[list[str]]]:
@@ -341,8 +349,7 @@ def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], 
             if not recorded:
                 continue
         row = report.rows[r.row]
-        row[OPT_COL] = add_alias(_effective_cell(row), reference_path(ctx.db, r.original),
-                                 reference_path(ctx.db, r.copy))
+        row[OPT_COL] = _add_alias(ctx.db, _effective_cell(row), r.original, r.copy)
 
 
 def _one_line(e: BaseException) -> str:
@@ -482,7 +489,7 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
         got = {_db_rel(ctx.db, p) for p in retrieved}
         cell = base_cell
         for r in made:
-            cell = add_alias(cell, reference_path(ctx.db, r.original), reference_path(ctx.db, r.copy))
+            cell = _add_alias(ctx.db, cell, r.original, r.copy)
         recall, _ = _recall(_groups(ctx.db, cell), got)
         success = answer.error is None and recall is not None and recall >= 1.0
         kept_cell = base_cell
@@ -491,7 +498,7 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
             ctx.copies.release(r.copy, (i, attempt), keep=helped)  # also a claim on another row's copy
             r.outcome = ("kept" if r.created else "reused") if helped else ("rolled_back" if r.created else "unused")
             if helped:
-                kept_cell = add_alias(kept_cell, reference_path(ctx.db, r.original), reference_path(ctx.db, r.copy))
+                kept_cell = _add_alias(ctx.db, kept_cell, r.original, r.copy)
             else:
                 what = ("the re-asked agent retrieved " + (", ".join(sorted(got)[:5]) or "nothing")
                         if not success else "the copy was not retrieved")
@@ -546,7 +553,7 @@ def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyReco
             where[r.row] = pos
         pos = where[r.row]
         cur = str(df.at[pos, OPT_COL] or "").strip() or str(df.at[pos, REF_COL] if REF_COL in df.columns else "")
-        new = add_alias(cur, reference_path(db, r.original), reference_path(db, r.copy))
+        new = _add_alias(db, cur, r.original, r.copy)
         if new != df.at[pos, OPT_COL]:
             df.at[pos, OPT_COL] = new
             changed = True
