@@ -64,6 +64,8 @@ def engine(args, db: Path):
 
         idx = Index(db, progress=False)
         idx.refresh()
+        if args.mode == "hybrid":  # every page's vector first: a search would rank unembedded pages by keywords
+            idx.ensure_embeddings(progress=False)
         return idx
     from ragkit.search.indexconfig import parse_index
     from ragkit.search.opensearch import OpenSearchIndex
