@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
+from typing import Any
 
 from ragkit.ingest.pdf_layout import join_wrapped
 from ragkit.ingest.pdf_tables import md_cell, numeric
@@ -110,26 +111,37 @@ def _grids(hs: list[list[float]], vs: list[list[float]]) -> list[tuple[list[list
     """The rules that cross one another, grouped: each group with >= 3 horizontal and >= 3 vertical rules (two
     rows and two columns of cells at least) is a grid."""
     n = len(hs)
-    parent = list(range(n + len(vs)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
+    sets = _Sets()
     xs = [s[0] for s in vs]  # vs is sorted by x (_merge)
     for i, (y, hx0, hx1) in enumerate(hs):
         for j in range(bisect_left(xs, hx0 - _SNAP), bisect_right(xs, hx1 + _SNAP)):
             if vs[j][1] - _SNAP <= y <= vs[j][2] + _SNAP:
-                parent[find(i)] = find(n + j)
+                sets.join(i, n + j)
     groups: dict[int, tuple[list, list]] = {}
     for i, s in enumerate(hs):
-        groups.setdefault(find(i), ([], []))[0].append(s)
+        groups.setdefault(sets.find(i), ([], []))[0].append(s)
     for j, s in enumerate(vs):
-        groups.setdefault(find(n + j), ([], []))[1].append(s)
+        groups.setdefault(sets.find(n + j), ([], []))[1].append(s)
     return [g for g in groups.values() if len(_cuts([s[0] for s in g[0]])) >= 3
             and len(_cuts([s[0] for s in g[1]])) >= 3]
+
+
+class _Sets:
+    """Disjoint sets of hashable, ordered items (union-find): the smaller item of two joined sets names them."""
+
+    def __init__(self) -> None:
+        self.parent: dict[Any, Any] = {}
+
+    def find(self, x: Any) -> Any:
+        parent = self.parent
+        while parent.get(x, x) != x:
+            parent[x] = x = parent.get(parent[x], parent[x])
+        return x
+
+    def join(self, a: Any, b: Any) -> None:
+        a, b = self.find(a), self.find(b)
+        if a != b:
+            self.parent[max(a, b)] = min(a, b)
 
 
 def _cuts(positions: list[float]) -> list[float]:
@@ -177,26 +189,18 @@ def _stacked(lns: list[list]) -> bool:
 def _table(hs: list[list[float]], vs: list[list[float]], lines: list[list]) -> RuledTable | None:
     ys, xs = _cuts([s[0] for s in hs]), _cuts([s[0] for s in vs])
     nr, nc = len(ys) - 1, len(xs) - 1
-    # merged cells: no rule between two neighbours joins them (a row across all columns, an item over rows)
-    owner = {(r, c): (r, c) for r in range(nr) for c in range(nc)}
-
-    def top(cell: tuple[int, int]) -> tuple[int, int]:
-        while owner[cell] != cell:
-            cell = owner[cell]
-        return cell
-
+    # merged cells: no rule between two neighbours joins them (a row across all columns, an item over rows); a
+    # merged cell is named by its top-left cell
+    merged = _Sets()
+    top = merged.find
     for r in range(nr):
         ymid = (ys[r] + ys[r + 1]) / 2
         for c in range(nc):
             xmid = (xs[c] + xs[c + 1]) / 2
             if c + 1 < nc and not _covers(vs, xs[c + 1], ymid):
-                a, b = top((r, c)), top((r, c + 1))
-                if a != b:
-                    owner[max(a, b)] = min(a, b)
+                merged.join((r, c), (r, c + 1))
             if r + 1 < nr and not _covers(hs, ys[r + 1], xmid):
-                a, b = top((r, c)), top((r + 1, c))
-                if a != b:
-                    owner[max(a, b)] = min(a, b)
+                merged.join((r, c), (r + 1, c))
     texts: dict[tuple[int, int], list[list]] = {}
     held: set[int] = set()
     for k, ln in enumerate(lines):
@@ -209,7 +213,7 @@ def _table(hs: list[list[float]], vs: list[list[float]], lines: list[list]) -> R
         held.add(k)
     if len(texts) < 2:
         return None  # a box around one text (a frame, a note): no table
-    cells = {top(cell) for cell in owner}
+    cells = {top((r, c)) for r in range(nr) for c in range(nc)}
     crossing = sum(1 for k in held if _crosses(vs, lines[k]))
     if len(texts) < _MIN_FILLED * len(cells) or crossing > _MAX_CROSSING * len(held) \
             or any(_scattered(lns) or _stacked(lns) for lns in texts.values()):
