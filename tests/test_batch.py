@@ -541,7 +541,10 @@ def test_eval_rescores_without_asking(isolated_env, scripted_server):
     assert all(r["Ref Recall"] == 1.0 for r in report.rows)
     # the answer's own figures are those of the batch that produced it
     assert [str(r["Input Tokens"]) for r in report.rows] == [str(r["Input Tokens"]) for r in first.rows]
-    assert report.usage.input_tokens == report.judge_usage.input_tokens > 0
+    # its totals: the answers' tokens as the batch measured them (not asked again) plus this run's judges
+    assert report.answer_usage.input_tokens == sum(int(r["Input Tokens"]) for r in first.rows) > 0
+    assert report.usage.input_tokens == report.answer_usage.input_tokens + report.judge_usage.input_tokens
+    assert report.judge_usage.input_tokens > 0
 
 
 def test_eval_offline_on_another_database(isolated_env):
@@ -624,6 +627,10 @@ def test_enable_rl_adds_attempts_and_optimizer_figures(isolated_env):
     assert summary["Optimize Rows Analysed"] == str(report.optimize.analysed)
     assert [r["Question"] for r in report.rows][0] == "How do I reset the router?"
     assert report.rows[0]["Attempts"] == 0  # found at once: never re-asked
+    # the Attempts figure covers the rows the optimizer worked on, not the 0s of the rows it never re-asked
+    attempts = {r["Metric"]: r for r in read_csv(report.summary_path).to_dict("records")}["Attempts"]
+    worked = [int(r["Attempts"]) for r in report.rows if int(r["Attempts"] or 0)]
+    assert attempts["Rows"] == str(len(worked)) and attempts["Covers"] != ""
 
 
 def test_enable_rl_without_reference_column_is_a_usage_error(isolated_env):
@@ -813,3 +820,164 @@ def test_batch_from_outside_the_project_counts_each_page_once(sample_db, isolate
         tp, fn, fp, tn = _counts(row)
         assert tp + fn == 2 and tn == n - 2 - fp, (refs, row["Retrieved Files"])
         assert _counts(row, "Opt Ref") == (tp, fn, fp, tn)
+
+
+# -- what the summary says it measured ------------------------------------------------------------------------
+def _summary(report) -> dict[str, dict]:
+    return {r["Metric"]: r for r in read_csv(report.summary_path).to_dict("records")}
+
+
+def _report_text(report) -> str:
+    from rich.console import Console
+
+    console = Console(record=True, width=200)
+    print_batch_report(report, console)
+    return console.export_text()
+
+
+def test_eval_summary_names_who_answered_from_the_record_and_repeats_it(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [HEADER, ["How do I reset the router?", "x", ROUTER, "1", "reset"]])
+    first = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    batch_summary = _summary(first)
+    # the summary repeats the run record (docs/reports.md): kind, date and input too
+    assert batch_summary["Kind"]["Total"] == "batch" and batch_summary["Input"]["Total"] == str(inp)
+    assert batch_summary["Date"]["Total"] == json.loads(first.run_path.read_text(encoding="utf-8"))["date"]
+    # the results were answered by another provider (their record says so); this eval only judges, offline
+    record = json.loads(first.run_path.read_text(encoding="utf-8"))
+    record.update(provider="openai", model="gpt-4o-mini", strategy="naive", k=8, engine=None)
+    first.run_path.write_text(json.dumps(record), encoding="utf-8")
+    report = run_eval(first.results_path, offline(db, isolated_env), progress=False)
+    summary = _summary(report)
+    assert (summary["Provider"]["Total"], summary["Model"]["Total"], summary["Strategy"]["Total"],
+            summary["k"]["Total"]) == ("openai", "gpt-4o-mini", "naive", "8")
+    eval_record = json.loads(report.run_path.read_text(encoding="utf-8"))
+    assert (eval_record["provider"], eval_record["model"], eval_record["strategy"]) == ("openai", "gpt-4o-mini",
+                                                                                       "naive")
+    assert summary["Kind"]["Total"] == "eval" and summary["Input"]["Total"] == str(first.results_path)
+    assert summary["Date"]["Total"] == eval_record["date"]
+    # results without a record: who answered is unknown, and the summary says so rather than naming this run's
+    bare = isolated_env / "old_results.csv"
+    bare.write_bytes(first.results_path.read_bytes())
+    summary = _summary(run_eval(bare, offline(db, isolated_env), progress=False))
+    assert (summary["Provider"]["Total"], summary["Model"]["Total"], summary["Strategy"]["Total"]) == (
+        "unknown", "unknown", "unknown")
+
+
+def _results_rows(header: list[str], rows: list[list[str]]) -> list[list[str]]:
+    return [["Question", "Ground Truth", "Reference Document", "Checklist", *header], *rows]
+
+
+def test_eval_summary_carries_the_answers_tokens_and_cost(isolated_env):
+    db = make_db(isolated_env)
+    cols = ["RAG Answer", "Retrieved Files", "Refused", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms",
+            "Steps"]
+    answer = "Hold the reset button for 10 seconds."
+    results = write_input(isolated_env / "x_results.csv", _results_rows(cols, [
+        [f"q{i}", "10 seconds", ROUTER, "reset button", answer, ROUTER, "False", "100", "20", "0.010000", "1500", "4"]
+        for i in range(3)]))
+    report = run_eval(results, offline(db, isolated_env), progress=False)
+    assert not report.errors, report.errors
+    summary = _summary(report)
+    totals = {m: summary[m]["Total"] for m in ("Answer input tokens", "Answer output tokens", "Answer cost (USD)",
+                                               "Total input tokens", "Total output tokens", "Total tokens",
+                                               "Total cost (USD)")}
+    assert totals == {"Answer input tokens": "300", "Answer output tokens": "60", "Answer cost (USD)": "0.030000",
+                      "Total input tokens": "300", "Total output tokens": "60", "Total tokens": "360",
+                      "Total cost (USD)": "0.030000"}
+    assert "not asked again" in summary["Answer input tokens"]["Covers"]
+    assert "not asked again" in summary["Total tokens"]["Covers"]
+    assert summary["Steps"]["Mean"] == "4.0" and summary["Latency ms"]["Mean"] == "1500.0"
+    text = _report_text(report)
+    assert "tokens: 300 in / 60 out" in text and "cost: $0.0300" in text
+
+
+def test_eval_leaves_the_figures_its_input_lacks_unknown(isolated_env):
+    db = make_db(isolated_env)
+    results = write_input(isolated_env / "x_results.csv", _results_rows(
+        ["RAG Answer", "Retrieved Files", "Refused"],
+        [["How do I reset the router?", "10 seconds", ROUTER, "reset button", "Hold the reset button for 10 seconds.",
+          ROUTER, "False"]]))
+    report = run_eval(results, offline(db, isolated_env), progress=False)
+    row = raw_rows(report.results_path)
+    row = dict(zip(row[0], row[1], strict=True))
+    # unknown, as Cost USD already was: never an invented 0 that the summary then averages
+    assert [row[c] for c in ("Confidence", "Steps", "Latency ms", "Input Tokens", "Output Tokens", "Cost USD")] == \
+        [""] * 6
+    summary = _summary(report)
+    for m in ("Confidence", "Steps", "Latency ms", "Max Loops Reached"):
+        assert (summary[m]["Mean"], summary[m]["Rows"], summary[m]["Covers"]) == ("", "0", "none"), m
+    assert summary["Answer input tokens"]["Total"] == "unknown" and summary["Total tokens"]["Total"] == "unknown"
+    assert summary["Answer cost (USD)"]["Total"] == "unknown"
+    assert "tokens: answers unknown" in _report_text(report)
+
+
+def test_judge_rows_say_they_cover_the_judged_rows_only(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [
+        HEADER,
+        ["How do I reset the router?", "10 seconds", ROUTER, "1", "reset button"],
+        ["How do I change the WiFi password?", "192.168.0.1", WIFI, "2", "admin page"],
+        ["What is the capital of Mars?", "The documents do not say.", "", "", ""],
+    ])
+    report = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    assert [r["Judged By"] for r in report.rows] == ["", "", "rule"]  # the offline engine refused the third
+    for rep in (report, run_eval(report.results_path, offline(db, isolated_env), progress=False)):
+        summary = _summary(rep)
+        assert summary["Contain Match"]["Rows"] == "2"
+        assert summary["Contain Match"]["Covers"] == "answerable (judged; the 1 passed by rule left out)"
+        assert summary["Refused"]["Covers"] == "all"  # every row has it
+        assert summary["Passed by rule"]["Total"] == "1"
+
+
+def test_an_empty_optimized_cell_scores_opt_ref_as_ref(isolated_env):
+    db = make_db(isolated_env)
+    cols = ["RAG Answer", "Retrieved Files", "Refused"]
+    rows = [["How do I reset the router?", "x", ROUTER, ROUTER, "", "Hold the reset button.", ROUTER, "False"],
+            ["How do I change the WiFi password?", "x", WIFI, "", "", "Hold the reset button.", ROUTER, "False"],
+            ["What is the capital of Mars?", "x", "", "", "", "I cannot answer this from the documents.", "", "True"]]
+    results = write_input(isolated_env / "x_results.csv", [
+        ["Question", "Ground Truth", "Reference Document", "Optimized Reference Document", "Checklist", *cols], *rows])
+    report = run_eval(results, offline(db, isolated_env), progress=False)
+    for r in report.rows:  # an empty cell: the optimizer left the row's pages as they were
+        assert {c: r[c] for c in OPT_REF_COLUMNS} == {c: r[c.removeprefix("Opt ")] for c in OPT_REF_COLUMNS}
+    summary = _summary(report)
+    for m in ("Recall", "Precision", "TP", "FN"):
+        ref, opt = summary[f"Ref {m}"], summary[f"Opt Ref {m}"]
+        assert (opt["Mean"], opt["Micro"], opt["Rows"], opt["Covers"]) == (
+            ref["Mean"], ref["Micro"], ref["Rows"], ref["Covers"]), m
+    assert summary["Opt Ref Recall"]["Rows"] == "2" and summary["Opt Ref Recall"]["Mean"] == "0.5"
+
+
+def test_one_pass_optimize_says_opt_ref_covers_every_row_and_nothing_was_asked_again(isolated_env):
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [
+        HEADER,
+        ["How do I reset the router?", "10 seconds", f"{ROUTER}\n{WIFI}", "", "reset button"],
+        ["How do I change the WiFi password?", "192.168.0.1", WIFI, "2", "admin page"],
+        ["冷蔵室の温度は何段階で設定できますか？", "3段階", FRIDGE, "1", "3段階"],
+    ])
+    report = B.run_batch(inp, offline(db, isolated_env), optimize=True, holdout=0.0, progress=False)
+    assert report.optimize is not None and report.optimize.kept, report.errors
+    summary = _summary(report)
+    assert (summary["Opt Ref Recall"]["Rows"], summary["Opt Ref Recall"]["Covers"]) == (
+        summary["Ref Recall"]["Rows"], summary["Ref Recall"]["Covers"])
+    text = _report_text(report)
+    assert "Opt Ref Recall" in text and "(after optimize)" not in text
+
+
+def test_eval_without_a_refused_column_tells_a_partial_answer_from_a_refusal(isolated_env):
+    db = make_db(isolated_env)
+    results = write_input(isolated_env / "x_results.csv", _results_rows(["RAG Answer", "Retrieved Files"], [
+        ["How do I reset the router and what is its WiFi channel?", "x", ROUTER,
+         "Hold the reset button for 10 seconds\nThe WiFi channel is 6",
+         "Hold the reset button for 10 seconds. I cannot answer the second part from the documents.", ROUTER],
+        ["火星の首都はどこですか？", "x", "", "", "文書からはお答えできません。", ""],
+        ["What is the capital of Mars?", "x", "", "", "The documents do not contain this information.", ""],
+        ["What is the capital of Venus?", "x", "", "", "I cannot answer this from the documents.", ""],
+    ]))
+    report = run_eval(results, offline(db, isolated_env), progress=False)
+    got = [tuple(str(r[c]) for c in ("Refused", "Checklist TP", "Checklist FN", "Checklist FP", "Checklist TN"))
+           for r in report.rows]
+    assert got[0] == ("False", "1", "1", "0", "0")  # answered, one of two items: not a refusal (TP 0, FN 2)
+    assert got[1:] == [("True", "0", "0", "0", "1")] * 3  # refusals of what the documents cannot answer

@@ -30,6 +30,28 @@ def test_detect_lang_and_refusal():
     assert not text.is_refusal("The temperature is 3 degrees.")
 
 
+@pytest.mark.parametrize("answer", [
+    *(text.refusal_text(lang) for lang in ("en", "ja", "ko", "zh")),
+    "I cannot answer this from the documents.\n(offline extractive answer)\nThe question points at one document.",
+    "(offline extractive answer)\nI cannot answer this from the documents.",  # a notice ahead of it is an aside
+    "この質問には資料から\n回答できません。", "**I cannot answer this from the documents.**", "", "  ",
+    "文書からはお答えできません。", "The documents do not contain this information.",
+])
+def test_a_refusal_leads_with_it(answer):
+    assert text.is_refusal(answer)
+
+
+@pytest.mark.parametrize("answer", [
+    "Passwords must be at least 12 characters. I cannot answer the second part from the documents.",
+    "パスワードは12文字以上です。2つ目の質問には回答できません。",
+    "비밀번호는 12자 이상입니다. 두 번째 질문에는 답할 수 없습니다.",
+    # the plain-words refusal is a refusal only as the whole sentence
+    "The documents do not contain this information directly, but page 3 says passwords have 12 characters.",
+])
+def test_an_answer_that_declines_one_part_is_no_refusal(answer):
+    assert not text.is_refusal(answer)
+
+
 @pytest.mark.parametrize("raw, sentences", [
     ("Revenues for the quarter ended Mar. 31, 2016 were up. Costs fell.",
      ["Revenues for the quarter ended Mar. 31, 2016 were up.", "Costs fell."]),

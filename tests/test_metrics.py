@@ -211,7 +211,7 @@ def test_summarize_flags_scores_and_undefined_columns():
     assert out["Contain Match"]["Total"] == 2 and out["Contain Match"]["Micro"] is None
     assert out["Judge Overall"]["Mean"] == pytest.approx(0.7) and out["Judge Overall"]["Rows"] == 2
     assert out["Nothing Here"] == {"Metric": "Nothing Here", "Mean": None, "Micro": None, "Total": None, "Rows": 0,
-                                   "Covers": ""}
+                                   "Covers": "none"}
     formatted = format_row(out["Nothing Here"])
     assert formatted["Mean"] == "" and formatted["Micro"] == "" and formatted["Rows"] == 0
 

@@ -182,10 +182,12 @@ def print_batch_report(report: BatchReport, console) -> None:
     table.add_column("rows", justify="right")
     table.add_column("covers")
     headline = list(_headline())
-    if report.optimize is not None:  # only when this run optimized, and said so
-        headline.append(("Opt Ref Recall", "Opt Ref Recall (after optimize)"))
+    if report.optimize is not None:  # only when this run optimized
+        # the rows' answers scored against original|copy (an empty cell: the Reference Document), not an "after"
+        # figure: the before/after measurement is the optimize lines below
+        headline.append(("Opt Ref Recall", "Opt Ref Recall"))
     judged = by_metric.get("Judge Passed") or {}
-    if not parse_number(judged.get("Rows")) or judged.get("Covers") == "unanswerable":
+    if not parse_number(judged.get("Rows")) or str(judged.get("Covers") or "").startswith("unanswerable"):
         # no judge scored an answer (offline): the rule's refusals alone would read as a 100% pass rate
         headline = [("Contain Match", "Contain-Match") if h[0] == "Judge Passed" else h for h in headline]
     shown = 0
@@ -207,20 +209,10 @@ def print_batch_report(report: BatchReport, console) -> None:
     for note in report.run.notes:
         console.print(f"note: {note}", highlight=False, markup=False, soft_wrap=True)
 
-    u = report.usage
-    if u.cost_usd is None:
-        cost = "unknown (a model without a price)"
-    elif report.provider == "offline" and not u.calls:
-        cost = "$0 (offline: no model calls)"
-    else:
-        cost = f"${u.cost_usd:.4f}"
     lines = [f"rows: {report.questions}"
              + (f", resumed from checkpoint: {report.resumed}" if report.resumed else "")
              + (f", blank rows skipped: {report.skipped_blank}" if report.skipped_blank else ""),
-             f"tokens: {u.input_tokens:,} in / {u.output_tokens:,} out"
-             + (f" (judges: {report.judge_usage.input_tokens + report.judge_usage.output_tokens:,})"
-                if report.judge_usage.calls or report.judge_usage.input_tokens else ""),
-             f"cost: {cost}",
+             *_usage_lines(report),
              f"wall time: {report.wall_s:.1f} s"]
     for line in lines:
         console.print(line, highlight=False)
@@ -249,6 +241,30 @@ def print_batch_report(report: BatchReport, console) -> None:
         console.print(f"summary: {report.summary_path}", highlight=False, markup=False)
     if report.run_path:
         console.print(f"run record: {report.run_path}", highlight=False, markup=False)
+
+
+def _usage_lines(report: BatchReport) -> list[str]:
+    """The tokens and cost lines. An eval asked nothing: its answers' figures are the re-scored results' (as its
+    summary says), its judges' are its own."""
+    u, judges = report.usage, report.judge_usage
+    judge_tokens = judges.input_tokens + judges.output_tokens
+    if report.kind == "eval" and not report.answer_usage_known:
+        tokens = f"tokens: answers unknown (not in the re-scored results); judges {judges.input_tokens:,} in / " \
+                 f"{judges.output_tokens:,} out"
+    else:
+        tokens = f"tokens: {u.input_tokens:,} in / {u.output_tokens:,} out"
+        if report.kind == "eval":
+            tokens += f" (answers from the re-scored results, not asked again; judges: {judge_tokens:,})"
+        elif judges.calls or judges.input_tokens:
+            tokens += f" (judges: {judge_tokens:,})"
+    if u.cost_usd is None:
+        cost = "unknown (a model without a price" + (", or no Cost USD in the re-scored results)"
+                                                   if report.kind == "eval" else ")")
+    elif report.provider == "offline" and not u.calls and not u.cost_usd:
+        cost = "$0 (offline: no model calls)"
+    else:
+        cost = f"${u.cost_usd:.4f}"
+    return [tokens, f"cost: {cost}"]
 
 
 def _num(v: Any) -> str:

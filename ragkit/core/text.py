@@ -231,16 +231,32 @@ _REFUSAL_MARKERS = tuple(
         "not in the documents",
         "回答できません",
         "答えられません",
+        "お答えできません",
         "답할 수 없습니다",
         "답변할 수 없습니다",
     )
 )
+# a refusal in other words, matched as the whole sentence: "the documents do not contain" alone also opens
+# partial answers ("... this information directly, but page 3 says ...")
+_PLAIN_REFUSAL = re.compile(
+    r"(?:the )?(?:provided )?(?:documents?|pages?|sources?|context) (?:do|does) not (?:contain|include|mention|provide)"
+    r" (?:this|that|the|any|such) (?:information|answer)\W*")
+# a leading line wholly in brackets is an aside ("(offline extractive answer)"), not the answer's first sentence
+_LEADING_ASIDE = re.compile(r"^(?:\s*[\[(（【][^\])）】\n]*[\])）】])+\s*")
 
 
 def is_refusal(answer: str) -> bool:
-    """True when an answer is a plain refusal (used when a model does not set the flag itself)."""
-    norm = normalize(answer)
-    return not norm.strip() or any(m in norm for m in _REFUSAL_MARKERS)
+    """True when an answer is a refusal (used when a model does not set the flag itself, and for results without
+    a `Refused` column): empty, or its first sentence says it cannot answer. A refusal leads with it (the
+    prompts' refusal sentence, the offline engine's, which may go on to say why); a sentence that declines one
+    part after an answer ("Passwords must be at least 12 characters. I cannot answer the second part from the
+    documents.") leaves a partial answer, not a refusal."""
+    # split before case-folding: split_sentences reads "12 characters. i cannot" as one sentence
+    sentences = split_sentences(_LEADING_ASIDE.sub("", join_cjk_breaks(unicodedata.normalize("NFKC", answer or ""))))
+    if not sentences:
+        return True
+    first = sentences[0].casefold()
+    return any(m in first for m in _REFUSAL_MARKERS) or bool(_PLAIN_REFUSAL.fullmatch(first))
 
 
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")

@@ -168,7 +168,7 @@ def covers(flags: Iterable[bool | None]) -> str:
     """Which rows a figure covers, from the answerability of each row it was computed on (None = unknown)."""
     flags = list(flags)
     if not flags:
-        return ""
+        return "none"  # no row has the figure: said, not left for the reader to guess from an empty cell
     if any(f is None for f in flags):
         return "all"
     yes = sum(1 for f in flags if f)
@@ -198,7 +198,7 @@ def summarize(rows: list[dict], columns: list[str], *, reference_column: str | N
         defined = [(v, r) for v, r in ((parse_number(r.get(column)), r) for r in rows) if v is not None]
         values = [v for v, _ in defined]
         cover = covers(answerable_flag(r, reference_column) for _, r in defined)
-        if cover and cover != "all" and len(defined) == len(rows):
+        if defined and cover != "all" and len(defined) == len(rows):
             cover = "all"
         mean = sum(values) / len(values) if values else None
         prefix, name = _split_metric(column)

@@ -24,12 +24,13 @@ from ragkit.evaluate.checkpoint import (
     _DaemonPool,
 )
 from ragkit.evaluate.heldout import SPLIT_COLUMN
-from ragkit.evaluate.results import BatchReport, result_columns, run_record, write_outputs
+from ragkit.evaluate.results import UNKNOWN, BatchReport, result_columns, run_record, write_outputs
 from ragkit.evaluate.runinfo import RunInfo, read_run_info
 from ragkit.evaluate.scoring import (
     _OUTPUT_SET,
     ATTEMPTS,
     CONFIDENCE,
+    MAX_LOOPS,
     OPTIMIZED,
     QUESTION,
     REFERENCE,
@@ -42,8 +43,14 @@ from ragkit.evaluate.scoring import (
     known_columns,
 )
 
-
 # -- rag eval -----------------------------------------------------------------------------------------
+# the answer's own figures: the batch that asked measured them, so re-scoring carries them over as they are, and
+# a column the results lack stays empty (unknown), never the 0 of an Answer rebuilt without it
+CARRIED = ("Steps", MAX_LOOPS, "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", CONFIDENCE,
+           ATTEMPTS, SPLIT_COLUMN)
+TOKEN_COLUMNS = ("Input Tokens", "Output Tokens")
+
+
 def _answer_from_row(row: dict) -> Answer:
     from ragkit.core.text import is_refusal
     from ragkit.evaluate.metrics import parse_number
@@ -70,12 +77,26 @@ def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
         from ragkit.core.llm import scrub
 
         return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
-    # the answer's own figures come from the batch that produced it, not from this re-scoring
-    for k in ("Steps", "Max Loops Reached", "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read",
-              "Refused", CONFIDENCE, ATTEMPTS, SPLIT_COLUMN):
-        if k in row:
-            cols[k] = row[k]
+    for k in CARRIED:
+        cols[k] = row.get(k, "")
+    if "Refused" in row:  # else the answer's text decided it (text.is_refusal)
+        cols["Refused"] = row["Refused"]
     return cols, usage
+
+
+def answer_usage(rows: list[dict], columns: Iterable[str]) -> Usage | None:
+    """What the answers of a results file cost, summed from its rows (the batch measured it; re-scoring asks
+    nothing): None when the file has no token columns; the cost is None (unknown) when a row has none."""
+    from ragkit.evaluate.metrics import parse_number
+
+    if not any(c in columns for c in TOKEN_COLUMNS):
+        return None
+    total = Usage()
+    for r in rows:
+        total.add(Usage(input_tokens=int(parse_number(r.get("Input Tokens")) or 0),
+                        output_tokens=int(parse_number(r.get("Output Tokens")) or 0),
+                        cost_usd=parse_number(r.get("Cost USD"))))
+    return total
 
 
 def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, index: Any = None) -> BatchReport:
@@ -101,9 +122,14 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
 
         index = open_index(Path(settings.db), progress=progress)
     scorer = Scorer.create(settings, input_cols, index=index)
+    run = _eval_record(results_csv, settings, scorer, rows_in)
+    # who answered is the record's (this run's provider only judges); "unknown" when the results have no record
     report = BatchReport(kind="eval", input_path=results_csv, skipped_blank=len(rows_in) - len(jobs),
-                         provider=settings.provider, model="", judge_model=scorer.judge.model)
-    report.run = _eval_record(results_csv, settings, scorer, rows_in)
+                         provider=run.provider or UNKNOWN, model=run.model or UNKNOWN,
+                         strategy=run.strategy or UNKNOWN, judge_model=scorer.judge.model, run=run)
+    carried = answer_usage([r for _, r in jobs], df.columns)
+    report.answer_usage = carried if carried is not None else Usage()
+    report.answer_usage_known = carried is not None
 
     out: dict[int, dict] = {}
     bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
@@ -136,6 +162,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
             report.errors.append(f"row {pos + 2} {q!r}: {row['Judge Error']}")
     report.rows = rows
     report.questions = len(rows)
+    report.usage.add(report.answer_usage)
     report.usage.add(report.judge_usage)
     report.wall_s = time.monotonic() - t0
     columns = result_columns(input_cols, optimized=OPTIMIZED in input_cols, attempts=has_attempts,
@@ -161,8 +188,7 @@ def _eval_record(results_csv: Path, settings: Settings, scorer: Scorer, rows: li
 
 def _kept(row: dict) -> dict:
     """The answer columns of a results row that re-scoring reads."""
-    keys = ("RAG Answer", "Retrieved Files", "Refused", CONFIDENCE, "Pages Read", "Steps", "Max Loops Reached",
-            "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Error", ATTEMPTS, SPLIT_COLUMN)
+    keys = ("RAG Answer", "Retrieved Files", "Refused", "Error", *CARRIED)
     return {k: row[k] for k in keys if k in row}
 
 

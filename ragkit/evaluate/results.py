@@ -4,7 +4,7 @@ checkpoint's), and the results and summary CSV files (timestamped, never over an
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
-from datetime import UTC
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +61,9 @@ def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool,
 
 
 # -- report -------------------------------------------------------------------------------------------
+UNKNOWN = "unknown"  # a figure or a name the run cannot know (never shown as 0 or left empty)
+
+
 @dataclass
 class BatchReport:
     results_path: Path | None = None
@@ -75,6 +78,7 @@ class BatchReport:
     skipped_blank: int = 0
     resumed: int = 0  # rows taken from the checkpoint instead of asked again
     answer_usage: Usage = field(default_factory=Usage)
+    answer_usage_known: bool = True  # eval: False when the re-scored results have no token columns
     judge_usage: Usage = field(default_factory=Usage)
     checkpoint_path: Path | None = None
     checkpoint_kept: bool = False  # errors remain: rerun the same command to retry them
@@ -110,7 +114,7 @@ def usage_from(d: dict | None) -> Usage:
 
 # -- output -------------------------------------------------------------------------------------------
 def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: str, results_dir: Path) -> None:
-    from ragkit.evaluate.metrics import SUMMARY_COLUMNS, format_row, summarize, totals_rows
+    from ragkit.evaluate.metrics import SUMMARY_COLUMNS, format_row, parse_number, summarize, totals_rows
 
     table = [{c: _fmt(r.get(c)) for c in columns} for r in report.rows]
     report.rows = table  # exactly what the CSV holds (every column; None -> "")
@@ -125,13 +129,19 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     qa_rows = [r for r in report.rows if task_of(r) == "qa"] if TASK in columns else report.rows
     # a judge column's figures cover the rows a judge measured; the refusals passed by rule are counted apart
     by_rule = [r for r in qa_rows if r.get(JUDGED_BY) == BY_RULE]
-    judged = [r for r in qa_rows if r.get(JUDGED_BY) != BY_RULE]
     summary = []
     if qa_rows:
         for c in metric_cols:
-            row = summarize(judged if c in RULE_COLUMNS else qa_rows, [c], reference_column=ref_col)[0]
-            if c in RULE_COLUMNS and not row["Rows"]:
-                row["Covers"] = "not measured (no judge)" if c != "Contain Match" else "not measured"
+            if c in RULE_COLUMNS:
+                row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: r.get(JUDGED_BY) != BY_RULE,
+                                        which=f"judged; the {len(by_rule)} passed by rule left out")
+                if not row["Rows"]:
+                    row["Covers"] = "not measured (no judge)" if c != "Contain Match" else "not measured"
+            elif c == ATTEMPTS:  # 0 = never re-asked: no attempt to average
+                row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: bool(parse_number(r.get(ATTEMPTS))),
+                                        which="the rows the optimizer worked on")
+            else:
+                row = summarize(qa_rows, [c], reference_column=ref_col)[0]
             summary.append(format_row(row))
     if by_rule:
         summary.append(format_row({"Metric": "Passed by rule", "Mean": None, "Micro": None, "Total": len(by_rule),
@@ -142,6 +152,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     if report.measure is not None:
         summary += [format_row(r) for r in report.measure.summary_rows()]
     answered = sum(1 for r in report.rows if not r.get("Error"))
+    eval_run = kind == "eval"
+    known = report.answer_usage_known
     totals = [format_row(r) for r in totals_rows(
         questions=report.questions,
         input_tokens=report.usage.input_tokens,
@@ -152,18 +164,29 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         skipped=report.skipped_blank,
         calls=report.usage.calls,
     )]
+    # an eval asked nothing: its answers' figures are the re-scored results', its calls and time its judges'
+    source = Path(report.run.input).name if report.run.input else "the re-scored results"
+    carried = f"answers (from {source}, not asked again) + this run's judges"
     for r in totals:
         if r["Metric"] == "Total cost (USD)" and report.usage.cost_usd is None:
-            r["Total"] = "unknown"  # some model has no price: never show 0
+            r["Total"] = UNKNOWN  # some model has no price: never show 0
+        if r["Metric"] in ("Total input tokens", "Total output tokens", "Total tokens") and not known:
+            r["Total"] = UNKNOWN  # the answers' tokens are not in the re-scored results
+        if eval_run and r["Metric"] in ("Total input tokens", "Total output tokens", "Total tokens",
+                                        "Total cost (USD)"):
+            r["Covers"] = carried
+        elif eval_run and r["Metric"] == "LLM calls":
+            r["Covers"] = "this run's judges"
     summary += totals
+    report.run.date = datetime.now(UTC).isoformat(timespec="seconds")
     extra: list[tuple[str, Any]] = [
         ("Answered", answered),
         ("Answer errors", sum(1 for r in report.rows if r.get("Error"))),
         ("Judge errors", sum(1 for r in report.rows if r.get("Judge Error"))),
         ("Resumed from checkpoint", report.resumed if kind == "results" else None),
-        ("Answer input tokens", report.answer_usage.input_tokens),
-        ("Answer output tokens", report.answer_usage.output_tokens),
-        ("Answer cost (USD)", _cost_total(report.answer_usage.cost_usd)),
+        ("Answer input tokens", report.answer_usage.input_tokens if known else UNKNOWN),
+        ("Answer output tokens", report.answer_usage.output_tokens if known else UNKNOWN),
+        ("Answer cost (USD)", _cost_total(report.answer_usage.cost_usd if known else None)),
         ("Judge input tokens", report.judge_usage.input_tokens),
         ("Judge output tokens", report.judge_usage.output_tokens),
         ("Judge cost (USD)", _cost_total(report.judge_usage.cost_usd)),
@@ -177,12 +200,16 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         ("Checklists written by", report.run.checklists_by),
         ("ragkit version", report.run.version or None),
         ("Database", report.run.database or None),
+        ("Kind", report.run.kind or report.kind),
+        ("Date", report.run.date),
+        ("Input", report.run.input or None),
     ]
     if report.optimize is not None:
         extra += list(report.optimize.summary().items())
     if report.missed_pages:
         extra.append(("Reference pages missed (not optimized)", report.missed_pages))
-    summary += [{"Metric": k, "Mean": "", "Micro": "", "Total": v, "Rows": "", "Covers": ""}
+    summary += [{"Metric": k, "Mean": "", "Micro": "", "Total": v, "Rows": "",
+                 "Covers": f"from {source} (not asked again)" if eval_run and k.startswith("Answer ") else ""}
                 for k, v in extra if v is not None]
     summary += [{"Metric": "Note", "Mean": "", "Micro": "", "Total": note, "Rows": "", "Covers": ""}
                 for note in report.run.notes]
@@ -191,11 +218,20 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     spath = summary_path_for(path)
     _write_csv(sdf, spath)
     report.summary_path = spath
-    from datetime import datetime
-
     report.run.questions = report.questions
-    report.run.date = datetime.now(UTC).isoformat(timespec="seconds")
     report.run_path = write_run_info(path, report.run)
+
+
+def _summarize_subset(rows: list[dict], column: str, ref_col: str | None, *, keep: Any, which: str) -> dict:
+    """metrics.summarize of `column` over the rows `keep` accepts, with Covers saying so: the other rows are
+    left out but still counted as rows of the run, so a figure over a subset never reads "all"."""
+    from ragkit.evaluate.metrics import summarize
+
+    view = [r if keep(r) else {k: v for k, v in r.items() if k != column} for r in rows]
+    row = summarize(view, [column], reference_column=ref_col)[0]
+    if row["Rows"] and len(view) > sum(1 for r in rows if keep(r)):
+        row["Covers"] = f"{row['Covers']} ({which})"
+    return row
 
 
 def checklist_authors(rows: list[dict]) -> str | None:

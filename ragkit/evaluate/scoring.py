@@ -166,6 +166,8 @@ class Scorer:
         opt = str(row.get(OPTIMIZED) or "").strip()
         if opt:
             out.update(prefixed("Opt Ref", score_references(opt, retrieved, universe, self.db)))
+        elif self.has_opt:
+            out.update(opt_ref_as_ref(out))
         return out
 
     def rescore(self, row: dict, answer: Answer) -> tuple[dict, Usage]:
@@ -364,10 +366,20 @@ def _score(scorer: Scorer, row: dict, answer: Answer, *, ref_cols: dict | None =
 
 
 
+def opt_ref_as_ref(cols: dict) -> dict:
+    """The Opt Ref columns of a row whose `Optimized Reference Document` is empty: its Ref columns. An empty cell
+    means the optimizer left the row's pages as they were (optimize.run reads it so), so Opt Ref covers the same
+    rows as Ref and a summary never sets a mean over the few optimized rows against one over all of them."""
+    return {f"Opt {k}": v for k, v in cols.items() if k.startswith("Ref ") and f"Opt {k}" in OPT_REF_COLUMNS}
+
+
 def fill_opt_ref(rows: list[dict], scorer: Scorer) -> None:
-    """Rows the optimizer gave an `Optimized Reference Document` without re-asking: score it now."""
+    """Rows the optimizer gave an `Optimized Reference Document` without re-asking: score it now; the others
+    (an empty cell: pages as they were) get their Ref columns (opt_ref_as_ref)."""
     universe = None
     for row in rows:
+        if not str(row.get(OPTIMIZED) or "").strip() and row.get("Opt Ref TP") in (None, "") and not row.get("Error"):
+            row.update(opt_ref_as_ref(row))
         if str(row.get(OPTIMIZED) or "").strip() and row.get("Opt Ref TP") in (None, "") and not row.get("Error"):
             if universe is None:
                 universe = scorer.universe()
