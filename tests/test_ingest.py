@@ -611,6 +611,23 @@ def test_bad_inputs_one_line_each_others_ingested(isolated_env):
     assert other.exists()
 
 
+def test_a_clash_of_long_names_is_one_short_line_that_tells_them_apart(isolated_env):
+    # two names that differ only after the 80 characters a folder name keeps
+    names = ["가" * 40 + "나" * 43, "가" * 40 + "나" * 40 + "다" * 3]
+    for name in names:
+        make_pdf(isolated_env / "long" / f"{name}.pdf", body_pages(1))
+    code, out = run_cli("long")
+    assert code == 1, out
+    [line] = [ln for ln in out.splitlines() if ln.startswith("failed: ")]
+    failing, reason = line.removeprefix("failed: ").split(": ", 1)
+    owner = next(n for n in names if n not in failing)
+    assert failing.startswith("long/") and Path(failing).stem in names  # named in full, as every failure is
+    # the folder's and the other file's names clipped (each 80+ characters, 400+ in all before)
+    assert len(reason) < 180 and reason.count("…") == 2, reason
+    assert reason.startswith(f"would go to the same folder long/{'가' * 20}…")
+    assert f"{owner[-10:]}.pdf; rename one of them" in reason  # the other file's end tells it apart
+
+
 def test_pages_without_text_are_counted_not_failed(isolated_env):
     src = make_pdf(isolated_env / "x" / "scan.pdf", [[], []])
     report = ingest_sources([src], db=isolated_env / "database", progress=False, workers=1)
@@ -725,6 +742,85 @@ def test_docx_last_rendered_page_breaks(isolated_env):
     assert iter_pages(db) == ["w/rendered/Intro/page_001.md", "w/rendered/Intro/page_002.md"]
     assert "second page text" in read(db, "w/rendered/Intro/page_002.md")[1]
     assert "second page text" not in read(db, "w/rendered/Intro/page_001.md")[1]
+
+
+# Title, Subtitle and Heading 1 as a Japanese or Korean Word (or a template made in one) may name them, with
+# style ids that are not the English ones; the Korean Heading 1 is a style of the user's own that only sets an
+# outline level
+_LOCALISED_STYLES = {
+    "en": {},
+    "ja": {"Title": ("表題", "a3"), "Subtitle": ("副題", "a5"), "Heading 1": ("見出し 1", "1")},
+    "ko": {"Title": ("제목", "a3"), "Subtitle": ("부제", "a5"), "Heading 1": ("조항", "a7")},
+}
+
+
+@pytest.mark.parametrize("lang", sorted(_LOCALISED_STYLES))
+def test_docx_title_style_is_the_documents_title_and_top_heading(isolated_env, lang):
+    from docx import Document
+    from docx.enum.style import WD_STYLE_TYPE
+    from docx.oxml import OxmlElement
+    from docx.oxml.ns import qn
+
+    d = Document()
+    styles = {}
+    for builtin in ("Title", "Subtitle", "Heading 1"):
+        name, sid = _LOCALISED_STYLES[lang].get(builtin, (builtin, ""))
+        if lang == "ko" and builtin == "Heading 1":
+            st = d.styles.add_style(name, WD_STYLE_TYPE.PARAGRAPH)
+            lvl = OxmlElement("w:outlineLvl")
+            lvl.set(qn("w:val"), "0")
+            st.element.get_or_add_pPr().append(lvl)
+        else:
+            st = d.styles[builtin]
+            st.name = name
+        if sid:
+            st.style_id = sid
+        styles[builtin] = st
+    d.add_paragraph("Remote Work Policy", style=styles["Title"])
+    d.add_paragraph("Effective 2025", style=styles["Subtitle"])
+    d.add_paragraph("1. Eligibility", style=styles["Heading 1"])
+    d.add_paragraph("Employees may work remotely.")
+    d.add_paragraph("2. Equipment", style=styles["Heading 1"])
+    d.add_paragraph("A monitor allowance of 300 USD.")
+    path = isolated_env / "w" / "policy.docx"
+    path.parent.mkdir()
+    d.save(path)
+    db = isolated_env / "database"
+    assert not ingest_sources([path], db=db, progress=False, workers=1).failed
+    pages = iter_pages(db)
+    # the title opens the document (its front matter); the Heading 1s are the sections, one level down
+    assert pages == ["w/policy/1. Eligibility/page_002.md", "w/policy/2. Equipment/page_003.md",
+                     "w/policy/front matter/page_001.md"]
+    assert {read(db, p)[0].document for p in pages} == {"Remote Work Policy"}
+    front = read(db, "w/policy/front matter/page_001.md")[1]
+    assert front.splitlines()[0] == "# Remote Work Policy"
+    assert "Effective 2025" in front and "#" not in front.replace("# Remote Work Policy", "")  # no section
+    assert read(db, pages[0])[1].startswith("## 1. Eligibility")
+
+
+def test_docx_table_header_is_its_first_row_as_in_pptx(isolated_env):
+    from docx import Document
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    cells = [["Item", "Allowance", "Renewal"], ["Monitor", "300 USD", "3 years"]]
+    d = Document()
+    t = d.add_table(rows=2, cols=3)
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    tp = slide.shapes.add_table(2, 3, Inches(1), Inches(1), Inches(6), Inches(1)).table
+    for r, row in enumerate(cells):
+        for c, v in enumerate(row):
+            t.cell(r, c).text = v
+            tp.cell(r, c).text = v
+    (isolated_env / "o").mkdir()
+    d.save(isolated_env / "o" / "table.docx")
+    prs.save(isolated_env / "o" / "deck.pptx")
+    db = isolated_env / "database"
+    assert not ingest_sources([isolated_env / "o"], db=db, progress=False, workers=1).failed
+    expected = "| Item | Allowance | Renewal |\n| --- | --- | --- |\n| Monitor | 300 USD | 3 years |"
+    for p in iter_pages(db):
+        assert read(db, p)[1].strip() == expected, p
 
 
 def test_pptx_uses_the_decks_own_sections(isolated_env):

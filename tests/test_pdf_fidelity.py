@@ -177,6 +177,44 @@ def test_japanese_negative_figures_are_figures():
     assert "| 営業利益 | △1,234 | ▲56 |" in md and "| 経常利益 | (1,200) | 30 |" in md
 
 
+def test_a_row_of_words_in_a_figure_tables_columns_stays_in_the_table(isolated_env):
+    """A user's ruled Korean table, whose rows hold figures (the figure-table reading takes it): its last row states
+    no amount ("교통비 | 실비 | 실비 | 실비") and was left out of the table as a paragraph holding pipes."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 70), "출장비 기준표", fontname="korea", fontsize=18)
+    cells = [["항목", "서울", "부산", "제주"], ["숙박비", "120,000원", "100,000원", "110,000원"],
+             ["식비", "50,000원", "45,000원", "48,000원"], ["교통비", "실비", "실비", "실비"]]
+    for r, row in enumerate(cells):
+        for c, text in enumerate(row):
+            page.insert_text((72 + 120 * c, 120 + 20 * r), text, fontname="korea", fontsize=11)
+    for k in range(5):
+        page.draw_line((68, 105 + 20 * k), (548, 105 + 20 * k))
+        page.draw_line((68 + 120 * k, 105), (68 + 120 * k, 185))
+    page.insert_text((72, 230), "위 표의 금액은 1박 또는 1일 기준입니다.", fontname="korea", fontsize=11)
+    [(_meta, body)] = ingest(isolated_env, "travel", doc).values()
+    assert table_lines(body) == ["| 항목 | 서울 | 부산 | 제주 |", "|---|---|---|---|",
+                                 "| 숙박비 | 120,000원 | 100,000원 | 110,000원 |", "| 식비 | 50,000원 | 45,000원 | 48,000원 |",
+                                 "| 교통비 | 실비 | 실비 | 실비 |"], body
+    assert body.rstrip().endswith("\n\n위 표의 금액은 1박 또는 1일 기준입니다.")
+
+
+def test_a_last_row_of_short_words_is_a_row_but_one_over_figures_heads_the_next_table():
+    # the second table's header row is words over figures: it starts that table, not ends the first
+    recs = [line(19, 100, "Postage"), line(380, 100, "1,234", 416), line(466, 100, "1,000", 502),
+            line(19, 112, "Handling"), line(380, 112, "2,119", 416), line(466, 112, "2,975", 502),
+            line(19, 124, "Shipping"), line(390, 124, "Free", 416), line(470, 124, "At cost", 502),
+            line(19, 160, "Reasons"), line(390, 160, "Share", 416), line(470, 160, "Prop.", 502),
+            line(19, 172, "Late"), line(380, 172, "33.3", 416), line(466, 172, "25.0", 502),
+            line(19, 184, "Lost"), line(380, 184, "12.5", 416), line(466, 184, "8.3", 502),
+            line(19, 208, "Shipping is free in 2019 and 2018, as the paragraph below the tables says.")]
+    rs = rows(recs)
+    [(first, end), (second, end2)] = figure_tables(rs).values()
+    assert first.endswith("| Handling | 2,119 | 2,975 |\n| Shipping | Free | At cost |") and end == 3, first
+    assert second.startswith("| Reasons | Share | Prop. |\n|---|---|---|\n| Late | 33.3 | 25.0 |"), second
+    assert end2 == len(rs) - 1  # the paragraph after the tables is not a row of them
+
+
 # ------------------------------------------------------------------------------------------ running lines
 
 
@@ -472,5 +510,5 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 5 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
-    assert "heading" in CONVERTER_CHANGES[5]
+    assert CONVERTER_VERSION == 6 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert "heading" in CONVERTER_CHANGES[5] and "figure table" in CONVERTER_CHANGES[6]

@@ -69,6 +69,15 @@ def one_line(value: object, limit: int | None = None) -> str:
     return s if limit is None or len(s) <= limit else s[: limit - 1] + "…"
 
 
+def clip_middle(text: str, limit: int) -> str:
+    """`text` cut to `limit` characters by an "…" in its middle: its start and its end stay, so two long names
+    that differ only near their ends ("…나나나.docx", "…나다다다.docx") stay apart."""
+    if len(text) <= limit:
+        return text
+    tail = (limit - 1) // 2
+    return text[: limit - 1 - tail] + "…" + text[len(text) - tail:]
+
+
 def is_cjk(ch: str) -> bool:
     return bool(CJK_RE.match(ch))
 

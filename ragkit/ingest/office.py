@@ -1,10 +1,19 @@
 """DOCX and PPTX -> pages through markitdown: DOCX split at page breaks (or top-level headings), PPTX one
-page per slide with the deck's own sections."""
+page per slide with the deck's own sections.
+
+    convert_docx(job) -> DocResult
+    convert_pptx(job) -> DocResult
+
+A DOCX's headings come from its paragraph styles (`_docx_style_map`): Title, Heading 1-6 and any style that
+carries an outline level, found by style id, built-in name or outline level, so a Japanese or Korean Word's
+styles ("見出し 1", "제목") count too. A table's first row is its header, in DOCX as in PPTX."""
 
 from __future__ import annotations
 
+import html
 import io
 import re
+import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
@@ -17,6 +26,7 @@ from ragkit.ingest.pages import (
     emit_pages,
     range_sections,
     reason_line,
+    section_level,
 )
 
 # ---------------------------------------------------------------------------------------------- Office
@@ -33,16 +43,88 @@ def _office_title(zf: zipfile.ZipFile) -> str:
     except KeyError:
         return ""
     m = _TITLE_RE.search(core)
-    import html
-
     return html.unescape(m.group(1)).strip() if m else ""
 
 
-def _markitdown(data: bytes, ext: str) -> str:
+def _markitdown(data: bytes, ext: str, style_map: str = "") -> str:
+    """markitdown's markdown for a DOCX or PPTX. A table's first row is its header: PPTX tables arrive with it
+    marked (<th>), DOCX tables as plain rows, which markdownify would put under an empty header row."""
     from markitdown import MarkItDown, StreamInfo
 
-    res = MarkItDown(enable_plugins=False).convert_stream(io.BytesIO(data), stream_info=StreamInfo(extension=ext))
+    res = MarkItDown(enable_plugins=False).convert_stream(
+        io.BytesIO(data), stream_info=StreamInfo(extension=ext), table_infer_header=True,
+        **({"style_map": style_map} if style_map else {}))
     return res.markdown or ""
+
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+# Word stores a built-in style under its English name whatever the language of its interface, but other writers
+# (and templates made in a localised Word) may keep the name the user saw: Japanese, Korean and Chinese too
+_TITLE_NAMES = frozenset({"title", "表題", "タイトル", "제목", "标题", "標題"})
+_SUBTITLE_NAMES = frozenset({"subtitle", "副題", "サブタイトル", "부제", "부제목", "副标题", "副標題"})
+_HEADING_NAME = re.compile(r"^(?:heading|見出し|제목|标题|標題)\s*([1-9])$")
+_HEADING_ID = re.compile(r"^Heading([1-9])$")
+
+
+def _style_roles(styles_xml: bytes) -> dict[str, tuple[str, str | int]]:
+    """{paragraph style id: (its name, "title" | "subtitle" | heading level 1-9)} for the styles of
+    word/styles.xml that make a title, a subtitle or a heading: by built-in style id (Title, Heading1), by name
+    (case ignored, localised names too) or, for headings under any name, by the outline level the style sets or
+    inherits (what Word's navigation pane lists)."""
+    root = ET.fromstring(styles_xml)
+    styles: dict[str, tuple[str, str | None, int | None]] = {}  # id: (name, based on, outline level)
+    for st in root.iter(f"{_W}style"):
+        if st.get(f"{_W}type") != "paragraph" or not st.get(f"{_W}styleId"):
+            continue
+        name_el, based_el = st.find(f"{_W}name"), st.find(f"{_W}basedOn")
+        lvl_el = st.find(f"{_W}pPr/{_W}outlineLvl")
+        lvl = lvl_el.get(f"{_W}val") if lvl_el is not None else None
+        styles[st.get(f"{_W}styleId")] = (
+            name_el.get(f"{_W}val", "") if name_el is not None else "",
+            based_el.get(f"{_W}val") if based_el is not None else None,
+            int(lvl) if lvl is not None and lvl.isdigit() else None)
+
+    def outline(sid: str | None, depth: int = 0) -> int | None:
+        if sid not in styles or depth > 10:
+            return None
+        _name, based, lvl = styles[sid]
+        return lvl if lvl is not None else outline(based, depth + 1)
+
+    roles: dict[str, tuple[str, str | int]] = {}
+    for sid, (name, _based, _lvl) in styles.items():
+        key = " ".join(name.split()).casefold()
+        m = _HEADING_ID.match(sid) or _HEADING_NAME.match(key)
+        if sid == "Title" or key in _TITLE_NAMES:
+            roles[sid] = (name, "title")
+        elif sid == "Subtitle" or key in _SUBTITLE_NAMES:
+            roles[sid] = (name, "subtitle")
+        elif m:
+            roles[sid] = (name, int(m.group(1)))
+        elif (lvl := outline(sid)) is not None and lvl < 9:  # 9: body text
+            roles[sid] = (name, lvl + 1)
+    return roles
+
+
+def _docx_style_map(zf: zipfile.ZipFile, document_xml: str) -> str:
+    """A mammoth style map for this DOCX: its Title paragraphs are `#` (the document's title, its first heading)
+    and its headings one level down (Heading 1 is `##`), when the document uses a title style; else its headings
+    keep their levels. A subtitle stays a paragraph: it names no section. "" when word/styles.xml is missing or
+    unreadable (mammoth's own map then finds the English-named headings)."""
+    try:
+        roles = _style_roles(zf.read("word/styles.xml"))
+    except (KeyError, ET.ParseError):
+        return ""
+    used = set(re.findall(r'<w:pStyle\s+w:val="([^"]*)"', document_xml))
+    shift = int(any(role == "title" for sid, (_n, role) in roles.items() if sid in used))
+    lines = []
+    for _sid, (name, role) in roles.items():
+        if not name:
+            continue
+        target = "p:fresh" if role == "subtitle" else \
+            f"h{1 if role == 'title' else min(int(role) + shift, 6)}:fresh"
+        quoted = name.replace("\\", "\\\\").replace("'", "\\'")
+        lines.append(f"p[style-name='{quoted}'] => {target}")
+    return "\n".join(lines)
 
 
 def _open_zip(job: Job, kind: str) -> tuple[bytes, zipfile.ZipFile]:
@@ -62,8 +144,8 @@ _MD_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$", re.MULTILINE)
 
 
 def _top_heading_level(md: str) -> int | None:
-    levels = [len(m.group(1)) for m in _MD_HEADING.finditer(md)]
-    return min(levels) if levels else None
+    """The level of the headings that split a DOCX into sections (pages.section_level, as for PDF outlines)."""
+    return section_level([len(m.group(1)) for m in _MD_HEADING.finditer(md)])
 
 
 def convert_docx(job: Job) -> DocResult:
@@ -75,6 +157,7 @@ def convert_docx(job: Job) -> DocResult:
         except KeyError:
             raise ConvertError("corrupt DOCX (no word/document.xml)") from None
         title = _office_title(zf)
+        style_map = _docx_style_map(zf, xml)
         n_breaks = len(_DOCX_BREAK_RE.findall(xml))
         if n_breaks:
             buf = io.BytesIO()
@@ -86,7 +169,7 @@ def convert_docx(job: Job) -> DocResult:
                     out.writestr(item, payload)
             data = buf.getvalue()
     try:
-        md = _markitdown(data, ".docx")
+        md = _markitdown(data, ".docx", style_map)
     except Exception as e:
         raise ConvertError(f"corrupt DOCX ({reason_line(e)})") from None
     top = _top_heading_level(md)
@@ -143,7 +226,6 @@ def _pptx_sections(zf: zipfile.ZipFile, n: int) -> list[str] | None:
     found = _PPT_SECTION_RE.findall(pres)
     if not found or len(order) != n:
         return None
-    import html
 
     by_id = {sid: html.unescape(name).strip() or "untitled" for name, body in found
              for sid in _SECTION_SLD_RE.findall(body)}

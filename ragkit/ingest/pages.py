@@ -135,6 +135,18 @@ def range_sections(n_pages: int) -> list[str]:
     return out
 
 
+def section_level(levels: list[int]) -> int | None:
+    """The heading or outline level whose entries are a document's sections: the top one, or the next when the
+    top level's only entry is the document itself ("Manual" over its chapters, a DOCX's Title over its Heading
+    1s)."""
+    if not levels:
+        return None
+    top = min(levels)
+    while levels.count(top) == 1 and levels.count(top + 1) >= 2:
+        top += 1
+    return top
+
+
 def outline_sections(toc: list, n_pages: int) -> list[str] | None:
     """Section title per page (index 0 = page 1) from a `get_toc(simple=True)` list, or None when the
     outline has no usable entry."""
@@ -142,10 +154,7 @@ def outline_sections(toc: list, n_pages: int) -> list[str] | None:
     entries = [e for e in entries if 1 <= e[2] <= n_pages]
     if not entries:
         return None
-    top = min(e[0] for e in entries)
-    # an outline whose only top entry is the document itself ("Manual" > chapters): use the chapters
-    while sum(1 for e in entries if e[0] == top) == 1 and sum(1 for e in entries if e[0] == top + 1) >= 2:
-        top += 1
+    top = section_level([e[0] for e in entries])
     tops = [(title or "untitled", page) for lvl, title, page in entries if lvl == top]
     tops.sort(key=lambda e: e[1])  # stable: entries on one page keep their outline order
     first_on: dict[int, str] = {}

@@ -190,7 +190,7 @@ def figure_tables(rs: list[list]) -> dict[int, tuple[str, int]]:
         while first - 1 >= floor and info[first - 1] and info[first - 1][0] == "fig" \
                 and 0 <= rs[first][1] - rs[first - 1][3] <= 2.5 * (rs[first][4] or 10):
             first -= 1  # rows of dashes only ("Dividend yield | —% | —%") above the first figures
-        body, end = _extend(rs, info, first)
+        body, end, inferred = _extend(rs, info, first)
         figs = [k for k in body if info[k]]
         cols = _columns([(c[0], c[1]) for k in figs for c in info[k][2]], len(figs))
         head, lead = _header(rs, info, first, floor, cols)
@@ -198,6 +198,8 @@ def figure_tables(rs: list[list]) -> dict[int, tuple[str, int]]:
             i += 1  # too little to be a table: one row of figures without a header over them
             continue
         start = min([*head, *lead, first])
+        for k, entry in inferred.items():
+            info[k] = entry
         out[start] = (_render(rs, info, head, lead + body, cols), end)
         floor = i = end
     return out
@@ -207,20 +209,30 @@ def _value_left(info: list, ks: list[int]) -> float:
     return min(c[0] for k in ks if info[k] for c in info[k][2])
 
 
-def _extend(rs: list[list], info: list, i: int) -> tuple[list[int], int]:
-    """The body rows of the table whose first figure row is i: figure rows, and label rows between them (a
-    caption such as "Other income (expense):" or the first line of a wrapped label). A row of years below
-    starts the next table."""
+def _extend(rs: list[list], info: list, i: int) -> tuple[list[int], int, dict[int, tuple[str, list, list]]]:
+    """The body rows of the table whose first figure row is i: figure rows, label rows between them (a caption
+    such as "Other income (expense):" or the first line of a wrapped label) and the rows of short words in the
+    figure columns that end it (`_word_values`; returned apart, as {row: entry}, to be read as figure rows once
+    the table is taken). A row of years below starts the next table, and so do rows of words right over figures
+    ("NEI Reasons | Prop. (%)": they head it)."""
     size = rs[i][4] or 10
-    body, pending = [i], []
+    body, pending, words = [i], [], []
+    inferred: dict[int, tuple[str, list, list]] = {}
     left = _value_left(info, [i])
+    heads = False  # the rows of words stand over figures
     j = i + 1
     while j < len(rs):
         r = rs[j]
         gap = r[1] - rs[j - 1][3]
         if gap > 2.5 * size or gap < -size or abs(r[4] - size) > 2.5:
             break
-        if info[j] and info[j][0] == "fig":
+        if not info[j] and (entry := _word_values(r, info, body, left, size)):
+            inferred[j] = entry
+            words.append(j)
+        elif words:
+            heads = bool(info[j]) and info[j][0] == "fig"
+            break
+        elif info[j] and info[j][0] == "fig":
             body += [*pending, j]
             pending = []
             left = min(left, _value_left(info, [j]))
@@ -229,7 +241,24 @@ def _extend(rs: list[list], info: list, i: int) -> tuple[list[int], int]:
         else:
             break
         j += 1
-    return body, body[-1] + 1
+    if words and not heads:
+        body += [*pending, *words]
+        return body, body[-1] + 1, inferred
+    return body, body[-1] + 1, {}
+
+
+def _word_values(r: list, info: list, body: list[int], left: float, size: float) -> tuple[str, list, list] | None:
+    """("fig", label cells, value cells) for a row that holds a label and, in the figure columns of the table's
+    figure rows, short words instead of figures ("교통비 | 실비 | 실비 | 실비", "Shipping | Free | At cost"), else
+    None: a row of the table that states no amount."""
+    cells = r[6]
+    if len(cells) < 2 or cells[0][1] > left + 0.5 * size:
+        return None
+    spans = [(c[0], c[1]) for k in body if info[k] for c in info[k][2]]
+    if not all(len(c[2]) <= _SHORT_VALUE and any(a - size <= c[1] and c[0] <= b + size for a, b in spans)
+               for c in cells[1:]):
+        return None
+    return "fig", cells[:1], cells[1:]
 
 
 def _label_only(r: list, left: float, size: float) -> bool:

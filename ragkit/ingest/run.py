@@ -11,6 +11,7 @@ from pathlib import Path
 from ragkit.core.config import Limits
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.paths import page_number, sanitize_name
+from ragkit.core.text import clip_middle
 from ragkit.ingest.copies import find_copies, refresh_copies, snapshot
 from ragkit.ingest.manifest import (
     CONVERTER_VERSION,
@@ -228,9 +229,18 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
     return jobs, commit
 
 
+_CLASH_NAME = 40  # characters of a name shown in a clash: sanitize_name cuts names at 80, so clashing ones are long
+
+
 def _clash(folder: str, owner: str) -> str:
-    return (f"would go to the same folder {folder} as {shown_path(Path(owner))}; rename one of them or ingest it "
-            "with --category")
+    """The one-line reason a source fails when its folder is another's: the folder and the other source, their last
+    names clipped in the middle (the failing source is named in full before it)."""
+    def short(path: str) -> str:
+        parent, sep, name = path.rpartition("/")
+        return parent + sep + clip_middle(name, _CLASH_NAME)
+
+    return (f"would go to the same folder {short(folder)} as {short(shown_path(Path(owner)))}; rename one of them or "
+            "ingest it with --category")
 
 
 class _Commit:
