@@ -135,8 +135,14 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
             if c in RULE_COLUMNS:
                 row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: r.get(JUDGED_BY) != BY_RULE,
                                         which=f"judged; the {len(by_rule)} passed by rule left out")
+                # a row whose judge failed (Judge Error) has no score, not a 0: say how many are left out
+                failed = sum(1 for r in qa_rows if r.get("Judge Error") and str(r.get(c) or "") == ""
+                             and r.get(JUDGED_BY) != BY_RULE)
                 if not row["Rows"]:
-                    row["Covers"] = "not measured (no judge)" if c != "Contain Match" else "not measured"
+                    row["Covers"] = (f"not measured (the judge failed on {failed} row(s))" if failed else
+                                     "not measured (no judge)" if c != "Contain Match" else "not measured")
+                elif failed:
+                    row["Covers"] = f"{row['Covers']} (the judge failed on {failed} row(s); left out)"
             elif c == ATTEMPTS:  # 0 = never re-asked: no attempt to average
                 row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: bool(parse_number(r.get(ATTEMPTS))),
                                         which="the rows the optimizer worked on")
