@@ -1022,3 +1022,19 @@ def test_eval_judge_that_repeats_its_prompt_example_is_a_judge_error_not_a_zero(
 
 def pd_empty(value) -> bool:
     return value is None or value == "" or (isinstance(value, float) and value != value)
+
+
+def test_wrong_database_hint_keeps_an_absolute_path_absolute(isolated_env):
+    """Report s52 M5: references written as absolute paths into one database, run against another holding the same
+    pages: the hint said `try --db work/bench/s52-user/db` (no leading /), a folder that does not exist."""
+    first = make_db(isolated_env / "a").resolve()
+    other = make_db(isolated_env / "b").resolve()
+    inp = write_input(isolated_env / "q.csv", [
+        ["Question", "Reference Document"],
+        ["How do I reset the router?", str(first / "manuals/router/setup/page_001.md")]])
+    with pytest.raises(RagError) as e:
+        B.run_batch(inp, offline(other, isolated_env), progress=False)
+    msg = str(e.value)
+    assert f"hint: they exist under {first}, so try --db {first}" in msg, msg
+    result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(other), "--provider", "offline"])
+    assert result.exit_code == 1 and f"--db {first}" in " ".join(result.output.split()), result.output

@@ -481,10 +481,12 @@ def _reference_hint(refs: list[str], db: Path) -> str:
     root = db.resolve()
     here = reference_path(db, "").rstrip("/")
     for ref in refs:
-        parts = normalize_ref(ref).lstrip("/").split("/")
+        norm = normalize_ref(ref)
+        lead = "/" if norm.startswith("/") else ""  # an absolute reference's prefix is absolute too
+        parts = norm.lstrip("/").split("/")
         for k in range(1, len(parts) - 1):
             if (root / "/".join(parts[k:])).is_file():
-                prefix = "/".join(parts[:k])
+                prefix = lead + "/".join(parts[:k])
                 if Path(normalize_ref(ref)).is_file() or (Path.cwd() / prefix).is_dir():
                     return f"; hint: they exist under {prefix}, so try --db {prefix}"
                 return (f"; hint: the pages exist in {db} under another prefix: write {here}/... instead of "
