@@ -98,6 +98,10 @@ def _one_line(e: BaseException | str) -> str:
     return one_line(e) or (type(e).__name__ if not isinstance(e, str) else "")
 
 
+# The answer columns that only an answer has: a retrieval-only run (--strategy search) leaves them empty.
+ANSWER_ONLY_COLUMNS = ("Refused", CONFIDENCE, "Steps", MAX_LOOPS)
+
+
 def answer_columns(answer: Answer) -> dict:
     """The columns that describe an answer (no scoring)."""
     retrieved = _dedupe(s.path for s in answer.sources)
@@ -351,6 +355,7 @@ def _score(scorer: Scorer, row: dict, answer: Answer, *, ref_cols: dict | None =
     if scorer.search_k:
         from ragkit.evaluate.retrieval import search_columns
 
+        cols.update(dict.fromkeys(ANSWER_ONLY_COLUMNS, ""))  # nothing answered: no refusal, confidence or steps
         if scorer.has_ref:
             cols.update(search_columns(str(row.get(REFERENCE) or ""), retrieved, scorer.search_k,
                                        page_keys(scorer.db)))
