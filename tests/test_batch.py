@@ -981,3 +981,60 @@ def test_eval_without_a_refused_column_tells_a_partial_answer_from_a_refusal(iso
            for r in report.rows]
     assert got[0] == ("False", "1", "1", "0", "0")  # answered, one of two items: not a refusal (TP 0, FN 2)
     assert got[1:] == [("True", "0", "0", "0", "1")] * 3  # refusals of what the documents cannot answer
+
+
+def test_eval_judge_that_repeats_its_prompt_example_is_a_judge_error_not_a_zero(isolated_env, scripted_server):
+    """Report s52 H3: a weak judge copied the rubric prompt's example (0.0 everywhere, issues ["specific problems
+    found"]) for correct, cited answers; eval wrote Judge Overall 0.0, Judge Passed False, no Judge Error, and
+    the summary averaged the zeros into a 0.000 pass rate."""
+    from ragkit.evaluate.judges.rubric import COPIED_EXAMPLE
+
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [
+        HEADER, ["How do I reset the router?", "hold the reset button for 10 seconds", ROUTER, "1", "reset button"]])
+    first = B.run_batch(inp, offline(db, isolated_env), progress=False)
+    good = checklist_judge()
+    echoed = json.dumps({"accuracy": 0.0, "completeness": 0.0, "citations": 0.0, "context_relevance": 0.0,
+                         "reasoning": {"accuracy": "..."}, "issues": ["specific problems found"],
+                         "strengths": ["specific strengths"]})
+
+    def judge(body):
+        if judge_kind(body) == "rubric_verdict":
+            return {"content": echoed}
+        if judge_kind(body) == "accuracy_verdict":
+            return {"content": json.dumps({"correct": True, "reason": "same fact"})}
+        return good(body)
+
+    scripted_server.set_responder(agent_responder(QUESTIONS, judge=judge))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results")
+    report = run_eval(first.results_path, settings, progress=False)
+    row = report.rows[0]
+    assert COPIED_EXAMPLE in row["Judge Error"] and "rubric judge failed" in row["Judge Error"]
+    assert all(row[c] in ("", None) for c in ("Judge Accuracy", "Judge Overall", "Judge Passed", "Judge Issues"))
+    assert str(row["LLM Accuracy"]) == "True" and str(row["Contain Match"]) == "True"  # the other judges stand
+    summary = _summary(report)
+    assert str(summary["Judge errors"]["Total"]) == "1"
+    assert str(summary["Judge Passed"]["Rows"]) == "0" and pd_empty(summary["Judge Passed"]["Mean"])
+    assert summary["Judge Overall"]["Covers"] == "not measured (the judge failed on 1 row(s))"
+    text = _report_text(report)
+    assert "Judge pass rate" not in text and "1 error" in text and "repeated the prompt's example" in text
+
+
+def pd_empty(value) -> bool:
+    return value is None or value == "" or (isinstance(value, float) and value != value)
+
+
+def test_wrong_database_hint_keeps_an_absolute_path_absolute(isolated_env):
+    """Report s52 M5: references written as absolute paths into one database, run against another holding the same
+    pages: the hint said `try --db work/bench/s52-user/db` (no leading /), a folder that does not exist."""
+    first = make_db(isolated_env / "a").resolve()
+    other = make_db(isolated_env / "b").resolve()
+    inp = write_input(isolated_env / "q.csv", [
+        ["Question", "Reference Document"],
+        ["How do I reset the router?", str(first / "manuals/router/setup/page_001.md")]])
+    with pytest.raises(RagError) as e:
+        B.run_batch(inp, offline(other, isolated_env), progress=False)
+    msg = str(e.value)
+    assert f"hint: they exist under {first}, so try --db {first}" in msg, msg
+    result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(other), "--provider", "offline"])
+    assert result.exit_code == 1 and f"--db {first}" in " ".join(result.output.split()), result.output

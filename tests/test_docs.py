@@ -120,3 +120,21 @@ def test_every_option_a_shell_block_uses_exists():
                 assert not missing, f"{doc.relative_to(REPO)}:{line}: `rag {name}` has no option {sorted(missing)}"
                 seen += 1
     assert seen >= 10  # the blocks do call rag
+
+
+def _readme_section(title: str) -> str:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    return text[text.index(title):][len(title):].split("\n## ", 1)[0]
+
+
+def test_the_readme_model_section_gives_the_key_as_it_can_be_given_and_names_the_timeout():
+    """Report s52 M6, M7: the README said the key could be set by a flag (there is none, on purpose: a command
+    line leaks into shell history and process lists), and its llama.cpp recipe timed out on a CPU model without
+    a word about RAG_TIMEOUT (documented only in docs/configuration.md)."""
+    section = _readme_section("## With a model")
+    key = next(p for p in section.split("\n\n") if "OPENAI_API_KEY` set" in p)
+    assert "environment" in key and "`.env`" in key and "(flag" not in key and "no flag" in key
+    options = {o for cmd in _commands().values() for p in cmd.params if p.param_type_name == "option" for o in p.opts}
+    assert not [o for o in options if "key" in o], "a key flag: the README says there is none"
+    recipe = next(code for _, code, why in shell_blocks(REPO / "README.md") if "llama-server" in code)
+    assert "RAG_TIMEOUT=" in recipe and "RAG_TIMEOUT" in section.split(recipe)[1]

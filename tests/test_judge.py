@@ -416,3 +416,51 @@ def test_hallucination_patterns_read_from_dotenv(isolated_env):
     cfg = RubricConfig.from_env()
     assert [r.name for r in cfg.rules][-1] == "pattern Initech"
     assert find_hallucinations("Initech says so.", "", cfg.rules) == ["pattern Initech: Initech"]
+
+
+# == a degenerate rubric reply (report s52 H3) =========================================================
+# What qwen2.5-coder-1.5b sent back for two correct, cited answers: the prompt's output example, word for word.
+ECHOED_EXAMPLE = json.dumps({"accuracy": 0.0, "completeness": 0.0, "citations": 0.0, "context_relevance": 0.0,
+                             "reasoning": {"accuracy": "...", "completeness": "...", "citations": "...",
+                                           "context_relevance": "..."},
+                             "issues": ["specific problems found"], "strengths": ["specific strengths"]})
+
+
+def test_rubric_reply_repeating_the_example_is_a_judge_error_not_a_zero(scripted_server):
+    from ragkit.evaluate.judges.rubric import _EXAMPLE_TEXTS, COPIED_EXAMPLE
+
+    for _ in range(3):
+        scripted_server.enqueue(content=ECHOED_EXAMPLE)
+    with pytest.raises(RagError) as e:
+        rubric(scripted_server)
+    assert COPIED_EXAMPLE in str(e.value) and "\n" not in str(e.value)
+    assert len(scripted_server.requests) == 3  # asked again, told why, like an invalid reply
+    assert COPIED_EXAMPLE in scripted_server.requests[1]["messages"][-1]["content"]
+    # the prompt's own descriptions copied into an otherwise numeric reply are no verdict either
+    for _ in range(3):
+        scripted_server.enqueue(content=rubric_json(acc=0.9, issues=[_EXAMPLE_TEXTS["issue"]]))
+    with pytest.raises(RagError, match="repeated the prompt's example"):
+        rubric(scripted_server)
+
+
+def test_rubric_zeros_without_a_problem_are_asked_again_then_scored(scripted_server):
+    from ragkit.evaluate.judges.rubric import NO_ISSUE_ZEROS
+
+    scripted_server.enqueue(content=rubric_json(acc=0, comp=0, cit=0, ctx=0, issues=[]))
+    scripted_server.enqueue(content=rubric_json(acc=1.0, comp=1.0, cit=0.9, ctx=1.0, issues=[]))
+    v = rubric(scripted_server)
+    assert v.accuracy == 1.0 and v.passed and v.usage.calls == 2
+    assert NO_ISSUE_ZEROS in scripted_server.requests[1]["messages"][-1]["content"]
+    # zeros with a concrete problem are a verdict
+    scripted_server.enqueue(content=rubric_json(acc=0, comp=0, cit=0, ctx=0, issues=["the answer is about a TV"]))
+    v = rubric(scripted_server)
+    assert v.overall == 0.0 and v.issues == ["the answer is about a TV"]
+
+
+def test_rubric_prompt_example_has_no_literal_values_to_copy(scripted_server):
+    scripted_server.enqueue(content=rubric_json())
+    rubric(scripted_server)
+    prompt = scripted_server.requests[0]["messages"][0]["content"]
+    example = prompt[prompt.index("## Output"):]
+    assert "specific problems found" not in example and "0.0," not in example and '"..."' not in example
+    assert '"accuracy": <score>' in example and "never copy" in example

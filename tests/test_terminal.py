@@ -205,6 +205,19 @@ def test_json_output_of_a_failure_is_an_object_with_an_error(isolated_env):
     assert json.loads(missing.stdout)["error"] and len(missing.stderr.splitlines()) == 1
 
 
+def test_a_failed_answer_in_text_mode_is_one_line_on_stderr_and_nothing_on_stdout(isolated_env):
+    """Report s52 L3: `rag ask` printed a model error on stdout (exit 1), so `a=$(rag ask ...)` took the error
+    for the answer."""
+    write_pages(isolated_env / "database", {"d/doc/s/page_001.md": ("doc", "s", 1, "VPN sessions last 8 hours.")})
+    env = {"OPENAI_API_KEY": "sk-test-SECRET-KEY", "OPENAI_API_BASE": "http://127.0.0.1:9/v1", "RAG_TIMEOUT": "2",
+           "RAG_EMBED": "0", "RAG_CACHE_DIR": str(isolated_env / "cache")}
+    res = rag("ask", "How long is a VPN session?", env=env)
+    assert res.returncode == 1, res.stdout + res.stderr
+    assert res.stdout == "", res.stdout
+    lines = res.stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: openai") and "SECRET" not in res.stderr, res.stderr
+
+
 # -------------------------------------------------------------------------------------------- 5. ingest
 
 

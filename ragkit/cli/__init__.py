@@ -163,6 +163,14 @@ def _fail(message: str, code: int, json_out: bool) -> None:
     raise typer.Exit(code) from None
 
 
+def _item_errors(errors: list[str]) -> None:
+    """The items a command could not do (the others were done): one line each on stderr, then exit 1."""
+    for e in errors:
+        err.print(f"[red]error:[/red] {escape(one_line(e))}", highlight=False)
+    if errors:
+        raise typer.Exit(1)
+
+
 def handle_errors(fn):
     """User mistakes become one line on stderr and an exit status; never a traceback."""
 
@@ -337,7 +345,7 @@ def ask(
     if fmt == "text":
         _say_provider(settings)
     result = ask_question(question, settings, strategy=strategy, trace_path=trace, task=task)
-    print_answer(result, fmt=fmt, console=console)
+    print_answer(result, fmt=fmt, console=console, err_console=err)
     if result.error:
         raise typer.Exit(1)
 
@@ -463,8 +471,7 @@ def genqa(
                                 task=task)
     print_genqa_report(report, err if print_path else console)
     write_path(report.path, print_path)
-    if report.errors:
-        raise typer.Exit(1)
+    _item_errors(report.errors)
 
 
 @app.command()
@@ -499,10 +506,7 @@ def evolve(
         return
     report = run_experiments(experiments_csv, settings, only=only, until=until)
     print_evolve_report(report, console)
-    for e in report.errors:
-        err.print(f"[red]error:[/red] {escape(one_line(e))}", highlight=False)
-    if report.errors:
-        raise typer.Exit(1)
+    _item_errors(report.errors)
 
 
 @app.command()

@@ -20,22 +20,27 @@ if TYPE_CHECKING:  # each command imports only its own stages (pandas alone take
     from ragkit.optimize import OptimizeReport
 
 
-def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None) -> None:
+def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None, err_console: Any = None) -> None:
     """Show an Answer: fmt "json" prints exactly Answer.to_json() as one JSON object on stdout; "text" prints
-    the answer, its sources (path and page), refusal/offline/general-knowledge notes, tokens, cost, time."""
+    the answer, its sources (path and page), refusal/offline/general-knowledge notes, tokens, cost, time.
+
+    An error is one line on `err_console` (stderr unless given), as every command's errors are; in text mode it
+    is all that is printed (a failed answer has no text), so `a=$(rag ask ...)` never captures the error as the
+    answer."""
     from rich.console import Console
     from rich.markup import escape
 
+    from ragkit.core.console import make_console
+
     console = console if console is not None else Console()
+    if answer.error:
+        err_console = err_console if err_console is not None else make_console(stderr=True)
+        err_console.print(f"[red]error:[/red] {escape(one_line(answer.error))}", highlight=False)
     if fmt == "json":
         console.out(json.dumps(clean_json(answer.to_json()), ensure_ascii=False), highlight=False)
-        if answer.error:
-            from ragkit.core.console import make_console
-
-            make_console(stderr=True).print(f"[red]error:[/red] {escape(one_line(answer.error))}", highlight=False)
         return
     if answer.error:
-        console.print(f"[red]error:[/red] {escape(answer.error)}", highlight=False)
+        return
     if answer.provider == "offline":
         # said even when the answer text carries its own offline note: the strategy name alone would suggest
         # that agent, naive and synth differ offline
@@ -425,8 +430,7 @@ def print_genqa_report(report: GenqaReport, console) -> None:
             console.print(f"  {where.replace(chr(10), ' + ')}: {reason}", highlight=False, markup=False)
         if len(report.skipped) > 20:
             console.print(f"  ... and {len(report.skipped) - 20} more", highlight=False)
-    for e in report.errors:
-        console.print(f"[red]error:[/red] {e}", highlight=False)
+    # report.errors are printed by the CLI, one line each on stderr (as every command's errors)
     if report.path is not None:
         console.print(f"questions written to {report.path}", highlight=False)
     else:

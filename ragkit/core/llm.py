@@ -418,7 +418,10 @@ class OpenAIProvider(Provider):
         try:
             resp = self._client_get().chat.completions.create(**kwargs)
         except openai.APITimeoutError:
-            raise _Retryable(f"timed out after {self.settings.timeout:g}s") from None
+            # a local model on a CPU writes ~10 tokens/s: name the setting that gives it longer
+            t = self.settings.timeout
+            raise _Retryable(f"timed out after {t:g}s; a slow model needs longer: raise RAG_TIMEOUT (now {t:g} s)"
+                             ) from None
         except openai.APIConnectionError as e:
             raise _Retryable(f"connection failed: {_error_message(e)}") from None
         except openai.APIStatusError as e:

@@ -224,7 +224,7 @@ def run_batch(
                          strategy=f"search (k={k})" if strategy == "search" else strategy)
     report.run = run_record("batch", settings, strategy=strategy, provider=settings.provider, model=provider.model,
                             judge=scorer.judge, k=retrieval_depth(strategy, settings, k), input_path=input_csv,
-                            offline=provider.is_offline, rows=records)
+                            offline=provider.is_offline and strategy != "search", rows=records)
     others = [p for p in ck.path.parent.glob(f"{glob.escape(ck.path.name.rsplit('-', 1)[0])}-*.jsonl") if p != ck.path] \
         if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():

@@ -17,6 +17,7 @@ from ragkit.core.csvio import (
 from ragkit.core.csvio import write_csv as _write_csv
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.evaluate.heldout import SPLIT_COLUMN
+from ragkit.evaluate.retrieval import SEARCH, is_retrieval_metric
 from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, write_run_info
 from ragkit.evaluate.scoring import (
     ATTEMPTS,
@@ -123,7 +124,9 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     _write_csv(df, path)
     report.results_path = path
 
-    metric_cols = [c for c in SUMMARY_METRICS if c in columns]
+    # a retrieval-only run (--strategy search) answered nothing: only its retrieval figures are measurements
+    retrieval_only = report.run.strategy == SEARCH
+    metric_cols = [c for c in SUMMARY_METRICS if c in columns and (not retrieval_only or is_retrieval_metric(c))]
     ref_col = REFERENCE if REFERENCE in columns else None
     # question answering and summarization are measured apart: the QA metrics cover the qa rows only
     qa_rows = [r for r in report.rows if task_of(r) == "qa"] if TASK in columns else report.rows
@@ -135,8 +138,14 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
             if c in RULE_COLUMNS:
                 row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: r.get(JUDGED_BY) != BY_RULE,
                                         which=f"judged; the {len(by_rule)} passed by rule left out")
+                # a row whose judge failed (Judge Error) has no score, not a 0: say how many are left out
+                failed = sum(1 for r in qa_rows if r.get("Judge Error") and str(r.get(c) or "") == ""
+                             and r.get(JUDGED_BY) != BY_RULE)
                 if not row["Rows"]:
-                    row["Covers"] = "not measured (no judge)" if c != "Contain Match" else "not measured"
+                    row["Covers"] = (f"not measured (the judge failed on {failed} row(s))" if failed else
+                                     "not measured (no judge)" if c != "Contain Match" else "not measured")
+                elif failed:
+                    row["Covers"] = f"{row['Covers']} (the judge failed on {failed} row(s); left out)"
             elif c == ATTEMPTS:  # 0 = never re-asked: no attempt to average
                 row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: bool(parse_number(r.get(ATTEMPTS))),
                                         which="the rows the optimizer worked on")
@@ -147,7 +156,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         summary.append(format_row({"Metric": "Passed by rule", "Mean": None, "Micro": None, "Total": len(by_rule),
                                    "Rows": len(by_rule), "Covers": "unanswerable, refused (judge columns set to 1 "
                                                                    "by rule, not by a judge)"}))
-    summary += [format_row(r) for r in _refusal_rows(qa_rows, ref_col)]
+    if not retrieval_only:
+        summary += [format_row(r) for r in _refusal_rows(qa_rows, ref_col)]
     summary += [format_row(r) for r in summary_section(report.rows)]
     if report.measure is not None:
         summary += [format_row(r) for r in report.measure.summary_rows()]

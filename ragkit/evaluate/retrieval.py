@@ -4,6 +4,8 @@ Each question is one search; `Retrieved Files` holds its top-k pages in rank ord
 reference metrics (Ref Recall, Ref Precision... over those k pages) plus the ranking metrics of
 ragkit.evaluate.rankmetrics as `Ref Recall@k`, `Ref Hit@k`, `Ref MRR` and `Ref nDCG@k` (the summary averages them).
 No judge, no optimizer: what it costs is the search. Users tune retrieval with it before paying for model runs.
+The answer columns (Refused, Confidence, Steps, Max Loops Reached) stay empty, and is_retrieval_metric says which
+figures such a run reports.
 """
 
 from __future__ import annotations
@@ -21,6 +23,12 @@ from ragkit.evaluate.rankmetrics import rank_metrics
 SEARCH = "search"
 DEFAULT_K = 10
 SEARCH_COLUMNS = ["Ref Recall@k", "Ref Hit@k", "Ref MRR", "Ref nDCG@k"]
+
+
+def is_retrieval_metric(column: str) -> bool:
+    """What a retrieval-only run measures: the reference and ranking columns and the time the searches took. Its
+    summary, the terminal and `rag compare` show only these (it has no answer to refuse, judge or be sure of)."""
+    return column.startswith(("Ref ", "Opt Ref ")) or column == "Latency ms"
 
 
 def search_answer_fn(k: int = DEFAULT_K) -> Callable[..., Answer]:

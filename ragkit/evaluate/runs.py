@@ -18,6 +18,7 @@ import numpy as np
 
 from ragkit.core.csvio import read_csv, split_multi
 from ragkit.core.errors import RagError, UsageError
+from ragkit.evaluate.retrieval import SEARCH, is_retrieval_metric
 from ragkit.evaluate.runinfo import RunInfo, read_run_info, run_labels
 
 # Metrics a reader looks at first (in this order), when the run has them.
@@ -159,6 +160,10 @@ class Run:
         if self._metrics is None:
             numeric = [c for c in self.columns if any(r.values.get(c) is not None for r in self.rows)
                        or self.passed_by_rule(c)]
+            if self.info is not None and self.info.strategy == SEARCH:
+                # a retrieval-only run answered nothing: files written before it left its answer columns empty
+                # hold Refused 0 and Confidence 0, which are no measurement
+                numeric = [c for c in numeric if is_retrieval_metric(c)]
             first = [c for c in HEADLINE if c in numeric]
             self._metrics = first + [c for c in numeric if c not in first]
         return list(self._metrics)

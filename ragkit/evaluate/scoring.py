@@ -98,6 +98,10 @@ def _one_line(e: BaseException | str) -> str:
     return one_line(e) or (type(e).__name__ if not isinstance(e, str) else "")
 
 
+# The answer columns that only an answer has: a retrieval-only run (--strategy search) leaves them empty.
+ANSWER_ONLY_COLUMNS = ("Refused", CONFIDENCE, "Steps", MAX_LOOPS)
+
+
 def answer_columns(answer: Answer) -> dict:
     """The columns that describe an answer (no scoring)."""
     retrieved = _dedupe(s.path for s in answer.sources)
@@ -351,6 +355,7 @@ def _score(scorer: Scorer, row: dict, answer: Answer, *, ref_cols: dict | None =
     if scorer.search_k:
         from ragkit.evaluate.retrieval import search_columns
 
+        cols.update(dict.fromkeys(ANSWER_ONLY_COLUMNS, ""))  # nothing answered: no refusal, confidence or steps
         if scorer.has_ref:
             cols.update(search_columns(str(row.get(REFERENCE) or ""), retrieved, scorer.search_k,
                                        page_keys(scorer.db)))
@@ -481,10 +486,12 @@ def _reference_hint(refs: list[str], db: Path) -> str:
     root = db.resolve()
     here = reference_path(db, "").rstrip("/")
     for ref in refs:
-        parts = normalize_ref(ref).lstrip("/").split("/")
+        norm = normalize_ref(ref)
+        lead = "/" if norm.startswith("/") else ""  # an absolute reference's prefix is absolute too
+        parts = norm.lstrip("/").split("/")
         for k in range(1, len(parts) - 1):
             if (root / "/".join(parts[k:])).is_file():
-                prefix = "/".join(parts[:k])
+                prefix = lead + "/".join(parts[:k])
                 if Path(normalize_ref(ref)).is_file() or (Path.cwd() / prefix).is_dir():
                     return f"; hint: they exist under {prefix}, so try --db {prefix}"
                 return (f"; hint: the pages exist in {db} under another prefix: write {here}/... instead of "

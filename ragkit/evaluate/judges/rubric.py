@@ -197,10 +197,26 @@ Required information:
 
 Judge in the language of the question; the answer may be in Japanese, Korean or English.
 
-## Output: JSON only, in this form
-{{"accuracy": 0.0, "completeness": 0.0, "citations": 0.0, "context_relevance": 0.0,
- "reasoning": {{"accuracy": "...", "completeness": "...", "citations": "...", "context_relevance": "..."}},
- "issues": ["specific problems found"], "strengths": ["specific strengths"]}}"""
+## Output: JSON only
+Replace every <...> below with your own judgement of THIS answer; never copy the descriptions themselves.
+{{"accuracy": <score>, "completeness": <score>, "citations": <score>, "context_relevance": <score>,
+ "reasoning": {{"accuracy": "{reason}", "completeness": "{reason}", "citations": "{reason}",
+  "context_relevance": "{reason}"}},
+ "issues": ["{issue}"], "strengths": ["{strength}"]}}
+Each <score> is a number from 0.0 to 1.0. "issues" lists each real problem once ([] when there is none);
+a score under 0.5 names its problem there."""
+
+# The <...> descriptions of the output example. They are not valid values (a score must be a number), so a reply
+# that copies the example fails to parse, and a reply that copies one of these texts is caught by
+# _copied_example: weak local models copy an example's literal values (issues ["specific problems found"] and
+# 0.0 everywhere, in a reply that looked like a verdict).
+_EXAMPLE_TEXTS = {"reason": "<why this score, in one sentence>",
+                  "issue": "<a problem of this answer, in your own words>",
+                  "strength": "<a strength of this answer, in your own words>"}
+# What the example once held and the spec's rubric prompts still show; models copy it without being shown it.
+_FORMER_EXAMPLE = ("specific problems found", "specific strengths", "...")
+COPIED_EXAMPLE = "the judge's reply repeated the prompt's example; not scored"
+NO_ISSUE_ZEROS = "the judge scored every criterion 0.0 but named no problem; not scored"
 
 
 def _source_text(src: Any) -> tuple[str, str]:
@@ -269,6 +285,27 @@ def _check_scores(data: dict) -> dict[str, float]:
     return scores
 
 
+def _example_key(text: str) -> str:
+    """A text as compared with the example's: case, brackets, punctuation and spacing do not matter."""
+    return "".join(ch for ch in normalize(text) if ch.isalnum())
+
+
+_EXAMPLE_KEYS = {_example_key(t) for t in (*_EXAMPLE_TEXTS.values(), *_FORMER_EXAMPLE)}
+
+
+def _degenerate(data: Mapping[str, Any], scores: Mapping[str, float]) -> str | None:
+    """Why a parsed reply is no verdict, or None: it repeats the output example's texts (an issue, strength or
+    reason that is the example's own wording), or scores every criterion 0.0 and names no problem."""
+    reasoning = data.get("reasoning")
+    texts = [*_str_list(data.get("issues")), *_str_list(data.get("strengths")),
+             *(_str_list(list(reasoning.values())) if isinstance(reasoning, Mapping) else _str_list(reasoning))]
+    if any(_example_key(t) in _EXAMPLE_KEYS for t in texts):
+        return COPIED_EXAMPLE
+    if not any(scores.values()) and not _str_list(data.get("issues")):
+        return NO_ISSUE_ZEROS
+    return None
+
+
 def _str_list(value: Any) -> list[str]:
     if isinstance(value, str):
         value = [value]
@@ -293,8 +330,10 @@ def judge_rubric(provider, *, question: str, expected: str, answer: str, sources
                  ) -> RubricVerdict | None:
     """Seed 002's LLM-as-judge. None with an offline provider (no model to judge with).
 
-    Scores outside [0, 1] or missing are retried like invalid JSON (3 attempts), then RagError. A triggered
-    hallucination rule caps accuracy (default 0.0), which also fails the verdict.
+    Scores outside [0, 1] or missing, and a degenerate reply (_degenerate: the prompt's example repeated, or 0.0
+    everywhere with no problem named), are retried like invalid JSON (3 attempts), then RagError naming the
+    problem: that row has no rubric scores, so judge means leave it out. A triggered hallucination rule caps
+    accuracy (default 0.0), which also fails the verdict.
     """
     if provider is None or getattr(provider, "is_offline", False):
         return None
@@ -306,6 +345,7 @@ def judge_rubric(provider, *, question: str, expected: str, answer: str, sources
     info = "\n".join(f"- {i}" for i in info_items) or "(none listed: judge against the expected answer)"
     src_prompt, src_raw = _render_sources(sources, config.max_source_chars)
     prompt = _RUBRIC_PROMPT.format(
+        **_EXAMPLE_TEXTS,
         question=question or "(none)",
         expected=(expected or "").strip() or "(none: the documents may not contain the answer)",
         answer=(answer or "").strip() or "(empty answer)",
@@ -315,7 +355,11 @@ def judge_rubric(provider, *, question: str, expected: str, answer: str, sources
     holder: dict[str, dict[str, float]] = {}
 
     def validate(data: dict) -> None:
-        holder["scores"] = _check_scores(data)
+        scores = _check_scores(data)
+        problem = _degenerate(data, scores)
+        if problem is not None:  # asked again like an invalid reply, then a judge error: never a score of 0
+            raise ValueError(problem)
+        holder["scores"] = scores
 
     data, usage = chat_json(provider, [{"role": "user", "content": prompt}], schema=RUBRIC_SCHEMA,
                             schema_name="rubric_verdict", validate=validate)
