@@ -289,3 +289,96 @@ def test_a_cluster_failure_mid_batch_fails_those_rows_and_the_rerun_retries_them
     again = run_batch(csv, settings, strategy="search", progress=False)
     assert not again.errors and again.resumed == n - len(failed)  # only the failed rows were asked again
     assert len(again.rows) == n and all(r["Retrieved Files"] for r in again.rows)
+
+
+def _upload(url: str, pdf: Path, name: str, category: str) -> httpx.Response:
+    with pdf.open("rb") as fh:
+        return httpx.post(url + "/documents", files={"file": (name, fh, "application/pdf")},
+                          data={"category": category}, timeout=120)
+
+
+def test_an_upload_while_the_cluster_is_down_writes_nothing_and_one_it_fails_midway_says_what_is_stored(
+        isolated_env, tmp_path):
+    """POST /documents while the node was down answered 503, yet the pages were written, recorded in the manifest
+    and listed by GET /documents (only the index lacked them). Now a cluster that does not answer is a 503 before
+    anything is written; one lost after the pages are written (a race) gives 202 `indexed: false`, saying the pages
+    are stored and how they reach the index (the same file uploaded again, or `rag index sync`). GET /documents
+    reads the files: it answers while the cluster is down, as docs/serve.md says."""
+    from liveserver import LiveServer
+    from test_serve import make_pdf
+
+    url = node_url()
+    prefix = unique_prefix()
+    proxy = Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual", "Crane zanzibarite maintenance"])
+    manifest = db / ".ragkit" / "ingest-manifest.json"
+    settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
+    try:
+        with LiveServer(settings) as srv:
+            before = httpx.get(srv.url + "/documents", timeout=30).json()["documents"]
+            proxy.cut()
+            r = _upload(srv.url, pdf, "harbor.pdf", "upl")
+            assert r.status_code == 503 and "unreachable" in r.json()["error"], r.text
+            assert not (db / "upl").exists() and "harbor" not in manifest.read_text(encoding="utf-8")
+            assert not list((db / ".ragkit").rglob("harbor.pdf"))
+            listed = httpx.get(srv.url + "/documents", timeout=30)
+            assert listed.status_code == 200 and listed.json()["documents"] == before
+            # the cluster is there for the check, and gone when the pages are sent to it
+            proxy.restore()
+            proxy.cut_at(b"POST /_bulk")
+            r = _upload(srv.url, pdf, "harbor.pdf", "upl")
+            assert proxy._srv is None, "the proxy was not cut: the upload never sent its pages"
+            assert r.status_code == 202, r.text
+            got = r.json()
+            assert got["indexed"] is False and got["pages"] == 2 and "stored but not indexed" in got["warning"]
+            assert "rag index sync" in got["warning"] and "unreachable" in got["warning"]
+            assert len(list((db / "upl").rglob("page_*.md"))) == 2
+            # the same file again, the cluster back: its pages reach the index
+            proxy.restore()
+            r = _upload(srv.url, pdf, "harbor.pdf", "upl")
+            assert r.status_code == 200 and r.json()["unchanged"] is True and r.json()["indexed"] is True, r.text
+            hits = httpx.get(srv.url + "/search", params={"query": "zanzibarite"}, timeout=60).json()
+            assert len(hits) == 2 and all("upl/harbor" in h["path"] for h in hits), hits
+    finally:
+        proxy.close()
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_a_cluster_that_holds_none_of_the_pages_is_degraded_and_search_says_to_sync(isolated_env, monkeypatch):
+    """The node restarted empty: /health said 200 "opensearch: green" and /search `200 []`, while /chat said 409
+    "the index holds no pages ... run `rag index sync`". Now /search says the same 409 and /health is 503
+    "degraded" with that line, until the index is synced."""
+    from liveserver import LiveServer
+
+    from ragkit.search import configure_index
+    from ragkit.search.backend import sync_index
+    from ragkit.serve import app as serve_app
+
+    monkeypatch.setattr(serve_app, "HEALTH_TTL", 0.0)
+    url = node_url()
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, progress=False)  # the page files, indexed nowhere yet
+    prefix = unique_prefix()
+    configure_index(db, f"opensearch+{url}/{prefix}")  # an empty index, as a node that lost its data
+    settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
+    try:
+        with LiveServer(settings) as srv:
+            chat = httpx.post(srv.url + "/chat", json={"query": VPN}, timeout=60)
+            assert chat.status_code == 409 and "run `rag index sync" in chat.json()["error"], chat.text
+            search = httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60)
+            assert search.status_code == 409 and search.json()["error"] == chat.json()["error"], search.text
+            health = httpx.get(srv.url + "/health", timeout=30)
+            assert health.status_code == 503 and health.json()["status"] == "degraded", health.text
+            assert health.json()["index"] == chat.json()["error"]
+            sync_index(db, progress=False)
+            assert httpx.get(srv.url + "/health", timeout=30).status_code == 200
+            found = httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60)
+            assert found.status_code == 200 and found.json(), found.text
+            # in step with its files, a search that finds nothing is still an empty result
+            assert httpx.get(srv.url + "/search", params={"query": "zyxwvut"}, timeout=60).json() == []
+    finally:
+        open_index(db).close()
+        drop_indices(url, prefix)

@@ -2,7 +2,7 @@
 running: the page's running header and footer lines), then the page's markdown. Values are single-line; the
 parser forgives hand edits.
 
-    render_page(meta, body) -> str;  parse_page(text) -> (PageMeta, body);  first_heading(body)"""
+    render_page(meta, body) -> str;  parse_page(text) -> (PageMeta, body);  first_heading(body);  has_text(body)"""
 
 from __future__ import annotations
 
@@ -16,6 +16,8 @@ FRONT_PAGES = 3  # a document's first pages: where a report names the period it 
 RUNNING_SEP = " · "
 _FM = re.compile(r"\A---\r?\n(.*?)\r?\n---\r?\n?", re.DOTALL)
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$", re.MULTILINE)
+# a line holding only an HTML comment: ragkit's markers (NO_TEXT_MARKER, "page could not be read"), not content
+MARKER_LINE = re.compile(r"(?m)^\s*<!--.*?-->\s*$")
 
 
 @dataclass
@@ -70,3 +72,9 @@ def first_heading(body: str) -> str:
         if line and not line.startswith("<!--"):
             return line[:80]
     return ""
+
+
+def has_text(body: str) -> bool:
+    """Whether a page's markdown holds anything but markers: a page without a text layer (a scan, a photo, an
+    empty slide) holds only NO_TEXT_MARKER."""
+    return bool((MARKER_LINE.sub("", body) if "<!--" in body else body).strip())

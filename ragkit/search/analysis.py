@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.core.pagefile import first_heading, parse_page
+from ragkit.core.pagefile import MARKER_LINE, first_heading, parse_page
 from ragkit.core.paths import page_number
 from ragkit.core.text import STOPWORDS, name_forms, normalize, search_terms
 from ragkit.search.periods import reported_periods
@@ -98,7 +98,7 @@ def _analyse(rel: str, raw: bytes, mtime_ns: int, size: int) -> _Analysed:
     printed = meta.printed_page.strip()
     if "<!--" in body:
         # markers, not content: "no text layer on this page" made every scanned page match "page" and "text"
-        body = _COMMENT_LINE.sub("", body)
+        body = MARKER_LINE.sub("", body)
     captions = _CAPTION_LINE.findall(body)
     fields = (
         _folder_text(rel),
@@ -167,6 +167,3 @@ def _analyse_many(db: str, items: list[tuple[str, int, int, str | None]]) -> lis
             out.append(_analyse(rel, raw, mtime_ns, size))
     return out
 
-
-# markers, not content (see _analyse)
-_COMMENT_LINE = re.compile(r"(?m)^\s*<!--.*?-->\s*$")

@@ -52,14 +52,43 @@ def require_database(db: Path) -> None:
     raise RagError(f"{db}: not a ragkit database (no page files); run `rag ingest SOURCE --db {db}` first")
 
 
-def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None) -> list[SearchHit]:
+def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None, strict: bool = False
+              ) -> list[SearchHit]:
     """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
-    error (a mistyped folder would otherwise look like a search that found nothing)."""
+    error (a mistyped folder would otherwise look like a search that found nothing). `strict`: an index that holds
+    no page at all is an error (no_pages_error), as for `rag ask`, not an empty result: a server whose cluster
+    restarted empty must not answer every search with nothing and a 200 (the CLI warns and prints no hits)."""
     require_database(db)
     idx = open_index(db)
     if path and not (Path(db) / db_folder(Path(db).resolve(), path)).exists():
         raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
-    return idx.search(query, k=k, path=path)
+    hits = idx.search(query, k=k, path=path)
+    if strict and not hits and not idx.pages():  # only after a search that found nothing: hits prove pages
+        raise no_pages_error(db)
+    return hits
+
+
+def check_index(ix: Any, *, timeout: float, pages: bool = True) -> str:
+    """The state of the index behind a server ("embedded", "opensearch: green" or "yellow") after one quick look at
+    its cluster (one request of at most `timeout` seconds, not retried, and a count). Raises ClusterError when the
+    cluster cannot be reached, does not answer in time or its pages index is red (searches and writes fail), and,
+    with `pages`, no_pages_error when the index holds none of the database's page files (a node that restarted
+    empty: every search finds nothing). The embedded engine is built from the files: always fine."""
+    if getattr(ix, "backend", "") != "opensearch":
+        return "embedded"
+    from ragkit.core.paths import iter_pages
+    from ragkit.search.opensearch.client import ClusterError
+
+    got = ix.client.request("GET", f"/_cluster/health/{ix.pages_name}", params={"timeout": "1s"}, ok=(408,),
+                            timeout=timeout, retries=1)
+    status = got.get("status")
+    if status == 408 or status == "red":  # 408: no such index within the second asked (deleted, data lost)
+        raise ClusterError(f"OpenSearch at {ix.cfg.url}: the index {ix.pages_name} is missing or has no active "
+                           "primary shard (red); searches fail")
+    if pages and not ix.client.request("GET", f"/{ix.pages_name}/_count", timeout=timeout, retries=1)["count"] \
+            and iter_pages(ix.db):
+        raise no_pages_error(ix.db)
+    return f"opensearch: {status}"
 
 
 def no_pages_error(db: Path) -> RagError:

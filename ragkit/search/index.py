@@ -15,7 +15,7 @@ import numpy as np
 
 from ragkit.core.errors import RagError
 from ragkit.core.models import SearchHit
-from ragkit.core.pagefile import parse_page
+from ragkit.core.pagefile import PageMeta, parse_page
 from ragkit.core.paths import db_folder, resolve_in_db, strip_db_prefix
 from ragkit.core.workers import follow_parent, starting_workers, stop_pool
 from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
@@ -24,6 +24,7 @@ from ragkit.search.persistence import _gc_paused, _Listing, _Persistence, scan_p
 from ragkit.search.postings import _Grow, _Scoring, _Segment
 from ragkit.search.query import (
     LAST_PAGE,
+    may_show,
     one_edit,
     page_refs,
     years,
@@ -334,15 +335,19 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             # said with every hit: meaning weighs only pages that have a vector (a search never changes its
             # ranking between two calls without saying why)
             unembedded = self.lacking_in_scope(prefix)
-        picked = []
         with self._lock:
-            for (d, rel, _sha), score, how in zip(rows[:k], kw[:k], ranking[:k], strict=False):
-                picked.append((rel, int(self._pages.a[d]), self._titles[d], float(score), how))
+            picked = [(rel, int(self._pages.a[d]), self._titles[d], float(score), how)
+                      for (d, rel, _sha), score, how in zip(rows, kw, ranking, strict=False)]
         out = []
-        for rel, page, title, score, how in picked:
-            snippet, printed = self._snippet_and_printed(rel, q)
-            out.append(SearchHit(path=rel, page=page, title=title, score=round(score, 4), snippet=snippet,
-                                 printed_page=printed, ranking=how, unembedded=unembedded))
+        for rel, page, title, score, how in picked:  # the first k that may be shown (query.may_show)
+            if len(out) >= k:
+                break
+            meta, body = self._read(rel)
+            if not may_show(body, page, meta.printed_page, refs):
+                continue
+            out.append(SearchHit(path=rel, page=page, title=title, score=round(score, 4),
+                                 snippet=make_snippet(body, q), printed_page=meta.printed_page, ranking=how,
+                                 unembedded=unembedded))
         return out
 
     def _worded(self, q: Counter, n: int) -> np.ndarray:
@@ -355,16 +360,14 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
 
     def snippet(self, rel: str, q: Counter | str, width: int = 200) -> str:
         """A short window of the page around the best-matching query terms, CJK line breaks joined."""
-        return self._snippet_and_printed(rel, q, width)[0]
+        return make_snippet(self._read(rel)[1], q, width)
 
-    def _snippet_and_printed(self, rel: str, q: Counter | str, width: int = 200) -> tuple[str, str]:
-        """(snippet, the number printed on the page when its front matter gives one) from one read of the file."""
+    def _read(self, rel: str) -> tuple[PageMeta, str]:
+        """A page file's front matter and body (empty when it is gone)."""
         try:
-            text = (self.db / rel).read_text(encoding="utf-8", errors="replace")
+            return parse_page((self.db / rel).read_text(encoding="utf-8", errors="replace"))
         except OSError:
-            return "", ""
-        meta, body = parse_page(text)
-        return make_snippet(body, q, width), meta.printed_page
+            return PageMeta(), ""
 
     def close(self) -> None:
         self._closed = True

@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterable
 from pathlib import Path
 
+from ragkit.core.pagefile import has_text
 from ragkit.core.text import normalize, search_terms, tokenize
 from ragkit.search.analysis import _label
 
@@ -64,6 +65,18 @@ _EXAMPLE = re.compile(r"(?:\be\.g\.|\bfor example|\blike|\bsuch as|例えば|예
 def without_examples(query: str) -> str:
     """The query without the examples of its answer's form ("... in a list like ['2006', '2007']")."""
     return _EXAMPLE.sub(" ", query)
+
+
+def may_show(body: str, page: int, printed: str, refs: set[int]) -> bool:
+    """Whether a ranked page may be a hit: a page with text, always; one without (a scan, a photo, an empty slide:
+    only pagefile.NO_TEXT_MARKER) only when the query names it by number (`refs`: page_refs of the query; "how
+    many cars are on page 3"), which a reader can then open. Otherwise nothing on it matched: its folder's words
+    did, or its vector, the embedding of no text, which lies close to any query no page matches (a query of
+    replacement characters found an empty slide first, "by meaning")."""
+    if has_text(body):
+        return True
+    printed = printed.strip()
+    return bool(refs) and (page in refs or LAST_PAGE in refs or (printed.isdigit() and int(printed) in refs))
 
 
 def page_refs(query: str) -> set[int]:

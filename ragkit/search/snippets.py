@@ -6,9 +6,9 @@ import re
 import unicodedata
 from collections import Counter
 
+from ragkit.core.pagefile import MARKER_LINE
 from ragkit.core.text import STOPWORDS, one_line, search_terms
 
-_COMMENT_LINE = re.compile(r"(?m)^\s*<!--.*?-->\s*$")
 _HEADING_MARK = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
 _JOIN_BREAK = re.compile(
     "(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])[ \t]*\n[ \t]*"
@@ -22,7 +22,7 @@ def display_text(body: str) -> str:
     # every search hit, and a regex pass over every character cost most of a snippet's time.
     text = unicodedata.normalize("NFKC", body)
     if "<!--" in text:
-        text = _COMMENT_LINE.sub("", text)
+        text = MARKER_LINE.sub("", text)
     if "#" in text:
         text = _HEADING_MARK.sub(r"\1 \n", text)  # the trailing space keeps a heading apart from the next line
     if "\n" in text and not text.isascii():

