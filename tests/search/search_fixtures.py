@@ -26,3 +26,14 @@ def fresh(db: Path) -> Index:
 
 def top(idx: Index, query: str, **kw) -> list[str]:
     return [h.path for h in idx.search(query, **kw)]
+
+
+def write_empty_slide_deck(d: Path) -> str:
+    """A slide deck whose third slide has no text (only the no-text marker), beside a policy page; returns that
+    slide's path."""
+    folder = "mixed/quarterly_review/pages_001-005"
+    write_page(d, f"{folder}/page_001.md", "# Quarterly Review Q3 2024\nRevenue grew in every region.")
+    write_page(d, f"{folder}/page_002.md", "# Outlook\nHiring slows; the new office opens in May.", page=2)
+    write_page(d, f"{folder}/page_003.md", "<!-- ragkit: no text layer on this page -->", page=3)
+    write_page(d, "policies/remote/pages_001-005/page_001.md", "# Remote work\nThe monitor allowance is 300 USD.")
+    return f"{folder}/page_003.md"

