@@ -443,15 +443,12 @@ def test_rubric_reply_repeating_the_example_is_a_judge_error_not_a_zero(scripted
         rubric(scripted_server)
 
 
-def test_rubric_zeros_without_a_problem_are_asked_again_then_scored(scripted_server):
-    from ragkit.evaluate.judges.rubric import NO_ISSUE_ZEROS
-
+def test_rubric_zeros_are_a_verdict_with_or_without_a_problem_named(scripted_server):
+    """Zeros are what a refusal of an answerable question earns (tests/test_trust.py's harsh judge): a verdict,
+    asked once, not an error, whether or not the judge names a problem; only a copied example is no verdict."""
     scripted_server.enqueue(content=rubric_json(acc=0, comp=0, cit=0, ctx=0, issues=[]))
-    scripted_server.enqueue(content=rubric_json(acc=1.0, comp=1.0, cit=0.9, ctx=1.0, issues=[]))
     v = rubric(scripted_server)
-    assert v.accuracy == 1.0 and v.passed and v.usage.calls == 2
-    assert NO_ISSUE_ZEROS in scripted_server.requests[1]["messages"][-1]["content"]
-    # zeros with a concrete problem are a verdict
+    assert v.overall == 0.0 and not v.passed and v.usage.calls == 1
     scripted_server.enqueue(content=rubric_json(acc=0, comp=0, cit=0, ctx=0, issues=["the answer is about a TV"]))
     v = rubric(scripted_server)
     assert v.overall == 0.0 and v.issues == ["the answer is about a TV"]

@@ -216,7 +216,6 @@ _EXAMPLE_TEXTS = {"reason": "<why this score, in one sentence>",
 # What the example once held and the spec's rubric prompts still show; models copy it without being shown it.
 _FORMER_EXAMPLE = ("specific problems found", "specific strengths", "...")
 COPIED_EXAMPLE = "the judge's reply repeated the prompt's example; not scored"
-NO_ISSUE_ZEROS = "the judge scored every criterion 0.0 but named no problem; not scored"
 
 
 def _source_text(src: Any) -> tuple[str, str]:
@@ -293,16 +292,15 @@ def _example_key(text: str) -> str:
 _EXAMPLE_KEYS = {_example_key(t) for t in (*_EXAMPLE_TEXTS.values(), *_FORMER_EXAMPLE)}
 
 
-def _degenerate(data: Mapping[str, Any], scores: Mapping[str, float]) -> str | None:
+def _degenerate(data: Mapping[str, Any]) -> str | None:
     """Why a parsed reply is no verdict, or None: it repeats the output example's texts (an issue, strength or
-    reason that is the example's own wording), or scores every criterion 0.0 and names no problem."""
+    reason that is the example's own wording). Zeros alone are a verdict: a refusal of an answerable question
+    earns them, named problem or not."""
     reasoning = data.get("reasoning")
     texts = [*_str_list(data.get("issues")), *_str_list(data.get("strengths")),
              *(_str_list(list(reasoning.values())) if isinstance(reasoning, Mapping) else _str_list(reasoning))]
     if any(_example_key(t) in _EXAMPLE_KEYS for t in texts):
         return COPIED_EXAMPLE
-    if not any(scores.values()) and not _str_list(data.get("issues")):
-        return NO_ISSUE_ZEROS
     return None
 
 
@@ -330,9 +328,8 @@ def judge_rubric(provider, *, question: str, expected: str, answer: str, sources
                  ) -> RubricVerdict | None:
     """Seed 002's LLM-as-judge. None with an offline provider (no model to judge with).
 
-    Scores outside [0, 1] or missing, and a degenerate reply (_degenerate: the prompt's example repeated, or 0.0
-    everywhere with no problem named), are retried like invalid JSON (3 attempts), then RagError naming the
-    problem: that row has no rubric scores, so judge means leave it out. A triggered hallucination rule caps
+    Scores outside [0, 1] or missing, and a degenerate reply (_degenerate: the prompt's example repeated), are
+    retried like invalid JSON (3 attempts), then RagError naming the problem: that row has no rubric scores, so judge means leave it out. A triggered hallucination rule caps
     accuracy (default 0.0), which also fails the verdict.
     """
     if provider is None or getattr(provider, "is_offline", False):
@@ -356,7 +353,7 @@ def judge_rubric(provider, *, question: str, expected: str, answer: str, sources
 
     def validate(data: dict) -> None:
         scores = _check_scores(data)
-        problem = _degenerate(data, scores)
+        problem = _degenerate(data)
         if problem is not None:  # asked again like an invalid reply, then a judge error: never a score of 0
             raise ValueError(problem)
         holder["scores"] = scores
