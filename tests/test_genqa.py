@@ -503,6 +503,39 @@ def test_llm_generator_drops_duplicates_and_unsupported_and_skips_invalid_json(s
     assert str(report.path) in shown.replace("\n", "")
 
 
+def test_llm_same_answer_twice_is_one_question_and_points_beyond_the_answer_are_left_out(scripted_server):
+    """A small model (the local 1.5B one, in Korean) asked one fact twice in other words, and gave a checklist
+    with rules the question never asked about: a perfect answer scored Checklist Recall 1/3."""
+    db = build_llm_db(Path("database"))
+    answer = "Passwords must be at least 14 characters long."
+
+    def responder(body: dict) -> dict:
+        system, first_user = body["messages"][0]["content"], body["messages"][1]["content"]
+        if system.startswith("You check"):
+            return _reply({"supported": True, "unsupported_items": []})
+        if "ALPHA-PAGE" in first_user and first_user.count("=== Page") == 1:
+            return _reply({"items": [
+                _item("How long must passwords be?", answer, [1],
+                      [answer, "Passwords must be changed every 90 days.", "Admin accounts use 2 factors."]),
+                _item("What is the minimum password length?", answer, [1], ["14 characters"]),
+                # the same figure answers two different questions of a page: both kept
+                _item("How many characters long is the shortest allowed password?", "14", [1], ["14"]),
+                _item("How many hours does the rotation window of passwords last?", "14", [1], ["14"])]})
+        return _reply({"items": []})
+
+    scripted_server.set_responder(responder)
+    settings = openai_settings(scripted_server, db=db, results=Path("results"), workers=1)
+    report = genqa.generate_questions(db, settings, per_page=4, max_questions=10, progress=False)
+    by_q = {q.question: q for q in report.questions}
+    assert sorted(by_q) == ["How long must passwords be?", "How many characters long is the shortest allowed "
+                            "password?", "How many hours does the rotation window of passwords last?"]
+    assert report.dropped["duplicate"] == 1
+    # "every 90 days" is not in the answer; "2 factors" neither: both asked more than the question
+    assert by_q["How long must passwords be?"].checklist == [answer]
+    assert report.dropped["checklist"] == 2
+    assert "checklist points naming a figure" in printed(report)
+
+
 def printed(report) -> str:
     from rich.console import Console
 

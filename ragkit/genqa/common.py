@@ -349,8 +349,20 @@ def is_duplicate(question: str, others: Iterable[str], threshold: float = DUPLIC
     return False
 
 
+def _same_ground_truth(q: GeneratedQuestion, other: GeneratedQuestion) -> bool:
+    """The same answer, in words, from the same pages: the two rows test one thing, however differently they
+    ask it ("How long must passwords be?" / "What is the minimum password length?" share no word). An answer
+    that is only numbers ("2019") may answer two different questions of one page, so it does not count."""
+    if not q.refs or q.refs != other.refs:
+        return False
+    a = tokenize(q.ground_truth)
+    return (a == tokenize(other.ground_truth) and len(a) >= 2
+            and any(not t.replace(".", "").replace(",", "").isdigit() for t in a))
+
+
 def add_unique(q: GeneratedQuestion, existing: list[GeneratedQuestion], report: GenqaReport) -> bool:
-    if is_duplicate(q.question, (e.question for e in existing)):
+    if is_duplicate(q.question, (e.question for e in existing)) or any(
+            _same_ground_truth(q, e) for e in existing):
         report.dropped["duplicate"] += 1
         return False
     return True

@@ -15,7 +15,7 @@ from ragkit.core.errors import RagError
 from ragkit.core.jsonreply import json_array, json_object, json_type
 from ragkit.core.models import Usage
 from ragkit.core.paths import reference_path
-from ragkit.core.text import detect_lang, refusal_text
+from ragkit.core.text import detect_lang, normalize, refusal_text
 from ragkit.genqa.common import (
     LANG_NAMES,
     MAX_CONSECUTIVE_FAILURES,
@@ -98,10 +98,28 @@ def _is_json_failure(e: RagError) -> bool:
     return "no valid JSON" in str(e)
 
 
-def _as_items(data: dict, group: list[PageInfo], lang: str, n: int) -> tuple[list[GeneratedQuestion], int]:
-    """Validated questions from the model's items (and how many were unusable)."""
+_DIGITS = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def _figures(text: str) -> set[str]:
+    return {m.replace(",", "") for m in _DIGITS.findall(normalize(text))}
+
+
+def points_of_the_answer(checklist: list[str], question: str, answer: str) -> tuple[list[str], int]:
+    """The checklist items that are points of this answer, and how many were not: an item naming a figure
+    that neither the answer nor the question holds ("passwords change every 90 days" beside "at least 12
+    characters") asks more than the question does, and would mark a perfect answer down. With none left, the
+    answer is the one point."""
+    known = _figures(question) | _figures(answer)
+    kept = [c for c in checklist if _figures(c) <= known]
+    return (kept or [answer]), len(checklist) - len(kept)
+
+
+def _as_items(data: dict, group: list[PageInfo], lang: str, n: int) -> tuple[list[GeneratedQuestion], int, int]:
+    """Validated questions from the model's items, how many items were unusable, and how many checklist
+    points were left out as asking more than the question."""
     by_num = {p.page: p for p in group}
-    out, bad = [], 0
+    out, bad, off_answer = [], 0, 0
     for item in (data.get("items") or [])[: max(n, 1) * 2]:
         if not isinstance(item, dict):
             bad += 1
@@ -115,6 +133,8 @@ def _as_items(data: dict, group: list[PageInfo], lang: str, n: int) -> tuple[lis
         if not question or not answer or not checklist:
             bad += 1
             continue
+        checklist, extra = points_of_the_answer(checklist, question, answer)
+        off_answer += extra
         nums = []
         for v in item.get("pages") or []:
             try:
@@ -127,7 +147,7 @@ def _as_items(data: dict, group: list[PageInfo], lang: str, n: int) -> tuple[lis
         kind = "multi" if len(refs) > 1 else "single"
         out.append(GeneratedQuestion(question, answer, [p.rel for p in refs], [p.page for p in refs],
                                      checklist, kind, lang))
-    return out[:n], bad
+    return out[:n], bad, off_answer
 
 
 class _Caller:
@@ -218,13 +238,14 @@ def _ask_group(caller: _Caller, ctx: Context, group: list[PageInfo], n: int) -> 
             if not _is_json_failure(e):
                 caller.report.errors.append(f"{where}: {e}")
         return []
-    items, bad = _as_items(data, group, lang, n)
+    items, bad, off_answer = _as_items(data, group, lang, n)
     mixed = [q for q in items if not _in_language(q, lang)]
     items = [q for q in items if q not in mixed]
-    if bad or mixed:
+    if bad or mixed or off_answer:
         with caller.lock:
             caller.report.dropped["invalid"] += bad
             caller.report.dropped["language"] += len(mixed)
+            caller.report.dropped["checklist"] += off_answer
     if len(group) > 1:
         items = [q for q in items if q.kind == "multi"] or items
     return items
