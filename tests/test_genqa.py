@@ -516,10 +516,12 @@ def test_llm_same_answer_twice_is_one_question_and_points_beyond_the_answer_are_
         if "ALPHA-PAGE" in first_user and first_user.count("=== Page") == 1:
             return _reply({"items": [
                 _item("How long must passwords be?", answer, [1],
-                      [answer, "Passwords must be changed every 90 days.", "Admin accounts use 2 factors."]),
+                      [answer, "Passwords must be changed every 90 days.", "Admin accounts use 2 factors.",
+                       "Administrators sign in with a hardware token."]),
                 _item("What is the minimum password length?", answer, [1], ["14 characters"]),
                 # the same figure answers two different questions of a page: both kept
-                _item("How many characters long is the shortest allowed password?", "14", [1], ["14"]),
+                _item("How many characters long is the shortest allowed password?", "14", [1],
+                      ["A password has at least fourteen characters"]),
                 _item("How many hours does the rotation window of passwords last?", "14", [1], ["14"])]})
         return _reply({"items": []})
 
@@ -530,10 +532,14 @@ def test_llm_same_answer_twice_is_one_question_and_points_beyond_the_answer_are_
     assert sorted(by_q) == ["How long must passwords be?", "How many characters long is the shortest allowed "
                             "password?", "How many hours does the rotation window of passwords last?"]
     assert report.dropped["duplicate"] == 1
-    # "every 90 days" is not in the answer; "2 factors" neither: both asked more than the question
+    # "every 90 days" is not in the answer, "2 factors" neither, and nothing of the hardware token is: each
+    # asked more than the question
     assert by_q["How long must passwords be?"].checklist == [answer]
-    assert report.dropped["checklist"] == 2
-    assert "checklist points naming a figure" in printed(report)
+    assert report.dropped["checklist"] == 3
+    # a point in other words than its answer, about the question's subject, stays
+    assert by_q["How many characters long is the shortest allowed password?"].checklist == [
+        "A password has at least fourteen characters"]
+    assert "checklist points naming a figure or a subject" in printed(report)
 
 
 def printed(report) -> str:

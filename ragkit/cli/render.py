@@ -385,8 +385,8 @@ def _drop_reasons() -> dict[str, str]:
     return {
         "duplicate": f"near-duplicates of a question already kept (word overlap >= {DUPLICATE_JACCARD}, or the "
                      "same answer in words from the same pages)",
-        "checklist": "checklist points naming a figure neither their answer nor their question holds (left out of "
-                     "the checklist; the question kept)",
+        "checklist": "checklist points naming a figure or a subject neither their answer nor their question holds "
+                     "(left out of the checklist; the question kept)",
         "present": "unanswerable candidates the collection does answer after all (found by search or in the page "
                    "text), so not used as unanswerable",
         "unsupported": "model questions whose answer or checklist the verification call found unsupported by the pages",

@@ -29,6 +29,7 @@ from ragkit.genqa.common import (
     covered_by_corpus,
     refusal_point,
 )
+from ragkit.genqa.pagetext import terms_in
 
 ITEMS_SCHEMA = json_object({"items": json_array(json_object({
     "question": json_type("string"),
@@ -106,12 +107,19 @@ def _figures(text: str) -> set[str]:
 
 
 def points_of_the_answer(checklist: list[str], question: str, answer: str) -> tuple[list[str], int]:
-    """The checklist items that are points of this answer, and how many were not: an item naming a figure
+    """The checklist items that are points of this answer, and how many were not. An item naming a figure
     that neither the answer nor the question holds ("passwords change every 90 days" beside "at least 12
-    characters") asks more than the question does, and would mark a perfect answer down. With none left, the
-    answer is the one point."""
+    characters"), or whose content words none of them holds ("admin accounts use two-factor authentication"),
+    asks more than the question does and would mark a perfect answer down. With none left, the answer is the
+    one point."""
     known = _figures(question) | _figures(answer)
-    kept = [c for c in checklist if _figures(c) <= known]
+    said = normalize(f"{question}\n{answer}")
+
+    def in_answer(point: str) -> bool:
+        terms = [normalize(t) for t in terms_in(point)]
+        return _figures(point) <= known and (not terms or any(t in said for t in terms))
+
+    kept = [c for c in checklist if in_answer(c)]
     return (kept or [answer]), len(checklist) - len(kept)
 
 
