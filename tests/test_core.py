@@ -134,6 +134,11 @@ def test_settings_precedence(monkeypatch, tmp_path):
     monkeypatch.setenv("RAG_MODEL", "from-env")
     assert load_settings().model == "from-env"
     assert load_settings(model="from-flag").model == "from-flag"
+    # the judge is the answering model unless named (as the README's local-model recipe relies on)
+    assert load_settings().judge_model == "from-env"
+    monkeypatch.setenv("RAG_JUDGE_MODEL", "judge-env")
+    assert load_settings().judge_model == "judge-env"
+    assert load_settings(judge_model="judge-flag").judge_model == "judge-flag"
     with pytest.raises(UsageError):
         load_settings(provider="bogus")
 

@@ -417,7 +417,7 @@ def eval_(
     provider: ProviderOpt = None,
     judge_model: Annotated[str | None, typer.Option(
         "--judge-model", metavar="NAME", help="Judge model."
-        "  [default: env RAG_JUDGE_MODEL, else gpt-4o-mini]",
+        "  [default: env RAG_JUDGE_MODEL, else env RAG_MODEL, else gpt-4o-mini]",
         show_default=False)] = None,
     workers: Annotated[int | None, typer.Option(
         "--workers", metavar="N", help="Rows judged in parallel.  [default: 5, or env RAG_WORKERS]", show_default=False)] = None,
