@@ -58,6 +58,8 @@ def test_an_answer_that_declines_one_part_is_no_refusal(answer):
     ("Paid in U.S. dollars, e.g. the fee. See Fig. 3 and No. 5. Item 7. Management",
      ["Paid in U.S. dollars, e.g. the fee.", "See Fig. 3 and No. 5.", "Item 7.", "Management"]),
     ("Sales rose in 2015. 2016 was flat.\nMar.\n31", ["Sales rose in 2015.", "2016 was flat.", "Mar.", "31"]),
+    ("Report it within 2 hours, ext. 4455. Call Tel. 0120 or see p. 4, approx. 5 min. Done.",
+     ["Report it within 2 hours, ext. 4455.", "Call Tel. 0120 or see p. 4, approx. 5 min.", "Done."]),
     ("これは文。次の文！終わり", ["これは文。", "次の文！", "終わり"]),
     ("化粧品は、医薬品の成分（別表第2 から第4 に掲げる成分を除く。）を配合してはならない。次の文。閉じない（括弧。次。",
      ["化粧品は、医薬品の成分（別表第2 から第4 に掲げる成分を除く。）を配合してはならない。", "次の文。", "閉じない（括弧。",

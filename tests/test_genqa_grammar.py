@@ -242,3 +242,126 @@ def test_questions_from_pdfs_of_four_kinds_read_as_questions():
     assert not any("voice assistants" in q and "paper" in q for q in unanswerable)  # a manual's, not a paper's
     # "Some 59% of ..." is asked "What percentage of ...", not "Some what percentage of ..."
     assert not re.search(r"\b(?:some|just) (?:what|how)\b", text, re.I)
+
+
+# -- company rules in the plain style (a new user's 就業規則 and 経費精算マニュアル gave no question, 2026-11-27) --
+def _rule_page(root: Path, doc: str, page: int, body: str) -> None:
+    from ragkit.core.pagefile import PageMeta, render_page
+
+    path = root / "rules" / doc / "pages" / f"page_{page:03d}.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_page(PageMeta(source=f"{doc}.pdf", document=doc, section="pages", page=page), body),
+                    encoding="utf-8")
+
+
+# sentence -> the question it makes and its checklist claim (a rule's 第N条 label is not part of either)
+JA_RULES = {
+    "第10条（所定労働時間）所定労働時間は1日7時間45分、1週38時間45分とする。":
+        ("所定労働時間は1日何時間何分ですか？", "所定労働時間は1日7時間45分とする"),
+    "在宅勤務は週3日までとし、事前に所属長の承認を得る。": ("在宅勤務は週何日までですか？", "在宅勤務は週3日までとする"),
+    "国内出張の宿泊費上限は1泊12,000円（東京・大阪は14,000円）とする。":
+        ("国内出張の宿泊費上限は1泊いくらですか？", "国内出張の宿泊費上限は1泊12,000円（東京・大阪は14,000円）とする"),
+    "第20条（年次有給休暇）入社6か月経過後に10日の年次有給休暇を付与する。":
+        ("入社6か月経過後に何日の年次有給休暇を付与しますか？", "入社6か月経過後に10日の年次有給休暇を付与する"),
+    "5万円以上の支出は部長承認が必要。": ("いくら以上の支出は部長承認が必要ですか？", "5万円以上の支出は部長承認が必要"),
+    # the same shapes in other words
+    "試用期間は入社日から3か月とする。": ("試用期間は入社日から何か月ですか？", "試用期間は入社日から3か月とする"),
+    "育児短時間勤務の所定労働時間は1日6時間、1週30時間とする。":
+        ("育児短時間勤務の所定労働時間は1日何時間ですか？", "育児短時間勤務の所定労働時間は1日6時間とする"),
+    "出張者は、出張終了後14日以内に、領収書を添えて精算を申請しなければならない。":
+        ("出張者は、出張終了後何日以内に、領収書を添えて精算を申請しなければなりませんか？",
+         "出張者は、出張終了後14日以内に、領収書を添えて精算を申請しなければならない"),
+    "会議費は1人あたり3,000円を上限とし、出席者の氏名を記録する。":
+        ("会議費は1人あたりいくらを上限としますか？", "会議費は1人あたり3,000円を上限とする"),
+    "昼休みは正午から午後1時までとする。": ("昼休みは正午から午後何時までですか？", "昼休みは正午から午後1時までとする"),
+    "窓口の受付時間は午前9時から午後4時までとする。":
+        ("窓口の受付時間は午前何時から午後何時までですか？", "窓口の受付時間は午前9時から午後4時までとする"),
+    "社内研修は年に2回実施する。": ("社内研修は年に何回実施しますか？", "社内研修は年に2回実施する"),
+    "貸与PCは4年ごとに更新を行う。": ("貸与PCは何年ごとに更新を行いますか？", "貸与PCは4年ごとに更新を行う"),
+    "1回に12個の氷ができ、1日の製氷量はおよそ90個です。": ("1回に何個の氷ができますか？", "1回に12個の氷ができる"),
+}
+# no single clear question: the figure names no subject, a negative, a date
+JA_NO_QUESTION = ["勤続年数に応じて最大20日まで付与し、未使用分は翌年度に限り繰り越すことができる。",
+                  "近距離出張には3日を超えても日当を支給しない。", "この規程は、2026年4月1日から施行する。"]
+
+
+def _fact_context(root: Path):
+    from ragkit.genqa.common import Context
+
+    return Context(db=root, pages=[], settings=offline_settings(db=root), lang=None, per_page=1, seed=1,
+                   progress=False)
+
+
+@pytest.mark.parametrize("sentence,expected", list(JA_RULES.items()))
+def test_a_rule_in_the_plain_style_is_asked_politely_for_its_figure(sentence, expected):
+    from ragkit.genqa.facts import _ja_number_fact
+
+    fact = _ja_number_fact(None, _fact_context(Path("database")), sentence)
+    assert fact is not None, sentence
+    assert (fact.question, fact.checklist) == (expected[0], [expected[1]])
+    assert question_problem(fact.question, "ja") is None
+    assert fact.answer == re.sub(r"^第\d+条（[^）]*）", "", sentence)  # the sentence itself is the ground truth
+
+
+@pytest.mark.parametrize("sentence", JA_NO_QUESTION)
+def test_a_rule_sentence_with_no_clear_question_gives_none(sentence):
+    from ragkit.genqa.facts import _ja_number_fact
+
+    assert _ja_number_fact(None, _fact_context(Path("database")), sentence) is None
+
+
+KO_RULES = {
+    "제10조(근로시간) 근로시간은 1일 8시간, 1주 40시간으로 한다.": ("근로시간은 1일 몇 시간입니까?", "근로시간은 1일 8시간"),
+    "재택근무는 주 2일까지 허용한다.": ("재택근무는 주 며칠까지 허용합니까?", "재택근무는 주 2일까지 허용한다"),
+    "출장 숙박비는 1박 100,000원을 상한으로 한다.": ("출장 숙박비는 1박 얼마를 상한으로 합니까?",
+                                               "출장 숙박비는 1박 100,000원을 상한으로 한다"),
+    "비밀번호는 최소 12자 이상이어야 한다.": ("비밀번호는 최소 몇 자 이상이어야 합니까?", "비밀번호는 최소 12자 이상이어야 한다"),
+    "회의실은 최대 10명까지 사용할 수 있다.": ("회의실은 최대 몇 명까지 사용할 수 있습니까?", "회의실은 최대 10명까지 사용할 수 있다"),
+    "일당은 50,000원이다.": ("일당은 얼마입니까?", "일당은 50,000원이다"),
+}
+
+
+@pytest.mark.parametrize("sentence,expected", list(KO_RULES.items()))
+def test_a_korean_rule_in_the_plain_style_is_asked_formally(sentence, expected):
+    from ragkit.genqa.facts import _ko_number_fact
+
+    fact = _ko_number_fact(None, _fact_context(Path("database")), sentence)
+    assert fact is not None, sentence
+    assert (fact.question, fact.checklist) == (expected[0], [expected[1]])
+    assert question_problem(fact.question, "ko") is None
+
+
+def test_japanese_company_rules_give_japanese_questions_answered_by_their_page():
+    root = Path("database")
+    _rule_page(root, "就業規則", 1, "# 第2章 勤務時間\n\n第10条（所定労働時間）所定労働時間は1日7時間45分、1週38時間45分とする。"
+                                  "始業時刻は午前9時00分、終業時刻は午後5時45分とする。\n")
+    _rule_page(root, "就業規則", 2, "# 第3章 休暇\n\n第20条（年次有給休暇）入社6か月経過後に10日の年次有給休暇を付与する。"
+                                  "第21条（特別休暇）結婚休暇は5日、忌引休暇は配偶者または父母の場合5日とする。\n")
+    _rule_page(root, "経費精算", 1, "# 出張旅費\n\n国内出張の宿泊費上限は1泊12,000円（東京・大阪は14,000円）とする。"
+                                  "日当は1日2,000円を支給する。\n")
+    _rule_page(root, "経費精算", 2, "# 交際費\n\n接待交際費は1人あたり10,000円を上限とし、参加者全員の氏名と会社名を記載する。\n")
+    r = genqa.generate_questions(root, offline_settings(db=root), max_questions=6, per_page=2, lang="ja",
+                                 progress=False)
+    assert r.errors == [] and len(r.questions) == 6
+    assert_readable(r.questions)
+    answerable = [q for q in r.questions if q.kind != "unanswerable"]
+    assert len(answerable) >= 4 and all(q.lang == "ja" for q in r.questions)
+    for q in answerable:
+        pages = "".join((root / ref).read_text(encoding="utf-8") for ref in q.refs)
+        for point in q.checklist:  # each claim is on its page, and its figure is asked, not told
+            figures = re.findall(r"\d[\d,]*", point)
+            assert all(f in pages for f in figures), (q.question, point)
+            assert figures and not any(f in q.question.split("によると、")[-1] for f in figures[-1:]), q.question
+        for gt in q.ground_truth.split("\n"):
+            assert gt in pages, gt
+
+
+def test_an_abbreviation_before_a_number_ends_no_sentence_of_a_question():
+    root = Path("database")
+    _rule_page(root, "IT Policy", 1, "# Devices\n\nLost or stolen devices must be reported to the Service Desk within "
+                                     "2 hours, ext. 4455. Personal USB storage devices are blocked on all laptops.\n")
+    r = genqa.generate_questions(root, offline_settings(db=root), max_questions=1, progress=False)
+    q = r.questions[0]
+    assert q.question == ("Lost or stolen devices must be reported to the Service Desk within how many hours, "
+                          "ext. 4455?")
+    assert q.ground_truth.endswith("within 2 hours, ext. 4455.")

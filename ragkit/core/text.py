@@ -271,7 +271,7 @@ def is_refusal(answer: str) -> bool:
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|(?<=[。！？])|\n+")
 # Words whose period is no sentence end when a number follows ("Mar. 31", "No. 5", "Fig. 3", "pp. 12")
 ABBREVIATIONS = frozenset("jan feb mar apr jun jul aug sep sept oct nov dec no nos fig figs vol vols p pp para "
-                          "approx vs cf e.g i.e art sec ch eq".split())
+                          "approx vs cf e.g i.e art sec ch eq ext tel".split())
 
 
 _OPEN_CLOSE = {"（": "）", "「": "」", "『": "』", "【": "】"}

@@ -52,7 +52,7 @@ _ANAPHORA = re.compile(r"\b(?:below|above|that (?:time|figure|number|share|means
                        r"them|the amount|the following|aforementioned|additional)\b", re.I)
 _CONTINUES = frozenset("and or but nor which that where whereas while because although though so of than plus minus versus "
                         "including".split())
-_ABBREV_END = re.compile(r"\b(?:No|Inc|Co|Corp|Ltd|U\.S|U\.K|vs|etc|approx|Mr|Mrs|Dr|Fig|St|[A-Z])\.?$")
+_ABBREV_END = re.compile(r"\b(?:No|Inc|Co|Corp|Ltd|U\.S|U\.K|vs|etc|approx|ext|Ext|Tel|Mr|Mrs|Dr|Fig|St|[A-Z])\.?$")
 _NOT_TERMS = STOPWORDS | _PRONOUN_START | frozenset("we our you your i please following below above note each all "
                                                      "one its first second last other another".split())
 
@@ -189,13 +189,29 @@ def _en_definition_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | N
 
 
 # -- Japanese ------------------------------------------------------------------------------------------
-_JA_NUM = re.compile(r"(?P<num>\d+(?:[.,]\d+)*)\s?(?P<unit>時間|分間|分|秒|日間|日|週間|か月|ヶ月|ヵ月|カ月|年間|年度|年|回|"
-                     r"個|枚|度|℃|円|人|件|倍|台|本|%|％|kWh|mL|ml|kg|mm|cm|L|g|m|W|V|GB|MB|歳|階|名|社)")
+# a figure: a number (with 万/億/千) and its unit; "時" alone is a clock time ("午前9時"), "時間" a duration
+_JA_NUM = re.compile(r"(?P<num>\d+(?:[.,]\d+)*)(?P<mult>万|億|千)?\s?(?P<unit>時間|時|分間|分|秒|日間|日|週間|か月|ヶ月|ヵ月|"
+                     r"カ月|年間|年度|年|回|個|枚|度|℃|円|人|件|倍|台|本|泊|%|％|kWh|mL|ml|kg|mm|cm|L|g|m|W|V|GB|MB|"
+                     r"歳|階|名|社)")
 _JA_UNIT_WH = {"円": "いくら", "%": "何パーセント", "％": "何パーセント", "℃": "何度", "L": "何リットル", "mL": "何ミリリットル",
                "ml": "何ミリリットル", "kg": "何キログラム", "g": "何グラム", "mm": "何ミリ", "cm": "何センチ", "m": "何メートル",
                "W": "何ワット", "V": "何ボルト", "kWh": "何キロワット時", "GB": "何ギガバイト", "MB": "何メガバイト"}
 _JA_ENDINGS = (("です。", "ですか？"), ("ます。", "ますか？"), ("ません。", "ませんか？"), ("ました。", "ましたか？"),
                ("でした。", "でしたか？"))
+# the plain (dictionary) style of rules and manuals ("〜とする。", "〜を支給する。", "〜が必要。"), asked politely;
+# checked in this order, so "とする" is read before "する" and "である" before "ある"
+_JA_PLAIN_ENDINGS = (("しなければならない", "しなければなりませんか？"), ("なければならない", "なければなりませんか？"),
+                     ("とする", "ですか？"), ("である", "ですか？"), ("とし", "ですか？"), ("であり", "ですか？"),
+                     ("できる", "できますか？"), ("でき", "できますか？"), ("する", "しますか？"), ("し", "しますか？"),
+                     ("ある", "ありますか？"), ("いる", "いますか？"), ("なる", "なりますか？"))
+_GODAN = {"う": "い", "く": "き", "ぐ": "ぎ", "す": "し", "つ": "ち", "ぬ": "に", "ぶ": "び", "む": "み"}
+_ICHIDAN_KANJI = frozenset("得見出寝着似居経煮")  # 得る, 見る: a kanji + る that drops る (most kanji + る are godan: 限る)
+_E_I_ROW = frozenset("えけげせぜてでねへべぺめれいきぎしじちぢにひびぴみり")
+# a rule's article label run into its text: "第10条（所定労働時間）所定労働時間は…"
+_JA_ARTICLE = re.compile(r"^第[0-9０-９一二三四五六七八九十百]+条(?:の[0-9一二三四五六七八九十]+)?\s*"
+                         r"(?:第?[0-9０-９一二三四五六七八九十]+項\s*)?(?:[（(][^（）()]{1,30}[）)])?\s*")
+# a clause ending that continues the sentence: "とし、", "付与し、", "でき、", "であり、"
+_JA_CONTINUATIVE = re.compile(r"(?:とし|であり|でき|[一-龥ァ-ヴー]し)$")
 
 
 def _ja_question(text: str) -> str | None:
@@ -210,32 +226,129 @@ def _ja_question(text: str) -> str | None:
     return None
 
 
+def _ja_plain_question(text: str) -> str | None:
+    """A plain-style statement (no 。) asked politely: "…とする" -> "…ですか？" ("…をAとする" -> "…をAとしますか？"),
+    "…を支給する" -> "…を支給しますか？", "…が必要" -> "…が必要ですか？", "…を認める" -> "…を認めますか？"; None for an
+    ending this cannot conjugate surely (a negative, a godan/ichidan verb it cannot tell)."""
+    if re.search(r"(?:ない|ず|ぬ)$", text) and not text.endswith("なければならない"):
+        return None  # a negative asks a yes/no question, not for the figure
+    for end, repl in _JA_PLAIN_ENDINGS:
+        if text.endswith(end):
+            stem = text[: -len(end)]
+            if end in ("とする", "とし") and "を" in stem:  # "XをYとする": a verb ("regard as"), not "is"
+                repl = "としますか？"
+            if end in ("し", "である", "とし", "であり") and not stem:
+                return None
+            return stem + repl
+    last, prev = text[-1:], text[-2:-1]
+    if last == "る" and prev:
+        if prev in _E_I_ROW or prev in _ICHIDAN_KANJI:
+            return text[:-1] + "ますか？"  # 認める -> 認めますか, 得る -> 得ますか
+        if _is_kanji(prev):
+            return text[:-1] + "りますか？"  # 限る -> 限りますか
+        return None
+    if last in _GODAN and _is_kanji(prev):
+        return text[:-1] + _GODAN[last] + "ますか？"  # 行う -> 行いますか, 含む -> 含みますか
+    if _is_kanji(last) or ("ァ" <= last <= "ヴ"):
+        return text + "ですか？"  # a noun ending ("…が必要"): the copula is left out in a rule's style
+    return None
+
+
 def _is_kanji(c: str) -> bool:
     return "一" <= c <= "龥" or c == "々"
 
 
-def _ja_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
-    if not 10 <= len(sentence) <= 110 or _EN_SKIP.search(sentence) or not _ja_question(sentence):
-        return None
-    for m in _JA_NUM.finditer(sentence):
-        before = sentence[: m.start()]
-        b, a = before[-1:], sentence[m.end(): m.end() + 1]
+def _ja_figures(text: str) -> list[tuple[int, int, str]]:
+    """The askable figures of `text` as (start, end, question word), a compound figure ("7時間45分", "9時00分")
+    and a range ("午前10時から午後3時まで": both ends) each as one; dates, ordinals ("第3条"), ranges written
+    with "～" and per-unit denominators ("1日2,000円", "1人あたり", "1回に12個": the "1日", "1人", "1回") are left out."""
+    out: list[tuple[int, int, str]] = []
+    for m in _JA_NUM.finditer(text):
+        before, after = text[: m.start()], text[m.end():]
+        b, a = before[-1:], after[:1]
+        unit, num = m.group("unit"), m.group("num")
         if b.isascii() and b.isalnum() or (b and b in "第№#(（～~〜-") or (a and a in "～~〜-"):
             continue
-        unit = m.group("unit")
-        if unit in ("年", "年度") and len(m.group("num")) == 4:
+        if unit in ("年", "年度") and len(num) == 4 and not m.group("mult"):
             continue  # a date, not a quantity
-        if unit == "月" or (unit == "日" and re.search(r"\d月$", before)):
+        if unit == "日" and re.search(r"\d月$", before):
             continue
-        wh = _JA_UNIT_WH.get(unit, "何" + unit)
-        question = _ja_question(sentence[: m.start()] + wh + sentence[m.end():])
-        if question is None:
+        if unit == "時" and not re.search(r"(?:午前|午後|朝|夜|夕方)$", before) and not re.match(r"\d+分|から|まで", after):
+            continue  # "時" with no clock around it ("3時の方向")
+        if num == "1" and not m.group("mult") and re.match(r"\d|あたり|当たり|につき|に\d|ごと|の", after):
+            continue  # "1日2,000円", "1人あたり": the denominator of a rate, not the figure
+        wh = "いくら" if unit == "円" else _JA_UNIT_WH.get(unit, "何" + unit)
+        if out and out[-1][1] == m.start() and not _JA_UNIT_WH.get(unit) and unit != "円":
+            out[-1] = (out[-1][0], m.end(), out[-1][2] + wh)  # "7時間45分" -> "何時間何分"
             continue
-        claim = sentence.rstrip("。")
-        topic = _topic(sentence, ctx, exclude=m.group(0))
-        return Fact(page, "number", question, sentence, [claim], "ja", topic or m.group(0),
-                    3.0 + (ctx.idf(topic) / 5 if topic else 0.0))
+        rng = re.match(r"から(?:午前|午後)?$", text[out[-1][1]: m.start()]) if out else None
+        if rng and re.match(r"まで", after):
+            out[-1] = (out[-1][0], m.end(), out[-1][2] + text[out[-1][1]: m.start()] + wh)  # "何時から何時まで"
+            continue
+        out.append((m.start(), m.end(), wh))
+    return out
+
+
+def _in_brackets(text: str, pos: int) -> bool:
+    before = text[:pos]
+    return before.count("（") + before.count("(") > before.count("）") + before.count(")")
+
+
+def _ja_clause(sentence: str) -> tuple[str, str, str] | None:
+    """(text to ask, how it ends: "plain" or "copula", the claim) for a sentence whose
+    first clause holds a figure and ends before "、": a continuative ("在宅勤務は週3日までとし、…") or, under a copula
+    ending, a first value of a list ("所定労働時間は1日7時間45分、1週38時間45分とする。"); None otherwise."""
+    body = sentence.rstrip("。")
+    cut = body.find("、")
+    if cut <= 0:
+        return None
+    first = body[:cut]
+    if not _ja_figures(first):
+        return None
+    if _JA_CONTINUATIVE.search(first):
+        claim = first + "る" if first.endswith("でき") else first[:-1] + ("る" if first.endswith("り") else "する")
+        return (first, "plain", claim) if _ja_plain_question(first) else None
+    copula = re.search(r"(?:とする|です|である|だ)$", body)
+    if copula and re.search(r"\d\D{0,4}$", first) and "を" not in body[:cut]:
+        return first, "copula", first + copula.group(0)  # "Aは1日7時間45分、1週38時間45分とする"
     return None
+
+
+def _ja_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
+    sentence = _JA_ARTICLE.sub("", sentence)
+    if not 10 <= len(sentence) <= 110 or _EN_SKIP.search(sentence):
+        return None
+    clause = _ja_clause(sentence)
+    if clause is not None:
+        text, mode, claim = clause
+    elif sentence.endswith("。") and (_ja_question(sentence) or _ja_plain_question(sentence[:-1])):
+        text, mode, claim = sentence, "sentence", sentence.rstrip("。")
+    else:
+        return None
+    if not re.search(r"[はがを]", text):
+        return None  # "最大20日まで付与し": nothing named what the figure is of
+    figures = _ja_figures(text)
+    if not figures:
+        return None
+    # the figure nearest the predicate ("入社6か月経過後に10日の休暇を付与する" asks the 10日), outside brackets
+    # ("1泊12,000円（東京・大阪は14,000円）": the bracket holds an exception)
+    outside = [f for f in figures if not _in_brackets(text, f[0])]
+    start, end, wh = (outside or figures)[-1]
+    after = text[end:]
+    if re.match(r"[（(][^（）()]*\d[^（）()]*[）)]", after):  # "1泊12,000円（東京・大阪は14,000円）": another value in brackets
+        after = re.sub(r"^[（(][^（）()]*[）)]", "", after)
+    asked = text[:start] + wh + after
+    if mode == "copula":
+        question = asked + "ですか？"
+    elif asked.endswith("。"):
+        question = _ja_question(asked) or _ja_plain_question(asked[:-1])
+    else:
+        question = _ja_plain_question(asked)
+    if question is None:
+        return None
+    topic = _topic(claim, ctx, exclude=sentence[start:end])
+    return Fact(page, "number", question, sentence, [claim], "ja", topic or sentence[start:end],
+                3.0 + (ctx.idf(topic) / 5 if topic else 0.0))
 
 
 _JA_DEF = re.compile(r"^(?P<term>[^、。とは]{2,20})とは、?(?P<rest>.{5,150})(?:です|である|をいいます|のことです)。$")
@@ -251,15 +364,48 @@ def _ja_definition_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | N
 
 
 # -- Korean --------------------------------------------------------------------------------------------
-_KO_NUM = re.compile(r"(?P<num>\d+(?:[.,]\d+)*)\s?(?P<unit>시간|시|분|초|일|주|개월|년|월|원|명|회|권|층|번|개|%|세|km|kg|m)")
+_KO_NUM = re.compile(r"(?P<num>\d+(?:[.,]\d+)*)\s?(?P<unit>시간|시|분|초|일|주|개월|년|월|원|명|회|권|층|번|개|%|세|자|km|kg|m)")
 _KO_UNIT_WH = {"일": "며칠", "원": "얼마", "%": "몇 퍼센트"}
 
 
-def _ko_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
-    if not 10 <= len(sentence) <= 120 or not sentence.endswith("니다.") or _EN_SKIP.search(sentence):
+_KO_ARTICLE = re.compile(r"^제\s?\d+조(?:의\s?\d+)?\s*(?:\([^()]{1,30}\))?\s*")  # "제10조(근로시간) ..."
+
+
+def _ko_plain_question(text: str) -> str | None:
+    """The plain style of rules ("...으로 한다.", "...를 부여한다.", "...이다.", "...받는다.") asked in the formal style
+    ("...으로 합니까?"); None for another ending."""
+    if not text.endswith("다."):
         return None
-    for m in _KO_NUM.finditer(sentence):
-        before, after = sentence[: m.start()], sentence[m.end():]
+    stem = text[:-2]
+    last = stem[-1:]
+    if not last or not "가" <= last <= "힣":
+        return None
+    if stem.endswith("이"):
+        return stem[:-1] + "입니까?"  # 이다 -> 입니까
+    if stem.endswith("는") and len(stem) >= 2 and (ord(stem[-2]) - 0xAC00) % 28:
+        return stem[:-1] + "습니까?"  # 받는다 -> 받습니까
+    final = (ord(last) - 0xAC00) % 28
+    if final == 4:  # ㄴ: 한다 -> 합니까, 된다 -> 됩니까
+        return stem[:-1] + chr(ord(last) - 4 + 17) + "니까?"
+    if final not in (0, 8):  # a final consonant other than ㄹ stays: 있다/없다/했다 -> 있습니까
+        return stem + "습니까?"
+    return None
+
+
+def _ko_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
+    sentence = _KO_ARTICLE.sub("", sentence)
+    if not 10 <= len(sentence) <= 120 or _EN_SKIP.search(sentence):
+        return None
+    polite = sentence.endswith("니다.")
+    if not polite and _ko_plain_question(sentence) is None:
+        return None
+    text, claim = sentence, sentence.rstrip(".")
+    list_end = re.search(r"(?:\s?(?:으로|로)\s?한다|이다)\.$", sentence) if not polite else None
+    cut = sentence.find(", ")
+    if list_end and cut > 0 and re.search(r"\d\D{0,3}$", sentence[:cut]):
+        text = claim = sentence[:cut]  # "근로시간은 1일 8시간, 1주 40시간으로 한다.": the first value
+    for m in _KO_NUM.finditer(text):
+        before, after = text[: m.start()], text[m.end():]
         unit = m.group("unit")
         if before[-1:].isalnum() and before[-1:].isascii() or (unit == "년" and len(m.group("num")) == 4):
             continue
@@ -267,10 +413,23 @@ def _ko_number_fact(page: PageInfo, ctx: Context, sentence: str) -> Fact | None:
             continue  # "3월 14일" (a date), "2번 출구" handled as its own figure
         if unit == "일" and re.search(r"\d월\s?$", before):
             continue
+        if m.group("num") == "1" and re.match(r"\s?\d|\s?당|에\s", after):
+            continue  # "1일 8시간", "1인당": the denominator of a rate, not the figure
         wh = _KO_UNIT_WH.get(unit, "몇 " + unit)
-        question = (before + wh + after)[: -len("니다.")] + "니까?"
+        if wh == "얼마":  # the particle after 얼마 (no final consonant), not after 원: "100,000원을" -> "얼마를"
+            after = re.sub(r"^(?:을|이|은|으로|과)(?![가-힣])|^(?:을|이|은|으로|과)(?=\s)",
+                           lambda p: {"을": "를", "이": "가", "은": "는", "으로": "로", "과": "와"}[p.group(0)], after)
+        asked = before + wh + after
+        if text is not sentence:
+            question = asked + "입니까?"
+        elif polite:
+            question = asked[: -len("니다.")] + "니까?"
+        else:
+            question = _ko_plain_question(asked)
+        if question is None:
+            return None
         topic = _topic(sentence, ctx, exclude=m.group(0))
-        return Fact(page, "number", question, sentence, [sentence.rstrip(".")], "ko", topic or m.group(0),
+        return Fact(page, "number", question, sentence, [claim], "ko", topic or m.group(0),
                     3.0 + (ctx.idf(topic) / 5 if topic else 0.0))
     return None
 
