@@ -24,3 +24,15 @@ def test_metadata_first_then_the_first_pages_dominant_heading_then_the_file_name
     assert document_title("0001065280-16-000047", page, "NETFLIX_2015_10K") == "Netflix Annual Report"
     assert document_title("Contents", "# Contents\n## **Table of contents**", "NETFLIX_2015_10K") == "NETFLIX_2015_10K"
     assert document_title("", "no heading at all", "stem") == "stem"
+
+
+@pytest.mark.parametrize("heading", ["1. Passwords", "2.3 Scope of this policy", "Chapter 1 Introduction",
+                                     "第1章 総則", "第１章総則", "제1장 총칙", "Section IV Remedies"])
+def test_a_heading_numbered_as_a_part_is_no_document_title(heading):
+    """A PDF without title metadata whose first page opens with its first chapter (a new user's work rules,
+    "第1章総則", and security policy, "1. Passwords") was titled by that chapter in every citation."""
+    page = f"# {heading}\n\ntext of the first section"
+    assert document_title("", page, "就業規則_2026年版") == "就業規則_2026年版"
+    # a real title above the chapter still wins, and a year is no part number
+    assert document_title("", f"# Work Rules 2026\n\n## {heading}\n\ntext", "stem") == "Work Rules 2026"
+    assert document_title("", "# 2019 Annual Report\n\ntext", "stem") == "2019 Annual Report"

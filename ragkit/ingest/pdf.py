@@ -313,15 +313,25 @@ def title_like(text: str) -> bool:
     return letters >= 3 and letters >= len(low.replace(" ", "")) / 2
 
 
+# a heading numbered as one part of a document ("1. Passwords", "2.3 Scope", "Chapter 1", "第1章 総則", "제1장"):
+# a section's heading, never the whole document's title (a year, "2019 Annual Report", is no part number)
+_PART_HEADING = re.compile(
+    r"^(?:(?:chapter|section|part|article|appendix)\s+[\dIVXivxA-Z]+\b|\d{1,2}(?:\.\d{1,2})*[.)]?\s"
+    r"|第\s*[0-9０-９一二三四五六七八九十百]+\s*[章節条編部款項]|제\s*\d+\s*[장절조편부관항])", re.I)
+
+
 def document_title(meta_title: str, first_page: str, stem: str) -> str:
     """The front matter's `document`: the PDF metadata title when it is title-like, else the first page's
-    dominant heading (its largest, then first), else the file name."""
+    dominant heading (its largest, then first), else the file name, which is also the title when that heading
+    is numbered as a part of the document (the first page opens with chapter 1)."""
     if title_like(meta_title or ""):
         return " ".join(meta_title.split())
     heads = [(len(m[1]), " ".join(m[2].replace("*", "").split())) for m in _HEADING.finditer(first_page or "")]
     heads = [h for h in heads if title_like(h[1])]
     if heads:
-        return min(heads, key=lambda h: h[0])[1][:200]
+        top = min(heads, key=lambda h: h[0])[1]
+        if not _PART_HEADING.match(top):  # else the first page opens with chapter 1: no title printed on it
+            return top[:200]
     return stem
 
 
