@@ -169,6 +169,28 @@ def test_a_wrapped_label_joins_the_row_that_carries_its_figures_and_prose_is_no_
     assert md.count("\n") == 1 + 3  # header, rule, three line items
 
 
+def test_a_label_wrapped_over_three_lines_is_one_row():
+    # Netflix's balance sheet: "Common stock, $0.001 par value; ..." runs over three lines, the figures on the last;
+    # its first line was a row of its own with empty figure cells
+    recs = [line(19, 100, "Total liabilities"), line(380, 100, "7,979,445", 416), line(466, 100, "5,184,792", 502),
+            line(36, 112, "Common stock, $0.001 par value; 4,990,000,000 and 160,000,000 shares authorized at 2015"),
+            line(36, 122, "and December 31, 2014, respectively; 427,940,440 and 422,910,887 issued and outstanding"),
+            line(36, 132, "at December 31, 2015, respectively"), line(380, 132, "1,324,809", 416),
+            line(466, 132, "1,042,870", 502),
+            line(19, 144, "Retained earnings"), line(380, 144, "941,925", 416), line(466, 144, "819,284", 502)]
+    [(md, _end)] = figure_tables(rows(recs)).values()
+    assert "| Common stock, $0.001 par value; 4,990,000,000 and 160,000,000 shares authorized at 2015 and December " \
+           "31, 2014, respectively; 427,940,440 and 422,910,887 issued and outstanding at December 31, 2015, " \
+           "respectively | 1,324,809 | 1,042,870 |" in md, md
+    assert md.count("\n") == 1 + 3  # header, rule, three line items
+    # a note set under a figure, in its column, over two lines is no label of the row below
+    recs = [line(19, 100, "Mr. R.A. Shah"), line(380, 100, "14", 416), line(466, 100, "8", 502),
+            line(466, 110, "(includes 4 as", 520), line(466, 120, "chairmanships)", 522),
+            line(19, 132, "Mr. K.K. Modi"), line(380, 132, "11", 416), line(466, 132, "2", 502),
+            line(19, 144, "Mr. S.V. Shanbhag"), line(380, 144, "5", 416), line(466, 144, "7", 502)]
+    assert not any("chairmanships) Mr. K.K. Modi" in md for md, _end in figure_tables(rows(recs)).values())
+
+
 def test_japanese_negative_figures_are_figures():
     recs = [line(40, 100, "売上高"), line(300, 100, "12,345", 340), line(400, 100, "11,000", 440),
             line(40, 112, "営業利益"), line(300, 112, "△1,234", 340), line(400, 112, "▲56", 440),
@@ -374,6 +396,55 @@ def test_side_by_side_rows_are_a_table_and_keep_their_order():
     assert reading_order(recs, 595) == recs
 
 
+KO_LEFT = ["제1조 근무 시간은 오전 9시부터", "오후 6시까지로 한다.", "제2조 점심 시간은 낮 12시부터", "오후 1시까지로 한다."]
+KO_RIGHT = ["제3조 야간 근무는 오후 10시", "이후의 근무를 말한다.", "제4조 야간 근무 수당은 통상", "임금의 50%를 가산한다."]
+
+
+def test_two_korean_columns_on_shared_baselines_are_prose_not_a_table(isolated_env):
+    """A user's Korean page of two columns of articles whose lines share baselines (PyMuPDF puts each baseline's
+    left and right line in one block) became a two-column table, every sentence cut across rows. Each column's
+    lines run to its edge mid-sentence and go on below: it is read left column first, one paragraph per article
+    (the right column's last lines stop about as far right as its first ones)."""
+    doc = pymupdf.open()
+    page = doc.new_page()
+    page.insert_text((72, 60), "제2장 근무 시간", fontname="korea", fontsize=18)
+    for k, (left, right) in enumerate(zip(KO_LEFT * 2, KO_RIGHT * 2, strict=True)):
+        page.insert_text((50, 100 + 16 * k), left, fontname="korea", fontsize=10)
+        page.insert_text((320, 100 + 16 * k), right, fontname="korea", fontsize=10)
+    (_meta, body), = ingest(isolated_env, "근무규정", doc).values()
+    assert not table_lines(body), body
+    paras = [p.strip() for p in body.split("\n\n") if not p.startswith("#")]
+    left = [f"{KO_LEFT[0]} {KO_LEFT[1]}", f"{KO_LEFT[2]} {KO_LEFT[3]}"]
+    right = [f"{KO_RIGHT[0]} {KO_RIGHT[1]}", f"{KO_RIGHT[2]} {KO_RIGHT[3]}"]
+    assert paras == left * 2 + right * 2, body
+
+
+def test_side_by_side_lines_in_one_block_are_columns_only_when_they_run_as_sentences():
+    # each baseline one block holding a left and a right line, as PyMuPDF gives the Korean page: cells of phrases
+    # with no sentence in them, or a figure among the lines, keep the PDF's order (row by row); sentences wrapped
+    # at the columns' edges are read column by column
+    def page(left: tuple[str, str], right: tuple[str, str]) -> list[list]:
+        recs = []
+        for k in range(8):
+            recs += [line(56, 100 + 12 * k, left[k % 2], 270 if k % 2 == 0 else 180, 9, bno=k),
+                     line(305, 100 + 12 * k, right[k % 2], 540 if k % 2 == 0 else 420, 9, bno=k)]
+        return recs
+
+    phrases = page(("Annual maintenance of the cooling system", "and of its filters"),
+                   ("Replacement of the worn parts of the pump", "by the service partner"))
+    sentences = page(("The cooling system is serviced once a year", "together with its filters."),
+                     ("The worn parts of the pump are replaced by", "the service partner."))
+    figures = [ln[:] for ln in sentences]
+    figures[3][7] = "1,250"
+    assert reading_order(phrases, 595) == phrases
+    assert reading_order(figures, 595) == figures
+    assert [ln[1] for ln in reading_order(sentences, 595)] == [56] * 8 + [305] * 8
+    split = [ln[:] for ln in sentences]  # each line a block of its own, rows side by side: a table, as before
+    for k, ln in enumerate(split):
+        ln[0] = k
+    assert reading_order(split, 595) == split
+
+
 def test_a_japanese_paragraph_indented_with_spaces_is_never_split_mid_sentence(isolated_env):
     """A Japanese standard indents each paragraph's first line with spaces, which PyMuPDF counts in the line's box:
     the paragraph's second line then looked indented against the first, and the sentence was split
@@ -510,5 +581,6 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 6 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert CONVERTER_VERSION == 7 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
     assert "heading" in CONVERTER_CHANGES[5] and "figure table" in CONVERTER_CHANGES[6]
+    assert "column by column" in CONVERTER_CHANGES[7]

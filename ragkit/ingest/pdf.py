@@ -103,6 +103,9 @@ _HEAD_END = re.compile(r"[.。,、:：;；]$")
 
 
 _SENTENCE_END = re.compile(r"[.!?。！？:：…\"”’)]$")
+_FULL_STOP = re.compile(r"[.!?。！？][\"”’」)]?$")
+# the number of an article at a line's start: "제3조", "第3条", "Article 3"
+_ARTICLE = re.compile(r"^\s*(?:제\s?\d+\s?조|第\s?[\d一二三四五六七八九十百]+\s?条|Article\s+\d+)")
 
 
 def _first_word_width(text: str, width: float) -> float:
@@ -141,9 +144,11 @@ class _Block:
         while reaching the paragraph's right edge, or the last line stopped short after a full stop. After a
         single line, an indented line that runs on past it by 4 ems and by more than its first word needs: the
         first line was broken on purpose (a numbered heading in body type, 「２ 成分の配合の禁止」 over
-        「　化粧品は、…」), not wrapped."""
+        「　化粧品は、…」), not wrapped. After a full stop, a line that starts with an article's number ("제3조")."""
         if self.kind != "p":
             return False
+        if _ARTICLE.match(text) and _FULL_STOP.search(self.text):
+            return True  # after a full stop, the next article starts: a paragraph of its own
         size = self.size
         if self.lines == 1:
             return x0 > self.inner + 0.6 * size and x1 - self.x1 > max(4 * size, _first_word_width(text, x1 - x0))

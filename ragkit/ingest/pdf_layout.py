@@ -12,6 +12,10 @@ _JOIN_TIGHT = re.compile(f"[{HAN_KANA}\u3000-\u303f\uff00-\uffef]")
 _WIDE = 0.2  # a line at least this share of the page wide is running text (evidence of a column)
 _MIN_COLUMN_LINES = 4  # running-text lines each side of a gutter that make a page multi-column
 _CROSSING = 0.1  # share of running-text lines that may cross a gutter (titles, full-width figures, captions)
+_SENTENCE_END = re.compile(r"[.!?。！？…][\"”’)]?$")
+_OPEN_END = re.compile(r"[.!?。！？:：;；…\"”’)]$")  # a line ending so may close its sentence or a caption
+_FIGURES = re.compile(r"^[\d\s.,:;%‰()\[\]$€£¥₩+\-–—−/*]+$")  # a line of figures, dashes or signs only
+_PROSE_WRAPS = 0.3  # share of a column's lines that wrap mid-sentence onto the next line of the column
 
 
 def join_wrapped(a: str, b: str) -> str:
@@ -68,45 +72,93 @@ def _gutters(lines: list[list], width: float) -> list[float]:
     return keep
 
 
+def _prose_columns(lines: list[list], col: list[int], ncols: int) -> bool:
+    """Whether every column of the page reads as running text: in each, >= 30% of its lines stop mid-sentence at
+    the column's right edge and go on in the line just below, in the same column and type; at least one line
+    ends a sentence; and none is a figure. The lines of a table's cells stand in rows apart, or hold figures, or
+    are short; a table of wrapped sentences on shared baselines is read as columns too."""
+    for k in range(ncols):
+        mine = sorted((ln for ln, c in zip(lines, col, strict=True) if c == k), key=lambda ln: (ln[2], ln[1]))
+        if len(mine) < _MIN_COLUMN_LINES or any(_FIGURES.match(ln[7].strip()) for ln in mine):
+            return False
+        left, right = min(ln[1] for ln in mine), max(ln[3] for ln in mine)
+        wraps = 0
+        for a, b in zip(mine, mine[1:], strict=False):
+            size = a[5] or 10
+            text = a[7].strip()
+            if abs(b[5] - a[5]) <= 0.5 and -0.6 * size <= b[2] - a[4] < 0.9 * size and not _OPEN_END.search(text) \
+                    and a[3] >= right - max(4 * size, 0.25 * (right - left)) and abs(b[1] - left) <= 3 * size:
+                wraps += 1
+        if wraps < _PROSE_WRAPS * len(mine) or not any(_SENTENCE_END.search(ln[7].strip()) for ln in mine):
+            return False
+    return True
+
+
+def _blocks(lines: list[list], ids: list[tuple[int, int]], inside, width: float) -> tuple[dict, dict]:
+    """({block id: box}, {block id: its column, -1 across a gutter, -2 set vertically in a margin})."""
+    boxes: dict[tuple[int, int], list[float]] = {}
+    for ln, b_id in zip(lines, ids, strict=True):
+        b = boxes.setdefault(b_id, [ln[1], ln[2], ln[3], ln[4]])
+        b[0], b[1], b[2], b[3] = min(b[0], ln[1]), min(b[1], ln[2]), max(b[2], ln[3]), max(b[3], ln[4])
+    column: dict[tuple[int, int], int] = {}
+    for b_id, (x0, y0, x1, y1) in boxes.items():
+        column[b_id] = inside(x0, x1)
+        if y1 - y0 > 3 * (x1 - x0) and x1 - x0 < 0.1 * width:
+            column[b_id] = -2  # set vertically in a margin ("arXiv:2303.05039v2 [cs.IR]"): read last
+    return boxes, column
+
+
 def reading_order(lines: list[list], width: float) -> list[list]:
     """The page's line records in reading order. On a page set in columns, the PDF's text blocks are read column
     by column, band by band between blocks that span the columns (a title, a full-width figure); a page whose
-    left and right blocks start on the same baselines is a table, and any other page keeps the PDF's order."""
+    left and right blocks start on the same baselines is a table, and any other page keeps the PDF's order. A page
+    whose blocks mostly each hold lines of both columns side by side (one block per baseline) is read column by
+    column, each such block split at the gutter, when every column runs as prose (`_prose_columns`)."""
     if len(lines) < 2 * _MIN_COLUMN_LINES or width <= 0:
         return lines
     gutters = _gutters(lines, width)
     if not gutters:
         return lines
-    boxes: dict[int, list[float]] = {}
-    for ln in lines:
-        b = boxes.setdefault(ln[0], [ln[1], ln[2], ln[3], ln[4]])
-        b[0], b[1], b[2], b[3] = min(b[0], ln[1]), min(b[1], ln[2]), max(b[2], ln[3]), max(b[3], ln[4])
-    column: dict[int, int] = {}
-    for bno, (x0, y0, x1, y1) in boxes.items():
-        inside = [k for k in range(len(gutters) + 1)
-                  if (k == 0 or x0 >= gutters[k - 1] - 2) and (k == len(gutters) or x1 <= gutters[k] + 2)]
-        column[bno] = inside[0] if inside else -1  # -1: spans a gutter
-        if y1 - y0 > 3 * (x1 - x0) and x1 - x0 < 0.1 * width:
-            column[bno] = -2  # set vertically in a margin ("arXiv:2303.05039v2 [cs.IR]"): read last
+
+    def inside(x0: float, x1: float) -> int:  # the column a box lies in, -1 when it crosses a gutter
+        cols = [k for k in range(len(gutters) + 1)
+                if (k == 0 or x0 >= gutters[k - 1] - 2) and (k == len(gutters) or x1 <= gutters[k] + 2)]
+        return cols[0] if cols else -1
+
+    line_col = [inside(ln[1], ln[3]) for ln in lines]
+    ids = [(ln[0], 0) for ln in lines]
+    boxes, column = _blocks(lines, ids, inside, width)
     starts: dict[int, set[int]] = {}
-    for bno, c in column.items():
+    for b_id, c in column.items():
         if c >= 0:
-            starts.setdefault(c, set()).add(round(boxes[bno][1] / 2))
+            starts.setdefault(c, set()).add(round(boxes[b_id][1] / 2))
+    table = False
     if len(starts) >= 2:
         a, b = sorted(starts.values(), key=len)[:2]
-        if len(a) >= 3 and len(a & b) >= 0.5 * len(a):  # rows side by side: a table, read row by row
-            return lines
+        table = len(a) >= 3 and len(a & b) >= 0.5 * len(a)  # rows side by side: a table, read row by row
+    # blocks that hold lines of two columns side by side, none crossing a gutter (PyMuPDF makes one block of a
+    # baseline when the columns share their baselines): the page's columns, or a table's rows
+    side = {b_id[0] for b_id, c in column.items() if c == -1} - {ln[0] for ln, c in zip(lines, line_col,
+                                                                                       strict=True) if c < 0}
+    in_cols = sum(1 for c in line_col if c >= 0)
+    paired = sum(1 for ln, c in zip(lines, line_col, strict=True) if c >= 0 and ln[0] in side)
+    if paired >= 0.5 * in_cols and _prose_columns(lines, line_col, len(gutters) + 1):
+        ids = [(ln[0], c if ln[0] in side else 0) for ln, c in zip(lines, line_col, strict=True)]
+        boxes, column = _blocks(lines, ids, inside, width)
+    elif table:
+        return lines
     spans = sorted(boxes[b][1] for b, c in column.items() if c == -1)
 
-    def key(bno: int) -> tuple[int, int, float]:
-        y0 = boxes[bno][1]
-        if column[bno] == -2:
+    def key(b_id: tuple[int, int]) -> tuple[int, int, float]:
+        y0 = boxes[b_id][1]
+        if column[b_id] == -2:
             return (len(spans) + 1, 0, y0)
         band = sum(1 for s in spans if s < y0)
-        return (band, len(gutters) + 1, y0) if column[bno] < 0 else (band, column[bno], y0)
+        return (band, len(gutters) + 1, y0) if column[b_id] < 0 else (band, column[b_id], y0)
 
     order = sorted(boxes, key=key)
     if order == list(boxes):
         return lines
     rank = {b: n for n, b in enumerate(order)}
-    return sorted(lines, key=lambda ln: rank[ln[0]])  # stable: a block's lines keep their order
+    pos = sorted(range(len(lines)), key=lambda k: rank[ids[k]])  # stable: a block's lines keep their order
+    return [lines[k] for k in pos]

@@ -265,17 +265,21 @@ def _label_only(r: list, left: float, size: float) -> bool:
     return r[2] <= left + 0.5 * size and len(" ".join(c[2] for c in r[6])) <= 120
 
 
-def _wraps_into(rs: list[list], info: list, j: int) -> bool:
-    """A label too long for its column that continues on the next row, the row that carries its figures: the
-    next label starts in lower case, or this line fills most of the labels' column and does not end a caption."""
-    if j + 1 >= len(rs) or not info[j + 1] or info[j + 1][0] != "fig" or not info[j + 1][1]:
+def _wraps_into(rs: list[list], info: list, j: int, depth: int = 0) -> bool:
+    """A label too long for its column that continues on the next row, the row that carries its figures: the next
+    label starts in lower case, or this line fills most of the labels' column and does not end a caption. A label
+    of three lines, left of the figures, wraps into its middle line when that starts in lower case (a narrow
+    labels' column holds short labels of their own that fill it; a note under a figure is no label)."""
+    if j + 1 >= len(rs) or len(rs[j][6]) != 1 or rs[j + 1][1] - rs[j][3] >= (rs[j][4] or 10):
         return False
-    r, nxt = rs[j], info[j + 1][1][0]
-    if len(r[6]) != 1 or rs[j + 1][1] - r[3] >= (r[4] or 10):
+    r, nxt = rs[j], rs[j + 1]
+    if not info[j + 1] and depth < 1 and nxt[6][0][2][:1].islower() and _wraps_into(rs, info, j + 1, depth + 1):
+        return r[0] < _value_left(info, [j + 2])
+    if not info[j + 1] or info[j + 1][0] != "fig" or not info[j + 1][1]:
         return False
     text = r[6][0][2].rstrip()
     full = r[2] - r[0] > 0.6 * (_value_left(info, [j + 1]) - r[0]) and not text.endswith(":")
-    return nxt[2][:1].islower() or full
+    return info[j + 1][1][0][2][:1].islower() or full
 
 
 def _center(c: list) -> float:
