@@ -148,6 +148,37 @@ def test_a_fall_in_confidence_is_no_regression(isolated_env):
     assert r.exit_code == 0 and "gate failed" not in r.output, r.output
 
 
+def test_a_numeric_input_column_is_no_metric(isolated_env):
+    """A question sheet's own `No` column (row numbers, renumbered after a question was deleted) failed
+    `--fail-on-regression` with "No fell 4.0000 -> 3.0000" while every metric was unchanged, and showed in every
+    compare table; `--fail-under No=...` rejects it. Only ragkit's metric columns are compared; input columns
+    (numbers or not) pass through."""
+    cols = ["No", "Question", "優先度", *COLS[1:]]
+    qs = [row(f"q{i}", 1, 1, "True") for i in range(1, 6)]
+    old = write_results(isolated_env / "o.csv", [r | {"No": str(i + 2), "優先度": "3"} for i, r in enumerate(qs)],
+                        cols)
+    new = write_results(isolated_env / "n.csv", [r | {"No": str(i + 1), "優先度": "1"} for i, r in enumerate(qs)],
+                        cols)
+    run = load_run(new)
+    assert run.rows[0].get("No") == "1" and run.rows[0].get("優先度") == "1"  # carried as the input had it
+    assert "No" not in run.metrics() and "優先度" not in run.metrics() and "Ref Recall" in run.metrics()
+    assert run.resolve("No") is None
+    with pytest.raises(UsageError, match="no such metric column"):
+        G.check_gates(run, G.parse_gates(["No=1"]))
+    cmp = compare_files(old, new)
+    assert [m.metric for m in cmp.metrics if m.metric in ("No", "優先度")] == []
+    assert cmp.metric("Ref Recall").delta == 0
+    runner = CliRunner()
+    r = runner.invoke(app, ["compare", str(old), str(new), "--fail-on-regression"])
+    assert r.exit_code == 0 and "gate failed" not in r.stderr, r.stderr
+    assert not any(ln.split()[0] in ("No", "優先度") for ln in r.stdout.splitlines() if ln.strip())
+    r = runner.invoke(app, ["compare", str(old), str(new), "--format", "markdown"])
+    assert r.exit_code == 0 and "| Ref Recall |" in r.stdout and "| No |" not in r.stdout
+    assert "| 優先度 |" not in r.stdout
+    r = runner.invoke(app, ["compare", str(old), str(new), "--format", "json"])
+    assert {m["metric"] for m in json.loads(r.stdout)["metrics"]} & {"No", "優先度"} == set()
+
+
 def test_compare_bad_input_is_one_line(isolated_env):
     bad = isolated_env / "bad.csv"
     bad.write_text("Name\nx\n", encoding="utf-8")
