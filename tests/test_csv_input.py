@@ -203,6 +203,28 @@ def test_a_nul_in_a_question_is_refused(isolated_env, sample_db_copy):
     assert not list(isolated_env.glob("results/*.csv"))
 
 
+def test_a_cell_over_the_limit_is_named_by_row_and_column(isolated_env):
+    """A 2,000,010-character question gave "not a valid CSV (field larger than field limit (131072))", the one
+    input error that named no row or column. A cell under the limit still reads."""
+    from ragkit.core.csvio import MAX_CELL_CHARS
+
+    before = csv.field_size_limit()
+    long = "x" * 100_000 + "?"
+    ok = write(isolated_env / "ok.csv", text([["Question", "Ground Truth"], [long, "a"]]).encode())
+    assert read_csv(ok)["Question"].tolist() == [long]
+    huge = "y" * (MAX_CELL_CHARS + 1)
+    path = write(isolated_env / "q.csv", text([["No", "Question", "Ground Truth"], ["1", "short?", "a"],
+                                               ["2", huge, "b"]]).encode())
+    with pytest.raises(RagError) as e:
+        read_csv(path)
+    assert str(e.value) == (f"{path}: row 3 (line 3), column 'Question': {MAX_CELL_CHARS + 1:,} characters, over the "
+                            f"limit of {MAX_CELL_CHARS:,}")
+    assert csv.field_size_limit() == before  # the csv module's global limit is left as it was
+    code, out, err = run("batch", str(path), "--strategy", "search")
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+    assert err.strip().splitlines()[-1] == f"error: {e.value}"
+
+
 @pytest.mark.parametrize("command", ["batch", "report", "eval", "compare"])
 def test_a_folder_where_a_file_is_expected_is_named_a_folder(isolated_env, command):
     """Before: "no such file" for a folder that exists."""
