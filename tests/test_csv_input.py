@@ -142,6 +142,21 @@ def test_a_byte_order_mark_wins_over_encoding(isolated_env):
     assert df["Question"].tolist() == ["Wie groß ist die Größe?"]
 
 
+def test_the_invalid_byte_after_a_byte_order_mark_is_the_one_named(isolated_env):
+    """A UTF-8 BOM followed by Shift_JIS was refused naming byte 0x73 (the `s` of "Checklist", 3 bytes before the
+    invalid 0x92): the offset counted from after the mark was used in the whole file."""
+    sjis = "Question,Ground Truth\r\nパスワードは？,12\r\n".encode("cp932")
+    path = write(isolated_env / "q.csv", codecs.BOM_UTF8 + sjis)
+    bad = sjis.index("パ".encode("cp932"))
+    with pytest.raises(RagError, match=rf"starts with a UTF-8 byte order mark but is not valid UTF-8 \(line 2, "
+                                       rf"byte 0x{sjis[bad]:02X}\)"):
+        read_csv(path)
+    # UTF-16 counts its mark in the offset already: still the right byte
+    wide = codecs.BOM_UTF16_LE + "Question\nab".encode("utf-16-le") + b"\x00\xdc" + "c".encode("utf-16-le")
+    with pytest.raises(RagError, match=r"not valid UTF-16 \(line 2, byte 0x00\)"):
+        read_csv(write(isolated_env / "w.csv", wide))
+
+
 # --------------------------------------------------------------------------------------------- rows and cells
 
 HEADER5 = "Question,Ground Truth,Reference Document,Page,Checklist"

@@ -110,8 +110,10 @@ def _strict(data: bytes, enc: str, name: str, what: str) -> str:
     try:
         return data.decode(enc)
     except UnicodeDecodeError as e:
-        line = data[: e.start].decode(enc, "replace").count("\n") + 1
-        raise RagError(f"{name}: {what} (line {line}, byte 0x{data[e.start]:02X}); save it as CSV UTF-8, or name "
+        # e.start counts in e.object, the bytes the codec read: utf-8-sig hands on those after its BOM
+        read = e.object
+        line = read[: e.start].decode(enc, "replace").count("\n") + 1
+        raise RagError(f"{name}: {what} (line {line}, byte 0x{read[e.start]:02X}); save it as CSV UTF-8, or name "
                        "its encoding with --encoding") from None
     except LookupError:
         raise RagError(f"{name}: unknown encoding {enc!r} (--encoding)") from None
