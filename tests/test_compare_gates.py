@@ -181,11 +181,27 @@ def test_a_numeric_input_column_is_no_metric(isolated_env):
 
 def test_compare_bad_input_is_one_line(isolated_env):
     bad = isolated_env / "bad.csv"
-    bad.write_text("Name\nx\n", encoding="utf-8")
+    bad.write_text("Name,RAG Answer\nx,y\n", encoding="utf-8")
     r = CliRunner().invoke(app, ["compare", str(bad), str(bad)])
-    assert r.exit_code == 1 and "missing column 'Question'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.exit_code == 1 and "missing column 'Question'; columns found: 'Name', 'RAG Answer'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
     r = CliRunner().invoke(app, ["compare", str(isolated_env / "none.csv"), str(bad)])
     assert r.exit_code == 1 and "no such file" in r.stderr and "Traceback" not in r.output
+
+
+def test_report_and_compare_say_alike_that_a_file_is_no_results_csv(isolated_env):
+    """`rag report typo.csv` (a question CSV with `Questoin`) said "missing column 'Question'" where `rag compare`
+    says what the file is: no results CSV. One check serves both (and a question CSV spelt right)."""
+    typo = isolated_env / "typo.csv"
+    typo.write_text("Questoin,Ground Truth\nHow long must passwords be?,14\n", encoding="utf-8")
+    questions = isolated_env / "questions.csv"
+    questions.write_text("No,Question,Ground Truth\n1,How long must passwords be?,14\n", encoding="utf-8")
+    want = "not a results CSV (no 'RAG Answer', 'Ref Recall' or 'Checklist Recall' column); run `rag batch` first"
+    for path in (typo, questions):
+        for args in (["report", str(path), "-o", str(isolated_env / "r.html")], ["compare", str(path), str(path)]):
+            r = CliRunner().invoke(app, args)
+            assert r.exit_code == 1 and r.stderr.strip() == f"error: {path}: {want}", (args, r.stderr)
+    assert not (isolated_env / "r.html").exists()
 
 
 def test_repeated_questions_pair_by_occurrence_and_disjoint_files_are_an_error(isolated_env):

@@ -203,14 +203,17 @@ class Run:
 
 
 def load_run(path: Path | str, name: str | None = None, *, encoding: str | None = None) -> Run:
-    """Read a results CSV. A file without the `Question` column, or without any metric column, is one-line
-    error naming the file."""
+    """Read a results CSV (the one check `rag report`, `rag compare` and the gates share). A file without any
+    answer or metric column, or then without the `Question` column, is a one-line error naming the file."""
     path = Path(path)
-    df = read_csv(path, required=("Question",), encoding=encoding)
+    df = read_csv(path, encoding=encoding)
     columns = [str(c) for c in df.columns]
+    # checked first: a question CSV (with a misspelt `Question` or not) is told what it is, not what it lacks
     if not any(c in columns for c in ("Ref Recall", "Checklist Recall", "RAG Answer")):
         raise RagError(f"{path}: not a results CSV (no 'RAG Answer', 'Ref Recall' or 'Checklist Recall' "
                        f"column); run `rag batch` first")
+    if "Question" not in columns:
+        read_csv(path, required=("Question",), encoding=encoding)  # raises, naming the columns it found
     run = Run(path=path, name=name or path.stem, columns=columns, info=read_run_info(path))
     seen: dict[str, int] = {}
     numeric = [c for c in columns if c in METRIC_COLUMNS]
