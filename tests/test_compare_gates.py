@@ -148,13 +148,60 @@ def test_a_fall_in_confidence_is_no_regression(isolated_env):
     assert r.exit_code == 0 and "gate failed" not in r.output, r.output
 
 
+def test_a_numeric_input_column_is_no_metric(isolated_env):
+    """A question sheet's own `No` column (row numbers, renumbered after a question was deleted) failed
+    `--fail-on-regression` with "No fell 4.0000 -> 3.0000" while every metric was unchanged, and showed in every
+    compare table; `--fail-under No=...` rejects it. Only ragkit's metric columns are compared; input columns
+    (numbers or not) pass through."""
+    cols = ["No", "Question", "優先度", *COLS[1:]]
+    qs = [row(f"q{i}", 1, 1, "True") for i in range(1, 6)]
+    old = write_results(isolated_env / "o.csv", [r | {"No": str(i + 2), "優先度": "3"} for i, r in enumerate(qs)],
+                        cols)
+    new = write_results(isolated_env / "n.csv", [r | {"No": str(i + 1), "優先度": "1"} for i, r in enumerate(qs)],
+                        cols)
+    run = load_run(new)
+    assert run.rows[0].get("No") == "1" and run.rows[0].get("優先度") == "1"  # carried as the input had it
+    assert "No" not in run.metrics() and "優先度" not in run.metrics() and "Ref Recall" in run.metrics()
+    assert run.resolve("No") is None
+    with pytest.raises(UsageError, match="no such metric column"):
+        G.check_gates(run, G.parse_gates(["No=1"]))
+    cmp = compare_files(old, new)
+    assert [m.metric for m in cmp.metrics if m.metric in ("No", "優先度")] == []
+    assert cmp.metric("Ref Recall").delta == 0
+    runner = CliRunner()
+    r = runner.invoke(app, ["compare", str(old), str(new), "--fail-on-regression"])
+    assert r.exit_code == 0 and "gate failed" not in r.stderr, r.stderr
+    assert not any(ln.split()[0] in ("No", "優先度") for ln in r.stdout.splitlines() if ln.strip())
+    r = runner.invoke(app, ["compare", str(old), str(new), "--format", "markdown"])
+    assert r.exit_code == 0 and "| Ref Recall |" in r.stdout and "| No |" not in r.stdout
+    assert "| 優先度 |" not in r.stdout
+    r = runner.invoke(app, ["compare", str(old), str(new), "--format", "json"])
+    assert {m["metric"] for m in json.loads(r.stdout)["metrics"]} & {"No", "優先度"} == set()
+
+
 def test_compare_bad_input_is_one_line(isolated_env):
     bad = isolated_env / "bad.csv"
-    bad.write_text("Name\nx\n", encoding="utf-8")
+    bad.write_text("Name,RAG Answer\nx,y\n", encoding="utf-8")
     r = CliRunner().invoke(app, ["compare", str(bad), str(bad)])
-    assert r.exit_code == 1 and "missing column 'Question'" in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    assert r.exit_code == 1 and "missing column 'Question'; columns found: 'Name', 'RAG Answer'" in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
     r = CliRunner().invoke(app, ["compare", str(isolated_env / "none.csv"), str(bad)])
     assert r.exit_code == 1 and "no such file" in r.stderr and "Traceback" not in r.output
+
+
+def test_report_and_compare_say_alike_that_a_file_is_no_results_csv(isolated_env):
+    """`rag report typo.csv` (a question CSV with `Questoin`) said "missing column 'Question'" where `rag compare`
+    says what the file is: no results CSV. One check serves both (and a question CSV spelt right)."""
+    typo = isolated_env / "typo.csv"
+    typo.write_text("Questoin,Ground Truth\nHow long must passwords be?,14\n", encoding="utf-8")
+    questions = isolated_env / "questions.csv"
+    questions.write_text("No,Question,Ground Truth\n1,How long must passwords be?,14\n", encoding="utf-8")
+    want = "not a results CSV (no 'RAG Answer', 'Ref Recall' or 'Checklist Recall' column); run `rag batch` first"
+    for path in (typo, questions):
+        for args in (["report", str(path), "-o", str(isolated_env / "r.html")], ["compare", str(path), str(path)]):
+            r = CliRunner().invoke(app, args)
+            assert r.exit_code == 1 and r.stderr.strip() == f"error: {path}: {want}", (args, r.stderr)
+    assert not (isolated_env / "r.html").exists()
 
 
 def test_repeated_questions_pair_by_occurrence_and_disjoint_files_are_an_error(isolated_env):

@@ -142,6 +142,21 @@ def test_a_byte_order_mark_wins_over_encoding(isolated_env):
     assert df["Question"].tolist() == ["Wie groß ist die Größe?"]
 
 
+def test_the_invalid_byte_after_a_byte_order_mark_is_the_one_named(isolated_env):
+    """A UTF-8 BOM followed by Shift_JIS was refused naming byte 0x73 (the `s` of "Checklist", 3 bytes before the
+    invalid 0x92): the offset counted from after the mark was used in the whole file."""
+    sjis = "Question,Ground Truth\r\nパスワードは？,12\r\n".encode("cp932")
+    path = write(isolated_env / "q.csv", codecs.BOM_UTF8 + sjis)
+    bad = sjis.index("パ".encode("cp932"))
+    with pytest.raises(RagError, match=rf"starts with a UTF-8 byte order mark but is not valid UTF-8 \(line 2, "
+                                       rf"byte 0x{sjis[bad]:02X}\)"):
+        read_csv(path)
+    # UTF-16 counts its mark in the offset already: still the right byte
+    wide = codecs.BOM_UTF16_LE + "Question\nab".encode("utf-16-le") + b"\x00\xdc" + "c".encode("utf-16-le")
+    with pytest.raises(RagError, match=r"not valid UTF-16 \(line 2, byte 0x00\)"):
+        read_csv(write(isolated_env / "w.csv", wide))
+
+
 # --------------------------------------------------------------------------------------------- rows and cells
 
 HEADER5 = "Question,Ground Truth,Reference Document,Page,Checklist"
@@ -201,6 +216,28 @@ def test_a_nul_in_a_question_is_refused(isolated_env, sample_db_copy):
     assert err.strip().splitlines()[-1] == (f"error: {path}: row 2 (line 2), column 'Question': contains a NUL "
                                             "character (\\0); remove it")
     assert not list(isolated_env.glob("results/*.csv"))
+
+
+def test_a_cell_over_the_limit_is_named_by_row_and_column(isolated_env):
+    """A 2,000,010-character question gave "not a valid CSV (field larger than field limit (131072))", the one
+    input error that named no row or column. A cell under the limit still reads."""
+    from ragkit.core.csvio import MAX_CELL_CHARS
+
+    before = csv.field_size_limit()
+    long = "x" * 100_000 + "?"
+    ok = write(isolated_env / "ok.csv", text([["Question", "Ground Truth"], [long, "a"]]).encode())
+    assert read_csv(ok)["Question"].tolist() == [long]
+    huge = "y" * (MAX_CELL_CHARS + 1)
+    path = write(isolated_env / "q.csv", text([["No", "Question", "Ground Truth"], ["1", "short?", "a"],
+                                               ["2", huge, "b"]]).encode())
+    with pytest.raises(RagError) as e:
+        read_csv(path)
+    assert str(e.value) == (f"{path}: row 3 (line 3), column 'Question': {MAX_CELL_CHARS + 1:,} characters, over the "
+                            f"limit of {MAX_CELL_CHARS:,}")
+    assert csv.field_size_limit() == before  # the csv module's global limit is left as it was
+    code, out, err = run("batch", str(path), "--strategy", "search")
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
+    assert err.strip().splitlines()[-1] == f"error: {e.value}"
 
 
 @pytest.mark.parametrize("command", ["batch", "report", "eval", "compare"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
@@ -171,8 +172,14 @@ def _item_errors(errors: list[str]) -> None:
         raise typer.Exit(1)
 
 
-def handle_errors(fn):
-    """User mistakes become one line on stderr and an exit status; never a traceback."""
+RESUMABLE = "interrupted; finished work is on disk, run the same command again to continue"
+
+
+def handle_errors(fn: Callable | None = None, *, interrupted: str = RESUMABLE) -> Callable:
+    """User mistakes become one line on stderr and an exit status; never a traceback. Ctrl-C exits 130 with
+    `interrupted`: a command that keeps no work to continue (one question, a report) says just "interrupted"."""
+    if fn is None:
+        return functools.partial(handle_errors, interrupted=interrupted)
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
@@ -184,7 +191,7 @@ def handle_errors(fn):
         except RagError as e:
             _fail(str(e), 1, json_out)
         except KeyboardInterrupt:
-            err.print("interrupted; finished work is on disk, run the same command again to continue")
+            err.print(interrupted, markup=False, highlight=False)
             raise typer.Exit(130) from None
 
     return wrapper
@@ -316,7 +323,7 @@ def search(
 
 
 @app.command()
-@handle_errors
+@handle_errors(interrupted="interrupted")
 def ask(
     question: Annotated[str, typer.Argument(metavar="QUESTION", help="The question.", show_default=False)],
     db: DbOpt = None,
@@ -527,7 +534,7 @@ def demo(
 
 
 @app.command(cls=OptionalDeltaCommand)
-@handle_errors
+@handle_errors(interrupted="interrupted")
 def compare(
     old: Annotated[Path, typer.Argument(
         metavar="OLD.csv", help="The earlier results CSV (the baseline).", show_default=False)],
@@ -561,7 +568,7 @@ def compare(
 
 
 @app.command()
-@handle_errors
+@handle_errors(interrupted="interrupted")
 def report(
     results_csvs: Annotated[list[Path], typer.Argument(
         metavar="RESULTS.csv...", help="One or more results CSVs (compared side by side).", show_default=False)],

@@ -26,6 +26,8 @@ ENCODINGS = ("utf-8-sig", "cp932")
 _FORMULA = re.compile(r"^(?:[=+@\t\r]|-(?=\S))")
 _ESCAPED = re.compile(r"^'(?:[=+@\t\r]|-(?=\S))")
 SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab"}
+# The longest cell read: the csv module's own default limit, checked here so that the error names the cell.
+MAX_CELL_CHARS = 131_072
 
 
 def escape_cell(value: object) -> str:
@@ -108,8 +110,10 @@ def _strict(data: bytes, enc: str, name: str, what: str) -> str:
     try:
         return data.decode(enc)
     except UnicodeDecodeError as e:
-        line = data[: e.start].decode(enc, "replace").count("\n") + 1
-        raise RagError(f"{name}: {what} (line {line}, byte 0x{data[e.start]:02X}); save it as CSV UTF-8, or name "
+        # e.start counts in e.object, the bytes the codec read: utf-8-sig hands on those after its BOM
+        read = e.object
+        line = read[: e.start].decode(enc, "replace").count("\n") + 1
+        raise RagError(f"{name}: {what} (line {line}, byte 0x{read[e.start]:02X}); save it as CSV UTF-8, or name "
                        "its encoding with --encoding") from None
     except LookupError:
         raise RagError(f"{name}: unknown encoding {enc!r} (--encoding)") from None
@@ -249,6 +253,15 @@ def _csv_error(path: Path, e: csv.Error, done: int, text: str, sep: str, line_nu
     return f"{path}: not a valid CSV ({why})"
 
 
+def _check_lengths(row: str, fields: list[str], header: list[str]) -> None:
+    """A cell longer than MAX_CELL_CHARS is an error naming its row and column."""
+    for i, f in enumerate(fields):
+        if len(f) > MAX_CELL_CHARS:
+            name = header[i].strip() if i < len(header) else ""
+            raise RagError(f"{row}, column {repr(name) if name else i + 1}: {len(f):,} characters, over the limit "
+                           f"of {MAX_CELL_CHARS:,}")
+
+
 def _line_of_row(text: str, sep: str, rows: int) -> int:
     """The line the row after the first `rows` rows starts on (quoted line breaks counted)."""
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep)
@@ -290,8 +303,12 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
     reader = csv.reader(io.StringIO(text, newline=""), delimiter=sep, strict=True)
     records: list[list[str]] = []
     header: list[str] | None = None
+    # the csv module's field limit is global and its error names no row or column: it is lifted while this file
+    # (already in memory) is parsed, and MAX_CELL_CHARS is checked per cell instead
+    limit = csv.field_size_limit(max(len(text) + 1, MAX_CELL_CHARS))
     try:
         header = next(reader)
+        _check_lengths(f"{path}: row 1 (the header)", header, [])
         named = len(header)
         while named > 1 and not header[named - 1].strip():
             named -= 1  # a header that ends in empty columns: a spreadsheet's padding
@@ -307,6 +324,7 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
                 col = named + next(i for i, f in enumerate(extra) if f.strip()) + 1
                 raise RagError(f"{row} has a value in column {col}, which has no name in the header (it has "
                                f"{named}); {quote}")
+            _check_lengths(row, fields, header)
             nul = next((i for i, f in enumerate(fields[:named]) if "\x00" in f), None)
             if nul is not None:
                 raise RagError(f"{row}, column {header[nul].strip() or nul + 1!r}: contains a NUL character (\\0); "
@@ -314,6 +332,8 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
             records.append((fields + [""] * named)[:named])
     except csv.Error as e:
         raise RagError(_csv_error(path, e, len(records) + (header is not None), text, sep, reader.line_num)) from None
+    finally:
+        csv.field_size_limit(limit)
     columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(header[:named])]
     written = list(columns)
     if known is not None:
