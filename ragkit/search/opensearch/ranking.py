@@ -13,7 +13,8 @@
    candidate;
 5. the page files are the truth: a hit whose file was deleted by hand since the last sync is left out, and a
    search that left one out, or found nothing while the cluster holds fewer pages in scope than the database's
-   folder, says in one line (a warning) that `rag index sync` brings the cluster in step.
+   folder, says in one line (a warning) that `rag index sync` brings the cluster in step (an index holding no page
+   at all says nothing here: its callers refuse the search with that advice, backend.no_pages_error).
 
     rank(ix, query, k=, prefix=, mode=) -> list[SearchHit]   # ix: an OpenSearchIndex
 """
@@ -196,6 +197,8 @@ def _say_if_behind(ix: Any, prefix: str, gone: int) -> None:
         return
     held = int(ix.client.request("POST", f"/{ix.pages_name}/_count",
                                  {"query": {"bool": {"filter": _scope(prefix)}}})["count"])
+    if not held and (not prefix or not int(ix.client.request("GET", f"/{ix.pages_name}/_count")["count"])):
+        return  # an index holding no page at all: the search is refused with the same advice (no_pages_error)
     on_disk = len(iter_pages(ix.db, prefix or None))
     if held < on_disk:
         where = f" under {prefix}" if prefix else ""
