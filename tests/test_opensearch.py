@@ -798,6 +798,41 @@ def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_
         assert sorted(h.path for h in hits if h.ranking == "meaning") == sorted(WORD_FREE)
 
 
+def test_the_last_page_names_only_a_text_less_page_that_is_its_documents_last_in_the_cluster_too(
+        url, isolated_env, monkeypatch):
+    """"The last page" let every text-less page through (query.may_show): the empty third slide of a four-slide
+    deck came for "the last page of the quarterly review" by its folder's words. Now only a document's last page,
+    by the documents index's last_page: from the query's documents, or asked for (a page found by meaning alone)."""
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from search_fixtures import write_empty_slide_deck, write_page
+
+    from ragkit.search.opensearch import ranking as os_ranking
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = isolated_env / "database"
+    empty = write_empty_slide_deck(db)
+    fourth = empty.replace("page_003", "page_004")
+    write_page(db, fourth, "# Next steps\nThe board meets in June.", page=4)
+    question = "What is on the last page of the quarterly review?"
+    with synced_cluster(db, url) as ix:
+        found = [h.path for h in ix.search(question, k=5)]
+        assert fourth in found and empty not in found, found
+        assert empty in [h.path for h in ix.search("What is on page 3 of the quarterly review?", k=5)]
+        deck = {"query": {"prefix": {"path": empty.rsplit("/", 1)[0]}}, "size": 10, "_source": False,
+                "docvalue_fields": ["path", "file_id", "page", "printed_page"]}
+
+        def shown_without_the_querys_documents() -> list[str]:
+            hits = ix.client.request("POST", f"/{ix.pages_name}/_search", deck)["hits"]["hits"]
+            rows = [(os_ranking._fields(h), 1.0) for h in hits]
+            return [src["path"] for src, _, _ in os_ranking._shown(ix, rows, 10, question, [])[0]]
+
+        assert fourth in shown_without_the_querys_documents() and empty not in shown_without_the_querys_documents()
+        (db / fourth).unlink()  # now the empty slide is the deck's last
+        ix.sync(progress=False)
+        assert empty in [h.path for h in ix.search(question, k=5)]
+        assert empty in shown_without_the_querys_documents()
+
+
 def test_a_page_without_text_is_no_hit_unless_the_query_names_it_in_the_cluster_too(url, isolated_env, monkeypatch):
     """The empty slide that came first for `/search?query=%ff%fe%c3` by meaning, and with its folder's words: no hit
     in the cluster either; named by number it still is."""

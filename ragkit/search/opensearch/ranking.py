@@ -219,12 +219,23 @@ def _warn(message: str) -> None:
         log.warning("%s", message)
 
 
-def _shown(ix: Any, rows: list[tuple[dict, float]], k: int, query: str
-             ) -> tuple[list[tuple[dict, float, str]], int]:
+def _shown(ix: Any, rows: list[tuple[dict, float]], k: int, query: str, docs: list[dict]
+           ) -> tuple[list[tuple[dict, float, str]], int]:
     """The first `k` rows whose page file exists and may be shown (query.may_show), each with the body read from
     its file (one read per row looked at), and how many were left out because their file is gone: a page deleted
-    by hand stays in the cluster until `rag index sync`, and the embedded engine no longer finds it."""
+    by hand stays in the cluster until `rag index sync`, and the embedded engine no longer finds it. `docs`: the
+    documents index's hits of the query, whose last_page says which page is a document's last."""
     refs = page_refs(query) if PAGE_REF_WEIGHT else set()
+    last_pages = {h["_id"]: _fields(h).get("last_page") for h in docs}
+
+    def is_last(src: dict) -> bool:
+        fid = str(src.get("file_id") or "")
+        if fid not in last_pages:  # a page of a document the query's words did not match (found by meaning)
+            got = ix.client.request("GET", f"/{ix.documents_name}/_doc/{fid}", params={"_source": "last_page"},
+                                    ok=(404,))
+            last_pages[fid] = (got.get("_source") or {}).get("last_page")
+        return bool(last_pages[fid]) and int(src.get("page") or 0) == int(last_pages[fid])
+
     kept: list[tuple[dict, float, str]] = []
     gone = 0
     for src, score in rows:
@@ -235,7 +246,8 @@ def _shown(ix: Any, rows: list[tuple[dict, float]], k: int, query: str
         except OSError:
             gone += 1
             continue
-        if may_show(body, int(src.get("page") or 0), str(src.get("printed_page") or ""), refs):
+        if may_show(body, int(src.get("page") or 0), str(src.get("printed_page") or ""), refs,
+                    lambda src=src: is_last(src)):
             kept.append((src, score, body))
     return kept, gone
 
@@ -275,7 +287,7 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
         # no page holds a word of the query (a question in another language): the pages found by meaning alone, as
         # the embedded engine gives them
         found = _by_meaning(ix, [], qv, res[3]["hits"]["hits"], k) if qv is not None else []
-        shown, gone = _shown(ix, found, k, query)
+        shown, gone = _shown(ix, found, k, query, docs)
         return [_hit(src, score, body, q) for src, score, body in shown], gone
     top = float(window[0]["_score"])
     gmax = max((h["_score"] for h in docs), default=0.0) or 1.0
@@ -334,7 +346,7 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
     unembedded = 0
     if emb is not None:
         rows = _by_meaning(ix, rows, qv, res[3]["hits"]["hits"], k)
-    shown, gone = _shown(ix, rows, k, query)
+    shown, gone = _shown(ix, rows, k, query, docs)
     if emb is not None and any(src.get("ranking") != "hybrid" for src, _, _ in shown
                                if src.get("ranking") != "meaning"):
         unembedded = _unembedded(ix, scope)
