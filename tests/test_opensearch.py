@@ -806,6 +806,7 @@ def test_the_last_page_names_only_a_text_less_page_that_is_its_documents_last_in
     sys.path.insert(0, str(REPO / "tests" / "search"))
     from search_fixtures import write_empty_slide_deck, write_page
 
+    from ragkit.search import page_refs
     from ragkit.search.opensearch import ranking as os_ranking
 
     monkeypatch.setenv("RAG_EMBED", "0")
@@ -824,7 +825,7 @@ def test_the_last_page_names_only_a_text_less_page_that_is_its_documents_last_in
         def shown_without_the_querys_documents() -> list[str]:
             hits = ix.client.request("POST", f"/{ix.pages_name}/_search", deck)["hits"]["hits"]
             rows = [(os_ranking._fields(h), 1.0) for h in hits]
-            return [src["path"] for src, _, _ in os_ranking._shown(ix, rows, 10, question, [])[0]]
+            return [src["path"] for src, _, _ in os_ranking._shown(ix, rows, 10, page_refs(question), [])[0]]
 
         assert fourth in shown_without_the_querys_documents() and empty not in shown_without_the_querys_documents()
         (db / fourth).unlink()  # now the empty slide is the deck's last
