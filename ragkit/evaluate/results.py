@@ -3,6 +3,7 @@ checkpoint's), and the results and summary CSV files (timestamped, never over an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -244,7 +245,8 @@ _ANSWER_ROWS = frozenset({"Answered", "Answer errors", "Judge errors", "Answer i
                           "Provider", "Model", "Judge model", "Context tokens", "Engine", "Checklists written by"})
 
 
-def _summarize_subset(rows: list[dict], column: str, ref_col: str | None, *, keep: Any, which: str) -> dict:
+def _summarize_subset(rows: list[dict], column: str, ref_col: str | None, *, keep: Callable[[dict], bool],
+                      which: str) -> dict:
     """metrics.summarize of `column` over the rows `keep` accepts, with Covers saying so: the other rows are
     left out but still counted as rows of the run, so a figure over a subset never reads "all"."""
     from ragkit.evaluate.metrics import summarize
