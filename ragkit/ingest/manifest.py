@@ -17,7 +17,7 @@ MANIFEST = "ingest-manifest.json"
 # What the page files written for one unchanged source look like. Bump it when that changes, and say what in
 # CONVERTER_CHANGES: a database ingested by an earlier ragkit is then told that `--force` brings it up to date
 # (an unchanged source is still never rewritten unasked). Manifest entries without the field are version 1.
-CONVERTER_VERSION = 6
+CONVERTER_VERSION = 7
 CONVERTER_CHANGES = {
     2: "printed page numbers",
     3: "financial statements as tables, running headers and footers out of the text (kept in `running`), "
@@ -26,6 +26,8 @@ CONVERTER_CHANGES = {
     5: "a line that stands alone over an indented paragraph (a numbered heading in body type) is its own paragraph",
     6: "a row of words in a figure table's columns stays in the table (PDF); a DOCX's Title style is its title and "
        "top heading, localised heading styles count, and a table's first row is its header (DOCX)",
+    7: "a figure table's row of figures marked with letters (\"8bd\", survey tables) is one of its rows, not the "
+       "header of a second table (PDF)",
 }
 
 
