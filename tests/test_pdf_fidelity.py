@@ -237,6 +237,32 @@ def test_a_last_row_of_short_words_is_a_row_but_one_over_figures_heads_the_next_
     assert end2 == len(rs) - 1  # the paragraph after the tables is not a row of them
 
 
+def test_figures_marked_with_letters_are_rows_of_the_table_wherever_they_stand():
+    """A survey table (MMLongBench-Doc's PIP_Seniors, page 23) marks a figure with the letters of the rows it
+    differs from ("8bd"): such a row under a group label ("Age") was read as a row of words over figures and
+    started a second table, and one at a group's end ("d $75,000+ | 8c | 7bc") ended the table, leaving the next
+    group's label a line alone and its table an empty header row. One table now, its group labels on their rows."""
+    recs = [line(19, 100, "All 65+"), line(380, 100, "6%", 396), line(466, 100, "3%", 482),
+            line(25, 112, "Gender"),
+            line(19, 124, "a Male"), line(384, 124, "6", 392), line(470, 124, "4", 478),
+            line(19, 136, "b Female"), line(384, 136, "5", 392), line(470, 136, "3", 478),
+            line(25, 148, "Age"),
+            line(19, 160, "a 65-69"), line(380, 160, "8bd", 396), line(466, 160, "6bcd", 482),
+            line(19, 172, "b 70-74"), line(384, 172, "4", 392), line(470, 172, "3", 478),
+            line(19, 184, "d $75,000+"), line(380, 184, "8c", 396), line(466, 184, "7bc", 482),
+            line(25, 196, "Community Type"),
+            line(19, 208, "a Urban"), line(384, 208, "6", 392), line(470, 208, "4", 478),
+            line(19, 220, "c Rural"), line(384, 220, "3", 392), line(470, 220, "1", 478),
+            line(19, 256, "Note: columns marked with a letter differ significantly from that row.")]
+    rs = rows(recs)
+    [(table, end)] = figure_tables(rs).values()
+    assert table.split("\n")[2:] == [
+        "| All 65+ | 6% | 3% |", "| Gender a Male | 6 | 4 |", "| b Female | 5 | 3 |", "| Age a 65-69 | 8bd | 6bcd |",
+        "| b 70-74 | 4 | 3 |", "| d $75,000+ | 8c | 7bc |", "| Community Type a Urban | 6 | 4 |",
+        "| c Rural | 3 | 1 |"], table
+    assert end == len(rs) - 1  # the note is no row
+
+
 # ------------------------------------------------------------------------------------------ running lines
 
 
@@ -581,6 +607,7 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 7 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert CONVERTER_VERSION == 8 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
     assert "heading" in CONVERTER_CHANGES[5] and "figure table" in CONVERTER_CHANGES[6]
     assert "column by column" in CONVERTER_CHANGES[7]
+    assert "marked with letters" in CONVERTER_CHANGES[8] and "first chapter" in CONVERTER_CHANGES[8]

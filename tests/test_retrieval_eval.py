@@ -140,3 +140,51 @@ def test_a_retrieval_only_run_reports_retrieval_figures_only_and_compare_lists_n
         w.writerows(rows)
     listed = {m.metric for m in compare_files(old, new).metrics}
     assert "Ref Recall" in listed and not listed & {"Refused", "Confidence"}, listed
+
+
+def test_a_retrieval_only_run_names_no_model_or_judge_and_its_eval_and_compare_stay_retrieval_only(tmp_path,
+                                                                                                   monkeypatch):
+    """A `--strategy search` run's summary still had Answered, Answer/Judge errors, tokens and cost, Provider,
+    Model, Judge model and Context tokens rows, and its run record named the --provider's model and judge, which
+    it never asked: `rag compare` labelled it "search · gpt-4o-mini". `rag eval` of its results lost its ranking
+    figures (Ref MRR...) and would judge the answers it never had."""
+    import json
+
+    from ragkit.reports.compare import compare_files, format_text
+
+    monkeypatch.chdir(tmp_path)
+    write_pages(tmp_path / "database", PAGES, source="x.pdf")
+    q = _csv(tmp_path / "q.csv", [["How do I reset the router with the reset button?", "hold 10 s", SETUP],
+                                  ["What is the capital of France?", "", ""]])
+    agent = CliRunner().invoke(app, ["batch", str(q), "--provider", "offline"])
+    res = CliRunner().invoke(app, ["batch", str(q), "--strategy", "search", "--provider", "offline"])
+    assert agent.exit_code == 0 and res.exit_code == 0, agent.output + res.output
+    assert "retrieval only: no model calls" in res.output
+    old, new = [p for p in sorted((tmp_path / "results").glob("q_results_*.csv")) if "_summary" not in p.name]
+    answer_rows = {"Answered", "Answer errors", "Judge errors", "Answer input tokens", "Answer cost (USD)",
+                   "Judge input tokens", "Judge cost (USD)", "Provider", "Model", "Judge model", "Context tokens"}
+
+    def summary_of(results: Path) -> dict[str, dict]:
+        text = results.with_name(results.stem + "_summary.csv").read_text(encoding="utf-8-sig")
+        return {r["Metric"]: r for r in csv.DictReader(io.StringIO(text))}
+
+    assert answer_rows <= set(summary_of(old))  # an answering run has them all
+    summary = summary_of(new)
+    assert not answer_rows & set(summary), sorted(answer_rows & set(summary))
+    assert summary["Strategy"]["Total"] == "search (k=10)" and summary["Errors"]["Total"] == "0"
+    record = json.loads(new.with_name(new.stem + ".run.json").read_text(encoding="utf-8"))
+    assert {record[f] for f in ("provider", "model", "judge_model", "context_tokens")} == {None}
+    # rag eval of the search results re-scores its ranking figures, and reports as the run did
+    ev = CliRunner().invoke(app, ["eval", str(new), "--provider", "offline"])
+    assert ev.exit_code == 0, ev.output
+    evaluated = next(p for p in (tmp_path / "results").glob("q_results_*_eval_*.csv") if "_summary" not in p.name)
+    ev_summary = summary_of(evaluated)
+    assert float(ev_summary["Ref MRR"]["Mean"]) == float(summary["Ref MRR"]["Mean"]) == 1.0
+    assert not answer_rows & set(ev_summary), sorted(answer_rows & set(ev_summary))
+    # a search run recorded before named the provider given, its model, a judge and a context size
+    record.update(provider="openai", model="gpt-4o-mini", judge_model="gpt-4o-mini", context_tokens=32000)
+    new.with_name(new.stem + ".run.json").write_text(json.dumps(record), encoding="utf-8")
+    cmp = compare_files(old, new)
+    assert cmp.new_label == "search", cmp.new_label
+    text = format_text(cmp)
+    assert "gpt-4o-mini" not in text and "32000" not in text.split("new:")[1].split("\n")[1], text

@@ -318,7 +318,8 @@ def search(
         err.print(f"embedded {done} page(s); all {total} page(s) have a vector")
         if query is None:
             return
-    hits = search_db(settings.db, query, k=k, path=path)
+    # an index holding no page (a cluster that restarted empty) fails as /search does (409), not as no hits
+    hits = search_db(settings.db, query, k=k, path=path, strict=True)
     print_hits(hits, settings.db, fmt=fmt, console=console)
 
 

@@ -265,6 +265,8 @@ def _usage_lines(report: BatchReport) -> list[str]:
     if u.cost_usd is None:
         cost = "unknown (a model without a price" + (", or no Cost USD in the re-scored results)"
                                                    if report.kind == "eval" else ")")
+    elif report.run.retrieval_only and not u.calls and not u.cost_usd:
+        cost = "$0 (retrieval only: no model calls)"
     elif report.provider == "offline" and not u.calls and not u.cost_usd:
         cost = "$0 (offline: no model calls)"
     else:

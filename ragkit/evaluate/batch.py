@@ -40,7 +40,6 @@ from ragkit.evaluate.results import (
     usage_from,
     write_outputs,
 )
-from ragkit.evaluate.retrieval import SEARCH_COLUMNS
 from ragkit.evaluate.runinfo import which_document_note
 from ragkit.evaluate.scoring import (
     _OUTPUT_SET,
@@ -358,9 +357,8 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
 
     optimized = OPTIMIZED in input_cols or any(str(r.get(OPTIMIZED) or "").strip() for r in rows)
     columns = result_columns(input_cols, optimized=optimized, attempts=opts.enable_rl,
-                             split=report.measure is not None and report.measure.holdout is not None)
-    if strategy == "search":
-        columns[columns.index("Ref Accuracy") + 1 : columns.index("Ref Accuracy") + 1] = SEARCH_COLUMNS
+                             split=report.measure is not None and report.measure.holdout is not None,
+                             search=strategy == "search")
     if which:
         report.run.notes.append(which_document_note(which))
     report.rows = rows

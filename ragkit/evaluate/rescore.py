@@ -123,6 +123,10 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
         index = open_index(Path(settings.db), progress=progress)
     scorer = Scorer.create(settings, input_cols, index=index)
     run = _eval_record(results_csv, settings, scorer, rows_in)
+    if run.retrieval_only:  # a search run's results: its ranking metrics again, and no judge of absent answers
+        from ragkit.evaluate.retrieval import DEFAULT_K
+
+        scorer.search_k = run.k or DEFAULT_K
     # who answered is the record's (this run's provider only judges); "unknown" when the results have no record
     report = BatchReport(kind="eval", input_path=results_csv, skipped_blank=len(rows_in) - len(jobs),
                          provider=run.provider or UNKNOWN, model=run.model or UNKNOWN,
@@ -166,7 +170,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     report.usage.add(report.judge_usage)
     report.wall_s = time.monotonic() - t0
     columns = result_columns(input_cols, optimized=OPTIMIZED in input_cols, attempts=has_attempts,
-                             split=SPLIT_COLUMN in df.columns)
+                             split=SPLIT_COLUMN in df.columns, search=run.retrieval_only)
     write_outputs(report, columns, stem=results_csv.stem, kind="eval", results_dir=settings.results)
     return report
 

@@ -3,6 +3,7 @@ checkpoint's), and the results and summary CSV files (timestamped, never over an
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -17,7 +18,7 @@ from ragkit.core.csvio import (
 from ragkit.core.csvio import write_csv as _write_csv
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.evaluate.heldout import SPLIT_COLUMN
-from ragkit.evaluate.retrieval import SEARCH, is_retrieval_metric
+from ragkit.evaluate.retrieval import SEARCH, SEARCH_COLUMNS, is_retrieval_metric
 from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, write_run_info
 from ragkit.evaluate.scoring import (
     ATTEMPTS,
@@ -40,14 +41,17 @@ from ragkit.evaluate.scoring import (
 from ragkit.evaluate.summarization import SUMMARY_COLUMNS, TASK, summary_section, task_of
 
 
-def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False) -> list[str]:
+def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False,
+                   search: bool = False) -> list[str]:
     """The results CSV's columns: input columns, then DESIGN §4's, then the further ones (the summary columns when
-    the input has a `Task` column)."""
+    the input has a `Task` column; the ranking columns of a retrieval-only run, `search`)."""
     cols = list(input_columns)
     if optimized and OPTIMIZED not in cols:
         pos = cols.index(REFERENCE) + 1 if REFERENCE in cols else len(cols)
         cols.insert(pos, OPTIMIZED)
     cols += CORE_COLUMNS + CHECKLIST_MORE + REF_MORE
+    if search:
+        cols += SEARCH_COLUMNS
     if optimized:
         cols += OPT_REF_COLUMNS
     cols += JUDGE_COLUMNS
@@ -214,6 +218,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         ("Date", report.run.date),
         ("Input", report.run.input or None),
     ]
+    if retrieval_only:  # no model answered and no judge scored: who would have, and their counts, mean nothing
+        extra = [(k, v) for k, v in extra if k not in _ANSWER_ROWS]
     if report.optimize is not None:
         extra += list(report.optimize.summary().items())
     if report.missed_pages:
@@ -232,7 +238,15 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     report.run_path = write_run_info(path, report.run)
 
 
-def _summarize_subset(rows: list[dict], column: str, ref_col: str | None, *, keep: Any, which: str) -> dict:
+# the summary rows that describe answers and their judging: a retrieval-only run has no such rows (its Errors
+# row counts the searches that failed)
+_ANSWER_ROWS = frozenset({"Answered", "Answer errors", "Judge errors", "Answer input tokens", "Answer output tokens",
+                          "Answer cost (USD)", "Judge input tokens", "Judge output tokens", "Judge cost (USD)",
+                          "Provider", "Model", "Judge model", "Context tokens", "Engine", "Checklists written by"})
+
+
+def _summarize_subset(rows: list[dict], column: str, ref_col: str | None, *, keep: Callable[[dict], bool],
+                      which: str) -> dict:
     """metrics.summarize of `column` over the rows `keep` accepts, with Covers saying so: the other rows are
     left out but still counted as rows of the run, so a figure over a subset never reads "all"."""
     from ragkit.evaluate.metrics import summarize

@@ -19,8 +19,9 @@ from ragkit.core.models import Answer, Source
 from ragkit.core.paths import normalize_ref, reference_path
 from ragkit.evaluate.metrics import format_cell
 from ragkit.evaluate.rankmetrics import rank_metrics
+from ragkit.evaluate.runinfo import RETRIEVAL_ONLY
 
-SEARCH = "search"
+SEARCH = RETRIEVAL_ONLY  # the strategy name
 DEFAULT_K = 10
 SEARCH_COLUMNS = ["Ref Recall@k", "Ref Hit@k", "Ref MRR", "Ref nDCG@k"]
 

@@ -15,6 +15,9 @@ RUN_SUFFIX = ".run.json"
 _ALWAYS = ("strategy", "model")
 _LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_tokens", "database", "version",
                  "kind", "date")
+RETRIEVAL_ONLY = "search"  # the strategy that only retrieves (ragkit.evaluate.retrieval.SEARCH)
+# what only a run that answers has: a retrieval-only run's record holds none of these
+ANSWER_FIELDS = ("provider", "model", "judge_model", "context_tokens", "engine", "checklists_by")
 QUOTING_NOTE = ("Checklist Recall measures quoting, not answering: offline genqa wrote these checklists from the "
                 "pages' sentences and the offline engine answers by quoting those sentences")
 
@@ -42,6 +45,18 @@ class RunInfo:
     engine: str | None = None  # "offline-extractive" when the offline engine answered
     checklists_by: str | None = None  # "offline genqa" when every checklist came from offline genqa
     notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.retrieval_only:
+            # a retrieval-only run asks no model and no judge: records written before said who "answered" (the
+            # --provider given, its model, the judge and context size it never used); none of that is this run's
+            for name in ANSWER_FIELDS:
+                setattr(self, name, None)
+
+    @property
+    def retrieval_only(self) -> bool:
+        """A `--strategy search` run: its pages are its result; no answer, no judge."""
+        return self.strategy == RETRIEVAL_ONLY
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -101,9 +116,9 @@ def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
         if info is None:
             labels.append(fallback)
             continue
-        parts = [_show(f, getattr(info, f)) for f in _ALWAYS]
-        parts += [_show(f, getattr(info, f)) for f in differ
-                  if getattr(info, f) not in (None, "") or f == "judge_model"]
+        shown = [f for f in (*_ALWAYS, *differ) if not (info.retrieval_only and f in ANSWER_FIELDS)]
+        parts = [_show(f, getattr(info, f)) for f in shown
+                 if f in _ALWAYS or getattr(info, f) not in (None, "") or f == "judge_model"]
         labels.append(" · ".join(p for p in parts if p))
     seen: dict[str, int] = {}
     out = []

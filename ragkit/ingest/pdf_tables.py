@@ -19,6 +19,8 @@ _DASH = re.compile(r"^(?:(?:[$€£¥￥₹₩]\s*)?[-–—−]{1,3}\s*%?|n/?a|
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 _LEADERS = re.compile(r"\s*(?:\.\s?){3,}\s*$|\s*[…·]{2,}\s*$")
 _SHORT_VALUE = 12  # a text cell among figures ("Yes", "NA", "Nil") is a value up to this many characters
+# a figure followed by the letters of the rows it differs from significantly ("8bd", "65b", "7bc": survey tables)
+_MARKED = re.compile(r"^\d[\d.,]*%?[a-f]{1,4}$")
 
 
 def md_cell(text: str) -> str:
@@ -214,10 +216,12 @@ def _extend(rs: list[list], info: list, i: int) -> tuple[list[int], int, dict[in
     such as "Other income (expense):" or the first line of a wrapped label) and the rows of short words in the
     figure columns that end it (`_word_values`; returned apart, as {row: entry}, to be read as figure rows once
     the table is taken). A row of years below starts the next table, and so do rows of words right over figures
-    ("NEI Reasons | Prop. (%)": they head it)."""
+    ("NEI Reasons | Prop. (%)": they head it), but not a row of figures marked with letters ("a 65-69 | 8bd |
+    6bcd"), which is one of its rows wherever it stands."""
     size = rs[i][4] or 10
     body, pending, words = [i], [], []
     inferred: dict[int, tuple[str, list, list]] = {}
+    marked: dict[int, tuple[str, list, list]] = {}
     left = _value_left(info, [i])
     heads = False  # the rows of words stand over figures
     j = i + 1
@@ -228,7 +232,12 @@ def _extend(rs: list[list], info: list, i: int) -> tuple[list[int], int, dict[in
             break
         if not info[j] and (entry := _word_values(r, info, body, left, size)):
             inferred[j] = entry
-            words.append(j)
+            if words or not all(_MARKED.match(c[2]) for c in entry[2]):
+                words.append(j)
+            else:  # figures marked with letters: a row of the table, wherever it stands (not a header)
+                marked[j] = entry
+                body += [*pending, j]
+                pending = []
         elif words:
             heads = bool(info[j]) and info[j][0] == "fig"
             break
@@ -244,7 +253,7 @@ def _extend(rs: list[list], info: list, i: int) -> tuple[list[int], int, dict[in
     if words and not heads:
         body += [*pending, *words]
         return body, body[-1] + 1, inferred
-    return body, body[-1] + 1, {}
+    return body, body[-1] + 1, marked
 
 
 def _word_values(r: list, info: list, body: list[int], left: float, size: float) -> tuple[str, list, list] | None:

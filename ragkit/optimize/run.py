@@ -121,10 +121,6 @@ def _blank(v: float | None) -> float | str:
 
 
 # -- references --------------------------------------------------------------------------------------
-def _db_rel(db: Path, path: str) -> str:
-    return strip_db_prefix(db, path)
-
-
 def _groups(db: Path, cell: str) -> list[list[str]]:
     """The required pages of a reference cell as alias groups of db-relative paths (groups naming one page
     merged)."""
@@ -229,7 +225,7 @@ def optimize_missed(
         if not str(row.get(REF_COL) or "").strip() or str(row.get("Error") or "").strip():
             continue  # unanswerable, or the question itself failed: nothing to learn from
         groups = _groups(db, _effective_cell(row))
-        recall, missed = _recall(groups, {_db_rel(db, p) for p in _retrieved(row)})
+        recall, missed = _recall(groups, {strip_db_prefix(db, p) for p in _retrieved(row)})
         if recall is None:
             continue
         if only is not None and i not in only:
@@ -287,7 +283,7 @@ def _drop_deleted(ctx: _Ctx, report: OptimizeReport) -> None:
         refs_changed = False
         for col in ("Retrieved Files", "Pages Read"):
             paths = split_multi(str(row.get(col) or ""))
-            kept = [x for x in paths if _db_rel(ctx.db, x) not in gone]
+            kept = [x for x in paths if strip_db_prefix(ctx.db, x) not in gone]
             if len(kept) != len(paths):
                 row[col] = join_multi(kept)
                 refs_changed = refs_changed or col == "Retrieved Files"
@@ -486,7 +482,7 @@ def _rl_row(ctx: _Ctx, i: int, row: dict, missed: list[list[str]]) -> _RowResult
             break
         ctx.add_usage(answer.usage)
         retrieved = [s.path for s in answer.sources]
-        got = {_db_rel(ctx.db, p) for p in retrieved}
+        got = {strip_db_prefix(ctx.db, p) for p in retrieved}
         cell = base_cell
         for r in made:
             cell = _add_alias(ctx.db, cell, r.original, r.copy)

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ragkit.core.text import clean_json
-from ragkit.evaluate.runinfo import RunInfo, differing_fields, run_labels
+from ragkit.evaluate.runinfo import ANSWER_FIELDS, RunInfo, differing_fields, run_labels
 from ragkit.evaluate.runs import BINARY, HEADLINE, RULE_METRICS, Row, Run, load_run, mcnemar, paired_bootstrap
 
 # Per-question outcome: what "this question got better / worse" is judged on.
@@ -195,7 +195,8 @@ def run_line(info: RunInfo | None) -> str:
     """A run record in one line ("no run record" for a file written before records existed)."""
     if info is None:
         return "no run record (<results>.run.json): who answered is unknown"
-    parts = [f"{label} {'–' if getattr(info, f) in (None, '') else getattr(info, f)}" for f, label in RUN_FIELDS]
+    parts = [f"{label} {'–' if getattr(info, f) in (None, '') else getattr(info, f)}" for f, label in RUN_FIELDS
+             if not (info.retrieval_only and f in ANSWER_FIELDS)]  # no model or judge was asked
     return ", ".join(parts)
 
 

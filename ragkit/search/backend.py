@@ -57,7 +57,7 @@ def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None, str
     """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
     error (a mistyped folder would otherwise look like a search that found nothing). `strict`: an index that holds
     no page at all is an error (no_pages_error), as for `rag ask`, not an empty result: a server whose cluster
-    restarted empty must not answer every search with nothing and a 200 (the CLI warns and prints no hits)."""
+    restarted empty must not answer every search with nothing and a 200, nor `rag search` with exit 0."""
     require_database(db)
     idx = open_index(db)
     if path and not (Path(db) / db_folder(Path(db).resolve(), path)).exists():

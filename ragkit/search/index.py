@@ -336,14 +336,16 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
             # ranking between two calls without saying why)
             unembedded = self.lacking_in_scope(prefix)
         with self._lock:
-            picked = [(rel, int(self._pages.a[d]), self._titles[d], float(score), how)
+            lasts = self._last_pages() if LAST_PAGE in refs else None
+            picked = [(rel, int(self._pages.a[d]), self._titles[d], float(score), how,
+                       lasts is not None and bool(lasts[d]))
                       for (d, rel, _sha), score, how in zip(rows, kw, ranking, strict=False)]
         out = []
-        for rel, page, title, score, how in picked:  # the first k that may be shown (query.may_show)
+        for rel, page, title, score, how, last in picked:  # the first k that may be shown (query.may_show)
             if len(out) >= k:
                 break
             meta, body = self._read(rel)
-            if not may_show(body, page, meta.printed_page, refs):
+            if not may_show(body, page, meta.printed_page, refs, lambda last=last: last):
                 continue
             out.append(SearchHit(path=rel, page=page, title=title, score=round(score, 4),
                                  snippet=make_snippet(body, q), printed_page=meta.printed_page, ranking=how,

@@ -7,7 +7,7 @@ import json
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from ragkit.core.pagefile import has_text
@@ -67,16 +67,18 @@ def without_examples(query: str) -> str:
     return _EXAMPLE.sub(" ", query)
 
 
-def may_show(body: str, page: int, printed: str, refs: set[int]) -> bool:
+def may_show(body: str, page: int, printed: str, refs: set[int], last: Callable[[], bool]) -> bool:
     """Whether a ranked page may be a hit: a page with text, always; one without (a scan, a photo, an empty slide:
     only pagefile.NO_TEXT_MARKER) only when the query names it by number (`refs`: page_refs of the query; "how
-    many cars are on page 3"), which a reader can then open. Otherwise nothing on it matched: its folder's words
-    did, or its vector, the embedding of no text, which lies close to any query no page matches (a query of
-    replacement characters found an empty slide first, "by meaning")."""
+    many cars are on page 3"; "the last page" names it when `last()` says it is its document's last page), which a
+    reader can then open. Otherwise nothing on it matched: its folder's words did, or its vector, the embedding of
+    no text, which lies close to any query no page matches (a query of replacement characters found an empty
+    slide first, "by meaning"). `last` is asked only for such a page of a query naming the last page."""
     if has_text(body):
         return True
     printed = printed.strip()
-    return bool(refs) and (page in refs or LAST_PAGE in refs or (printed.isdigit() and int(printed) in refs))
+    return bool(refs) and (page in refs or (printed.isdigit() and int(printed) in refs)
+                           or (LAST_PAGE in refs and last()))
 
 
 def page_refs(query: str) -> set[int]:

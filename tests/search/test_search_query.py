@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from search_fixtures import fresh, top, write_page
+from search_fixtures import fresh, top, write_empty_slide_deck, write_page
 
 from ragkit.search import query as q_mod
 from ragkit.search.index import Index
@@ -127,6 +127,23 @@ def test_the_last_page_is_each_documents_highest_page(tmp_path):
     write_page(d, "manuals/camry/pages_001-010/page_004.md", "# Car 4\nA signature again.", page=4)
     idx.refresh()
     assert "manuals/camry/pages_001-010/page_004.md" in top(idx, "signature on the last page", k=2)
+
+
+def test_the_last_page_names_only_a_text_less_page_that_is_its_documents_last(tmp_path):
+    """A page without text is a hit only when the query names it (query.may_show), but "the last page" let every
+    text-less page through: the empty third slide of a four-slide deck came for "the last page of the quarterly
+    review" (by its folder's words). Now only a document's last page is named so."""
+    d = tmp_path / "database"
+    empty = write_empty_slide_deck(d)
+    fourth = write_page(d, empty.replace("page_003", "page_004"), "# Next steps\nThe board meets in June.", page=4)
+    idx = fresh(d)
+    question = "What is on the last page of the quarterly review?"
+    found = top(idx, question, k=5, mode="keyword")
+    assert empty.replace("page_003", "page_004") in found and empty not in found, found
+    assert empty in top(idx, "What is on page 3 of the quarterly review?", k=5, mode="keyword")
+    fourth.unlink()  # now the empty slide is the deck's last
+    idx.refresh()
+    assert empty in top(idx, question, k=5, mode="keyword")
 
 
 @pytest.mark.parametrize("query, labels", [

@@ -13,7 +13,8 @@
    candidate;
 5. the page files are the truth: a hit whose file was deleted by hand since the last sync is left out, and a
    search that left one out, or found nothing while the cluster holds fewer pages in scope than the database's
-   folder, says in one line (a warning) that `rag index sync` brings the cluster in step.
+   folder, says in one line (a warning) that `rag index sync` brings the cluster in step (an index holding no page
+   at all says nothing here: its callers refuse the search with that advice, backend.no_pages_error).
 
     rank(ix, query, k=, prefix=, mode=) -> list[SearchHit]   # ix: an OpenSearchIndex
 """
@@ -196,6 +197,8 @@ def _say_if_behind(ix: Any, prefix: str, gone: int) -> None:
         return
     held = int(ix.client.request("POST", f"/{ix.pages_name}/_count",
                                  {"query": {"bool": {"filter": _scope(prefix)}}})["count"])
+    if not held and (not prefix or not int(ix.client.request("GET", f"/{ix.pages_name}/_count")["count"])):
+        return  # an index holding no page at all: the search is refused with the same advice (no_pages_error)
     on_disk = len(iter_pages(ix.db, prefix or None))
     if held < on_disk:
         where = f" under {prefix}" if prefix else ""
@@ -216,12 +219,23 @@ def _warn(message: str) -> None:
         log.warning("%s", message)
 
 
-def _shown(ix: Any, rows: list[tuple[dict, float]], k: int, query: str
-             ) -> tuple[list[tuple[dict, float, str]], int]:
+def _shown(ix: Any, rows: list[tuple[dict, float]], k: int, refs: set[int], docs: list[dict]
+           ) -> tuple[list[tuple[dict, float, str]], int]:
     """The first `k` rows whose page file exists and may be shown (query.may_show), each with the body read from
     its file (one read per row looked at), and how many were left out because their file is gone: a page deleted
-    by hand stays in the cluster until `rag index sync`, and the embedded engine no longer finds it."""
-    refs = page_refs(query) if PAGE_REF_WEIGHT else set()
+    by hand stays in the cluster until `rag index sync`, and the embedded engine no longer finds it. `refs`: the
+    pages the query names (query.page_refs); `docs`: the documents index's hits of the query, whose last_page says which
+    page is a document's last."""
+    last_pages = {h["_id"]: _fields(h).get("last_page") for h in docs}
+
+    def is_last(src: dict) -> bool:
+        fid = str(src.get("file_id") or "")
+        if fid not in last_pages:  # a page of a document the query's words did not match (found by meaning)
+            got = ix.client.request("GET", f"/{ix.documents_name}/_doc/{fid}", params={"_source": "last_page"},
+                                    ok=(404,))
+            last_pages[fid] = (got.get("_source") or {}).get("last_page")
+        return bool(last_pages[fid]) and int(src.get("page") or 0) == int(last_pages[fid])
+
     kept: list[tuple[dict, float, str]] = []
     gone = 0
     for src, score in rows:
@@ -232,7 +246,8 @@ def _shown(ix: Any, rows: list[tuple[dict, float]], k: int, query: str
         except OSError:
             gone += 1
             continue
-        if may_show(body, int(src.get("page") or 0), str(src.get("printed_page") or ""), refs):
+        if may_show(body, int(src.get("page") or 0), str(src.get("printed_page") or ""), refs,
+                    lambda src=src: is_last(src)):
             kept.append((src, score, body))
     return kept, gone
 
@@ -241,6 +256,7 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
     """rank's hits, and how many hits were left out because their page file is gone."""
     stats = ClusterStats(ix)
     q = weighted_terms(query, stats, ix._synonyms)
+    refs = page_refs(query) if PAGE_REF_WEIGHT else set()  # the named-page clause's and may_show's
     clauses = _terms_clause(q)
     emb = get_embedder() if mode != "keyword" else None
     scope = _scope(prefix)
@@ -272,7 +288,7 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
         # no page holds a word of the query (a question in another language): the pages found by meaning alone, as
         # the embedded engine gives them
         found = _by_meaning(ix, [], qv, res[3]["hits"]["hits"], k) if qv is not None else []
-        shown, gone = _shown(ix, found, k, query)
+        shown, gone = _shown(ix, found, k, refs, docs)
         return [_hit(src, score, body, q) for src, score, body in shown], gone
     top = float(window[0]["_score"])
     gmax = max((h["_score"] for h in docs), default=0.0) or 1.0
@@ -289,7 +305,7 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
     should: list[dict] = [words]
     should += [{"constant_score": {"filter": {"term": {"file_id": fid}}, "boost": round(b, 6)}}
                for fid, b in evidence.items() if b > 0]
-    named = _named_clause(query, q, docs, evidence)
+    named = _named_clause(refs, q, docs, evidence)
     if named is not None:
         should.append({"constant_score": {"filter": named, "boost": round(PAGE_REF_WEIGHT * best, 6)}})
     year_docs = _year_documents(query, docs)
@@ -331,7 +347,7 @@ def _rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> tupl
     unembedded = 0
     if emb is not None:
         rows = _by_meaning(ix, rows, qv, res[3]["hits"]["hits"], k)
-    shown, gone = _shown(ix, rows, k, query)
+    shown, gone = _shown(ix, rows, k, refs, docs)
     if emb is not None and any(src.get("ranking") != "hybrid" for src, _, _ in shown
                                if src.get("ranking") != "meaning"):
         unembedded = _unembedded(ix, scope)
@@ -343,11 +359,10 @@ def _unembedded(ix: Any, scope: list[dict]) -> int:
     return int(ix.client.request("POST", f"/{ix.pages_name}/_count", body)["count"])
 
 
-def _named_clause(query: str, q: Counter, docs: list[dict], evidence: dict[str, float]) -> dict | None:
-    """The pages the query names ("page 12", its printed number, "the last page", "Figure 4"), in documents
-    that match the query (a named page may hold none of its words: a photo, a scan), and the statements it needs,
-    in the document that matches it best."""
-    refs = page_refs(query) if PAGE_REF_WEIGHT else set()
+def _named_clause(refs: set[int], q: Counter, docs: list[dict], evidence: dict[str, float]) -> dict | None:
+    """The pages the query names ("page 12", its printed number, "the last page": `refs`; "Figure 4"), in
+    documents that match the query (a named page may hold none of its words: a photo, a scan), and the statements
+    it needs, in the document that matches it best."""
     labels = [t for t in q if t.startswith("§")] if PAGE_REF_WEIGHT else []
     if not refs and not labels:
         return None
