@@ -173,6 +173,10 @@ def _item_errors(errors: list[str]) -> None:
 
 
 RESUMABLE = "interrupted; finished work is on disk, run the same command again to continue"
+# `rag search` embeds the pages in scope still without a vector first when there are at most this many (a few
+# seconds at ~55 pages/s): a one-off search right after `rag ingest` then ranks by meaning as the README says;
+# more wait for `rag search --embed`, `rag batch` or the background thread
+SEARCH_EMBED_UPTO = 200
 
 
 def handle_errors(fn: Callable | None = None, *, interrupted: str = RESUMABLE) -> Callable:
@@ -319,7 +323,7 @@ def search(
         if query is None:
             return
     # an index holding no page (a cluster that restarted empty) fails as /search does (409), not as no hits
-    hits = search_db(settings.db, query, k=k, path=path, strict=True)
+    hits = search_db(settings.db, query, k=k, path=path, strict=True, embed_upto=SEARCH_EMBED_UPTO)
     print_hits(hits, settings.db, fmt=fmt, console=console)
 
 

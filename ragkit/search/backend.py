@@ -52,16 +52,21 @@ def require_database(db: Path) -> None:
     raise RagError(f"{db}: not a ragkit database (no page files); run `rag ingest SOURCE --db {db}` first")
 
 
-def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None, strict: bool = False
-              ) -> list[SearchHit]:
+def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None, strict: bool = False,
+              embed_upto: int = 0) -> list[SearchHit]:
     """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
     error (a mistyped folder would otherwise look like a search that found nothing). `strict`: an index that holds
     no page at all is an error (no_pages_error), as for `rag ask`, not an empty result: a server whose cluster
-    restarted empty must not answer every search with nothing and a 200, nor `rag search` with exit 0."""
+    restarted empty must not answer every search with nothing and a 200, nor `rag search` with exit 0.
+    `embed_upto`: when at most that many pages in scope lack a vector, embed them first (a progress bar), so a
+    one-off search right after `rag ingest` ranks by meaning too instead of by keywords alone."""
     require_database(db)
     idx = open_index(db)
     if path and not (Path(db) / db_folder(Path(db).resolve(), path)).exists():
         raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
+    lacking = getattr(idx, "lacking_in_scope", None)  # the embedded engine; a cluster embeds when it syncs
+    if embed_upto and lacking is not None and 0 < lacking(idx._prefix(path) if path else "") <= embed_upto:
+        idx.ensure_embeddings()
     hits = idx.search(query, k=k, path=path)
     if strict and not hits and not idx.pages():  # only after a search that found nothing: hits prove pages
         raise no_pages_error(db)

