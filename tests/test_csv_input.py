@@ -264,3 +264,78 @@ def test_a_folder_given_for_the_evolve_script_is_named_a_folder(isolated_env):
     code, out, err = run("evolve", "exp.csv", "--script", "steps")
     assert code == 1 and err.strip().splitlines()[-1] == "error: steps: is a folder; name a file for the script " \
         "(nothing was written)", err
+
+
+# ------------------------------------------------------------------------------------ editing a user's CSV
+# The tester's sheet (s53, M1): Shift_JIS with CRLF, extra columns after Checklist, a blank row, a quoted cell
+# with a line break (LF, as Excel writes it), a trailing padding column, and 髙 in its NEC-selected code (0xEEE0;
+# Python writes it back as 0xFBFC: decoding and encoding again does not give the same bytes).
+SJIS_SHEET = ("No,Question,Reference Document,Checklist,担当者,メモ,\r\n"
+              "1,年次有給休暇は何日？,docs/就業規則/page_003.md,最大20日,山田,髙橋さん確認済み①,\r\n"
+              '2,在宅勤務は週何日？,docs/就業規則/page_004.md,"週3日\n所属長の承認",佐藤,～要確認,\r\n'
+              ",,,,,,\r\n"
+              "3,=SUM(A1) は？,docs/経費/page_002.md,x,,,\r\n")
+
+
+def sjis_sheet(path: Path) -> bytes:
+    data = SJIS_SHEET.encode("cp932").replace("髙".encode("cp932"), b"\xee\xe0")
+    assert data.decode("cp932") == SJIS_SHEET and b"\xee\xe0" in data
+    path.write_bytes(data)
+    return data
+
+
+def test_a_new_column_keeps_the_sheets_encoding_line_breaks_columns_and_bytes(isolated_env):
+    """`--optimize` rewrote this file as UTF-8 with a BOM, put `Optimized Reference Document` fifth (moving
+    担当者 and メモ) and dropped the padding column. Now each row's bytes stay and the column comes last."""
+    from ragkit.core.csvedit import set_column
+
+    path = isolated_env / "q.csv"
+    before = sjis_sheet(path)
+    edit = set_column(path, "Optimized Reference Document", {0: "docs/就業規則/page_003.md|docs/休暇/page_003.md"})
+    after = path.read_bytes()
+    assert edit is not None and edit.notes == [] and edit.backup.read_bytes() == before
+    old, new = before.split(b"\r\n"), after.split(b"\r\n")
+    assert len(new) == len(old) and not after.startswith(codecs.BOM_UTF8)
+    assert new[0] == old[0] + b",Optimized Reference Document"
+    assert new[1] == old[1] + ",docs/就業規則/page_003.md|docs/休暇/page_003.md".encode("cp932")
+    assert [n for o, n in zip(old[2:], new[2:], strict=True) if n != (o + b"," if o else o)] == []
+    df = read_csv(path)  # the padding column is still no column
+    assert list(df.columns) == ["No", "Question", "Reference Document", "Checklist", "担当者", "メモ",
+                                "Optimized Reference Document"]
+    assert df["メモ"].tolist() == ["髙橋さん確認済み①", "～要確認", "", ""] and df["Question"][3] == "=SUM(A1) は？"
+    # a second run changes that one cell, in place
+    again = set_column(path, "Optimized Reference Document",
+                       {0: "docs/就業規則/page_003.md|docs/休暇/page_003.md|docs/x/page_003.md", 3: ""})
+    assert again is not None and again.backup.read_bytes() == after
+    lines = path.read_bytes().split(b"\r\n")
+    assert lines[1] == old[1] + ",docs/就業規則/page_003.md|docs/休暇/page_003.md|docs/x/page_003.md".encode("cp932")
+    assert lines[2:] == new[2:]
+    assert set_column(path, "Optimized Reference Document", {3: ""}) is None  # nothing to change: not written
+
+
+def test_a_value_the_sheets_encoding_cannot_hold_makes_it_utf8_with_a_bom_and_says_so(isolated_env):
+    from ragkit.core.csvedit import set_column
+
+    path = isolated_env / "q.csv"
+    sjis_sheet(path)
+    edit = set_column(path, "Optimized Reference Document", {1: "docs/就業規則/page_004.md|docs/재택근무/page_004.md"})
+    assert edit is not None and len(edit.notes) == 1
+    assert "cannot be written in Shift_JIS/CP932" in edit.notes[0] and "UTF-8 with a byte order mark" in edit.notes[0]
+    data = path.read_bytes()
+    assert data.startswith(codecs.BOM_UTF8)
+    assert data[3:].decode("utf-8").split("\r\n")[2] == \
+        SJIS_SHEET.split("\r\n")[2] + ",docs/就業規則/page_004.md|docs/재택근무/page_004.md"
+
+
+@pytest.mark.parametrize("encoding, bom, newline", [("utf-8", b"", "\n"), ("utf-8", codecs.BOM_UTF8, "\r\n"),
+                                                    ("utf-16-le", codecs.BOM_UTF16_LE, "\r\n")])
+def test_a_new_column_keeps_utf_files_as_they_were(isolated_env, encoding, bom, newline):
+    from ragkit.core.csvedit import set_column
+
+    rows = ['"Question","Reference Document"', '"Wie groß?","database/a/page_001.md"', '"Why, though?",""']
+    path = write(isolated_env / "q.csv", bom + newline.join(rows).encode(encoding))  # no line break at the end
+    set_column(path, "Optimized Reference Document", {0: "database/a/page_001.md|database/b/page_001.md"})
+    data = path.read_bytes()
+    assert data.startswith(bom) and data[len(bom):].decode(encoding) == newline.join([
+        rows[0] + ',"Optimized Reference Document"',
+        rows[1] + ',"database/a/page_001.md|database/b/page_001.md"', rows[2] + ',""'])

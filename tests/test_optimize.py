@@ -16,7 +16,7 @@ from pagetree import write_pages
 from ragkit.core.config import Settings
 from ragkit.core.csvio import read_csv, write_csv
 from ragkit.core.errors import PathEscapeError
-from ragkit.core.paths import iter_pages
+from ragkit.core.paths import iter_pages, page_keys
 from ragkit.optimize import (
     CopyManager,
     Journal,
@@ -432,7 +432,8 @@ def test_offline_pass_copies_missed_pages_and_updates_the_csv(db):
     assert report.rows[0]["Optimized Reference Document"] == cell
     assert "Attempts" not in report.rows[0]
     saved = read_csv(csv)
-    assert list(saved.columns) == ["Question", "Reference Document", "Optimized Reference Document", "Page"]
+    # the new column goes last: the user's columns keep their places (spreadsheet formulas point at them)
+    assert list(saved.columns) == ["Question", "Reference Document", "Page", "Optimized Reference Document"]
     assert list(saved["Optimized Reference Document"]) == [cell, "", ""]
     assert report.backup_path is not None and report.backup_path.read_bytes() == original_bytes
     assert list(journal_dir(db).glob("*.jsonl")) == []
@@ -484,8 +485,8 @@ def test_optimize_from_outside_the_project_extends_the_original_group(sample_db,
     groups = reference_groups(cell)
     assert len(groups) == 2, cell
     assert groups[0] == [remote] and groups[1][0] == passwords and len(groups[1]) == 2
-    copy = groups[1][1]
-    assert copy.startswith(str(db.resolve())) and Path(copy).read_bytes() == (db.parent / passwords).read_bytes()
+    copy = groups[1][1]  # named like its original, `database/...`
+    assert copy.startswith("database/") and (db.parent / copy).read_bytes() == (db.parent / passwords).read_bytes()
 
     again = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--print-path"])
     assert again.exit_code == 0, again.output
@@ -496,3 +497,20 @@ def test_optimize_from_outside_the_project_extends_the_original_group(sample_db,
     assert float(row["Opt Ref Recall"]) == 0.5
     assert int(row["Opt Ref TN"]) == n - 3 - int(row["Opt Ref FP"])  # page, its copy and the other page
     assert int(row["Ref TN"]) == n - 2 - int(row["Ref FP"])  # a copy not named is just another page
+
+
+def test_a_copy_is_named_like_its_original(db):
+    """The tester's cell read `docs/.../page_002.md|/work/.../optdb/docs/.../page_002.md`: a database-relative
+    original next to an absolute copy. A copy is now written in its original's form."""
+    from ragkit.core.paths import reference_like, reference_path
+
+    page, copy = ORIGINAL, "appliances/fridge/defrost/page_011.md"
+    root = db.resolve().as_posix()
+    for written, want in [(page, copy), (f"database/{page}", f"database/{copy}"),
+                          (f"{root}/{page}", f"{root}/{copy}"), (f"./database/{page}", f"./database/{copy}"),
+                          ("database\\" + page.replace("/", "\\"), "database\\" + copy.replace("/", "\\")),
+                          ("database/appliances/fridge/care/page_099.md", reference_path(db, copy))]:  # no such page
+        assert reference_like(db, written, copy) == want, written
+    cell = f"database/appliances/fridge/setup/page_001.md;{page}"
+    assert add_alias(cell, f"database/{page}", lambda w: reference_like(db, w, copy), key=page_keys(db)) == \
+        f"database/appliances/fridge/setup/page_001.md;{page}|{copy}"

@@ -388,6 +388,7 @@ def test_optimize_lists_its_copies_and_undo_removes_them(db):
     write_csv(pd.DataFrame([{"Question": FREEZER_Q, "Reference Document": f"database/{ORIGINAL}"},
                             {"Question": MISSED_Q, "Reference Document": f"database/{WASHER}"}]), csv)
     before_pages = set(open_index(db).pages())
+    before_csv = csv.read_bytes()
     run = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
                                    "--provider", "offline", "--optimize", "--holdout", "0"])
     assert run.exit_code == 0, run.output
@@ -408,8 +409,65 @@ def test_optimize_lists_its_copies_and_undo_removes_them(db):
     assert undo.exit_code == 0, undo.output
     assert f"optimize undo {run_id}: removed {len(copies)} copies" in undo.output
     assert files(db) == set(RL_PAGES) and set(open_index(db).pages()) == before_pages
-    assert set(read_csv(csv)["Optimized Reference Document"].fillna("")) == {""}
+    assert csv.read_bytes() == before_csv and f"restored {csv} as it was before the run" in undo.output
     assert "no optimization run" in CliRunner().invoke(app, ["optimize", "undo", "--list", "--db", str(db)]).output
     again = CliRunner().invoke(app, ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"),
                                      "--provider", "offline"])
     assert again.exit_code == 0, again.output
+
+
+def test_optimize_keeps_a_shift_jis_sheet_as_it_was_and_undo_gives_its_bytes_back(db):
+    """The tester's sheet (s53, M1): `--optimize` rewrote their Shift_JIS/CRLF question CSV as UTF-8 with a BOM,
+    put `Optimized Reference Document` before 担当者/メモ, dropped the padding column, and named the copy by an
+    absolute path next to a database-relative original; `rag optimize undo` then wrote it a second time instead
+    of giving the original back. Now each row keeps its bytes and gets the column at its end, the copy is named
+    like its original, and undo restores the file byte for byte, or, when the user changed it since, takes out
+    only the aliases and says so."""
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app
+    from ragkit.core.references import reference_groups
+
+    csv = db.parent / "questions.csv"
+    sheet = ("No,Question,Reference Document,担当者,メモ,\r\n"
+             f"1,{MISSED_Q},{WASHER},山田,髙橋さん確認済み①,\r\n"  # the page named relative to the database
+             ",,,,,\r\n"
+             f"2,{FREEZER_Q},database/{ORIGINAL},佐藤,～,\r\n")  # ... and relative to the project
+    original = sheet.encode("cp932").replace("髙".encode("cp932"), b"\xee\xe0")  # NEC-selected code, as Excel's
+    csv.write_bytes(original)
+    batch = ["batch", str(csv), "--db", str(db), "--results", str(db.parent / "res"), "--provider", "offline",
+             "--optimize", "--holdout", "0"]
+
+    def optimized() -> bytes:
+        run = CliRunner().invoke(app, batch)
+        assert run.exit_code == 0, run.output
+        return csv.read_bytes()
+
+    after = optimized()
+    old, new = original.split(b"\r\n"), after.split(b"\r\n")
+    assert len(new) == len(old) and all(n.startswith(o) for o, n in zip(old, new, strict=True)), after
+    assert new[0] == old[0] + b",Optimized Reference Document"
+    df = read_csv(csv)
+    assert list(df.columns) == ["No", "Question", "Reference Document", "担当者", "メモ",
+                                "Optimized Reference Document"]
+    cells = dict(zip(df["Question"], df["Optimized Reference Document"], strict=True))
+    assert reference_groups(cells[MISSED_Q])[0][0] == WASHER
+    copy = reference_groups(cells[MISSED_Q])[0][1]
+    assert (db / copy).is_file() and not copy.startswith(("database/", "/"))  # named like its original
+    assert all(a.startswith("database/") for g in reference_groups(cells[FREEZER_Q]) for a in g)
+
+    # the user edits a memo after the run: undo cannot give the old bytes back, only takes the aliases out
+    edited = after.replace("佐藤".encode("cp932"), "鈴木".encode("cp932"))
+    csv.write_bytes(edited)
+    undo = CliRunner().invoke(app, ["optimize", "undo", "--db", str(db)])
+    assert undo.exit_code == 0, undo.output
+    assert "was not restored byte for byte (it was changed since the run)" in " ".join(undo.output.split())
+    reverted = csv.read_bytes()
+    assert reverted.split(b"\r\n")[0] == new[0] and "鈴木".encode("cp932") in reverted
+    assert set(read_csv(csv)["Optimized Reference Document"]) == {""} and (db / copy).exists() is False
+
+    # unchanged since the run: undo gives the file back as it was, byte for byte
+    assert optimized() != reverted
+    undo = CliRunner().invoke(app, ["optimize", "undo", "--db", str(db)])
+    assert undo.exit_code == 0, undo.output
+    assert csv.read_bytes() == reverted and "as it was before the run (byte for byte" in " ".join(undo.output.split())

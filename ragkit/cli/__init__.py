@@ -371,11 +371,11 @@ def batch(
     results: ResultsOpt = None,
     workers: WorkersOpt = None,
     optimize: Annotated[bool, typer.Option(
-        "--optimize", help="Copy missed pages where the agent would look (one pass; changes the database)."
-        "  [default: off]", show_default=False)] = False,
+        "--optimize", help="Copy missed pages where the agent would look (one pass; changes the database, and the "
+        "input CSV's `Optimized Reference Document`, after a backup).  [default: off]", show_default=False)] = False,
     enable_rl: Annotated[bool, typer.Option(
-        "--enable-rl", help="Optimize with re-asks: keep only the copies that help (changes the database)."
-        "  [default: off]", show_default=False)] = False,
+        "--enable-rl", help="Optimize with re-asks: keep only the copies that help (changes the database, and the "
+        "input CSV when a copy is kept).  [default: off]", show_default=False)] = False,
     holdout: Annotated[float | None, typer.Option(
         "--holdout", metavar="F", help="Share of questions kept out of optimization to measure it."
         "  [default: 0.25]", show_default=False)] = None,

@@ -340,7 +340,10 @@ def print_undo_report(report, console) -> None:
     for rel in report.edited:
         console.print(f"[yellow]kept:[/yellow] {escape_markup(rel)} was edited since the run; delete it by hand if "
                       "it should go, then run undo again", highlight=False)
-    if report.csv_path:
+    if report.restored_from:
+        console.print(f"restored {report.csv_path} as it was before the run (byte for byte, from "
+                      f"{report.restored_from})", highlight=False, markup=False)
+    elif report.csv_path:
         console.print(f"updated {report.csv_path} (`Optimized Reference Document`); previous file kept as "
                       f"{report.backup_path}", highlight=False, markup=False)
     for note in report.notes:

@@ -12,7 +12,6 @@ import codecs
 import csv
 import io
 import re
-import shutil
 from collections.abc import Iterable
 from datetime import datetime
 from pathlib import Path
@@ -41,8 +40,10 @@ def unescape_cell(value: str) -> str:
     return value[1:] if isinstance(value, str) and _ESCAPED.match(value) else value
 
 
-_BOMS = ((codecs.BOM_UTF32_LE, "utf-32"), (codecs.BOM_UTF32_BE, "utf-32"), (codecs.BOM_UTF8, "utf-8-sig"),
-         (codecs.BOM_UTF16_LE, "utf-16"), (codecs.BOM_UTF16_BE, "utf-16"))
+# (mark, the codec that reads the file and drops the mark, the codec that writes the text after the mark)
+_BOMS = ((codecs.BOM_UTF32_LE, "utf-32", "utf-32-le"), (codecs.BOM_UTF32_BE, "utf-32", "utf-32-be"),
+         (codecs.BOM_UTF8, "utf-8-sig", "utf-8"), (codecs.BOM_UTF16_LE, "utf-16", "utf-16-le"),
+         (codecs.BOM_UTF16_BE, "utf-16", "utf-16-be"))
 _LABELS = {"utf-32": "UTF-32", "utf-8-sig": "UTF-8", "utf-16": "UTF-16", "utf-16-le": "UTF-16LE",
            "utf-16-be": "UTF-16BE", "utf-32-le": "UTF-32LE", "utf-32-be": "UTF-32BE"}
 _KANA = re.compile(r"[\u3041-\u30ff]")
@@ -68,25 +69,33 @@ def decode_bytes(data: bytes, name: str, encoding: str | None = None) -> str:
     else UTF-16/32 without a mark when the header line is plain ASCII (its NUL bytes say which), else UTF-8, else
     Shift_JIS/CP932 when the text reads as Japanese (kana, no private-use characters). Anything else is refused
     with one line naming the likely encoding and the `--encoding` that reads it."""
-    for bom, enc in _BOMS:
+    return sniff_encoding(data, name, encoding)[0]
+
+
+def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple[str, bytes, str]:
+    """(the text, as decode_bytes reads it; the byte order mark the file starts with, or b""; the codec that
+    writes the text after that mark as the file had it): what writing a user's file back in its own encoding
+    needs (csvedit)."""
+    for bom, enc, writer in _BOMS:
         if data.startswith(bom):
             return _strict(data, enc, name, f"starts with a {_LABELS[enc]} byte order mark but is not valid "
-                                            f"{_LABELS[enc]}")
+                                            f"{_LABELS[enc]}"), bom, writer
     if encoding:
-        enc = "utf-8-sig" if codecs.lookup(encoding).name == "utf-8" else encoding
-        return _strict(data, enc, name, f"is not valid {encoding} (--encoding)").lstrip("\ufeff")
+        utf8 = codecs.lookup(encoding).name == "utf-8"
+        text = _strict(data, "utf-8-sig" if utf8 else encoding, name, f"is not valid {encoding} (--encoding)")
+        return text.lstrip("\ufeff"), b"", "utf-8" if utf8 else encoding
     wide = _bomless_unicode(data)
     if wide:
         return _strict(data, wide, name, f"looks like {_LABELS[wide]} without a byte order mark but is not valid "
-                                         f"{_LABELS[wide]}")
+                                         f"{_LABELS[wide]}"), b"", wide
     try:
-        return data.decode("utf-8")
+        return data.decode("utf-8"), b"", "utf-8"
     except UnicodeDecodeError:
         pass
     try:
         text = data.decode("cp932")
         if _reads_as_japanese(text):
-            return text
+            return text, b"", "cp932"
     except UnicodeDecodeError:
         pass
     raise RagError(f"{name}: {_refusal(data)}")
@@ -279,7 +288,9 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
     - A row with more fields than the header is an error naming the row, even when the extra fields are empty
       (an unquoted comma shifts every cell after it). The one exception is a header that itself ends in empty
       columns (a spreadsheet's padding): those columns are dropped, and a row may fill them only with empty
-      fields. Missing fields are "". A NUL character in a cell is an error naming its row and column.
+      fields. So is a column without a name that is empty throughout (that padding, when ragkit appended a
+      column after it: csvedit). Missing fields are "". A NUL character in a cell is an error naming its row
+      and column.
     - Column names are stripped; `required` columns missing -> one-line error listing what was found;
       with `known`, a column whose name nearly matches a known one is an error naming both (other unknown
       columns pass through); a column name given twice is an error.
@@ -334,6 +345,12 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         raise RagError(_csv_error(path, e, len(records) + (header is not None), text, sep, reader.line_num)) from None
     finally:
         csv.field_size_limit(limit)
+    padding = [i for i, c in enumerate(header[:named]) if not c.strip() and not any(r[i].strip() for r in records)]
+    if padding and len(padding) < named:
+        keep = [i for i in range(named) if i not in set(padding)]
+        header = [header[i] for i in keep]
+        records = [[r[i] for i in keep] for r in records]
+        named = len(keep)
     columns = [str(c).strip() or f"Unnamed: {i}" for i, c in enumerate(header[:named])]
     written = list(columns)
     if known is not None:
@@ -380,21 +397,6 @@ def write_csv(df: pd.DataFrame, path: Path, *, overwrite: bool = False) -> Path:
         raise RagError(f"{path}: already exists; refusing to overwrite")
     atomic_write_text(path, to_csv_text(df), encoding="utf-8-sig")
     return path
-
-
-def replace_csv(df: pd.DataFrame, path: Path) -> Path:
-    """Write `df` over the CSV at `path` after copying it to `<name>.bak-YYYYMMDD_HHMMSS` (made unique with `_2`,
-    `_3`, ...). Returns the backup's path."""
-    path = Path(path)
-    stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
-    backup = path.with_name(f"{path.name}.bak-{stamp}")
-    n = 2
-    while backup.exists():
-        backup = path.with_name(f"{path.name}.bak-{stamp}_{n}")
-        n += 1
-    shutil.copy2(path, backup)
-    write_csv(df, path, overwrite=True)
-    return backup
 
 
 def timestamped_path(results_dir: Path, stem: str, kind: str = "results", *, now: datetime | None = None) -> Path:

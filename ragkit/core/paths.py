@@ -137,6 +137,24 @@ def reference_path(db_root: Path, rel: str) -> str:
         return full.as_posix()
 
 
+def reference_like(db_root: Path, written: str, rel: str) -> str:
+    """The db-relative page `rel` named the way `written` (a page of the database, as a user wrote it) names its
+    page: relative to the database, to the project (`database/...`) or absolute, with its `./` and backslashes.
+    The Reference Document form (reference_path) when `written` names no page of this database."""
+    w = written.strip()
+    nw = normalize_ref(w)
+    key = strip_db_prefix(db_root, w)
+    if not key or key.startswith("/") or not (nw == key or nw.endswith("/" + key)) \
+            or not (db_root / key).is_file():
+        return reference_path(db_root, rel)
+    out = nw[: len(nw) - len(key)] + rel
+    if w.startswith("./"):
+        out = "./" + out
+    if "\\" in w and "/" not in w:
+        out = out.replace("/", "\\")
+    return out
+
+
 def normalize_ref(path: str) -> str:
     """Canonical text form of a path for comparisons: NFC, forward slashes, no `./`, no surrounding space."""
     p = unicodedata.normalize("NFC", path.strip().strip('"').strip("'")).replace("\\", "/")

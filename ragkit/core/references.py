@@ -44,19 +44,28 @@ def reference_groups(cell: str, key: Callable[[str], str] = normalize_ref) -> li
 _GROUP_SPLIT = re.compile(r"([\r\n;]+)")
 
 
-def add_alias(cell: str, original_ref: str, copy_ref: str, key: Callable[[str], str] = normalize_ref) -> str:
+def add_alias(cell: str, original_ref: str, copy_ref: str | Callable[[str], str],
+              key: Callable[[str], str] = normalize_ref) -> str:
     """Append `copy_ref` to the alias group holding `original_ref`, keeping the cell's separators. `key` names
     the page a path is (as in reference_groups): pass paths.page_keys(db) so that an original written in another
-    form than `original_ref` (`database/...` against an absolute path) is still found, not added as a new group."""
-    target, copy = key(original_ref), key(copy_ref)
+    form than `original_ref` (`database/...` against an absolute path) is still found, not added as a new group.
+    `copy_ref` may be a function of the original as the cell writes it (the copy is then written in that form:
+    paths.reference_like)."""
+    def written(original: str) -> str:
+        return copy_ref(original) if callable(copy_ref) else copy_ref
+
+    target = key(original_ref)
     pieces = _GROUP_SPLIT.split(cell or "")
     found = False
     for i in range(0, len(pieces), 2):
         aliases = [a.strip() for a in pieces[i].split("|") if a.strip()]
-        if any(key(a) == target for a in aliases):
+        match = next((a for a in aliases if key(a) == target), None)
+        if match is not None:
             found = True
-            if all(key(a) != copy for a in aliases):
-                pieces[i] = "|".join([*aliases, copy_ref])
+            new = written(match)
+            if all(key(a) != key(new) for a in aliases):
+                pieces[i] = "|".join([*aliases, new])
     if not found:  # the original is not in the cell (should not happen): add a group
-        return f"{cell}\n{original_ref}|{copy_ref}" if (cell or "").strip() else f"{original_ref}|{copy_ref}"
+        pair = f"{original_ref}|{written(original_ref)}"
+        return f"{cell}\n{pair}" if (cell or "").strip() else pair
     return "".join(pieces)

@@ -1,10 +1,12 @@
 """What each optimization run left in the database, and undoing it: `rag optimize undo [--list]`.
 
 A run that keeps copies writes DB/.ragkit/optimize-runs/<YYYYMMDD_HHMMSS>-<pid>.json: its mode (optimize |
-enable-rl), the input CSV and its backup, and per copy its path, original and sha256. Undo removes the copies
-that are still as the run wrote them, or as ingest refreshed them from their page (an edited one is left and
-named), the folders left empty, their index
-entries, and their aliases in the input CSV's `Optimized Reference Document` (the CSV is backed up first).
+enable-rl), the input CSV and its backup (with the SHA-256 of both as the run left them), and per copy its path,
+original and sha256. Undo removes the copies that are still as the run wrote them, or as ingest refreshed them
+from their page (an edited one is left and named), the folders left empty, and their index entries. The input
+CSV gets its backup's bytes back when it is still as the run wrote it (and every copy went); else only the
+removed copies' aliases leave its `Optimized Reference Document` (csvedit: the file keeps its encoding and
+columns; a backup first), and the undo says why.
 
     record_run(db, report, mode, input_csv) -> Path | None;  list_runs(db) -> list[dict]
     undo_run(db, run=None, index=None) -> UndoReport"""
@@ -20,7 +22,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ragkit.core.csvio import read_csv, replace_csv
+from ragkit.core.csvedit import file_sha256, restore, set_column
+from ragkit.core.csvio import read_csv
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.paths import (
     atomic_write_text,
@@ -60,9 +63,17 @@ def record_run(db: Path, report: Any, mode: str, input_csv: Path | None) -> Path
     atomic_write_text(path, json.dumps({
         "run": path.stem, "date": datetime.now().isoformat(timespec="seconds"), "mode": mode,
         "input_csv": str(Path(input_csv).resolve()) if input_csv else None,
-        "backup": str(report.backup_path) if report.backup_path else None, "copies": copies,
+        "backup": str(Path(report.backup_path).resolve()) if report.backup_path else None, **_csv_state(report), "copies": copies,
     }, ensure_ascii=False, indent=1))
     return path
+
+
+def _csv_state(report: Any) -> dict[str, Any]:
+    """The input CSV and its backup as the run left them: undo restores the backup only over that very file."""
+    edit = getattr(report, "csv_edit", None)
+    if edit is None:
+        return {}
+    return {"csv_sha256": edit.sha256, "backup_sha256": edit.backup_sha256, "csv_encoding": edit.encoding}
 
 
 def list_runs(db: Path) -> list[dict]:
@@ -86,8 +97,9 @@ class UndoReport:
     removed: list[str] = field(default_factory=list)  # copies deleted (db-relative)
     edited: list[str] = field(default_factory=list)  # changed since the run: left in place
     missing: list[str] = field(default_factory=list)  # already gone
-    csv_path: Path | None = None  # the input CSV whose aliases were removed
-    backup_path: Path | None = None
+    csv_path: Path | None = None  # the input CSV whose aliases were removed, or that was restored
+    backup_path: Path | None = None  # the CSV as it was before its aliases were removed
+    restored_from: Path | None = None  # the run's backup whose bytes the CSV got back
     notes: list[str] = field(default_factory=list)
 
 
@@ -129,7 +141,7 @@ def undo_run(db: Path, run: str | None = None, index=None) -> UndoReport:
     csv = Path(rec["input_csv"]) if rec.get("input_csv") else None
     if gone and csv is not None:
         if csv.is_file():
-            out.csv_path, out.backup_path = _drop_aliases(csv, db, gone)
+            _undo_csv(csv, db, gone, rec, out)
         else:
             out.notes.append(f"{csv} is gone: its `Optimized Reference Document` could not be updated")
     if not out.edited:
@@ -145,14 +157,38 @@ def _original_bytes(db: Path, copy: dict) -> bytes | None:
         return None
 
 
-def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Path | None]:
+def _undo_csv(csv: Path, db: Path, gone: set[str], rec: dict, out: UndoReport) -> None:
+    """The input CSV as it was before the run (its backup's bytes) when nothing changed it since and every copy
+    went; else the `gone` copies' aliases removed from it, saying why the file was not restored."""
+    backup = Path(rec["backup"]) if rec.get("backup") else None
+    why = ""
+    if not rec.get("csv_sha256"):
+        why = "the run's record has no checksum of it (an older ragkit)"
+    elif out.edited:
+        why = "copies that were edited since the run stay, and so do their aliases"
+    elif file_sha256(csv) != rec["csv_sha256"]:
+        why = "it was changed since the run"
+    elif backup is None or not backup.is_file() or file_sha256(backup) != rec.get("backup_sha256"):
+        why = f"its backup {backup} is gone or was changed"
+    if not why and backup is not None:
+        restore(csv, backup)
+        out.csv_path, out.restored_from = csv, backup
+        return
+    out.csv_path, out.backup_path = _drop_aliases(csv, db, gone, rec.get("csv_encoding"))
+    if out.csv_path is not None:
+        out.notes.append(f"{csv} was not restored byte for byte ({why}): only the removed copies' aliases left "
+                         f"its `{OPT_COL}` column")
+
+
+def _drop_aliases(csv: Path, db: Path, gone: set[str], encoding: str | None = None
+                  ) -> tuple[Path | None, Path | None]:
     """Remove the `gone` copies from the CSV's `Optimized Reference Document` (a cell left naming only the
     Reference Document is emptied), after a backup; (None, None) when no cell named one."""
 
-    df = read_csv(csv, required=("Question",))
+    df = read_csv(csv, required=("Question",), encoding=encoding)
     if OPT_COL not in df.columns:
         return None, None
-    changed = False
+    changed: dict[int, str] = {}
     key = page_keys(db)
     for pos, cell in enumerate(df[OPT_COL]):
         groups = reference_groups(str(cell or ""))
@@ -162,11 +198,9 @@ def _drop_aliases(csv: Path, db: Path, gone: set[str]) -> tuple[Path | None, Pat
         if new and _pages(new, key) == _pages(ref, key):
             new = ""
         if kept != groups:
-            df.at[pos, OPT_COL] = new
-            changed = True
-    if not changed:
-        return None, None
-    return csv, replace_csv(df, csv)
+            changed[pos] = new
+    edit = set_column(csv, OPT_COL, changed, encoding=encoding) if changed else None
+    return (None, None) if edit is None else (csv, edit.backup)
 
 
 def _pages(cell: str, key: Callable[[str], str]) -> list[list[str]]:

@@ -13,11 +13,19 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ragkit.core.config import Settings
-from ragkit.core.csvio import join_multi, read_csv, replace_csv, split_multi
+from ragkit.core.csvedit import ColumnEdit, set_column
+from ragkit.core.csvio import join_multi, read_csv, split_multi
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.pagefile import parse_page
-from ragkit.core.paths import normalize_ref, page_keys, reference_path, resolve_in_db, strip_db_prefix
+from ragkit.core.paths import (
+    normalize_ref,
+    page_keys,
+    reference_like,
+    reference_path,
+    resolve_in_db,
+    strip_db_prefix,
+)
 from ragkit.core.references import OPT_COL, REF_COL, add_alias, reference_groups
 from ragkit.core.text import one_line
 from ragkit.optimize.copies import CopyManager
@@ -87,6 +95,7 @@ class OptimizeReport:
     csv_path: Path | None = None  # the input CSV when it was updated
     record_path: Path | None = None  # the run's record of the copies it kept (optimize.history: undo reads it)
     backup_path: Path | None = None
+    csv_edit: ColumnEdit | None = None  # how the input CSV was updated (its checksums: undo restores it)
     copies: list[CopyRecord] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)  # unconfirmed copies of a crashed run, removed
     notes: list[str] = field(default_factory=list)  # things the user should be told (not failures)
@@ -129,9 +138,10 @@ def _groups(db: Path, cell: str) -> list[list[str]]:
 
 
 def _add_alias(db: Path, cell: str, original: str, copy: str) -> str:
-    """add_alias for db-relative `original` and `copy`, written in Reference Document form; the original is
-    found in the cell whatever form the cell names it in (`database/...`, db-relative or absolute)."""
-    return add_alias(cell, reference_path(db, original), reference_path(db, copy), key=page_keys(db))
+    """add_alias for db-relative `original` and `copy`: the original is found in the cell whatever form the cell
+    names it in (`database/...`, db-relative or absolute), and the copy is written in that same form."""
+    return add_alias(cell, reference_path(db, original), lambda written: reference_like(db, written, copy),
+                     key=page_keys(db))
 
 
 def _recall(groups: list[list[str]], got: set[str]) -> tuple[float | None, list[list[str]]]:
@@ -331,8 +341,10 @@ def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], 
         return
     recorded = True
     try:
-        report.csv_path, report.backup_path = update_input_csv(input_csv, report.rows, confirmed, ctx.db,
-                                                               ctx.settings.csv_encoding)
+        edit = update_input_csv(input_csv, report.rows, confirmed, ctx.db, ctx.settings.csv_encoding)
+        if edit is not None:
+            report.csv_edit, report.csv_path, report.backup_path = edit, edit.path, edit.backup
+            report.notes.extend(edit.notes)
     except (RagError, OSError) as e:
         recorded = False
         what = str(e) if isinstance(e, RagError) else f"{input_csv}: cannot update ({e.strerror or e})"
@@ -528,16 +540,13 @@ def _final_row(ctx: _Ctx, row: dict, answer, retrieved: list[str], opt_cell: str
 
 
 def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyRecord], db: Path,
-                     encoding: str | None = None) -> tuple[Path | None, Path | None]:
-    """Add/extend `Optimized Reference Document` = `original|copy` in the input CSV, atomically, after
-    copying the previous file to `<name>.bak-YYYYMMDD_HHMMSS`. Returns (csv, backup), or (None, None) when
-    nothing changed. The CSV is written back as UTF-8 (with a BOM), whatever `encoding` it was read in."""
-
+                     encoding: str | None = None) -> ColumnEdit | None:
+    """Add/extend `Optimized Reference Document` = `original|copy` in the input CSV (csvedit.set_column: the
+    file keeps its encoding, line endings and columns, the new column goes last; a backup first). None when
+    nothing changed."""
     df = read_csv(input_csv, required=("Question",), encoding=encoding)
-    if OPT_COL not in df.columns:
-        pos = list(df.columns).index(REF_COL) + 1 if REF_COL in df.columns else len(df.columns)
-        df.insert(pos, OPT_COL, "")
-    changed = False
+    has = OPT_COL in df.columns
+    cells: dict[int, str] = {}
     where: dict[int, int] = {}
     for r in confirmed:
         question = str(rows[r.row].get("Question") or "")
@@ -548,14 +557,11 @@ def update_input_csv(input_csv: Path, rows: list[dict], confirmed: list[CopyReco
                                f"`{OPT_COL}` not updated")
             where[r.row] = pos
         pos = where[r.row]
-        cur = str(df.at[pos, OPT_COL] or "").strip() or str(df.at[pos, REF_COL] if REF_COL in df.columns else "")
-        new = _add_alias(db, cur, r.original, r.copy)
-        if new != df.at[pos, OPT_COL]:
-            df.at[pos, OPT_COL] = new
-            changed = True
-    if not changed:
-        return None, None
-    return input_csv, replace_csv(df, input_csv)
+        cur = cells.get(pos) or (str(df.at[pos, OPT_COL] or "").strip() if has else "")
+        cur = cur or str(df.at[pos, REF_COL] if REF_COL in df.columns else "")
+        cells[pos] = _add_alias(db, cur, r.original, r.copy)
+    changed = {pos: cell for pos, cell in cells.items() if not has or cell != df.at[pos, OPT_COL]}
+    return set_column(input_csv, OPT_COL, changed, encoding=encoding) if changed else None
 
 
 def _input_pos(row: dict, i: int) -> int:

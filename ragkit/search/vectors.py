@@ -307,6 +307,11 @@ class _Meaning:
         if got is None or not len(got[0]):
             return []
         docs, nums = got
+        # `skip` has one slot per page the keyword phase saw. Another thread may have added pages since (the
+        # optimizer's workers copy pages while others search): their ids lie beyond it, and whether they hold
+        # a word of the query is unknown, so this search leaves them out; the next one sees them.
+        seen = docs < len(skip)
+        docs, nums = docs[seen], nums[seen]
         with self._lock:
             rows, starts = self._vecs.rows()
         sims = _closest(rows, starts, qv)[nums]

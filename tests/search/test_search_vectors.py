@@ -285,6 +285,53 @@ def test_meaning_alone_never_brings_a_page_that_holds_a_word_of_the_query(tmp_pa
     assert [h.path for h in hits if h.ranking == "meaning"] == WORD_FREE
 
 
+@pytest.mark.parametrize("q, found", [
+    ("How often should the water filter be replaced?", "家電/冷蔵庫/お手入れ/page_016.md"),  # a keyword candidate too
+    ("When does the office move?", "공지/사무실_이전/안내/page_001.md"),  # no page shares a word
+])
+def test_pages_another_thread_adds_during_a_search_do_not_break_finding_by_meaning(multilingual, monkeypatch,
+                                                                                   caplog, q, found):
+    """`rag batch --enable-rl`: while one worker searches, another copies a page into a new folder and rolls it
+    back (each copy is a new page id: ids are never reused). A copy added between the search's keyword part and
+    its finding by meaning used to fail it: "finding pages by meaning skipped: index 8 is out of bounds for
+    axis 0 with size 8"."""
+    import logging
+
+    idx = fresh(multilingual)
+    idx.ensure_embeddings(progress=False)
+    src = multilingual / found  # the optimizer copies the page the question missed
+    for n in range(3):  # earlier attempts: a copy added, then rolled back
+        copy = multilingual / f"copies/attempt_{n}/page_001.md"
+        copy.parent.mkdir(parents=True)
+        shutil.copy(src, copy)
+        idx.add_page(copy.relative_to(multilingual).as_posix())
+        copy.unlink()
+        copy.parent.rmdir()
+        idx.remove_page(copy.relative_to(multilingual).as_posix())
+    real = idx._with_recalled
+    added: list[str] = []
+
+    def another_worker_copies_meanwhile(*a, **kw):
+        copy = multilingual / "copies/kept/page_001.md"
+        copy.parent.mkdir(parents=True)
+        shutil.copy(src, copy)
+        t = threading.Thread(target=idx.add_page, args=("copies/kept/page_001.md",))
+        t.start()
+        t.join()
+        added.append("copies/kept/page_001.md")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(idx, "_with_recalled", another_worker_copies_meanwhile)
+    with caplog.at_level(logging.WARNING, logger="ragkit.search"):
+        hits = idx.search(q, k=3, mode="hybrid")
+    assert added and "copies/kept/page_001.md" in idx.pages()
+    assert not [r.getMessage() for r in caplog.records if "skipped" in r.getMessage()]
+    assert hits[0].path == found and hits[0].ranking == "meaning"
+    monkeypatch.setattr(idx, "_with_recalled", real)
+    # the next search sees the copy
+    assert "copies/kept/page_001.md" in top(idx, q, k=3, mode="hybrid")
+
+
 def test_a_page_found_by_meaning_follows_its_changes(multilingual):
     idx = fresh(multilingual)
     q = "When does the office move?"
