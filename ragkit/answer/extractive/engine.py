@@ -128,11 +128,15 @@ def _lang(question: str) -> str:
 
 
 def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] | None = None
-              ) -> list[tuple[str, int, str, bool]]:
-    """(db-relative path, page number, title, found by meaning alone) of the candidate pages, best first; only
-    pages under `folders` when given (one search per folder, merged by score: the same query scores alike across
-    folders)."""
+              ) -> list[tuple[str, int, str, bool, int]]:
+    """(db-relative path, page number, title, found by meaning alone, rank) of the candidate pages, in the order
+    found; only pages under `folders` when given (one search per folder, merged by score: the same query scores
+    alike across folders). The rank of a page both searches (the question, its key words) return is its better
+    place in them: the question's wording can put a page that shares its framing ("as of December 31, 2015") one
+    place above the one that holds what it asks ("total assets"); a page only the key words find ranks after the
+    question's pages, in the order found."""
     seen: dict[str, tuple[str, int, str, bool]] = {}
+    rank: dict[str, int] = {}
     order: list[str] = []
     for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
         if not query.strip():
@@ -143,15 +147,17 @@ def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] |
             found = [h for f in folders for h in index.search(query, k=k, path=f)]
             hits = sorted(found, key=lambda h: -h.score)[:k]
         added = 0
-        for h in hits:
+        for place, h in enumerate(hits):
             if h.path in seen:
+                rank[h.path] = min(rank[h.path], place)
                 continue
             if query is key_query and added >= limit:
                 break
             seen[h.path] = (h.path, h.page, h.title, h.ranking == "meaning")
+            rank[h.path] = place if query is not key_query else len(order)
             order.append(h.path)
             added += 1
-    return [seen[p] for p in order]
+    return [(*seen[p], rank[p]) for p in order]
 
 
 def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
@@ -265,7 +271,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out = _Analysis(lang, [reference_path(db, rel) for rel, *_ in candidates])
     if not candidates:
         return out
-    out.by_meaning = [rel for rel, *_, meaning in candidates if meaning]
+    out.by_meaning = [rel for rel, _page, _title, meaning, _rank in candidates if meaning]
 
     kind = answer_kind(q)
     out.kind, out.unnamed, out.db_pages = kind, unnamed_share(qwords, df), n
@@ -274,7 +280,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
     page_doc: dict[str, str] = {}  # rel -> document_id
-    for rank, (rel, page_no, title, _meaning) in enumerate(candidates):
+    for rel, page_no, title, _meaning, rank in candidates:
         raw = read_page(db, rel)
         if raw is None:
             continue
@@ -338,7 +344,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # income"), as the word check does: a statement's rows are about what the question asks
     said = also_said(q, rules)
     asked = respelt(q, df) + (f" ({'; '.join(said)})" if said else "")
-    out.support = meaning_support(asked, db, [rel for rel, *_ in candidates if page_doc.get(rel) == cited])
+    out.support = meaning_support(asked, db, [rel for rel, *_ in candidates if page_doc.get(rel) == cited],
+                                  (out.chosen[0].rel, out.chosen[0].text))
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
     out.ambiguous = _which(q, plain, docs.terms)
@@ -407,9 +414,13 @@ def _named(question: str, qwords: list[QWord], cited: str, docs: Documents) -> l
     return sorted(out)
 
 
-def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
+def meaning_support(question: str, db: Path, rels: list[str], quoted: tuple[str, str] | None = None
+                    ) -> float | None:
     """The best cosine between the question and any sentence of these pages, or None without the embedding
-    model (RAG_EMBED=0, not installed) or when it fails: then only words decide."""
+    model (RAG_EMBED=0, not installed) or when it fails: then only words decide. The main quote (`quoted`: its
+    page, its text) counts too when it lies past the sentences the index keeps of a long page
+    (sentences.MAX_SENTENCES): the answer on a long page's 81st line is otherwise never read. Only the main
+    quote: a table's row of years spliced in beside it is no sentence about the question."""
     from ragkit.search.sentences import sentence_index
 
     si = sentence_index(db) if rels else None
@@ -417,10 +428,11 @@ def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
         return None
     try:
         hits = si.search(question, rels, k=len(rels))
+        own = si.similarity(question, si.past_the_cut(*quoted)) if quoted else []
     except Exception as e:  # noqa: BLE001 - meaning only sharpens refusals: never fail an answer because of it
         log.warning("meaning check of the offline answer skipped: %s", e)
         return None
-    return max((float(score) for _rel, score, _s in hits), default=0.0)
+    return max([float(score) for _rel, score, _s in hits] + own, default=0.0)
 
 
 def refuse_below(an: _Analysis) -> float:
