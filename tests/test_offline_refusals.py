@@ -616,25 +616,3 @@ def test_a_japanese_sentence_with_a_full_stop_in_its_parentheses_is_quoted_whole
     a = answer_offline("化粧品に配合できる防腐剤はどこに掲げられていますか？", open_index(db, progress=False), db)
     assert not a.refused and re.search("「[^」]*防腐剤（[^」]*）は、別表第3 に掲げる物でなければならない。」", a.answer), a.answer
 
-
-class _Recorded:
-    """Search results recorded per query (what _retrieve reads of an index: search(query, k, path))."""
-
-    def __init__(self, results: dict[str, list[str]]) -> None:
-        self.results = results
-
-    def search(self, query: str, k: int = 5, path: str | None = None):
-        from ragkit.core.models import SearchHit
-
-        return [SearchHit(rel, 1, "t", 1.0 - i / 10) for i, rel in enumerate(self.results[query][:k])]
-
-
-def test_a_page_ranks_at_its_better_place_in_the_two_searches():
-    """"What were Netflix's total assets as of December 31, 2015?": the question's wording put the tax note
-    ("Total deferred tax assets", "as of December 31, 2015" in every sentence) one place above the balance sheet,
-    which its key words rank first; the rank prior then quoted the tax note's row. A page both searches return
-    ranks at its better place; a page only the key words find still ranks after the question's pages."""
-    q, key = "What were Netflix's total assets as of December 31, 2015?", "total assets december 31 netflix 2015"
-    index = _Recorded({q: ["p59", "p43", "p51"], key: ["p43", "p17", "p59"]})
-    got = {rel: rank for rel, _page, _title, _meaning, rank in E._retrieve(index, q, key, 3)}
-    assert got == {"p59": 0, "p43": 0, "p51": 2, "p17": 3}

@@ -128,15 +128,11 @@ def _lang(question: str) -> str:
 
 
 def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] | None = None
-              ) -> list[tuple[str, int, str, bool, int]]:
-    """(db-relative path, page number, title, found by meaning alone, rank) of the candidate pages, in the order
-    found; only pages under `folders` when given (one search per folder, merged by score: the same query scores
-    alike across folders). The rank of a page both searches (the question, its key words) return is its better
-    place in them: the question's wording can put a page that shares its framing ("as of December 31, 2015") one
-    place above the one that holds what it asks ("total assets"); a page only the key words find ranks after the
-    question's pages, in the order found."""
+              ) -> list[tuple[str, int, str, bool]]:
+    """(db-relative path, page number, title, found by meaning alone) of the candidate pages, best first; only
+    pages under `folders` when given (one search per folder, merged by score: the same query scores alike across
+    folders)."""
     seen: dict[str, tuple[str, int, str, bool]] = {}
-    rank: dict[str, int] = {}
     order: list[str] = []
     for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
         if not query.strip():
@@ -147,17 +143,15 @@ def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] |
             found = [h for f in folders for h in index.search(query, k=k, path=f)]
             hits = sorted(found, key=lambda h: -h.score)[:k]
         added = 0
-        for place, h in enumerate(hits):
+        for h in hits:
             if h.path in seen:
-                rank[h.path] = min(rank[h.path], place)
                 continue
             if query is key_query and added >= limit:
                 break
             seen[h.path] = (h.path, h.page, h.title, h.ranking == "meaning")
-            rank[h.path] = place if query is not key_query else len(order)
             order.append(h.path)
             added += 1
-    return [(*seen[p], rank[p]) for p in order]
+    return [seen[p] for p in order]
 
 
 def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
@@ -271,7 +265,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out = _Analysis(lang, [reference_path(db, rel) for rel, *_ in candidates])
     if not candidates:
         return out
-    out.by_meaning = [rel for rel, _page, _title, meaning, _rank in candidates if meaning]
+    out.by_meaning = [rel for rel, *_, meaning in candidates if meaning]
 
     kind = answer_kind(q)
     out.kind, out.unnamed, out.db_pages = kind, unnamed_share(qwords, df), n
@@ -280,7 +274,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
     page_doc: dict[str, str] = {}  # rel -> document_id
-    for rel, page_no, title, _meaning, rank in candidates:
+    for rank, (rel, page_no, title, _meaning) in enumerate(candidates):
         raw = read_page(db, rel)
         if raw is None:
             continue
