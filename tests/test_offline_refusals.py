@@ -199,6 +199,14 @@ def test_instructions_on_how_to_answer_are_not_what_is_asked():
     ("When is an account locked?", None, "after five failed attempts", True),  # a condition, not a date
     ("When was the company founded?", "date", "It was founded by two engineers.", False),
     ("自動製氷で最初の氷ができるまで何時間かかりますか？", "duration", "約2時間で最初の氷ができます", True),
+    # how often is not how long: a frequency answers "how often", an amount of time "how long"
+    ("How long does charging take?", "duration", "Charge the battery once every 6 months.", False),
+    ("How long does charging take?", "duration", "Charging is completed in about 3 hours.", True),
+    ("How long does charging take?", "duration", "The indicator may not immediately light up.", False),
+    ("How soon does the indicator light up?", "soon", "The indicator lights up immediately.", True),
+    ("How often should the battery be charged?", "frequency", "Charge the battery once every 6 months.", True),
+    ("How often should the battery be charged?", "frequency", "Charging is completed in about 3 hours.", False),
+    ("浄水フィルターはどれくらいの頻度で替えればよいですか？", "frequency", "約2か月ごとに交換してください。", True),
 ])
 def test_answer_kinds(question, kind, text, holds):
     assert answer_kind(question) == kind and holds_kind(text, kind) is holds
@@ -252,6 +260,50 @@ def test_meaning_refuses_a_question_whose_words_a_page_holds_but_not_its_sense(t
     monkeypatch.setenv("RAG_EMBED", "1")
     fair = answer_offline("Under which ticker symbol do the company's shares trade?", index, db)
     assert not fair.refused and "NFLX" in fair.answer
+
+
+def test_how_long_is_answered_by_an_amount_of_time_not_by_how_often(tmp_path):
+    """"How long does charging take?" quoted "charge the battery once every 6 months" from the page search ranks
+    first: a frequency counted as a duration. The sentence that says how long charging takes is quoted."""
+    db = write_pages(tmp_path / "database", {
+        "manuals/headset/Charging/page_020.md": ("Headset Help Guide", "Charging", 20,
+                                                 "Charging notes.\n\nIf you store the headset, keep charging it: "
+                                                 "charge the battery once every 6 months.\n\nCharging may not "
+                                                 "start when the battery is cold.\n"),
+        "manuals/headset/Specifications/page_019.md": ("Headset Help Guide", "Specifications", 19,
+                                                       "Connect the cable to the headset.\n\nCharging is completed "
+                                                       "in about 3 hours.\n")})
+    index = open_index(db, progress=False)
+    assert index.search("How long does charging take?", k=2)[0].path.endswith("page_020.md")  # ranked first
+    a = answer_offline("How long does charging take?", index, db)
+    assert not a.refused and "about 3 hours" in a.answer and "6 months" not in a.answer, a.answer
+
+
+LONG_PAGE = "".join(f"Paragraph {i}: The cafeteria opens at 7:30 and closes at 19:00.\n\n" for i in range(80)) + \
+    "The unique fact: the parking garage code is BLUE-7731.\n"
+
+
+def test_the_meaning_check_reads_the_quoted_sentence_past_the_pages_first_sentences(tmp_path, monkeypatch):
+    """The sentence index keeps a page's first sentences only (sentences.MAX_SENTENCES): the answer on a long
+    page's 81st line was not among them, the meaning check found nothing about parking, and "What is the parking
+    garage code?" was refused although search ranked that page first. The quoted sentence counts in its own
+    right now."""
+    from ragkit.search.sentences import MAX_SENTENCES, page_sentences
+
+    monkeypatch.setenv("RAG_EMBED", "1")
+    if not _embedder_installed():
+        pytest.skip("the embedding package is not installed")
+    rel = "notes/facilities/p/page_001.md"
+    db = write_pages(tmp_path / "database", {rel: ("Facilities notes", "p", 1, LONG_PAGE)})
+    assert not any("parking" in s for s in page_sentences((db / rel).read_text(encoding="utf-8")))
+    assert len(page_sentences((db / rel).read_text(encoding="utf-8"))) == MAX_SENTENCES
+    index = open_index(db, progress=False)
+    question = "What is the parking garage code?"
+    an = E._analyse(question, index, db, 5)
+    assert an.support is not None and an.support >= E.SUPPORT_FLOOR
+    assert an.support > E.meaning_support(question, db, [rel])  # the page's indexed sentences alone
+    a = answer_offline(question, index, db)
+    assert not a.refused and "BLUE-7731" in a.answer, a.answer
 
 
 def _embedder_installed() -> bool:
@@ -563,3 +615,4 @@ def test_a_japanese_sentence_with_a_full_stop_in_its_parentheses_is_quoted_whole
     db = write_pages(tmp_path / "database", {"基準/化粧品基準/本文/page_002.md": ("化粧品基準", "本文", 2, text)})
     a = answer_offline("化粧品に配合できる防腐剤はどこに掲げられていますか？", open_index(db, progress=False), db)
     assert not a.refused and re.search("「[^」]*防腐剤（[^」]*）は、別表第3 に掲げる物でなければならない。」", a.answer), a.answer
+

@@ -4,6 +4,8 @@ question embeds only itself; a new or changed page is embedded on first use, a d
 
     sentence_index(db) -> SentenceIndex | None (None: no embedding model)   # one shared instance per database
     SentenceIndex.search(query, pages, k) -> [(rel, score, best sentence)]  # max-pooled sentence cosines
+    SentenceIndex.similarity(query, texts) -> [cosine of each text]           # texts embedded now, not kept
+    SentenceIndex.past_the_cut(rel, text) -> [text] when a long page's kept sentences never saw it, else []
 """
 
 from __future__ import annotations
@@ -148,6 +150,22 @@ class SentenceIndex:
             scored.append((rel, float(sims[i]), sents[i]))
         scored.sort(key=lambda t: (-t[1], t[0]))
         return scored[:k]
+
+    def similarity(self, query: str, texts: list[str]) -> list[float]:
+        """The cosine between `query` and each of `texts` (embedded now, not kept)."""
+        if not texts:
+            return []
+        qv = self.embedder.encode_query(query)
+        return [float(x) for x in self.embedder.encode(texts) @ qv]
+
+    def past_the_cut(self, rel: str, text: str) -> list[str]:
+        """[text] (taken from page `rel`) when none of the page's kept sentences begins like it and the page has
+        more sentences than MAX_SENTENCES (what its vectors never saw); [] otherwise."""
+        sents = self._vectors([rel]).get(rel, ([], None))[0]
+        if len(sents) < MAX_SENTENCES:
+            return []
+        head = " ".join(text.split())[:40]
+        return [] if any(s.startswith(head) for s in sents) else [text]
 
     def ensure(self, pages: list[str]) -> int:
         """Embed every page of `pages` lacking vectors now (a batch does this once before its questions);

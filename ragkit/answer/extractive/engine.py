@@ -338,7 +338,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # income"), as the word check does: a statement's rows are about what the question asks
     said = also_said(q, rules)
     asked = respelt(q, df) + (f" ({'; '.join(said)})" if said else "")
-    out.support = meaning_support(asked, db, [rel for rel, *_ in candidates if page_doc.get(rel) == cited])
+    out.support = meaning_support(asked, db, [rel for rel, *_ in candidates if page_doc.get(rel) == cited],
+                                  (out.chosen[0].rel, out.chosen[0].text))
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
     out.ambiguous = _which(q, plain, docs.terms)
@@ -407,9 +408,13 @@ def _named(question: str, qwords: list[QWord], cited: str, docs: Documents) -> l
     return sorted(out)
 
 
-def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
+def meaning_support(question: str, db: Path, rels: list[str], quoted: tuple[str, str] | None = None
+                    ) -> float | None:
     """The best cosine between the question and any sentence of these pages, or None without the embedding
-    model (RAG_EMBED=0, not installed) or when it fails: then only words decide."""
+    model (RAG_EMBED=0, not installed) or when it fails: then only words decide. The main quote (`quoted`: its
+    page, its text) counts too when it lies past the sentences the index keeps of a long page
+    (sentences.MAX_SENTENCES): the answer on a long page's 81st line is otherwise never read. Only the main
+    quote: a table's row of years spliced in beside it is no sentence about the question."""
     from ragkit.search.sentences import sentence_index
 
     si = sentence_index(db) if rels else None
@@ -417,10 +422,11 @@ def meaning_support(question: str, db: Path, rels: list[str]) -> float | None:
         return None
     try:
         hits = si.search(question, rels, k=len(rels))
+        own = si.similarity(question, si.past_the_cut(*quoted)) if quoted else []
     except Exception as e:  # noqa: BLE001 - meaning only sharpens refusals: never fail an answer because of it
         log.warning("meaning check of the offline answer skipped: %s", e)
         return None
-    return max((float(score) for _rel, score, _s in hits), default=0.0)
+    return max([float(score) for _rel, score, _s in hits] + own, default=0.0)
 
 
 def refuse_below(an: _Analysis) -> float:
