@@ -92,9 +92,7 @@ class OptimizeReport:
     recall_after: float | None = None  # the same after the RL loop (None without RL: nothing re-asked)
     rows_scored: int = 0  # answerable rows that may drive copies (the training rows) with a defined Ref Recall
     held_out_missed: int = 0  # rows that missed a page but may not drive a copy (held out: they measure)
-    csv_path: Path | None = None  # the input CSV when it was updated
     record_path: Path | None = None  # the run's record of the copies it kept (optimize.history: undo reads it)
-    backup_path: Path | None = None
     csv_edit: ColumnEdit | None = None  # how the input CSV was updated (its checksums: undo restores it)
     copies: list[CopyRecord] = field(default_factory=list)
     recovered: list[str] = field(default_factory=list)  # unconfirmed copies of a crashed run, removed
@@ -102,6 +100,16 @@ class OptimizeReport:
     errors: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)  # the optimizer's model calls: proposals and re-asks
     judge_usage: Usage = field(default_factory=Usage)  # judging the re-asked rows
+
+    @property
+    def csv_path(self) -> Path | None:
+        """The input CSV when it was updated."""
+        return self.csv_edit.path if self.csv_edit else None
+
+    @property
+    def backup_path(self) -> Path | None:
+        """The input CSV as it was before (kept beside it)."""
+        return self.csv_edit.backup if self.csv_edit else None
 
     def kept_copies(self, db: Path) -> list[tuple[str, str]]:
         """(copy, original) in Reference Document form for every copy still in the database."""
@@ -343,7 +351,7 @@ def _confirm(ctx: _Ctx, report: OptimizeReport, results: dict[int, _RowResult], 
     try:
         edit = update_input_csv(input_csv, report.rows, confirmed, ctx.db, ctx.settings.csv_encoding)
         if edit is not None:
-            report.csv_edit, report.csv_path, report.backup_path = edit, edit.path, edit.backup
+            report.csv_edit = edit
             report.notes.extend(edit.notes)
     except (RagError, OSError) as e:
         recorded = False
