@@ -62,10 +62,11 @@ def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None, str
     one-off search right after `rag ingest` ranks by meaning too instead of by keywords alone."""
     require_database(db)
     idx = open_index(db)
-    if path and not (Path(db) / db_folder(Path(db).resolve(), path)).exists():
+    folder = db_folder(Path(db).resolve(), path) if path else ""
+    if path and not (Path(db) / folder).exists():
         raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
     lacking = getattr(idx, "lacking_in_scope", None)  # the embedded engine; a cluster embeds when it syncs
-    if embed_upto and lacking is not None and 0 < lacking(idx._prefix(path) if path else "") <= embed_upto:
+    if embed_upto and lacking is not None and 0 < lacking(folder) <= embed_upto:
         idx.ensure_embeddings()
     hits = idx.search(query, k=k, path=path)
     if strict and not hits and not idx.pages():  # only after a search that found nothing: hits prove pages
