@@ -22,6 +22,20 @@ def test_cjk_line_break_join_and_tokens():
     assert text.tokenize("ＡＢＣ１２３") == ["abc123"]  # NFKC full-width -> ASCII
 
 
+
+def test_a_labels_space_stays_where_other_gaps_between_han_and_kana_go():
+    j = text.join_cjk_breaks
+    assert j("第2章 勤務時間と休憩") == "第2章 勤務時間と休憩"
+    assert j("（基準）第二条\u3000法第三十七条の二") == "（基準）第二条 法第三十七条の二"
+    assert j("第３条の２  従業員は") == "第３条の２ 従業員は"
+    assert j("附則 この規則は") == "附則 この規則は"
+    assert j("法第三条 の規定") == "法第三条の規定"  # a label inside a word: no label
+    assert j("第 二 章 総 則") == "第二章総則"  # a space between every character says nothing
+    assert j("第2章\n勤務時間、休憩時\n間") == "第2章勤務時間、休憩時間"  # line breaks are joined as before
+    # comparisons and search terms see one form, with the space or without
+    assert text.normalize("第2章 勤務時間") == text.normalize("第2章勤務時間") == "第2章勤務時間"
+    assert text.tokenize("第2章 勤務時間") == text.tokenize("第2章勤務時間")
+
 def test_detect_lang_and_refusal():
     assert text.detect_lang("冷蔵庫の温度を設定するには？") == "ja"
     assert text.detect_lang("휴학은 어떻게 신청합니까?") == "ko"

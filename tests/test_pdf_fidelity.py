@@ -532,6 +532,33 @@ def test_a_numbered_heading_in_body_type_stands_apart_from_its_indented_paragrap
     assert len(footnote) == 1 and footnote[0].endswith("we use in each."), body
 
 
+def test_a_numbered_labels_space_stays_and_a_sentence_broken_at_a_line_end_is_joined(isolated_env):
+    """Whitespace between two Han/Kana characters is joined (a sentence broken mid-word at a line end, a PDF that
+    sets a space between every character), but the space a line sets between a chapter's, section's or article's
+    label and its title or text is the author's: 「第2章 勤務時間と休憩」 had become 「第2章勤務時間と休憩」."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    page.insert_text((72, 90), "就業規則", fontname="japan", fontsize=20)
+    page.insert_text((72, 130), "第2章 勤務時間と休憩", fontname="japan", fontsize=16)
+    page.insert_text((72, 160), "第1節 勤務時間", fontname="japan", fontsize=14)
+    lines = [(72, "第3条 従業員の所定労働時間は、休憩時間を除き、1日について8時間とし、始業及び終業の時刻"),
+             (72, "は就業規則の定めるところによる。"),
+             (72, "第三十七条の二 会社は、業務の都合により必要がある場合は、休憩時間を繰り上げ、又は繰り下げることがで"),
+             (72, "きる。"),
+             (72, "附則 この規則は、令和6年4月1日から施行する。"),
+             (72, "休 憩 時 間 は 一 斉 に 与 え る")]
+    for k, (x, text) in enumerate(lines):
+        page.insert_text((x, 200 + 18 * k), text, fontname="japan", fontsize=10.5)
+    (_meta, body), = ingest(isolated_env, "就業規則", doc).values()
+    paras = [p.strip() for p in body.split("\n\n")]
+    assert "## 第2章 勤務時間と休憩" in paras, body
+    assert "### 第1節 勤務時間" in paras, body
+    assert ("第3条 従業員の所定労働時間は、休憩時間を除き、1日について8時間とし、始業及び終業の時刻は就業規則の定めるところ"
+            "による。") in paras, body  # its sentence broken mid-word at the line end ("時刻" / "は") is joined
+    assert "第三十七条の二 会社は、業務の都合により必要がある場合は、休憩時間を繰り上げ、又は繰り下げることができる。" in paras, body
+    assert paras[-1] == "附則 この規則は、令和6年4月1日から施行する。休憩時間は一斉に与える", body  # spaced out: joined
+
+
 # ------------------------------------------------------------------------------------------ ruled tables
 
 PLAN = [("項目", "行動内容", "期限", "担当府省庁等"),
@@ -607,7 +634,8 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 8 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert CONVERTER_VERSION == 9 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
     assert "heading" in CONVERTER_CHANGES[5] and "figure table" in CONVERTER_CHANGES[6]
     assert "column by column" in CONVERTER_CHANGES[7]
     assert "marked with letters" in CONVERTER_CHANGES[8] and "first chapter" in CONVERTER_CHANGES[8]
+    assert "label" in CONVERTER_CHANGES[9]

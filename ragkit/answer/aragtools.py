@@ -30,8 +30,9 @@ _SPLIT = re.compile(r"[,;、，；\n]+")
 
 
 def _norm(text: str) -> str:
-    """NFKC, CJK line breaks joined: the form both the chunks and the keywords are matched in."""
-    return join_cjk_breaks(unicodedata.normalize("NFKC", text))
+    """NFKC, CJK line breaks joined: the form both the chunks and the keywords are matched in (a label's space
+    too, so that "第2章勤務" finds "第2章 勤務")."""
+    return join_cjk_breaks(unicodedata.normalize("NFKC", text), keep_labels=False)
 
 
 def parse_keywords(keywords: str) -> list[str]:

@@ -27,6 +27,14 @@ CJK_RE = re.compile(f"[{CJK_CLASS}]")
 # Whitespace (including a line break) between two Han/Kana characters is an artefact of line wrapping.
 # Hangul is left out: Korean separates words with spaces, and joining them would glue words together.
 _CJK_GAP = re.compile(f"(?<=[{HAN_KANA}])[ \t\u3000]*\n?[ \t\u3000]*(?=[{HAN_KANA}])")
+# A numbered part's label ("第2章", "第3条", "第三十七条の二", "第1節", "附則") not inside a word, then a space within
+# the line, then its title or text ("第2章 勤務時間と休憩", "第3条 従業員は"): that space is the author's, not
+# wrapping, and stays (one space). A title whose first two characters stand apart ("第2章 勤 務") is letter-spaced
+# text, where a space says nothing: joined as before. A line break after a label is joined as before.
+_NUMERAL = "0-9\uff10-\uff19〇一二三四五六七八九十百千"
+_LABEL_GAP = re.compile(
+    f"(?<![{HAN_KANA}])(第[ \t\u3000]*[{_NUMERAL}]+[ \t\u3000]*(?:条(?:の[{_NUMERAL}]+)*|[章節編部款項])|附[ \t\u3000]*則)"
+    f"[ \t\u3000]+(?=[{HAN_KANA}]{{2}})")
 # CJK runs and Latin/digit words as two groups; a word stops where CJK starts ("usb接続" -> "usb", "接続").
 _TOKEN_PARTS = re.compile(f"([{CJK_CLASS}]+)|([^\\W_{CJK_CLASS}]+)")
 _HANGUL_SYLLABLE = re.compile("[\uac00-\ud7af]")
@@ -82,14 +90,25 @@ def is_cjk(ch: str) -> bool:
     return bool(CJK_RE.match(ch))
 
 
-def join_cjk_breaks(text: str) -> str:
-    """Remove whitespace (and a single line break) between two Han/Kana characters: "してく\\nださい" -> "してください"."""
-    return _CJK_GAP.sub("", text)
+def join_cjk_breaks(text: str, *, keep_labels: bool = True) -> str:
+    """Remove whitespace (and a single line break) between two Han/Kana characters: "してく\\nださい" -> "してください".
+    The space within a line between a numbered part's label and its title stays ("第2章 勤務時間と休憩"), unless
+    `keep_labels` is False (comparisons and search terms, where "第2章勤務" and "第2章 勤務" must be one)."""
+    if not keep_labels or ("第" not in text and "附" not in text):
+        return _CJK_GAP.sub("", text)
+    out, last = [], 0
+    for m in _LABEL_GAP.finditer(text):
+        out.append(_CJK_GAP.sub("", text[last:m.end(1)]))
+        out.append(" ")
+        last = m.end()
+    out.append(_CJK_GAP.sub("", text[last:]))
+    return "".join(out)
 
 
 def normalize(text: str) -> str:
-    """NFKC, case-folded, CJK line-break joins: the form every comparison and index sees."""
-    return join_cjk_breaks(unicodedata.normalize("NFKC", text)).casefold()
+    """NFKC, case-folded, CJK line-break joins: the form every comparison and index sees. Every gap between two
+    Han/Kana characters goes, a label's space too: a quote that leaves it out still matches its page."""
+    return join_cjk_breaks(unicodedata.normalize("NFKC", text), keep_labels=False).casefold()
 
 
 def tokenize(text: str, *, drop_stopwords: bool = False) -> list[str]:

@@ -36,7 +36,8 @@ def page_sentences(text: str) -> list[str]:
     """The sentences of a page file's text (front matter removed), as they are embedded."""
     _, body = parse_page(text)
     out = []
-    for s in split_sentences(join_cjk_breaks(body)):
+    # a label's space joined too ("第2章 勤務" as "第2章勤務"): the sentences embedded stay those SENTENCE_VERSION names
+    for s in split_sentences(join_cjk_breaks(body, keep_labels=False)):
         s = " ".join(s.lstrip("#>*-| ").split())
         if len(s) >= MIN_SENTENCE_CHARS:
             out.append(s[:MAX_SENTENCE_CHARS])

@@ -78,7 +78,7 @@ def _prepare(text: str) -> str:
     if _HANGUL_WORD.search(text):
         text = _HANGUL_SPACE.sub("|", _strip_korean(text))
     if T.CJK_RE.search(text):
-        text = _SCRIPT_CHANGE.sub("|", T.join_cjk_breaks(text))
+        text = _SCRIPT_CHANGE.sub("|", T.join_cjk_breaks(text, keep_labels=False))  # terms as normalize() joins
     return text
 
 
