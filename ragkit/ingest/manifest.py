@@ -17,7 +17,7 @@ MANIFEST = "ingest-manifest.json"
 # What the page files written for one unchanged source look like. Bump it when that changes, and say what in
 # CONVERTER_CHANGES: a database ingested by an earlier ragkit is then told that `--force` brings it up to date
 # (an unchanged source is still never rewritten unasked). Manifest entries without the field are version 1.
-CONVERTER_VERSION = 8
+CONVERTER_VERSION = 9
 CONVERTER_CHANGES = {
     2: "printed page numbers",
     3: "financial statements as tables, running headers and footers out of the text (kept in `running`), "
@@ -31,6 +31,8 @@ CONVERTER_CHANGES = {
     8: "a figure table's row of figures marked with letters (\"8bd\", survey tables) is one of its rows, not the "
        "header of a second table; a PDF whose first page opens with its first chapter (\"第1章\", \"1. Scope\") "
        "takes its file's name as its title (PDF)",
+    9: "a PDF without an outline takes its numbered chapter headings (\"第1章\", \"1 Introduction\", \"PART II\") as "
+       "its sections instead of 10-page ranges, so its pages may move to other section folders (PDF)",
 }
 
 
