@@ -26,6 +26,7 @@ from ragkit.ingest import (
     outline_sections,
     printed_numbers,
 )
+from ragkit.ingest.pages import heading_sections
 from ragkit.ingest.pdf_margins import band_folios
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
@@ -148,6 +149,41 @@ def test_no_outline_falls_back_to_page_ranges(isolated_env):
     ingest_sources([src], db=db, progress=False, workers=1)
     folders = sorted({p.split("/")[2] for p in iter_pages(db)})
     assert folders == ["pages_001-010", "pages_011-020", "pages_021-023"]
+
+
+def test_numbered_chapter_headings_are_the_sections_of_a_pdf_without_outline():
+    # a label alone over its title, a contents page (three chapters on one page starts none), a sub-number
+    pages = ["# 報告書", "## 目次\n## 第1章 総則\n## 第2章 勤務\n## 第3章 賃金", "## 第1章\n# 総則\n本文",
+             "## 2.1 範囲\n本文", "## 第二章 勤務\n本文", "本文", "## 第３章 賃金"]
+    assert heading_sections(pages) == ["front matter", "front matter", "第1章 総則", "第1章 総則",
+                                       "第二章 勤務", "第二章 勤務", "第３章 賃金"]
+    en = ["# Title\n## 1 Introduction", "## 2 Related Work\n## 2.1 Older", "text", "## 3 Method",
+          "## 2019 Annual Report", "## 4 Results"]
+    assert heading_sections(en) == ["1 Introduction", "2 Related Work", "2 Related Work", "3 Method", "3 Method",
+                                    "4 Results"]
+    assert heading_sections(["## PART I", "x", "## PART II Market", "x"]) == ["PART I", "PART I", "PART II Market",
+                                                                           "PART II Market"]
+    assert heading_sections(["## 제1장 총칙", "## 제2장 근무"]) == ["제1장 총칙", "제2장 근무"]
+    # not a run: one chapter, numbers out of sequence, a year, chapters that start past the first third
+    assert heading_sections(["## 第1章 総則", "本文", "本文"]) is None
+    assert heading_sections(["## 3 Method", "## 5 Results"]) is None
+    assert heading_sections(["## 2019 Report", "## 2020 Report"]) is None
+    assert heading_sections(["x"] * 10 + ["## 1. Note", "## 2. Note"]) is None
+
+
+def test_pdf_without_outline_takes_its_chapter_headings_as_sections(isolated_env):
+    pages = [[("就業規則", 22), ("この規則は従業員の労働条件を定める。", 10)],
+             [("第1章 総則", 18), ("第1条 この規則は全ての従業員に適用する。", 10)],
+             [("第1条の続きの本文です。", 10), ("二行目の本文。", 10)],
+             [("第2章 勤務時間", 18), ("所定労働時間は1日8時間とする。", 10)]]
+    src = make_pdf(isolated_env / "規程" / "就業規則.pdf", pages)
+    db = isolated_env / "database"
+    ingest_sources([src], db=db, progress=False, workers=1)
+    by_page = {int(re.search(r"page_(\d+)", p)[1]): p.split("/")[2] for p in iter_pages(db)}
+    assert by_page[1] == "front matter"
+    assert by_page[2] == by_page[3] != by_page[4]
+    assert by_page[2].startswith("第1章") and by_page[4].startswith("第2章")
+    assert read(db, next(p for p in iter_pages(db) if p.endswith("page_004.md")))[0].section == by_page[4]
 
 
 def test_printed_numbers_need_a_neighbour_that_agrees():

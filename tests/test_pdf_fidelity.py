@@ -638,4 +638,5 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "heading" in CONVERTER_CHANGES[5] and "figure table" in CONVERTER_CHANGES[6]
     assert "column by column" in CONVERTER_CHANGES[7]
     assert "marked with letters" in CONVERTER_CHANGES[8] and "first chapter" in CONVERTER_CHANGES[8]
-    assert "label" in CONVERTER_CHANGES[9]
+    assert "label" in CONVERTER_CHANGES[9] and "chapter headings" in CONVERTER_CHANGES[9] \
+        and "sections" in CONVERTER_CHANGES[9]

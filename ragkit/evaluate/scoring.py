@@ -481,10 +481,37 @@ def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5,
                    f"{shown}{more}{_reference_hint([a for _, a in missing], db)}; {outcome}")
 
 
+def _moved_page(refs: list[str], db: Path) -> tuple[str, str] | None:
+    """(reference, the page it names now) for the first missing reference whose document folder holds its page
+    number in exactly one other section folder: a page moved by a re-ingest that changed the sections."""
+    from ragkit.core.paths import strip_db_prefix
+
+    root = db.resolve()
+    for ref in refs:
+        rel = strip_db_prefix(db, ref)
+        parts = rel.split("/")
+        if rel.startswith("/") or len(parts) < 3 or not re.fullmatch(r"page_\d+\.md", parts[-1]):
+            continue
+        doc = root.joinpath(*parts[:-2])
+        try:
+            found = [p for p in doc.glob(f"*/{parts[-1]}") if p.is_file()] if doc.is_dir() else []
+        except OSError:
+            continue
+        if len(found) == 1:
+            now = found[0].relative_to(root).as_posix()
+            written = normalize_ref(ref)  # named as the CSV names its pages: the same prefix
+            return ref, (written[: len(written) - len(rel)] + now) if written.endswith(rel) else now
+    return None
+
+
 def _reference_hint(refs: list[str], db: Path) -> str:
     """`; hint: ...` when a prefix swap or another database folder resolves the first missing reference."""
     root = db.resolve()
     here = reference_path(db, "").rstrip("/")
+    moved = _moved_page(refs, db)
+    if moved:
+        return (f"; hint: {moved[0]} is now {moved[1]} (re-ingesting its document moved its pages to other "
+                f"section folders, docs/ingest.md): update the CSV's paths")
     for ref in refs:
         norm = normalize_ref(ref)
         lead = "/" if norm.startswith("/") else ""  # an absolute reference's prefix is absolute too

@@ -32,7 +32,9 @@ CONVERTER_CHANGES = {
        "header of a second table; a PDF whose first page opens with its first chapter (\"第1章\", \"1. Scope\") "
        "takes its file's name as its title (PDF)",
     9: "the space a line sets between a chapter's, section's or article's label and its title stays (\"第2章 勤務時間\", "
-       "\"第3条 従業員は\"; was \"第2章勤務時間\") (PDF)",
+       "\"第3条 従業員は\"; was \"第2章勤務時間\"); a PDF without an outline takes its numbered chapter headings "
+       "(\"第1章\", \"1 Introduction\", \"PART II\") as its sections instead of 10-page ranges, so its pages may move "
+       "to other section folders (PDF)",
 }
 
 

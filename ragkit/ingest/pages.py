@@ -1,11 +1,12 @@
 """One document's pages: the conversion job and its result, the report of a run, the section folders
-(outline entries or fixed ranges), and writing the page files atomically (the `rag ingest` process writes
+(outline entries, numbered chapter headings or fixed ranges), and writing the page files atomically (the `rag ingest` process writes
 them; a conversion worker only renders them)."""
 
 from __future__ import annotations
 
 import os
 import re
+import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -171,6 +172,88 @@ def outline_sections(toc: list, n_pages: int) -> list[str] | None:
         else:
             out.append(current)
     return out
+
+
+# A chapter's number at the start of a heading: "第1章", "第２編", "제3장", "Chapter 4", "Part II", "1 Introduction",
+# "１． はじめに". Sub-numbers ("4.1", "第2節", "제3조") are not chapters; neither is a year ("2019 Annual Report").
+_CHAPTER = re.compile(
+    r"^(?:第\s*(?P<ja>[0-9一二三四五六七八九十]+)\s*(?P<jak>[章編部])"
+    r"|제\s*(?P<ko>[0-9]+)\s*(?P<kok>[장편부])"
+    r"|(?P<word>chapter|part)\s+(?P<wn>[0-9]+|[ivx]+)\b"
+    r"|(?P<num>[0-9]{1,2})(?![0-9]|[.．][0-9])[.．、)]?(?=\s|$))", re.I)
+_KANJI_DIGITS = {c: i for i, c in enumerate("〇一二三四五六七八九")}
+_ROMAN = {"i": 1, "ii": 2, "iii": 3, "iv": 4, "v": 5, "vi": 6, "vii": 7, "viii": 8, "ix": 9, "x": 10}
+_MD_HEADING = re.compile(r"^(#{1,6}) +(.+?)\s*$", re.MULTILINE)
+
+
+def _kanji_number(s: str) -> int | None:
+    if s.isdigit():
+        return int(s)
+    if "十" in s:  # 十, 十二, 二十, 二十三
+        tens, _, ones = s.partition("十")
+        t = _KANJI_DIGITS.get(tens, 0 if tens else 1) if len(tens) <= 1 else None
+        o = _KANJI_DIGITS.get(ones, 0) if len(ones) <= 1 else None
+        return None if t is None or o is None or (tens and not t) else t * 10 + o
+    return _KANJI_DIGITS.get(s) if len(s) == 1 else None
+
+
+def _chapter(text: str) -> tuple[str, int, bool] | None:
+    """(numbering scheme, chapter number, the heading is the label alone) of a heading, or None."""
+    t = unicodedata.normalize("NFKC", text).replace("*", "").strip()
+    m = _CHAPTER.match(t)
+    if not m:
+        return None
+    if m["ja"]:
+        scheme, n = "第" + m["jak"], _kanji_number(m["ja"])
+    elif m["ko"]:
+        scheme, n = "제" + m["kok"], int(m["ko"])
+    elif m["word"]:
+        w = m["wn"].lower()
+        scheme, n = m["word"].lower(), int(w) if w.isdigit() else _ROMAN.get(w)
+    else:
+        scheme, n = "number", int(m["num"])
+    if not n:
+        return None
+    return scheme, n, not t[m.end():].strip(" .．:：、")
+
+
+def heading_sections(bodies: list[str]) -> list[str] | None:
+    """Section title per page from a document's numbered chapter headings, for a PDF without an outline: the
+    headings of one level and one numbering scheme ("第1章", "1 Introduction", "Chapter 1") whose numbers run
+    1, 2, 3, ... in page order, at least two of them; a heading that is the label alone ("## 第1章" over "# 総則")
+    takes the page's next heading as its title. A page holding three or more chapters' headings (a table of
+    contents) starts none. None when there is no such run, or when it starts past the document's first third:
+    the caller falls back to page ranges."""
+    runs: dict[tuple[int, str], list[tuple[str, int]]] = {}  # (level, scheme) -> [(title, page)]
+    expect: dict[tuple[int, str], int] = {}
+    for page, body in enumerate(bodies, 1):
+        heads = [(len(m[1]), m[2]) for m in _MD_HEADING.finditer(body or "")]
+        found: list[tuple[int, str, int, str]] = []
+        for j, (level, text) in enumerate(heads):
+            c = _chapter(text)
+            if c is None:
+                continue
+            scheme, n, bare = c
+            title = " ".join(text.replace("*", "").split())
+            if bare and j + 1 < len(heads) and _chapter(heads[j + 1][1]) is None:
+                title = f"{title} {' '.join(heads[j + 1][1].replace('*', '').split())}"
+            found.append((level, scheme, n, title))
+        per_scheme: dict[tuple[int, str], int] = {}
+        for level, scheme, _n, _t in found:
+            per_scheme[(level, scheme)] = per_scheme.get((level, scheme), 0) + 1
+        for level, scheme, n, title in found:
+            key = (level, scheme)
+            if per_scheme[key] >= 3:
+                continue  # a table of contents
+            if n == expect.get(key, 1):
+                runs.setdefault(key, []).append((title, page))
+                expect[key] = n + 1
+    best = max(runs.items(), key=lambda kv: (len(kv[1]), -kv[0][0]), default=None)
+    # a document's chapters start in its first third: a run that starts later is numbered notes or steps
+    # inside one part (a filing's notes to its statements), and would leave the rest as "front matter"
+    if best is None or len(best[1]) < 2 or best[1][0][1] - 1 > len(bodies) // 3:
+        return None
+    return outline_sections([(1, title, page) for title, page in best[1]], len(bodies))
 
 
 def write_page(path: Path, text: str) -> None:

@@ -15,6 +15,7 @@ from ragkit.ingest.pages import (
     DocResult,
     Job,
     emit_pages,
+    heading_sections,
     join_breaks,
     outline_sections,
     range_sections,
@@ -433,7 +434,7 @@ def convert_pdf(job: Job) -> DocResult:
             toc = doc.get_toc(simple=True)
         except Exception:
             toc = []
-        sections = outline_sections(toc, n) or range_sections(n)
+        sections = outline_sections(toc, n) or heading_sections(bodies) or range_sections(n)
         title = document_title((doc.metadata or {}).get("title") or "", bodies[0] if bodies else "", path.stem)
         repaired = doc.is_repaired
     res = emit_pages(job, title, bodies, sections, printed, running)
