@@ -169,6 +169,10 @@ def test_numbered_chapter_headings_are_the_sections_of_a_pdf_without_outline():
     assert heading_sections(["## 3 Method", "## 5 Results"]) is None
     assert heading_sections(["## 2019 Report", "## 2020 Report"]) is None
     assert heading_sections(["x"] * 10 + ["## 1. Note", "## 2. Note"]) is None
+    # a longer run that starts late (a filing's notes) gives way to a shorter one that starts early (its parts)
+    filing = ["x", "## PART I", "x", "## PART II", "x", "## PART III", "x", "x", "x", "x", "x", "x",
+              "## 1. Note", "## 2. Note", "## 3. Note", "## 4. Note"]
+    assert heading_sections(filing) == ["front matter"] + ["PART I"] * 2 + ["PART II"] * 2 + ["PART III"] * 11
 
 
 def test_pdf_without_outline_takes_its_chapter_headings_as_sections(isolated_env):

@@ -222,8 +222,8 @@ def heading_sections(bodies: list[str]) -> list[str] | None:
     headings of one level and one numbering scheme ("第1章", "1 Introduction", "Chapter 1") whose numbers run
     1, 2, 3, ... in page order, at least two of them; a heading that is the label alone ("## 第1章" over "# 総則")
     takes the page's next heading as its title. A page holding three or more chapters' headings (a table of
-    contents) starts none. None when there is no such run, or when it starts past the document's first third:
-    the caller falls back to page ranges."""
+    contents) starts none; a run that starts past the document's first third does not count. None when there
+    is no such run: the caller falls back to page ranges."""
     runs: dict[tuple[int, str], list[tuple[str, int]]] = {}  # (level, scheme) -> [(title, page)]
     expect: dict[tuple[int, str], int] = {}
     for page, body in enumerate(bodies, 1):
@@ -248,10 +248,11 @@ def heading_sections(bodies: list[str]) -> list[str] | None:
             if n == expect.get(key, 1):
                 runs.setdefault(key, []).append((title, page))
                 expect[key] = n + 1
-    best = max(runs.items(), key=lambda kv: (len(kv[1]), -kv[0][0]), default=None)
     # a document's chapters start in its first third: a run that starts later is numbered notes or steps
     # inside one part (a filing's notes to its statements), and would leave the rest as "front matter"
-    if best is None or len(best[1]) < 2 or best[1][0][1] - 1 > len(bodies) // 3:
+    runs = {key: run for key, run in runs.items() if len(run) >= 2 and run[0][1] - 1 <= len(bodies) // 3}
+    best = max(runs.items(), key=lambda kv: (len(kv[1]), -kv[0][0]), default=None)
+    if best is None:
         return None
     return outline_sections([(1, title, page) for title, page in best[1]], len(bodies))
 
