@@ -668,6 +668,83 @@ def test_a_clash_of_long_names_is_one_short_line_that_tells_them_apart(isolated_
     assert f"{owner[-10:]}.pdf; rename one of them" in reason  # the other file's end tells it apart
 
 
+def test_the_same_file_named_another_way_is_the_same_source(isolated_env, monkeypatch):
+    """The manifest keyed a source by its absolute path as given (`/x/proj/../src/a.pdf`), so the same file named
+    from another working directory, by its absolute path or through a symlink failed as "would go to the same
+    folder ... as" itself (exit 1). Now it is the same source: skipped when unchanged, updated when changed; the
+    front matter names it relative to the working directory, or absolutely outside it (DESIGN §1), never `../`."""
+    src = make_pdf(isolated_env / "src" / "upload" / "guide.pdf", body_pages(2))
+    (isolated_env / "src-link").symlink_to(isolated_env / "src")
+    (isolated_env / "proj").mkdir()
+    monkeypatch.chdir(isolated_env / "proj")
+    code, out = run_cli("../src/upload", "--db", "../db")
+    assert code == 0, out
+    db = isolated_env / "db"
+    page = "upload/guide/pages_001-002/page_001.md"
+    monkeypatch.chdir(isolated_env)
+    for spelling in ("src/upload", str(isolated_env / "src" / "upload"), "src-link/upload",
+                     "proj/../src/upload/guide.pdf"):
+        code, out = run_cli(spelling, "--db", "db")
+        assert code == 0 and "failed:" not in out, (spelling, out)
+        assert re.search(r"│\s+0 │\s+0 │\s+1 │\s+0 │", out), (spelling, out)  # 0 documents, 0 pages, 1 unchanged
+    assert read(db, page)[0].source == str(src)  # outside the working directory: absolute, not ../src/...
+    make_pdf(src, body_pages(3))
+    code, out = run_cli("src-link/upload", "--db", "db")
+    assert code == 0 and "failed:" not in out, out
+    assert len(iter_pages(db)) == 3
+    manifest = json.loads((db / ".ragkit" / "ingest-manifest.json").read_text(encoding="utf-8"))
+    assert list(manifest["sources"]) == [str(src)]  # one record, under the file's real path
+    assert read(db, "upload/guide/pages_001-003/page_001.md")[0].source == "src-link/upload/guide.pdf"
+
+
+def test_a_database_recorded_with_unnormalised_paths_keeps_working(isolated_env):
+    """A manifest an older ragkit wrote (`/x/proj/../src/a.pdf`) is read as the same source: unchanged is
+    skipped, changed replaces that record (one record left, its old pages gone)."""
+    src = make_pdf(isolated_env / "src" / "cat" / "a.pdf", body_pages(2))
+    db = isolated_env / "db"
+    ingest_sources([src], db=db, progress=False, workers=1)
+    path = db / ".ragkit" / "ingest-manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    old_key = str(isolated_env / "proj" / ".." / "src" / "cat" / "a.pdf")
+    manifest["sources"] = {old_key: manifest["sources"][str(src)]}
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    again = ingest_sources([isolated_env / "src"], db=db, progress=False, workers=1)
+    assert (again.failed, again.skipped, again.documents) == ([], 1, 0)
+    make_pdf(src, body_pages(3))
+    changed = ingest_sources([isolated_env / "src"], db=db, progress=False, workers=1)
+    assert (changed.failed, changed.documents, changed.pages) == ([], 1, 3)
+    assert list(json.loads(path.read_text(encoding="utf-8"))["sources"]) == [str(src)]
+    assert iter_pages(db) == [f"cat/a/pages_001-003/page_00{i}.md" for i in (1, 2, 3)]
+
+
+def test_a_shared_folder_mounted_elsewhere_is_the_same_document(isolated_env):
+    """The shared sources mounted at a second path: on the same machine (both paths exist) the same content at the
+    same destination folder is the same document (skipped), not a clash; where the recorded path does not exist
+    (another machine) it is taken over as a moved file, without a failure; a changed file updates the document; a
+    different file beside the recorded one, which still exists, is still a clash."""
+    a = make_pdf(isolated_env / "mnt-a" / "docs" / "manual.pdf", body_pages(2))
+    db = isolated_env / "db"
+    ingest_sources([isolated_env / "mnt-a"], db=db, progress=False, workers=1)
+    b = isolated_env / "mnt-b" / "docs" / "manual.pdf"
+    b.parent.mkdir(parents=True)
+    b.write_bytes(a.read_bytes())
+    both = ingest_sources([isolated_env / "mnt-b"], db=db, progress=False, workers=1)  # mnt-a is there too
+    assert (both.failed, both.skipped, both.documents) == ([], 1, 0)
+    (isolated_env / "mnt-a").rename(isolated_env / "elsewhere")  # the other machine: only mnt-b is there
+    alone = ingest_sources([isolated_env / "mnt-b"], db=db, progress=False, workers=1)
+    # taken over as a moved file is (test_moved_source_takes_over_its_folder): its pages name where it is now
+    assert (alone.failed, alone.documents, alone.pages, alone.orphans) == ([], 1, 2, [])
+    assert read(db, "docs/manual/pages_001-002/page_001.md")[0].source == "mnt-b/docs/manual.pdf"
+    make_pdf(b, body_pages(3))
+    changed = ingest_sources([isolated_env / "mnt-b"], db=db, progress=False, workers=1)
+    assert (changed.failed, changed.documents, changed.pages) == ([], 1, 3)
+    assert len(iter_pages(db)) == 3
+    # a different file where the recorded one exists: two files, one folder
+    other = make_pdf(isolated_env / "mnt-c" / "docs" / "manual.pdf", body_pages(1))
+    clash = ingest_sources([other], db=db, progress=False, workers=1)
+    assert len(clash.failed) == 1 and "would go to the same folder docs/manual" in clash.failed[0][1], clash.failed
+
+
 def test_pages_without_text_are_counted_not_failed(isolated_env):
     src = make_pdf(isolated_env / "x" / "scan.pdf", [[], []])
     report = ingest_sources([src], db=isolated_env / "database", progress=False, workers=1)

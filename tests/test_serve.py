@@ -65,7 +65,7 @@ def test_chat_offline_answers_with_sources_and_metadata(sample_db_copy):
         assert any(p.endswith(PASSWORD_PAGE) for p in cited(body))
         src = body["sources"][0]
         assert set(src) == {"path", "page", "printed_page", "title", "excerpt", "score"}
-        assert src["page"] == 4 and src["path"].startswith("database/")
+        assert src["page"] == 4 and src["path"].startswith("policies/")  # relative to the database
         md = body["metadata"]
         for key in ("provider", "model", "strategy", "steps", "tokens", "cost_usd", "latency_ms"):
             assert key in md
@@ -206,7 +206,7 @@ def test_chat_streams_steps_then_the_answer(sample_db_copy, scripted_server):
 
 
 # ------------------------------------------------------------------------------------- search, pages
-def test_search_returns_what_rag_search_json_prints(sample_db_copy):
+def test_search_returns_what_rag_search_json_prints_with_db_relative_paths(sample_db_copy):
     from ragkit.cli import app
     from ragkit.search import embed_db
 
@@ -220,10 +220,11 @@ def test_search_returns_what_rag_search_json_prints(sample_db_copy):
     with LiveServer(offline(sample_db_copy)) as srv:
         r = get(srv.url + "/search", params={"query": "password length", "k": 3})
         assert r.status_code == 200
-        assert r.json() == json.loads(cli.stdout)
-        assert r.json()[0]["path"].endswith(PASSWORD_PAGE)
+        printed = json.loads(cli.stdout)
+        assert r.json() == [{**h, "path": h["path"].removeprefix("database/")} for h in printed]
+        assert r.json()[0]["path"] == "policies/information_security_policy/" + PASSWORD_PAGE
         r = get(srv.url + "/search", params={"query": "password", "path": "policies"})
-        assert r.json() and all("/policies/" in h["path"] for h in r.json())
+        assert r.json() and all(h["path"].startswith("policies/") for h in r.json())
         assert get(srv.url + "/search", params={"query": "x", "path": "nowhere"}).status_code == 400
         assert get(srv.url + "/search", params={"query": "x", "k": 0}).status_code == 422
         assert get(srv.url + "/search").json()["error"].startswith("query")
@@ -235,8 +236,8 @@ def test_pages_open_citations_and_never_escape(sample_db_copy, isolated_env):
         ref = "database/policies/information_security_policy/" + PASSWORD_PAGE
         r = get(srv.url + "/pages/" + ref)
         assert r.status_code == 200 and "at least 14 characters" in r.json()["markdown"]
-        assert r.json()["page"] == 4 and r.json()["path"] == ref
         rel = ref.removeprefix("database/")
+        assert r.json()["page"] == 4 and r.json()["path"] == rel
         assert get(srv.url + "/pages/" + rel).json()["markdown"] == r.json()["markdown"]
         for bad in ("%2e%2e/secret.md", "..%2fsecret.md", "%2e%2e%2f%2e%2e%2fetc%2fpasswd", "%2Fetc%2Fpasswd",
                     "policies%5c..%5c..%5csecret.md", ".ragkit/sessions.sqlite3", ".ragkit/ingest-manifest.json",
@@ -244,6 +245,51 @@ def test_pages_open_citations_and_never_escape(sample_db_copy, isolated_env):
             r = get(srv.url + "/pages/" + bad)
             assert r.status_code in (400, 404), (bad, r.status_code, r.text)
             assert set(r.json()) == {"error"} and "TOP SECRET" not in r.text and "Traceback" not in r.text
+
+
+def test_replicas_on_one_folder_mounted_at_two_paths_name_pages_alike(sample_db_copy, isolated_env, tmp_path):
+    """Two replicas serve one shared folder mounted at different paths (here: the folder moved between them). The
+    API gave server paths (`database/...` here, absolute outside the working directory), so replica B answered a
+    citation from replica A with 400/404, and the same upload with 409 "would go to the same folder" (an upload
+    was recorded by its absolute path). Now every path is relative to the database: B opens what A gave, lists
+    the same paths, and the same file again is 200 `unchanged` (also for an upload an older ragkit recorded by
+    A's absolute path). The streamed start step no longer names the server's --db argument."""
+    pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual", "Crane zanzibarite maintenance"])
+
+    def upload(url: str):
+        with pdf.open("rb") as fh:
+            return post(url + "/documents", files={"file": ("harbor.pdf", fh)}, data={"category": "港湾"})
+
+    with LiveServer(offline(sample_db_copy)) as a:
+        assert upload(a.url).status_code == 201
+        cited_a = cited(post(a.url + "/chat", json={"query": MFA_Q}).json())
+        hits_a = [h["path"] for h in get(a.url + "/search", params={"query": "zanzibarite"}).json()]
+        docs_a = get(a.url + "/documents").json()["documents"]
+        with httpx.stream("POST", a.url + "/chat", json={"query": MFA_Q, "stream": True}, timeout=120) as r:
+            text = "".join(r.iter_text())
+    assert cited_a and hits_a and all(not p.startswith(("/", "database/")) for p in cited_a + hits_a)
+    steps = [json.loads(m.group(1)) for m in re.finditer(r"event: step\ndata: (.*)\n\n", text)]
+    start = next(s for s in steps if s.get("event") == "start")
+    assert "db" not in start and str(sample_db_copy) not in text and '"database/' not in text, text[:500]
+    # an upload recorded as an older ragkit did: by the absolute path of A's mount
+    manifest_path = sample_db_copy / ".ragkit" / "ingest-manifest.json"
+    manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
+    key = next(k for k, e in manifest["sources"].items() if e["folder"] == "港湾/harbor")
+    manifest["sources"][str(sample_db_copy / ".ragkit/uploads/港湾/harbor.pdf")] = manifest["sources"].pop(key)
+    manifest_path.write_text(json.dumps(manifest, ensure_ascii=False), encoding="utf-8")
+
+    mount_b = isolated_env / "mnt-b"
+    sample_db_copy.rename(mount_b)
+    with LiveServer(offline(mount_b)) as b:
+        for path in cited_a + hits_a:
+            r = get(b.url + "/pages/" + path)
+            assert r.status_code == 200 and r.json()["path"] == path, (path, r.text)
+        assert [h["path"] for h in get(b.url + "/search", params={"query": "zanzibarite"}).json()] == hits_a
+        assert get(b.url + "/documents").json()["documents"] == docs_a
+        r = upload(b.url)
+        assert r.status_code == 200 and r.json()["unchanged"] is True, r.text
+        r = get(b.url + "/pages/" + str(mount_b / hits_a[0]))  # the server's own absolute path still opens
+        assert r.status_code == 200 and r.json()["path"] == hits_a[0]
 
 
 # ------------------------------------------------------------------------------------------ documents
@@ -479,4 +525,4 @@ def test_upload_while_searching_and_chatting(sample_db_copy, tmp_path):
         assert not failures, failures[:3]
         assert counts["search"] >= 3 and counts["chat"] >= 3
         hits = get(srv.url + "/search", params={"query": "wombatite"}).json()
-        assert len(hits) == 3 and all("/uploads/late/" in h["path"] for h in hits)
+        assert len(hits) == 3 and all(h["path"].startswith("uploads/late/") for h in hits)

@@ -1,11 +1,17 @@
 """The ingest manifest (DB/.ragkit/ingest-manifest.json): per source its hash, folder, pages and converter
-version; one ingest at a time per database; removing a document's pages."""
+version; one ingest at a time per database; removing a document's pages.
+
+A source is keyed by source_key: its real path (symlinks and `..` resolved), relative to the database when it lies
+inside it (uploads under DB/.ragkit/uploads), so that every mount of a shared database names an upload alike.
+Databases written before keep their keys (absolute, unnormalised); canonical_key reads them the same way.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import hashlib
 import json
+import os
 from pathlib import Path
 
 from ragkit.core.paths import atomic_write_text, remove_empty_parents
@@ -80,6 +86,33 @@ def outdated_note(report: IngestReport) -> str:
             f"update {'their' if n > 1 else 'its'} pages ({what})")
 
 
+def source_key(db: Path, path: Path | str) -> str:
+    """The manifest's key of the source at `path`: its real path, relative to the database's real path when inside."""
+    real = Path(os.path.realpath(path))
+    try:
+        return real.relative_to(os.path.realpath(db)).as_posix()
+    except ValueError:
+        return real.as_posix()
+
+
+def key_path(db: Path, key: str) -> Path:
+    """Where the source a manifest key names is on this machine (a db-relative key lies under `db`)."""
+    p = Path(key)
+    return p if p.is_absolute() else Path(db) / p
+
+
+def canonical_key(db: Path, key: str) -> str:
+    """A recorded key in source_key's form: an older ragkit's `/x/ragkit/../src/a.docx` or a path through a symlink
+    gives the key the same file has today. An older ragkit's absolute key of an upload that is not there (the
+    database moved, or is mounted elsewhere on this machine) is the upload's key: only `rag serve` keeps
+    sources under a database's `.ragkit/`."""
+    path = key_path(db, key)
+    head, sep, rest = key.rpartition("/.ragkit/")
+    if sep and head and path.is_absolute() and not path.exists():
+        return ".ragkit/" + rest
+    return source_key(db, path)
+
+
 def load_manifest(path: Path) -> dict:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
@@ -150,8 +183,9 @@ def forget_document(db: Path, folder: str, pages: list[str], *,
         gone = [k for k, v in sources.items() if isinstance(v, dict) and v.get("folder") == folder]
         for key in gone:
             del sources[key]
-            if sources_under is not None and sources_under.resolve() in Path(key).resolve().parents:
-                Path(key).unlink(missing_ok=True)
+            src = key_path(db, key)
+            if sources_under is not None and sources_under.resolve() in src.resolve().parents:
+                src.unlink(missing_ok=True)
         if gone:
             save_manifest(manifest_path, manifest)
     return removed, copies

@@ -17,14 +17,17 @@ from ragkit.ingest.manifest import (
     CONVERTER_VERSION,
     MANIFEST,
     SUPPORTED,
+    canonical_key,
     converter_of,
     db_lock,
     forget_document,
     hash_file,
+    key_path,
     load_manifest,
     remove_pages,
     save_manifest,
     sniff,
+    source_key,
 )
 from ragkit.ingest.pages import (
     DocResult,
@@ -42,15 +45,19 @@ from ragkit.ingest.workers import run_jobs
 
 def _collect(sources: list[Path], category: str | None, report: IngestReport) -> list[tuple[Path, str, str]]:
     """(absolute path, kind, category) per document, in a deterministic order; bad sources go to
-    report.failed."""
+    report.failed. The path is the one the user gave with its `..` taken out (it is shown, and written into the
+    front matter relative to the working directory: DESIGN §1); a file named twice (a symlink) is one document."""
     out: list[tuple[Path, str, str]] = []
-    seen: set[Path] = set()
+    seen: set[str] = set()
 
     def add(p: Path, cat_folder: Path):
-        ap = p.absolute()
-        if ap in seen:
+        real = os.path.realpath(p)
+        if real in seen:
             return
-        seen.add(ap)
+        seen.add(real)
+        ap = Path(os.path.normpath(p.absolute()))
+        if os.path.realpath(ap) != real:  # `link/..` is not the link's folder's parent: name the file itself
+            ap = Path(real)
         cat = sanitize_name(category, fallback="uncategorized") if category else sanitize_name(
             cat_folder.name or "root", fallback="uncategorized")
         out.append((ap, p.suffix.lower(), cat))
@@ -160,8 +167,8 @@ def _orphans(db: Path, folders: list[Path], prune: bool, report: IngestReport) -
     roots = [f.resolve() for f in folders]
     recorded: dict = load_manifest(db / ".ragkit" / MANIFEST)["sources"]
     gone = sorted({(e.get("folder", ""), tuple(e.get("pages") or ())) for key, e in recorded.items()
-                   if isinstance(e, dict) and not os.path.exists(key)
-                   and any(r in Path(key).resolve().parents for r in roots)})
+                   if isinstance(e, dict) and not key_path(db, key).exists()
+                   and any(r in key_path(db, key).resolve().parents for r in roots)})
     for folder, pages in gone:
         if not folder:
             continue
@@ -174,25 +181,43 @@ def _orphans(db: Path, folders: list[Path], prune: bool, report: IngestReport) -
             report.orphans.append(folder)
 
 
+def _same_source(db: Path, key: str, path: Path, digest: str, other: str, entry: dict) -> bool:
+    """Whether the recorded source `other` (whose folder is this source's) is this source under another name: the
+    same real path (an older ragkit's unnormalised key, a symlink), the same file (a second mount of a shared folder
+    on this machine), or the same content (another machine's mount, where `other` does not exist, or an identical
+    copy: either way the pages it would write are the ones there). Two different files still clash."""
+    if canonical_key(db, other) == key or entry.get("sha256") == digest:
+        return True
+    try:
+        return os.path.samefile(key_path(db, other), path)
+    except OSError:
+        return False
+
+
 def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bool, limits: Limits,
           report: IngestReport) -> tuple[list[Job], _Commit]:
     """The documents to convert (unchanged ones skipped, folder clashes failed), read under the lock."""
-    run_keys = {str(p) for p, _, _ in docs}
+    keyed = [(path, kind, cat, source_key(db, path)) for path, kind, cat in docs]
+    run_keys = {key for *_, key in keyed}
+    canon = {key: canonical_key(db, key) for key in recorded}
+    alias: dict[str, str] = {}  # a source's key -> the key it is recorded under (the same, or an older spelling)
+    for key, c in canon.items():
+        if c not in alias or key == c:
+            alias[c] = key
     # folders owned by sources outside this run that still exist
     claimed: dict[str, str] = {}
     stale_owner: dict[str, str] = {}
     for key, entry in recorded.items():
-        if key in run_keys:
+        if canon[key] in run_keys:
             continue
         folder = entry.get("folder", "")
-        if os.path.exists(key):
+        if key_path(db, key).exists():
             claimed[folder.casefold()] = key
         else:
             stale_owner[folder.casefold()] = key
     jobs: list[Job] = []
     commit = _Commit(db, report)
-    for path, kind, cat in docs:
-        key = str(path)
+    for path, kind, cat, key in keyed:
         shown = shown_path(path)
         try:
             st = path.stat()
@@ -208,15 +233,19 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
             report.failed.append((shown, bad))
             continue
         folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
+        prev_key = alias.get(key)
         owner = claimed.get(folder.casefold())
         if owner and owner != key:
-            report.failed.append((shown, _clash(folder, owner)))
-            continue
+            # an owner from this run is another file (one file named twice is one document: _collect)
+            if owner not in recorded or not _same_source(db, key, path, digest, owner, recorded[owner]):
+                report.failed.append((shown, _clash(folder, key_path(db, owner))))
+                continue
+            prev_key = prev_key if prev_key and recorded[prev_key].get("folder") == folder else owner
         claimed[folder.casefold()] = key
         old = stale_owner.pop(folder.casefold(), None)
-        if old:  # a moved/renamed source: its pages are superseded once this one is ingested
-            commit.takeover[key] = old
-        prev = recorded.get(key)
+        if old:  # a moved/renamed source (or one recorded from another machine's mount): its pages are superseded
+            commit.takeover[key] = old  # once this one is ingested, whose front matter names where it is now
+        prev = recorded.get(prev_key) if prev_key else None
         # unchanged, and its pages still there: a page file or folder deleted by hand is written again
         if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder \
                 and all((db / rel).is_file() for rel in prev.get("pages") or ()):
@@ -224,22 +253,25 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
             if converter_of(prev) < CONVERTER_VERSION:
                 report.outdated.append(shown)
             continue
+        if prev_key and prev_key != key:  # recorded under another name: the new record replaces that one
+            commit.takeover.setdefault(key, prev_key)
         commit.hashes[key] = digest
-        jobs.append(Job(key, shown, kind, str(db.absolute()), folder, limits))
+        commit.keys[str(path)] = key
+        jobs.append(Job(str(path), shown, kind, str(db.absolute()), folder, limits))
     return jobs, commit
 
 
 _CLASH_NAME = 40  # characters of a name shown in a clash: sanitize_name cuts names at 80, so clashing ones are long
 
 
-def _clash(folder: str, owner: str) -> str:
+def _clash(folder: str, owner: Path) -> str:
     """The one-line reason a source fails when its folder is another's: the folder and the other source, their last
     names clipped in the middle (the failing source is named in full before it)."""
     def short(path: str) -> str:
         parent, sep, name = path.rpartition("/")
         return parent + sep + clip_middle(name, _CLASH_NAME)
 
-    return (f"would go to the same folder {short(folder)} as {short(shown_path(Path(owner)))}; rename one of them or "
+    return (f"would go to the same folder {short(folder)} as {short(shown_path(owner))}; rename one of them or "
             "ingest it with --category")
 
 
@@ -252,8 +284,10 @@ class _Commit:
         self.db = db
         self.state = db / ".ragkit"
         self.report = report
-        self.hashes: dict[str, str] = {}
-        self.takeover: dict[str, str] = {}  # source -> the vanished source whose folder it takes over
+        self.hashes: dict[str, str] = {}  # source key -> sha256
+        self.keys: dict[str, str] = {}  # the path a job converts -> its source key (manifest.source_key)
+        # source key -> the recorded source whose folder it takes over: a vanished one, or itself by another name
+        self.takeover: dict[str, str] = {}
         self.pending: list[DocResult] = []
         self.pending_bytes = 0
         self.written: set[str] = set()
@@ -274,20 +308,25 @@ class _Commit:
         with db_lock(self.state):
             manifest = load_manifest(self.state / MANIFEST)
             recorded: dict = manifest["sources"]
+            canon = {k: canonical_key(self.db, k) for k in recorded}
             stale: list[str] = []
             old: dict[str, bytes] = {}  # the re-converted documents' previous pages, to find their copies
             new_page_of: dict[str, str | None] = {}  # previous page -> the new page of the same number
             try:
                 for res in self.pending:
-                    owner = next((k for k, e in recorded.items() if k != res.src and k != self.takeover.get(res.src)
+                    key, digest = self.keys[res.src], self.hashes[self.keys[res.src]]
+                    # the records this one replaces: its own, its takeover's, and its own under another name
+                    mine = [k for k, e in recorded.items() if k == key or k == self.takeover.get(key)
+                            or canon.get(k) == key
+                            or (e.get("folder", "").casefold() == res.folder.casefold()
+                                and _same_source(self.db, key, Path(res.src), digest, k, e))]
+                    owner = next((k for k, e in recorded.items() if k not in mine
                                   and e.get("folder", "").casefold() == res.folder.casefold()
-                                  and os.path.exists(k)), None)
+                                  and key_path(self.db, k).exists()), None)
                     if owner:  # another ingest took the folder while this one converted
-                        report.failed.append((res.shown, _clash(res.folder, owner)))
+                        report.failed.append((res.shown, _clash(res.folder, key_path(self.db, owner))))
                         continue
-                    previous = list(recorded.get(res.src, {}).get("pages", []))
-                    if res.src in self.takeover:
-                        previous += recorded.get(self.takeover[res.src], {}).get("pages", [])
+                    previous = [p for k in mine for p in recorded.get(k, {}).get("pages", [])]
                     before = snapshot(self.db, previous)
                     try:
                         for rel, text in zip(res.pages, res.texts, strict=True):
@@ -306,11 +345,10 @@ class _Commit:
                     report.pages_without_text += res.no_text
                     report.written.extend(res.pages)
                     self.written.update(res.pages)
-                    stale.extend(recorded.get(res.src, {}).get("pages", []))
-                    if res.src in self.takeover:
-                        stale.extend(recorded.pop(self.takeover[res.src], {}).get("pages", []))
-                    recorded[res.src] = {
-                        "sha256": self.hashes[res.src],
+                    for k in mine:
+                        stale.extend(recorded.pop(k, {}).get("pages", []))
+                    recorded[key] = {
+                        "sha256": digest,
                         "folder": res.folder,
                         "pages": res.pages,
                         "converter": CONVERTER_VERSION,

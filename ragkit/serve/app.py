@@ -257,7 +257,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     @app.get("/search")
     def search(query: str = Query(..., max_length=MAX_QUERY_CHARS), k: int = Query(10, ge=1, le=100),
                path: str | None = None) -> Response:
-        """What `rag search QUERY --format json` prints: [{path, page, title, score, snippet, printed_page?}]."""
+        """What `rag search QUERY --format json` prints: [{path, page, title, score, snippet, printed_page?}], with
+        each path relative to the database (as every answer of the API names pages)."""
         from ragkit.search import hits_json, search_db
 
         if not query.strip():
@@ -265,7 +266,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         if "\x00" in query:
             raise docs.ClientError(422, "query: contains a NUL character")
         hits = search_db(db, query, k=k, path=path or None, strict=True)
-        return Response(json.dumps(clean_json(hits_json(hits, db)), ensure_ascii=False, indent=2),
+        out = [{**h, "path": docs.api_path(db, h["path"])} for h in hits_json(hits, db)]
+        return Response(json.dumps(clean_json(out), ensure_ascii=False, indent=2),
                         media_type="application/json")
 
     @app.get("/documents")
@@ -359,8 +361,9 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             # the cluster failing mid-answer is the index's outage (503, as everywhere else), not the model's
             return {"error": clean(answer.error), "session_id": sid}, 503 if answer.error_kind == "index" else 502
         answer.question = query
-        store.add(sid, Turn(query, standalone, answer.answer, [s.path for s in answer.sources]))
-        return _chat_json(db, answer, sid, standalone, clean), 200
+        out = _chat_json(db, answer, sid, standalone, clean)
+        store.add(sid, Turn(query, standalone, out["answer"], [s["path"] for s in out["sources"]]))
+        return out, 200
 
     def _stream(sid: str, query: str, strategy: str):
         """Yield the agent's steps (its trace, as it is written) and then the answer, as server-sent events."""
@@ -414,6 +417,10 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             return None
         if not isinstance(record, dict) or record.get("event") == "answer":
             return None  # the answer itself comes last, in the response's shape
+        record.pop("db", None)  # the start step's database as the server was started: its own file system
+        for key in ("pages", "hits"):  # pages read or found: named as the API names them
+            if isinstance(record.get(key), list):
+                record[key] = [docs.api_path(db, p) if isinstance(p, str) else p for p in record[key]]
         return {k: (clean(v)[:STEP_FIELD_CHARS] if isinstance(v, str) else v) for k, v in record.items()
                 if isinstance(v, str | int | float | bool | list) or v is None}
 
@@ -440,6 +447,7 @@ def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
     from ragkit.core.paths import resolve_in_db, strip_db_prefix
 
     sources = []
+    text = answer.answer
     for s in answer.sources:
         printed = ""
         try:
@@ -447,11 +455,14 @@ def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
             printed = meta.printed_page
         except (OSError, RagError):
             pass
-        sources.append({"path": s.path, "page": s.page, "printed_page": printed, "title": s.title,
+        sources.append({"path": docs.api_path(db, s.path), "page": s.page, "printed_page": printed, "title": s.title,
                         "excerpt": clean(s.excerpt), "score": round(float(s.score), 4)})
+    closest = [{**c, "path": docs.api_path(db, c["path"])} for c in answer.closest_json()]
+    for c, shown in zip(closest, answer.closest, strict=True):  # an offline refusal names them in its text too
+        text = text.replace(shown.path, c["path"])
     u = answer.usage
     return {
-        "answer": answer.answer,  # ask() already scrubbed the key
+        "answer": text,  # ask() already scrubbed the key
         "sources": sources,
         "refused": answer.refused,
         "general_knowledge": answer.general_knowledge,
@@ -462,7 +473,7 @@ def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
             "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "latency_ms": round(answer.latency_ms, 1),
             "confidence": round(answer.confidence, 3), "search_query": standalone,
             **({"documents_meant": answer.documents_meant} if answer.documents_meant else {}),
-            **({"closest_by_meaning": answer.closest_json()} if answer.closest else {}),
+            **({"closest_by_meaning": closest} if closest else {}),
         },
     }
 

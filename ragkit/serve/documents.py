@@ -2,7 +2,9 @@
 
 A document is a `<category>/<document>` folder of the database (DESIGN §1). Its id is an opaque hash of that
 folder, so an id is only ever looked up among the folders that exist, never joined onto a path: an id cannot
-name anything outside the database. Page paths from clients go through `resolve_in_db`.
+name anything outside the database. Page paths from clients go through `resolve_in_db`. Every path the API
+gives is relative to the database (api_path), so that replicas serving one shared folder mounted at different
+places give the same names, and each opens what another gave.
 """
 
 from __future__ import annotations
@@ -20,9 +22,9 @@ from ragkit.core.paths import (
     atomic_write_bytes,
     iter_pages,
     page_number,
-    reference_path,
     resolve_in_db,
     sanitize_name,
+    strip_db_prefix,
 )
 
 log = logging.getLogger("ragkit.serve")
@@ -42,6 +44,12 @@ class ClientError(RagError):
         self.status = status
 
 
+def api_path(db: Path, path: str) -> str:
+    """The API's name of a page of `db` that the library gave as a Reference Document (relative to the working
+    directory, or absolute): relative to the database, never the server's own file system layout."""
+    return strip_db_prefix(db, path)
+
+
 def doc_id(folder: str) -> str:
     return hashlib.sha256(folder.encode("utf-8")).hexdigest()[:16]
 
@@ -56,7 +64,7 @@ class DocInfo:
     def summary(self, db: Path) -> dict:
         cat, _, name = self.folder.partition("/")
         sections = sorted({p.split("/")[2] for p in self.pages if p.count("/") >= 3})
-        return {"id": self.id, "category": cat, "name": name, "path": reference_path(db, self.folder),
+        return {"id": self.id, "category": cat, "name": name, "path": self.folder,
                 "pages": len(self.pages), "copies": len(self.copies), "sections": sections}
 
 
@@ -117,7 +125,7 @@ def document_tree(db: Path, doc: DocInfo) -> dict:
         except OSError:
             continue  # deleted meanwhile
         sections.setdefault(section, []).append({
-            "path": reference_path(db, rel), "page": meta.page or page_number(rel) or 0,
+            "path": rel, "page": meta.page or page_number(rel) or 0,
             "printed_page": meta.printed_page, "title": first_heading(body)})
     out = doc.summary(db)
     out["sections"] = [{"name": name, "pages": pages} for name, pages in sections.items()]
@@ -125,9 +133,9 @@ def document_tree(db: Path, doc: DocInfo) -> dict:
 
 
 def read_page(db: Path, path: str) -> dict:
-    """A page's markdown for a citation link; `path` is db-relative or a Reference Document. Anything that is
-    not a page file inside the database (an escape, a hidden file, a folder) is a 4xx."""
-    from ragkit.core.paths import strip_db_prefix
+    """A page's markdown for a citation link; `path` is db-relative (as every replica gives it) or a Reference
+    Document. Anything that is not a page file inside the database (an escape, a hidden file, a folder) is a
+    4xx."""
 
     try:
         full = resolve_in_db(db, strip_db_prefix(db, path))
@@ -142,7 +150,7 @@ def read_page(db: Path, path: str) -> dict:
     if not full.is_file():
         raise ClientError(404, f"no page {path[:200]!r} in the database")
     meta, body = parse_page(full.read_text(encoding="utf-8", errors="replace"))
-    return {"path": reference_path(db, inner), "page": meta.page or page_number(inner) or 0,
+    return {"path": inner, "page": meta.page or page_number(inner) or 0,
             "printed_page": meta.printed_page, "document": meta.document, "section": meta.section,
             "title": first_heading(body), "markdown": body}
 

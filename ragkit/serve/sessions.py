@@ -32,7 +32,7 @@ class Turn:
     query: str  # what the user typed
     search_query: str  # the standalone query it became
     answer: str
-    sources: list[str] = field(default_factory=list)  # Reference Document paths
+    sources: list[str] = field(default_factory=list)  # the pages cited, as the API names them (db-relative)
 
 
 def valid_session_id(session_id: str) -> bool:
