@@ -494,7 +494,7 @@ def evolve(
         "task_definition, target_preference, evaluator_type.", show_default=False)],
     results: ResultsOpt = None,
     only: Annotated[list[str] | None, typer.Option(
-        "--only", metavar="ID", help="Run only this experiment_id (repeatable).  [default: every row]",
+        "--only", metavar="ID", help="Run only this experiment_id (repeatable); other rows are not checked.  [default: every row]",
         show_default=False)] = None,
     until: Annotated[int | None, typer.Option(
         "--until", metavar="N", help="Stop after N generations (iter1..iterN).  [default: max_generations]",
