@@ -596,6 +596,26 @@ def test_unknown_model_cost_is_unknown_not_zero(isolated_env, scripted_server):
     assert "cost: unknown" in text and str(report.results_path) in text and "wall time:" in text
 
 
+def test_a_row_from_the_cache_of_an_unpriced_model_has_an_unknown_cost(isolated_env, scripted_server):
+    """A row answered from the response cache said Cost USD 0.000000 while the summary said the cost is unknown
+    (a model without a price): both say unknown now."""
+    db = make_db(isolated_env)
+    scripted_server.set_responder(agent_responder(QUESTIONS))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results", model="my-local-llama",
+                               cache=True, cache_dir=isolated_env / "cache")
+    first, second = list(QUESTIONS)[:2]
+    B.run_batch(write_input(isolated_env / "q1.csv", [["Question"], [first]]), settings, progress=False)
+    calls = len(scripted_server.requests)
+    report = B.run_batch(write_input(isolated_env / "q2.csv", [["Question"], [first], [second]]), settings,
+                         progress=False)
+    cached, fresh = report.rows
+    assert int(cached["Input Tokens"]) == 0 and int(fresh["Input Tokens"]) > 0  # the first from the cache
+    assert len(scripted_server.requests) > calls
+    assert cached["Cost USD"] == "" and fresh["Cost USD"] == ""
+    summary = {r["Metric"]: r["Total"] for r in read_csv(report.summary_path).to_dict("records")}
+    assert summary["Answer cost (USD)"] == "unknown"
+
+
 def test_progress_bar_shows_running_recalls_on_stderr(isolated_env, capsys):
     db = make_db(isolated_env)
     inp = write_input(isolated_env / "q.csv", [HEADER, ["How do I reset the router?", "x", ROUTER, "1",
