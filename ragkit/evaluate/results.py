@@ -19,7 +19,7 @@ from ragkit.core.csvio import write_csv as _write_csv
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.evaluate.heldout import SPLIT_COLUMN
 from ragkit.evaluate.retrieval import SEARCH, SEARCH_COLUMNS, is_retrieval_metric
-from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, write_run_info
+from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, answer_fingerprint, write_run_info
 from ragkit.evaluate.scoring import (
     ATTEMPTS,
     BY_RULE,
@@ -31,6 +31,7 @@ from ragkit.evaluate.scoring import (
     JUDGED_BY,
     OPT_REF_COLUMNS,
     OPTIMIZED,
+    QUESTION,
     REF_MORE,
     REFERENCE,
     RULE_COLUMNS,
@@ -39,6 +40,8 @@ from ragkit.evaluate.scoring import (
     _fmt,
 )
 from ragkit.evaluate.summarization import SUMMARY_COLUMNS, TASK, summary_section, task_of
+
+ANSWER = "RAG Answer"
 
 
 def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False,
@@ -235,6 +238,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     _write_csv(sdf, spath)
     report.summary_path = spath
     report.run.questions = report.questions
+    if ANSWER in columns and not retrieval_only:
+        report.run.answers = [answer_fingerprint(r.get(QUESTION), r.get(ANSWER)) for r in report.rows]
     report.run_path = write_run_info(path, report.run)
 
 
