@@ -153,3 +153,49 @@ def test_ctrl_c_then_kill_9_then_rerun_answers_every_question_once(isolated_env,
     assert df["Question"].tolist() == questions  # each row once, in input order
     assert (df["Ref Recall"] == "1.0").all() and (df["Error"] == "").all()
     assert checkpoint() is None  # a complete run leaves no checkpoint: the next run starts fresh
+
+
+def test_rerun_after_ctrl_c_that_kept_copies_measures_them(isolated_env, monkeypatch):
+    """`rag batch --optimize` stopped after its copies were kept (while measuring them), then the same command
+    again: it resumed its rows, reused the copies (none made twice, no row twice, the CSV's cells as they were)
+    but said "no copy was kept, so the database is as it was: after = before", which the copies of the
+    interrupted run made false: the rows were answered before them. It now measures after again."""
+    from test_batch import FRIDGE, WIFI, offline
+
+    from ragkit.evaluate import batch as B
+    from ragkit.evaluate import heldout
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = make_db(isolated_env)
+    header = ["Question", "Reference Document"]
+    inp = write_input(isolated_env / "q.csv", [header, ["How do I reset the router?", WIFI],
+                                               ["How do I change the WiFi password?", ROUTER],
+                                               ["冷蔵室の温度は何段階で設定できますか？", FRIDGE]])
+    settings = offline(db, isolated_env)
+    pages_before = sorted(p.relative_to(db).as_posix() for p in db.rglob("page_*.md"))
+    measure = heldout.measure
+
+    def ctrl_c_after(items, settings, **kw):
+        if kw.get("label", "").endswith("(after)"):
+            raise KeyboardInterrupt
+        return measure(items, settings, **kw)
+
+    monkeypatch.setattr(heldout, "measure", ctrl_c_after)
+    try:
+        B.run_batch(inp, settings, optimize=True, progress=False)
+        raise AssertionError("the first run was meant to be interrupted")
+    except KeyboardInterrupt:
+        pass
+    copies = sorted(set(p.relative_to(db).as_posix() for p in db.rglob("page_*.md")) - set(pages_before))
+    assert copies  # the interrupted run kept its copies
+    cells = read_csv(inp)["Optimized Reference Document"].tolist()
+    monkeypatch.setattr(heldout, "measure", measure)
+
+    report = B.run_batch(inp, settings, optimize=True, progress=False)
+    assert report.resumed == 3 and [r["Question"] for r in report.rows] == [
+        "How do I reset the router?", "How do I change the WiFi password?", "冷蔵室の温度は何段階で設定できますか？"]
+    assert sorted(set(p.relative_to(db).as_posix() for p in db.rglob("page_*.md")) - set(pages_before)) == copies
+    assert read_csv(inp)["Optimized Reference Document"].tolist() == cells  # no copy named twice
+    assert [r["Optimized Reference Document"] for r in report.rows] == cells
+    assert not report.measure.unchanged  # the copies came after the answers: after is measured, not assumed
+    assert any("answered before an interrupted run" in n for n in report.optimize.notes)

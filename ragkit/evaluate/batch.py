@@ -331,6 +331,7 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
         report.judge_usage.add(usage_from(rec.get("judge_usage")))
         cols = dict(rec["cols"])
         opt_now = str(job.row.get(OPTIMIZED) or "")
+        report.answered_before_copies += opt_now != (rec.get("opt") or "")
         if opt_now != (rec.get("opt") or "") and scorer.has_ref and not rec.get("error"):
             # the optimizer rewrote `Optimized Reference Document` since this row ran: score against it now
             for c in OPT_REF_COLUMNS:

@@ -85,6 +85,9 @@ class BatchReport:
     questions: int = 0  # rows in the results
     skipped_blank: int = 0
     resumed: int = 0  # rows taken from the checkpoint instead of asked again
+    # resumed rows whose Optimized Reference Document changed since they were answered: an interrupted --optimize
+    # run of the same command kept copies after they ran, so the tree is no longer the one they were asked in
+    answered_before_copies: int = 0
     answer_usage: Usage = field(default_factory=Usage)
     answer_usage_known: bool = True  # eval: False when the re-scored results have no token columns
     judge_usage: Usage = field(default_factory=Usage)
