@@ -199,3 +199,35 @@ def test_rerun_after_ctrl_c_that_kept_copies_measures_them(isolated_env, monkeyp
     assert [r["Optimized Reference Document"] for r in report.rows] == cells
     assert not report.measure.unchanged  # the copies came after the answers: after is measured, not assumed
     assert any("answered before an interrupted run" in n for n in report.optimize.notes)
+
+
+def test_ctrl_c_message_counts_the_rows_the_checkpoint_holds(isolated_env, monkeypatch, capsys):
+    """A Ctrl-C right after a row was written to the checkpoint said "stopped: 1 of 3 rows are saved" and the rerun
+    "resuming: 2 finished rows": the row was saved but not yet counted. Saving and counting are one step now."""
+    import signal
+
+    from test_batch import offline
+
+    from ragkit.evaluate import batch as B
+    from ragkit.evaluate.checkpoint import Checkpoint
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"]] +
+                      [[f"Question {i}: how do I reset the router?", ROUTER] for i in range(3)])
+    append, calls = Checkpoint.append, []
+
+    def append_then_ctrl_c(self, record):
+        append(self, record)
+        calls.append(record)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C the moment the second row is on disk
+
+    monkeypatch.setattr(Checkpoint, "append", append_then_ctrl_c)
+    try:
+        B.run_batch(inp, offline(db, isolated_env, workers=1), progress=True)
+        raise AssertionError("the run was meant to be interrupted")
+    except KeyboardInterrupt:
+        pass
+    saved = valid_lines(next((isolated_env / "results" / ".checkpoints").glob("q-*.jsonl")))
+    assert saved == 2 and "stopped: 2 of 3 rows are saved" in capsys.readouterr().err

@@ -22,6 +22,7 @@ from ragkit.core.csvio import (
 )
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import Answer, Usage
+from ragkit.core.workers import uninterrupted
 from ragkit.evaluate import BATCH_STRATEGIES
 from ragkit.evaluate.checkpoint import (
     _CK_VERSION,
@@ -300,9 +301,10 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
             for fut in sorted(finished, key=lambda f: f.exception() is not None):
                 job = inflight.pop(fut)
                 rec = fut.result()
-                ck.append(rec)
+                with uninterrupted():  # saved and counted together: the Ctrl-C message says how many are saved
+                    ck.append(rec)
+                    done.add(job.pos)
                 running.add(rec)
-                done.add(job.pos)
                 job.prior = None
                 bar.update(1)
                 bar.set_postfix_str(running.text(), refresh=False)
