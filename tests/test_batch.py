@@ -562,6 +562,52 @@ def test_eval_offline_on_another_database(isolated_env):
     assert report.rows[0]["RAG Answer"] == first.rows[0]["RAG Answer"]
 
 
+def _edit_answers(src: Path, dest: Path, edits: dict[int, str]) -> Path:
+    """A results CSV as a user edits it in a spreadsheet: some RAG Answer cells replaced, the rest as written."""
+    with src.open(encoding="utf-8-sig", newline="") as fh:
+        rows = list(csv.reader(fh))
+    col = rows[0].index("RAG Answer")
+    for i, text in edits.items():
+        rows[i + 1][col] = text
+    return write_input(dest, rows, encoding="utf-8-sig")
+
+
+def test_eval_of_edited_answers_derives_refused_from_the_new_text(isolated_env):
+    """`rag eval` kept the batch's Refused of an answer the user had replaced (a refusal made an answer, or the
+    other way round): now an answer unlike the recorded one (the run record's fingerprints; without a record, a
+    Refused cell its text contradicts) is read as written, and its Confidence is unknown."""
+    db = make_db(isolated_env)
+    settings = offline(db, isolated_env)
+    inp = write_input(isolated_env / "q.csv", [
+        HEADER,
+        ["How do I reset the router?", "Hold the reset button.", ROUTER, "1", "hold the reset button"],
+        ["What is the capital of France?", "", "", "", ""],
+        ["How do I change the WiFi password?", "Open the admin page.", WIFI, "2", "admin page"],
+    ])
+    first = B.run_batch(inp, settings, progress=False)
+    assert [r["Refused"] for r in first.rows] == ["False", "True", "False"], first.rows
+    assert all(first.rows[i]["Confidence"] != "" for i in range(3))
+    edits = {0: "I cannot answer this from the documents.", 1: "The capital of France is Paris.",
+             2: first.rows[2]["RAG Answer"] + "\nChecked by hand."}
+    # edited in place: the run record beside it names the recorded answers
+    edited = _edit_answers(first.results_path, first.results_path, edits)
+    report = run_eval(edited, settings, progress=False)
+    rows = report.rows
+    assert [r["Refused"] for r in rows] == ["True", "False", "False"]
+    assert [r["Confidence"] for r in rows] == ["", "", ""]
+    assert [str(rows[0]["Checklist FN"]), str(rows[1]["Checklist FP"]), str(rows[1]["Checklist TN"])] == ["1", "1", "0"]
+    assert any("3 answer(s) differ from the answers its run record holds" in n for n in report.run.notes)
+    # the eval's own record names the answers it scored, so a second eval finds nothing edited
+    again = run_eval(report.results_path, settings, progress=False)
+    assert [r["Refused"] for r in again.rows] == ["True", "False", "False"] and not any(
+        "edited" in n for n in again.run.notes)
+    # an edited copy without its record: a Refused cell that its text contradicts is read from the text
+    copy = _edit_answers(first.results_path, isolated_env / "copy.csv", {})
+    report = run_eval(copy, settings, progress=False)
+    assert [r["Refused"] for r in report.rows] == ["True", "False", "False"]
+    assert [r["Confidence"] == "" for r in report.rows] == [True, True, False]
+
+
 def test_rescore_recomputes_answer_and_judge_columns(isolated_env):
     db = make_db(isolated_env)
     settings = offline(db, isolated_env)
@@ -594,6 +640,26 @@ def test_unknown_model_cost_is_unknown_not_zero(isolated_env, scripted_server):
     print_batch_report(report, console)
     text = console.export_text()
     assert "cost: unknown" in text and str(report.results_path) in text and "wall time:" in text
+
+
+def test_a_row_from_the_cache_of_an_unpriced_model_has_an_unknown_cost(isolated_env, scripted_server):
+    """A row answered from the response cache said Cost USD 0.000000 while the summary said the cost is unknown
+    (a model without a price): both say unknown now."""
+    db = make_db(isolated_env)
+    scripted_server.set_responder(agent_responder(QUESTIONS))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results", model="my-local-llama",
+                               cache=True, cache_dir=isolated_env / "cache")
+    first, second = list(QUESTIONS)[:2]
+    B.run_batch(write_input(isolated_env / "q1.csv", [["Question"], [first]]), settings, progress=False)
+    calls = len(scripted_server.requests)
+    report = B.run_batch(write_input(isolated_env / "q2.csv", [["Question"], [first], [second]]), settings,
+                         progress=False)
+    cached, fresh = report.rows
+    assert int(cached["Input Tokens"]) == 0 and int(fresh["Input Tokens"]) > 0  # the first from the cache
+    assert len(scripted_server.requests) > calls
+    assert cached["Cost USD"] == "" and fresh["Cost USD"] == ""
+    summary = {r["Metric"]: r["Total"] for r in read_csv(report.summary_path).to_dict("records")}
+    assert summary["Answer cost (USD)"] == "unknown"
 
 
 def test_progress_bar_shows_running_recalls_on_stderr(isolated_env, capsys):

@@ -153,3 +153,81 @@ def test_ctrl_c_then_kill_9_then_rerun_answers_every_question_once(isolated_env,
     assert df["Question"].tolist() == questions  # each row once, in input order
     assert (df["Ref Recall"] == "1.0").all() and (df["Error"] == "").all()
     assert checkpoint() is None  # a complete run leaves no checkpoint: the next run starts fresh
+
+
+def test_rerun_after_ctrl_c_that_kept_copies_measures_them(isolated_env, monkeypatch):
+    """`rag batch --optimize` stopped after its copies were kept (while measuring them), then the same command
+    again: it resumed its rows, reused the copies (none made twice, no row twice, the CSV's cells as they were)
+    but said "no copy was kept, so the database is as it was: after = before", which the copies of the
+    interrupted run made false: the rows were answered before them. It now measures after again."""
+    from test_batch import FRIDGE, WIFI, offline
+
+    from ragkit.evaluate import batch as B
+    from ragkit.evaluate import heldout
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = make_db(isolated_env)
+    header = ["Question", "Reference Document"]
+    inp = write_input(isolated_env / "q.csv", [header, ["How do I reset the router?", WIFI],
+                                               ["How do I change the WiFi password?", ROUTER],
+                                               ["冷蔵室の温度は何段階で設定できますか？", FRIDGE]])
+    settings = offline(db, isolated_env)
+    pages_before = sorted(p.relative_to(db).as_posix() for p in db.rglob("page_*.md"))
+    measure = heldout.measure
+
+    def ctrl_c_after(items, settings, **kw):
+        if kw.get("label", "").endswith("(after)"):
+            raise KeyboardInterrupt
+        return measure(items, settings, **kw)
+
+    monkeypatch.setattr(heldout, "measure", ctrl_c_after)
+    try:
+        B.run_batch(inp, settings, optimize=True, progress=False)
+        raise AssertionError("the first run was meant to be interrupted")
+    except KeyboardInterrupt:
+        pass
+    copies = sorted(set(p.relative_to(db).as_posix() for p in db.rglob("page_*.md")) - set(pages_before))
+    assert copies  # the interrupted run kept its copies
+    cells = read_csv(inp)["Optimized Reference Document"].tolist()
+    monkeypatch.setattr(heldout, "measure", measure)
+
+    report = B.run_batch(inp, settings, optimize=True, progress=False)
+    assert report.resumed == 3 and [r["Question"] for r in report.rows] == [
+        "How do I reset the router?", "How do I change the WiFi password?", "冷蔵室の温度は何段階で設定できますか？"]
+    assert sorted(set(p.relative_to(db).as_posix() for p in db.rglob("page_*.md")) - set(pages_before)) == copies
+    assert read_csv(inp)["Optimized Reference Document"].tolist() == cells  # no copy named twice
+    assert [r["Optimized Reference Document"] for r in report.rows] == cells
+    assert not report.measure.unchanged  # the copies came after the answers: after is measured, not assumed
+    assert any("answered before an interrupted run" in n for n in report.optimize.notes)
+
+
+def test_ctrl_c_message_counts_the_rows_the_checkpoint_holds(isolated_env, monkeypatch, capsys):
+    """A Ctrl-C right after a row was written to the checkpoint said "stopped: 1 of 3 rows are saved" and the rerun
+    "resuming: 2 finished rows": the row was saved but not yet counted. Saving and counting are one step now."""
+    import signal
+
+    from test_batch import offline
+
+    from ragkit.evaluate import batch as B
+    from ragkit.evaluate.checkpoint import Checkpoint
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"]] +
+                      [[f"Question {i}: how do I reset the router?", ROUTER] for i in range(3)])
+    append, calls = Checkpoint.append, []
+
+    def append_then_ctrl_c(self, record):
+        append(self, record)
+        calls.append(record)
+        if len(calls) == 2:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C the moment the second row is on disk
+
+    monkeypatch.setattr(Checkpoint, "append", append_then_ctrl_c)
+    try:
+        B.run_batch(inp, offline(db, isolated_env, workers=1), progress=True)
+        raise AssertionError("the run was meant to be interrupted")
+    except KeyboardInterrupt:
+        pass
+    saved = valid_lines(next((isolated_env / "results" / ".checkpoints").glob("q-*.jsonl")))
+    assert saved == 2 and "stopped: 2 of 3 rows are saved" in capsys.readouterr().err

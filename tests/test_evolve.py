@@ -362,6 +362,20 @@ def test_duplicate_ids_unknown_only_and_missing_columns(isolated_env):
     assert r.exit_code == 1 and "missing column" in r.output
 
 
+def test_only_checks_and_runs_only_the_selected_rows(isolated_env):
+    """A bad row the user did not select (`--only`) does not stop the selected one; selected, it is reported."""
+    bad_gens = dummy_row("bad_gens").replace(",3,4,", ",two,4,", 1)
+    csv = write_csv(isolated_env / "exp.csv", dummy_row("good", gens=1, k=1), bad_gens,
+                    "bad id!,1,1,none,dummy,x,y,rule_regex", dummy_row("nope").replace(",dummy,", ",nosuch,", 1))
+    r = cli(str(csv), "--results", "out", "--only", "good")
+    assert r.exit_code == 0, r.output
+    assert (isolated_env / "out/good/iter1/metrics.json").is_file() and not (isolated_env / "out/bad_gens").exists()
+    r = cli(str(csv), "--results", "out", "--only", "bad_gens")
+    assert r.exit_code == 1 and "row 3, max_generations: must be a whole number, got 'two'" in r.output
+    r = cli(str(csv), "--results", "out", "--only", "missing")
+    assert r.exit_code == 2 and "--only missing: no such experiment_id" in r.output and "good" in r.output
+
+
 def test_shift_jis_csv_and_only(isolated_env):
     csv = isolated_env / "exp.csv"
     rows = [dummy_row("a", gens=1, k=1), "b,1,1,none,dummy,実在するポケモンを説明せよ,炎,rule_keyword"]

@@ -305,6 +305,15 @@ def test_cache_hit_costs_nothing_and_skips_the_server(scripted_server, tmp_path)
     assert TEST_KEY not in files[0].read_text(encoding="utf-8")
 
 
+def test_cache_hit_of_a_model_without_a_price_has_an_unknown_cost(scripted_server, tmp_path):
+    """Unknown is not zero: a replay of an unpriced model costs what its every call does, unknown."""
+    scripted_server.enqueue(content="ice")
+    first = provider(scripted_server, cache=True, cache_dir=tmp_path / "c", model="my-local-llama").chat(USER)
+    again = provider(scripted_server, cache=True, cache_dir=tmp_path / "c", model="my-local-llama").chat(USER)
+    assert first.usage.cost_usd is None and again.cached and again.usage.cost_usd is None
+    assert again.usage.calls == 0 and again.usage.input_tokens == 0
+
+
 def test_cache_key_covers_parameters(scripted_server, tmp_path):
     scripted_server.set_responder(lambda body: {"content": "r"})
     p = provider(scripted_server, cache=True, cache_dir=tmp_path / "c")

@@ -456,6 +456,40 @@ def test_input_csv_that_cannot_be_updated_is_one_error_and_no_copy_is_left(db):
     assert list(journal_dir(db).glob("*.jsonl")) == []
 
 
+def test_ctrl_c_as_the_csv_is_written_leaves_the_copies_it_names(db, monkeypatch):
+    """A real SIGINT that lands right after the input CSV names the copies (before they were confirmed) made the
+    clean-up remove them: the CSV named pages that no longer existed. The CSV write, the confirmation and the
+    run's record are now one step that Ctrl-C waits for; the interruption comes after it."""
+    import signal
+
+    from ragkit.optimize import run as optimize_run
+
+    ref = "database/appliances/fridge/care/page_011.md"
+    df = pd.DataFrame([{"Question": "How often does the freezer defrost?", "Reference Document": ref}])
+    csv = db.parent / "questions.csv"
+    write_csv(df, csv)
+    rows = df.to_dict("records")
+    rows[0]["Retrieved Files"] = "database/appliances/fridge/care/page_010.md"  # missed
+    written = optimize_run.update_input_csv
+
+    def then_ctrl_c(*args, **kwargs):
+        edit = written(*args, **kwargs)
+        os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C, delivered to this (the main) thread
+        return edit
+
+    monkeypatch.setattr(optimize_run, "update_input_csv", then_ctrl_c)
+    with pytest.raises(KeyboardInterrupt):
+        optimize_rows(rows, input_csv=csv, settings=offline_settings(db), enable_rl=False, progress=False)
+    cell = read_csv(csv)["Optimized Reference Document"][0]
+    named = cell.split("|")[1:]
+    assert named and all((db.parent / p).is_file() for p in named), cell  # every copy the CSV names exists
+    assert list(journal_dir(db).glob("*.jsonl")) == []
+    from ragkit.optimize.history import list_runs
+
+    assert [c["path"] for run in list_runs(db) for c in run["copies"]] == [p.removeprefix("database/")
+                                                                         for p in named]  # undo can remove them
+
+
 def test_optimize_from_outside_the_project_extends_the_original_group(sample_db, tmp_path, isolated_env):
     """Audit finding 3: `rag batch q.csv --db /abs/database --optimize` run from another folder did not find the
     original `database/...` page (the copy is named by an absolute path there) and appended a third group for two

@@ -101,6 +101,23 @@ def test_report_file_is_self_contained_and_refuses_to_overwrite(runs, isolated_e
     assert r.exit_code == 1 and "not a results CSV" in r.stderr and "Traceback" not in r.output
 
 
+def test_a_comparison_report_is_named_after_both_runs_beside_the_newest(runs, isolated_env):
+    """`rag report OLD NEW` was OLD.html beside OLD: it said nothing of NEW and took the name of OLD's own report.
+    Now OLD_vs_NEW.html beside NEW (the newest run; a baseline is often kept elsewhere)."""
+    old, new = runs
+    (isolated_env / "results").mkdir()
+    new = new.rename(isolated_env / "results" / new.name)
+    r = CliRunner().invoke(app, ["report", str(old)])
+    assert r.exit_code == 0 and (isolated_env / "old_results.html").is_file()
+    r = CliRunner().invoke(app, ["report", str(old), str(new)])  # no collision with OLD's own report
+    want = isolated_env / "results" / "old_results_vs_new_results.html"
+    assert r.exit_code == 0, r.output
+    assert want.is_file() and f"report: {want}" in r.stdout.replace("\n", "")
+    assert "<h3>" in want.read_text(encoding="utf-8")
+    r = CliRunner().invoke(app, ["report", str(old), str(new)])
+    assert r.exit_code == 1 and "already exists" in r.stderr
+
+
 def _distinct_colours(png: bytes) -> int:
     import pymupdf
 

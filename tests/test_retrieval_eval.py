@@ -13,6 +13,7 @@ from pagetree import write_pages
 from typer.testing import CliRunner
 
 from ragkit.cli import app
+from ragkit.core.config import Settings
 from ragkit.evaluate.batch import run_batch
 from ragkit.evaluate.rankmetrics import rank_metrics
 
@@ -84,7 +85,7 @@ def test_batch_search_ranks_pages_and_scores_them_without_any_model(tmp_path, sc
     summary = {r["Metric"]: r for r in report.summary}
     assert float(summary["Ref MRR"]["Mean"]) == pytest.approx((1.0 + float(wifi["Ref MRR"])) / 2)
     assert summary["Ref nDCG@k"]["Rows"] in (2, "2")
-    assert summary["Strategy"]["Total"] == "search (k=2)"
+    assert summary["Strategy"]["Total"] == "search" and summary["k"]["Total"] == 2  # one label, k its own row
     header = next(csv.reader(io.StringIO(report.results_path.read_text(encoding="utf-8-sig"))))
     assert header.index("Ref Recall@k") > header.index("Ref Accuracy")
 
@@ -171,7 +172,8 @@ def test_a_retrieval_only_run_names_no_model_or_judge_and_its_eval_and_compare_s
     assert answer_rows <= set(summary_of(old))  # an answering run has them all
     summary = summary_of(new)
     assert not answer_rows & set(summary), sorted(answer_rows & set(summary))
-    assert summary["Strategy"]["Total"] == "search (k=10)" and summary["Errors"]["Total"] == "0"
+    assert summary["Strategy"]["Total"] == "search" and summary["k"]["Total"] == "10"
+    assert summary["Errors"]["Total"] == "0"
     record = json.loads(new.with_name(new.stem + ".run.json").read_text(encoding="utf-8"))
     assert {record[f] for f in ("provider", "model", "judge_model", "context_tokens")} == {None}
     # rag eval of the search results re-scores its ranking figures, and reports as the run did
@@ -181,6 +183,8 @@ def test_a_retrieval_only_run_names_no_model_or_judge_and_its_eval_and_compare_s
     ev_summary = summary_of(evaluated)
     assert float(ev_summary["Ref MRR"]["Mean"]) == float(summary["Ref MRR"]["Mean"]) == 1.0
     assert not answer_rows & set(ev_summary), sorted(answer_rows & set(ev_summary))
+    # the strategy has one label in the batch's summary and in the eval's, k its own row in both
+    assert [ev_summary[m]["Total"] for m in ("Strategy", "k")] == [summary[m]["Total"] for m in ("Strategy", "k")]
     # a search run recorded before named the provider given, its model, a judge and a context size
     record.update(provider="openai", model="gpt-4o-mini", judge_model="gpt-4o-mini", context_tokens=32000)
     new.with_name(new.stem + ".run.json").write_text(json.dumps(record), encoding="utf-8")
@@ -188,3 +192,14 @@ def test_a_retrieval_only_run_names_no_model_or_judge_and_its_eval_and_compare_s
     assert cmp.new_label == "search", cmp.new_label
     text = format_text(cmp)
     assert "gpt-4o-mini" not in text and "32000" not in text.split("new:")[1].split("\n")[1], text
+
+
+def test_progress_of_a_search_run_shows_ranking_figures(tmp_path, monkeypatch, capsys):
+    """A search run has no checklist figure: its progress bar shows Ref Recall and MRR, which it has."""
+    monkeypatch.chdir(tmp_path)
+    db = write_pages(tmp_path / "database", PAGES, source="x.pdf")
+    q = _csv(tmp_path / "q.csv", [["How do I reset the router with the reset button?", "hold 10 s", SETUP]])
+    run_batch(q, Settings(provider="offline", db=db, results=tmp_path / "results"), strategy="search", k=2,
+              progress=True)
+    err = capsys.readouterr().err
+    assert "ref_recall=1.00" in err and "mrr=1.00" in err and "checklist_recall" not in err

@@ -494,7 +494,7 @@ def evolve(
         "task_definition, target_preference, evaluator_type.", show_default=False)],
     results: ResultsOpt = None,
     only: Annotated[list[str] | None, typer.Option(
-        "--only", metavar="ID", help="Run only this experiment_id (repeatable).  [default: every row]",
+        "--only", metavar="ID", help="Run only this experiment_id (repeatable); other rows are not checked.  [default: every row]",
         show_default=False)] = None,
     until: Annotated[int | None, typer.Option(
         "--until", metavar="N", help="Stop after N generations (iter1..iterN).  [default: max_generations]",
@@ -579,7 +579,7 @@ def report(
         metavar="RESULTS.csv...", help="One or more results CSVs (compared side by side).", show_default=False)],
     output: Annotated[Path | None, typer.Option(
         "-o", "--output", metavar="FILE.html", help="The HTML file to write."
-        "  [default: next to the first CSV, .html]", show_default=False)] = None,
+        "  [default: one CSV: beside it, .html; several: OLD_vs_NEW.html beside the last]", show_default=False)] = None,
     force: Annotated[bool, typer.Option(
         "--force", help="Replace an existing output file.  [default: off]", show_default=False)] = False,
     label: Annotated[list[str] | None, typer.Option(

@@ -134,7 +134,7 @@ class ResponseCache:
             finish = doc.get("finish_reason")
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or damaged entry: just ask again
-        # a replayed answer costs nothing: zero tokens, zero cost, zero calls
+        # a replayed answer sends nothing: zero tokens, zero calls; its cost is the provider's to say (Provider.chat)
         return Completion(content=content, tool_calls=calls, usage=Usage(cost_usd=0.0), finish_reason=finish,
                           cached=True)
 
@@ -190,6 +190,7 @@ class Provider:
                    "response_format": response_format, "temperature": temperature, "max_tokens": max_tokens}
         key = self.cache_key(request) if self._cache is not None else None
         if key is not None and (hit := self._cache.get(key)) is not None:
+            hit.usage.cost_usd = self.cost(0, 0)
             return hit
         completion = self._complete(request)
         if key is not None:
@@ -198,6 +199,12 @@ class Provider:
 
     def _complete(self, request: dict) -> Completion:
         raise NotImplementedError
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        """What a call of this many tokens costs; None when the model has no price. A cache hit is 0 tokens: $0 for
+        a priced model, unknown for one without a price, as every other figure of that model (a row of 0.000000
+        beside the summary's "cost unknown" read as free)."""
+        return 0.0
 
 
 @register("offline")
@@ -299,6 +306,9 @@ class OpenAIProvider(Provider):
         self.waits: list[float] = []  # backoff waits actually slept, for inspection
         self._lock = threading.Lock()
         self._client: Any = None
+
+    def cost(self, input_tokens: int, output_tokens: int) -> float | None:
+        return estimate_cost(self.model, input_tokens, output_tokens)
 
     def _client_get(self) -> Any:
         with self._lock:
@@ -468,8 +478,7 @@ class OpenAIProvider(Provider):
         return Completion(
             content=msg.content,
             tool_calls=calls,
-            usage=Usage(input_tokens=tin, output_tokens=tout, cost_usd=estimate_cost(self.model, tin, tout),
-                        calls=1),
+            usage=Usage(input_tokens=tin, output_tokens=tout, cost_usd=self.cost(tin, tout), calls=1),
             finish_reason=choice.finish_reason,
         )
 

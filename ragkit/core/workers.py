@@ -119,3 +119,21 @@ def _unblock_manager(thread: threading.Thread, writer, procs: list, grace: float
             while os.write(fd, pad):  # until the pipe is full; the thread then reads on
                 pass
         thread.join(0.01)
+
+
+@contextlib.contextmanager
+def uninterrupted():
+    """Hold Ctrl-C (SIGINT) back while the block runs and raise it after: for a few steps that must happen all
+    or not at all (the optimizer writes the input CSV, confirms the copies it names and records them). Only the
+    main thread receives signals; elsewhere the block runs as it is."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: caught.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+    if caught:
+        raise KeyboardInterrupt

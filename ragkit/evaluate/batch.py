@@ -22,6 +22,7 @@ from ragkit.core.csvio import (
 )
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import Answer, Usage
+from ragkit.core.workers import uninterrupted
 from ragkit.evaluate import BATCH_STRATEGIES
 from ragkit.evaluate.checkpoint import (
     _CK_VERSION,
@@ -220,7 +221,7 @@ def run_batch(
                                     strategy=f"search-k{k}" if strategy == "search" else strategy))
     report = BatchReport(kind="batch", input_path=input_csv, skipped_blank=blank, checkpoint_path=ck.path,
                          provider=settings.provider, model=provider.model, judge_model=scorer.judge.model,
-                         strategy=f"search (k={k})" if strategy == "search" else strategy)
+                         strategy=strategy)  # k has its own summary row, as in `rag eval` of these results
     report.run = run_record("batch", settings, strategy=strategy, provider=settings.provider, model=provider.model,
                             judge=scorer.judge, k=retrieval_depth(strategy, settings, k), input_path=input_csv,
                             offline=provider.is_offline and strategy != "search", rows=records)
@@ -265,7 +266,7 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     # Finished rows live in the checkpoint, not in memory (a long run stays flat); they are read back at the end.
     done: set[int] = set()
     todo: list[_Job] = []
-    running = _Running()
+    running = _Running(_SEARCH_FIGURES if strategy == "search" else _ANSWER_FIGURES)
     prior = ck.load()
     for job in jobs:
         rec = prior.get(job.pos)
@@ -300,9 +301,10 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
             for fut in sorted(finished, key=lambda f: f.exception() is not None):
                 job = inflight.pop(fut)
                 rec = fut.result()
-                ck.append(rec)
+                with uninterrupted():  # saved and counted together: the Ctrl-C message says how many are saved
+                    ck.append(rec)
+                    done.add(job.pos)
                 running.add(rec)
-                done.add(job.pos)
                 job.prior = None
                 bar.update(1)
                 bar.set_postfix_str(running.text(), refresh=False)
@@ -331,6 +333,7 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
         report.judge_usage.add(usage_from(rec.get("judge_usage")))
         cols = dict(rec["cols"])
         opt_now = str(job.row.get(OPTIMIZED) or "")
+        report.answered_before_copies += opt_now != (rec.get("opt") or "")
         if opt_now != (rec.get("opt") or "") and scorer.has_ref and not rec.get("error"):
             # the optimizer rewrote `Optimized Reference Document` since this row ran: score against it now
             for c in OPT_REF_COLUMNS:
@@ -388,11 +391,17 @@ def _misses(rows: list[dict]) -> tuple[int, int]:
     return pages, questions
 
 
+# the running means the progress bar shows: a search run answers nothing, so its figures are the ranking ones
+_ANSWER_FIGURES = (("Ref Recall", "ref_recall"), ("Checklist Recall", "checklist_recall"))
+_SEARCH_FIGURES = (("Ref Recall", "ref_recall"), ("Ref MRR", "mrr"))
+
+
 class _Running:
     """Running means for the progress bar."""
 
-    def __init__(self) -> None:
-        self.sums = {"Ref Recall": [0.0, 0], "Checklist Recall": [0.0, 0]}
+    def __init__(self, figures: tuple[tuple[str, str], ...] = _ANSWER_FIGURES) -> None:
+        self.figures = figures
+        self.sums = {k: [0.0, 0] for k, _ in figures}
         self.errors = 0
 
     def add(self, rec: dict) -> None:
@@ -409,7 +418,7 @@ class _Running:
 
     def text(self) -> str:
         out = []
-        for k, label in (("Ref Recall", "ref_recall"), ("Checklist Recall", "checklist_recall")):
+        for k, label in self.figures:
             s, n = self.sums[k]
             out.append(f"{label}={s / n:.2f}" if n else f"{label}=-")
         if self.errors:

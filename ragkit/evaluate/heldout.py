@@ -233,7 +233,13 @@ def optimize_and_measure(report: Any, rows: list[dict], scorer: Any, asker: Call
 
     result.splits = figures
     report.measure = result
-    if not opt.kept:  # no copy of this run stayed: the tree is unchanged, and asking again would only add noise
+    if report.answered_before_copies:
+        opt.notes.append(f"{report.answered_before_copies} row(s) were answered before an interrupted run of this "
+                         "command kept its copies (`rag optimize undo --list` shows that run): Ref Recall after is "
+                         "measured again")
+    if not opt.kept and not report.answered_before_copies:
+        # no copy of this run stayed and the tree is the one the rows were answered in: asking again would only
+        # add noise
         result.unchanged = True
         for fig in figures:
             fig.after, fig.rows_after = fig.before, fig.rows_before

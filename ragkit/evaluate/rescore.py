@@ -25,7 +25,7 @@ from ragkit.evaluate.checkpoint import (
 )
 from ragkit.evaluate.heldout import SPLIT_COLUMN
 from ragkit.evaluate.results import UNKNOWN, BatchReport, result_columns, run_record, write_outputs
-from ragkit.evaluate.runinfo import RunInfo, read_run_info
+from ragkit.evaluate.runinfo import RunInfo, answer_fingerprint, read_run_info
 from ragkit.evaluate.scoring import (
     _OUTPUT_SET,
     ATTEMPTS,
@@ -49,14 +49,31 @@ from ragkit.evaluate.scoring import (
 CARRIED = ("Steps", MAX_LOOPS, "Input Tokens", "Output Tokens", "Cost USD", "Latency ms", "Pages Read", CONFIDENCE,
            ATTEMPTS, SPLIT_COLUMN)
 TOKEN_COLUMNS = ("Input Tokens", "Output Tokens")
+EDITED = "_edited"  # a key of _eval_job's columns, never a CSV column: the row's answer was edited
 
 
-def _answer_from_row(row: dict) -> Answer:
+def edited(row: dict, recorded: set[str] | None) -> bool:
+    """Whether a row's answer is not the one its batch recorded, so what the batch derived from the answer text
+    (Refused, Confidence) no longer holds. With the record's fingerprints (runinfo.answer_fingerprint): the
+    answer differs from every recorded one. Without (no record, or one older than them): the Refused cell
+    contradicts the text (text.is_refusal), which ragkit never writes: a refusal's text leads with the refusal
+    sentence, and an answer that leads with one is scored a refusal."""
     from ragkit.core.text import is_refusal
     from ragkit.evaluate.metrics import parse_number
 
     text = str(row.get("RAG Answer") or "")
-    refused_cell = parse_number(row.get("Refused"))
+    if recorded is not None:
+        return answer_fingerprint(row.get(QUESTION), text) not in recorded
+    cell = parse_number(row.get("Refused"))
+    return cell is not None and bool(cell) != is_refusal(text)
+
+
+def _answer_from_row(row: dict, *, changed: bool = False) -> Answer:
+    from ragkit.core.text import is_refusal
+    from ragkit.evaluate.metrics import parse_number
+
+    text = str(row.get("RAG Answer") or "")
+    refused_cell = None if changed else parse_number(row.get("Refused"))
     refused = bool(refused_cell) if refused_cell is not None else is_refusal(text)
     sources = [Source(path=p, page=page_number(p) or 0) for p in split_multi(str(row.get("Retrieved Files") or ""))]
     cost = parse_number(row.get("Cost USD"))
@@ -69,8 +86,9 @@ def _answer_from_row(row: dict) -> Answer:
                   error=str(row.get("Error") or "").strip() or None)
 
 
-def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
-    answer = _answer_from_row(row)
+def _eval_job(row: dict, scorer: Scorer, recorded: set[str] | None = None) -> tuple[dict, Usage]:
+    changed = edited(row, recorded)
+    answer = _answer_from_row(row, changed=changed)
     try:
         cols, usage, _ = _score(scorer, row, answer)
     except Exception as e:  # noqa: BLE001 - one row's failure must not stop the others
@@ -79,7 +97,9 @@ def _eval_job(row: dict, scorer: Scorer) -> tuple[dict, Usage]:
         return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
     for k in CARRIED:
         cols[k] = row.get(k, "")
-    if "Refused" in row:  # else the answer's text decided it (text.is_refusal)
+    if changed:  # the batch's Refused and Confidence were of another answer: this one's text decides
+        cols["Refused"], cols[CONFIDENCE], cols[EDITED] = answer.refused, "", True
+    elif "Refused" in row:  # else the answer's text decided it (text.is_refusal)
         cols["Refused"] = row["Refused"]
     return cols, usage
 
@@ -122,7 +142,9 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
 
         index = open_index(Path(settings.db), progress=progress)
     scorer = Scorer.create(settings, input_cols, index=index)
-    run = _eval_record(results_csv, settings, scorer, rows_in)
+    source = read_run_info(results_csv)
+    recorded = set(source.answers) if source is not None and source.answers else None
+    run = _eval_record(results_csv, settings, scorer, rows_in, source)
     if run.retrieval_only:  # a search run's results: its ranking metrics again, and no judge of absent answers
         from ragkit.evaluate.retrieval import DEFAULT_K
 
@@ -139,7 +161,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
     pool = _DaemonPool(min(max(1, settings.workers), len(jobs)))
     try:
-        futs = {pool.submit(_eval_job, {c: r[c] for c in input_cols} | _kept(r), scorer): (pos, r)
+        futs = {pool.submit(_eval_job, {c: r[c] for c in input_cols} | _kept(r), scorer, recorded): (pos, r)
                 for pos, r in jobs}
         for fut in _as_completed(futs):
             pos, r = futs[fut]
@@ -157,6 +179,9 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     bar.close()
 
     rows = [out[pos] for pos, _ in jobs]
+    changed = [row["_pos"] + 2 for row in rows if row.pop(EDITED, False)]
+    if changed:
+        run.notes.append(edited_note(changed, recorded is not None))
     for row in rows:
         pos = row.pop("_pos")
         q = _short(str(row.get(QUESTION) or ""), 50)
@@ -175,10 +200,18 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, in
     return report
 
 
-def _eval_record(results_csv: Path, settings: Settings, scorer: Scorer, rows: list[dict]) -> RunInfo:
+def edited_note(lines: list[int], by_record: bool) -> str:
+    """The note of an eval whose input has answers edited since its batch (CSV line numbers)."""
+    shown = ", ".join(map(str, lines[:10])) + (f" and {len(lines) - 10} more" if len(lines) > 10 else "")
+    how = "differ from the answers its run record holds" if by_record else "contradict their Refused cell"
+    return (f"{len(lines)} answer(s) {how} (edited; row(s) {shown}): Refused is read from their text and "
+            "Confidence left unknown; tokens, cost and latency are still those of the recorded answers")
+
+
+def _eval_record(results_csv: Path, settings: Settings, scorer: Scorer, rows: list[dict],
+                 source: RunInfo | None) -> RunInfo:
     """The record of a re-scoring: who answered comes from the record of the results it re-scores (unknown
     without one), the judge and the database are this run's."""
-    source = read_run_info(results_csv)
     run = run_record("eval", settings, strategy=source.strategy if source else None,
                      provider=source.provider if source else None, model=source.model if source else None,
                      judge=scorer.judge, k=source.k if source else None, input_path=results_csv,

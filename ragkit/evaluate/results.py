@@ -19,7 +19,7 @@ from ragkit.core.csvio import write_csv as _write_csv
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.evaluate.heldout import SPLIT_COLUMN
 from ragkit.evaluate.retrieval import SEARCH, SEARCH_COLUMNS, is_retrieval_metric
-from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, write_run_info
+from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, answer_fingerprint, write_run_info
 from ragkit.evaluate.scoring import (
     ATTEMPTS,
     BY_RULE,
@@ -31,6 +31,7 @@ from ragkit.evaluate.scoring import (
     JUDGED_BY,
     OPT_REF_COLUMNS,
     OPTIMIZED,
+    QUESTION,
     REF_MORE,
     REFERENCE,
     RULE_COLUMNS,
@@ -39,6 +40,8 @@ from ragkit.evaluate.scoring import (
     _fmt,
 )
 from ragkit.evaluate.summarization import SUMMARY_COLUMNS, TASK, summary_section, task_of
+
+ANSWER = "RAG Answer"
 
 
 def result_columns(input_columns: list[str], *, optimized: bool, attempts: bool, split: bool = False,
@@ -82,6 +85,9 @@ class BatchReport:
     questions: int = 0  # rows in the results
     skipped_blank: int = 0
     resumed: int = 0  # rows taken from the checkpoint instead of asked again
+    # resumed rows whose Optimized Reference Document changed since they were answered: an interrupted --optimize
+    # run of the same command kept copies after they ran, so the tree is no longer the one they were asked in
+    answered_before_copies: int = 0
     answer_usage: Usage = field(default_factory=Usage)
     answer_usage_known: bool = True  # eval: False when the re-scored results have no token columns
     judge_usage: Usage = field(default_factory=Usage)
@@ -235,6 +241,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     _write_csv(sdf, spath)
     report.summary_path = spath
     report.run.questions = report.questions
+    if ANSWER in columns and not retrieval_only:
+        report.run.answers = [answer_fingerprint(r.get(QUESTION), r.get(ANSWER)) for r in report.rows]
     report.run_path = write_run_info(path, report.run)
 
 

@@ -4,6 +4,7 @@ which label each run by the fields that differ from the others ("agent · qwen2.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
@@ -45,6 +46,8 @@ class RunInfo:
     engine: str | None = None  # "offline-extractive" when the offline engine answered
     checklists_by: str | None = None  # "offline genqa" when every checklist came from offline genqa
     notes: list[str] = field(default_factory=list)
+    # answer_fingerprint of every row as written: `rag eval` tells an answer a user edited from the recorded one
+    answers: list[str] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.retrieval_only:
@@ -65,6 +68,16 @@ class RunInfo:
     def from_json(cls, data: dict) -> RunInfo:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known})
+
+
+def answer_fingerprint(question: object, answer: object) -> str:
+    """A short digest of a row's question and answer text (line endings and outer spaces aside, which a spreadsheet
+    may change on save): equal for the answer as recorded, different once a user edits it."""
+    def norm(v: object) -> str:
+        return str(v if v is not None else "").replace("\r\n", "\n").replace("\r", "\n").strip()
+
+    blob = f"{norm(question)}\0{norm(answer)}".encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
 
 
 def run_info_path(results: Path | str) -> Path:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import unicodedata
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 
 from ragkit.core.csvio import read_csv
-from ragkit.core.errors import RagError
+from ragkit.core.errors import RagError, UsageError
 from ragkit.core.paths import sanitize_name
 
 REQUIRED = ("experiment_id", "max_generations", "k", "model_name", "adapter_type", "task_definition",
@@ -71,11 +72,15 @@ def _int(value: str, where: str, low: int, high: int) -> int:
 
 
 def read_experiments(path: Path, *, adapters: tuple[str, ...], evaluators: tuple[str, ...],
-                     encoding: str | None = None) -> list[Experiment]:
-    """Every row of the CSV as an Experiment; RagError naming file, row and field for the first bad cell."""
+                     encoding: str | None = None, only: Collection[str] | None = None) -> list[Experiment]:
+    """Every row of the CSV as an Experiment (with `only`: the rows of those experiment_ids, NFC, and no other
+    row is checked: a bad row the user did not select must not stop the ones selected); RagError naming file,
+    row and field for the first bad cell, UsageError for an id of `only` that no row has."""
     df = read_csv(Path(path), required=REQUIRED, encoding=encoding)
     out: list[Experiment] = []
     seen: dict[str, int] = {}
+    wanted = {unicodedata.normalize("NFC", o) for o in only} if only else None
+    ids: set[str] = set()
     for i, rec in enumerate(df.to_dict("records")):
         line = i + 2
         if not any(str(v).strip() for v in rec.values()):
@@ -83,6 +88,9 @@ def read_experiments(path: Path, *, adapters: tuple[str, ...], evaluators: tuple
         where = f"{path}: row {line}"
         cells = {c: str(rec.get(c, "") or "").strip() for c in (*REQUIRED, *OPTIONAL)}
         exp_id = unicodedata.normalize("NFC", cells["experiment_id"])
+        ids.add(exp_id)
+        if wanted is not None and exp_id not in wanted:
+            continue
         if not plain_id(exp_id):
             raise RagError(f"{where}, experiment_id: {exp_id!r} is not a plain folder name (letters and digits "
                            f"of any script, then also '.', '_', '-'; at most {MAX_ID}; not a device name such as "
@@ -117,6 +125,11 @@ def read_experiments(path: Path, *, adapters: tuple[str, ...], evaluators: tuple
             db=cells["db"],
             row=line,
         ))
+    if wanted is not None:
+        missing = [o for o in only or () if unicodedata.normalize("NFC", o) not in ids]
+        if missing:
+            raise UsageError(f"--only {', '.join(missing)}: no such experiment_id in {path} "
+                             f"(found: {', '.join(sorted(ids))})")
     if not out:
         raise RagError(f"{path}: no experiments (the CSV has a header but no rows)")
     return out

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import unicodedata
 from dataclasses import dataclass, field
 from pathlib import Path
 from statistics import mean
@@ -213,17 +212,9 @@ def run_experiment(exp: Experiment, settings: Settings, results: Path, *, until:
 
 
 def load(csv_path: Path, only: list[str] | None = None, encoding: str | None = None) -> list[Experiment]:
-    experiments = read_experiments(Path(csv_path), adapters=adapter_names(), evaluators=evaluator_names(),
-                                   encoding=encoding)
-    if only:
-        only = [unicodedata.normalize("NFC", o) for o in only]  # as the CSV's ids are read
-        known = {e.experiment_id for e in experiments}
-        missing = [o for o in only if o not in known]
-        if missing:
-            raise UsageError(f"--only {', '.join(missing)}: no such experiment_id in {csv_path} "
-                             f"(found: {', '.join(sorted(known))})")
-        experiments = [e for e in experiments if e.experiment_id in only]
-    return experiments
+    """The experiments of the CSV, or only those in `only` (the other rows are not read: ragkit.evolve.experiments)."""
+    return read_experiments(Path(csv_path), adapters=adapter_names(), evaluators=evaluator_names(),
+                            encoding=encoding, only=only)
 
 
 def run_experiments(csv_path: Path, settings: Settings, *, results: Path | None = None,

@@ -28,6 +28,7 @@ from ragkit.core.paths import (
 )
 from ragkit.core.references import OPT_COL, REF_COL, add_alias, reference_groups
 from ragkit.core.text import one_line
+from ragkit.core.workers import uninterrupted
 from ragkit.optimize.copies import CopyManager
 from ragkit.optimize.history import record_run
 from ragkit.optimize.journal import Journal, recover_journal
@@ -262,23 +263,17 @@ def optimize_missed(
     results: dict[int, _RowResult] = {}
     try:
         _run_rows(ctx, report, targets, results, progress)
-        _confirm(ctx, report, results, Path(input_csv))
+        # all or nothing: a Ctrl-C after the CSV names the copies and before they are confirmed would leave the
+        # CSV naming copies that the clean-up below removes
+        with uninterrupted():
+            _confirm(ctx, report, results, Path(input_csv))
+            ctx.copies.abandon_all()
+            journal.close()
+            _finish(ctx, report, Path(input_csv))
     except BaseException:
         ctx.copies.abandon_all()  # an interruption leaves no unconfirmed copy behind
         journal.close()
         raise
-    ctx.copies.abandon_all()
-    journal.close()
-    _drop_deleted(ctx, report)
-
-    states = list(ctx.copies.state.values())
-    report.created = len(states)
-    report.kept = states.count("kept")
-    report.rolled_back = states.count("rolled_back")
-    try:
-        report.record_path = record_run(db, report, "enable-rl" if enable_rl else "optimize", Path(input_csv))
-    except OSError as e:
-        report.errors.append(f"could not record the run's copies for `rag optimize undo`: {e.strerror or e}")
     if enable_rl:
         after = dict(before)
         after.update({i: r.recall for i, r in results.items() if r.recall is not None})
@@ -288,6 +283,19 @@ def optimize_missed(
             row.setdefault("Attempts", 0)
     report.usage, report.judge_usage = ctx.usage, ctx.judge_usage
     return report
+
+
+def _finish(ctx: _Ctx, report: OptimizeReport, input_csv: Path) -> None:
+    """Count the copies and record the kept ones for `rag optimize undo`."""
+    _drop_deleted(ctx, report)
+    states = list(ctx.copies.state.values())
+    report.created = len(states)
+    report.kept = states.count("kept")
+    report.rolled_back = states.count("rolled_back")
+    try:
+        report.record_path = record_run(ctx.db, report, "enable-rl" if ctx.enable_rl else "optimize", input_csv)
+    except OSError as e:
+        report.errors.append(f"could not record the run's copies for `rag optimize undo`: {e.strerror or e}")
 
 
 def _drop_deleted(ctx: _Ctx, report: OptimizeReport) -> None:

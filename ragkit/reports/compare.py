@@ -81,7 +81,9 @@ class Comparison:
     def to_json(self) -> dict:
         d = asdict(self)
         for side in ("old_run", "new_run"):
-            d[side] = getattr(self, side).to_json() if getattr(self, side) is not None else None
+            info = getattr(self, side)
+            # the answers' fingerprints are for `rag eval`, not for a reader
+            d[side] = {k: v for k, v in info.to_json().items() if k != "answers"} if info is not None else None
         for m in d["metrics"]:
             m["ci"] = list(m["ci"]) if m["ci"] is not None else None
         for kind in ("worse", "better", "mixed"):

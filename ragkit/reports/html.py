@@ -503,15 +503,27 @@ def build_report(runs: Sequence[Run], out_dir: Path) -> str:
             f'<body>{body}<script>{_JS}</script></body></html>')
 
 
-def default_output(first: Path) -> Path:
-    return Path(first).with_suffix(".html")
+_MAX_NAME_BYTES = 200  # a file name stays under the 255 bytes most file systems allow, with room for .html
+
+
+def default_output(paths: Sequence[Path | str]) -> Path:
+    """Where a report goes without -o. One run: beside its CSV, the same name with .html. Several: named after
+    every run (`old_vs_new.html`, so it neither takes nor is refused the name of OLD's own report) and beside the
+    last, the newest run's CSV (a baseline is often kept elsewhere, as in the CI recipe of docs/reports.md)."""
+    files = [Path(p) for p in paths]
+    if len(files) == 1:
+        return files[0].with_suffix(".html")
+    name = "_vs_".join(f.stem for f in files)
+    if len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        name = f"{files[0].stem[:80]}_vs_{len(files) - 1}_runs"
+    return files[-1].with_name(name + ".html")
 
 
 def write_report(paths: Sequence[Path | str], output: Path | str | None = None, *, overwrite: bool = False,
                  labels: Sequence[str] | None = None, encoding: str | None = None) -> Path:
     """Read the results CSVs and write the report (atomically; an existing file only with `overwrite`)."""
     runs = load_runs(paths, labels, encoding=encoding)
-    out = Path(output) if output is not None else default_output(Path(paths[0]))
+    out = Path(output) if output is not None else default_output(paths)
     if out.suffix.lower() not in (".html", ".htm"):
         raise RagError(f"{out}: the report is an HTML file; name it .html")
     if out.exists() and not overwrite:
