@@ -616,3 +616,43 @@ def test_a_japanese_sentence_with_a_full_stop_in_its_parentheses_is_quoted_whole
     a = answer_offline("化粧品に配合できる防腐剤はどこに掲げられていますか？", open_index(db, progress=False), db)
     assert not a.refused and re.search("「[^」]*防腐剤（[^」]*）は、別表第3 に掲げる物でなければならない。」", a.answer), a.answer
 
+
+
+KO_REPORT = {
+    "보고서/hanbit_2024_q3/p/page_001.md": ("한빛전자 2024년 3분기 실적 보고서", "p", 1,
+                                           "## 1. 개요\n\n본 보고서는 한빛전자의 2024년 3분기 경영 실적을 요약합니다. 회사는 "
+                                           "반도체 장비와 디스플레이 부품을 생산합니다.\n"),
+    "보고서/hanbit_2024_q3/p/page_002.md": ("한빛전자 2024년 3분기 실적 보고서", "p", 2,
+                                           "## 2. 실적\n\n3분기 매출은 45억 원으로 전년 대비 12% 증가했습니다. 영업이익은 6억 "
+                                           "원이며, 영업이익률은 13%입니다.\n"),
+    "보고서/hanbit_2024_q3/p/page_003.md": ("한빛전자 2024년 3분기 실적 보고서", "p", 3,
+                                           "## 3. 인력\n\n3분기 말 임직원 수는 312명입니다. 신규 공장은 2025년 상반기에 "
+                                           "청주시에 완공될 예정입니다.\n"),
+}
+
+
+def test_a_quote_that_says_the_questions_words_in_its_order_is_not_refused_for_its_cosine(tmp_path, monkeypatch):
+    """"3분기 매출은 얼마였습니까?" ("Q3 revenue?") over a report that says "3분기 매출은 45억 원으로 ...": every word in
+    the quote, but the embedding model scores the question against that sentence at about 0.25, under SUPPORT_FLOOR,
+    and the meaning check refused it. A main quote holding the question's words as it writes them, side by side,
+    cannot be about something else: the words decide. Words found scattered are still checked for meaning."""
+    from ragkit.answer.extractive.terms import says_in_order
+
+    assert says_in_order("3분기 매출은 얼마였습니까?", "3분기 매출은 45억 원으로 전년 대비 12% 증가했습니다.")
+    assert says_in_order("What were total revenues in 2015?", "Total revenues in 2015 were $6.8 billion.")
+    assert not says_in_order("What was the revenue in 2015?", "Revenues in 2015 were $6.8 billion.")  # one word
+    assert not says_in_order("What is the capital of France?", "Netflix Services France SAS, additional capital")
+    assert not says_in_order("Who is Amy?", "Amy Smith, Director")  # one word is held by any sentence naming it
+    assert not says_in_order("3분기 영업이익은?", "3분기 매출은 45억 원, 영업이익은 6억 원")
+    monkeypatch.setenv("RAG_EMBED", "1")
+    if not _embedder_installed():
+        pytest.skip("the embedding package is not installed")
+    db = write_pages(tmp_path / "database", KO_REPORT)
+    index = open_index(db, progress=False)
+    question = "3분기 매출은 얼마였습니까?"
+    an = E._analyse(question, index, db, 5)
+    assert an.said and an.support is not None and an.support < E.SUPPORT_FLOOR  # the model's cosine alone refuses
+    a = answer_offline(question, index, db)
+    assert not a.refused and "45억 원" in a.answer, a.answer
+    for unasked in ("현재 유엔 사무총장은 누구인가요?", "회사 주가는 얼마입니까?"):
+        assert answer_offline(unasked, index, db).refused, unasked

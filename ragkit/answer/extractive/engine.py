@@ -22,7 +22,14 @@ from ragkit.answer.extractive.qwords import (
     unnamed_share,
     weigh,
 )
-from ragkit.answer.extractive.terms import also_said, alternatives, question_core, question_words, term_set
+from ragkit.answer.extractive.terms import (
+    also_said,
+    alternatives,
+    question_core,
+    question_words,
+    says_in_order,
+    term_set,
+)
 from ragkit.answer.extractive.units import Unit, page_units
 from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
@@ -231,6 +238,7 @@ class _Analysis:
     typed: bool = True  # the quoted evidence holds an answer of that kind
     own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
     support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
+    said: bool = False  # the main quote holds the question's words as it writes them (terms.says_in_order)
     ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
     by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -332,6 +340,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out.years_missing = sorted(y for y in years_named(q) if y not in seen)
     out.years_absent = len(out.years_missing)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
+    out.said = says_in_order(q, out.chosen[0].text)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
@@ -467,7 +476,8 @@ class RefusalRule:
     """The rule that turns what the engine found into the score that decides a refusal, with its constants
     (the engine's by default; benchmarks/offline_refusals.py tunes them through this same rule). `an` is
     anything with _Analysis's fields coverage, absent, years_absent, unnamed, unnamed_names, db_pages, typed
-    and support, and optionally ambiguous (the documents it could mean: any makes the score 0)."""
+    and support, and optionally said (the quote says the question's words: meaning does not count) and ambiguous
+    (the documents it could mean: any makes the score 0)."""
 
     refuse_below: float = REFUSE_BELOW
     absent_penalty: float = ABSENT_PENALTY
@@ -479,8 +489,13 @@ class RefusalRule:
     refuse_below_meaning: float = REFUSE_BELOW_MEANING
 
     def meaning(self, an) -> bool:
-        """Whether meaning counts: measured (an embedding model) and given a weight."""
-        return an.support is not None and self.support_penalty > 0
+        """Whether meaning counts: measured (an embedding model), given a weight, and the main quote does not
+        hold the question's words as the question writes them (`said`). The check is there for words found
+        scattered ("capital" in "Capital Safety", "Australia" in "3M Australia"); a sentence that says the
+        question's words in its order, side by side, cannot be about something else, and the cosine then
+        measures the question's frame against a statement ("3분기 매출은 얼마였습니까?" against "3분기 매출은
+        45억 원으로 ...": 0.255): the words decide, as without the model."""
+        return an.support is not None and self.support_penalty > 0 and not getattr(an, "said", False)
 
     def score(self, an) -> float:
         """The evidence coverage, less what the question asks about that the cited document or the whole

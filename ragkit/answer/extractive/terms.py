@@ -212,3 +212,15 @@ def also_said(question: str, rules: list[tuple[list[str], list[str]]]) -> list[s
     "operating income", "depreciation and amortization", ...): what the question asks, said as pages say it."""
     said = [x for _phrase, _p, others in _rules_held(question, rules) for x in others]
     return [x for x in dict.fromkeys(said) if _terms(x) and x.casefold() not in question.casefold()]
+
+
+def says_in_order(question: str, text: str) -> bool:
+    """Whether a text holds the question's content words as the question writes them: every one of its terms,
+    in its order, with nothing between them ("3분기 매출은 얼마였습니까?" in "3분기 매출은 45억 원으로 ..."), and at
+    least two that are not figures (one word alone is held by any sentence that names it)."""
+    asked = [t for _word, terms in question_words(question) for t in terms]
+    if sum(not t.isdigit() for t in asked) < 2:
+        return False
+    said = _terms(text)
+    n = len(asked)
+    return any(said[i : i + n] == asked for i in range(len(said) - n + 1))
