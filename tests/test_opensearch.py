@@ -372,6 +372,26 @@ def test_an_unreachable_cluster_is_one_line_and_exit_1(isolated_env):
     assert again.returncode == 1 and "unreachable" in again.stderr and "Traceback" not in again.stderr
 
 
+def test_a_server_that_is_not_opensearch_answering_401_is_not_called_a_refusal_of_credentials(sample_db_copy,
+                                                                                              isolated_env):
+    """`--index` naming another server that answers 401 (here a `rag serve` with a token: its own Bearer challenge
+    and JSON) was "OpenSearch ... refused the credentials (401); set RAG_OPENSEARCH_USER ...", sending the user
+    after credentials no cluster asked for. Now the line says the answer is not an OpenSearch cluster's, and
+    nothing is stored."""
+    from liveserver import LiveServer
+
+    from ragkit.serve.app import ServeOptions
+
+    settings = Settings(db=sample_db_copy, provider="offline", provider_reason="test", cache=False)
+    with LiveServer(settings, ServeOptions(token="not-a-cluster")) as srv:
+        out = rag("ingest", str(CORPUS / "policies"), "--db", "database", "--index", f"opensearch+{srv.url}/x")
+    assert out.returncode == 1 and "Traceback" not in out.stderr, out.stderr
+    said = " ".join(out.stderr.split())
+    assert "answered 401" in said and "is this the address of an OpenSearch cluster?" in said, said
+    assert "refused the credentials" not in said and "RAG_OPENSEARCH_USER" not in said, said
+    assert index_config(Path("database")).backend == "embedded"
+
+
 def test_a_node_that_takes_a_request_and_never_answers_costs_one_timeout_and_says_how_long():
     """A hung node (stopped, swamped) accepts the connection and never answers: the request is not asked again
     (three attempts kept `rag search` waiting 91 s), and the line says how long it waited in all. A socket that

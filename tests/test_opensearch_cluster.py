@@ -4,6 +4,7 @@ cluster failure in the middle of a batch."""
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import os
@@ -21,6 +22,7 @@ from opensearch_fixtures import Cluster, Proxy, drop_indices, node_url, unique_p
 from ragkit.core.config import Settings
 from ragkit.search import open_index
 from ragkit.search.backend import ingest_into
+from ragkit.search.opensearch.client import ClusterError
 
 pytestmark = [pytest.mark.opensearch, pytest.mark.slow]
 
@@ -382,3 +384,169 @@ def test_a_cluster_that_holds_none_of_the_pages_is_degraded_and_search_says_to_s
     finally:
         open_index(db).close()
         drop_indices(url, prefix)
+
+
+def test_chat_follows_the_database_to_its_cluster_on_a_new_address(isolated_env, monkeypatch):
+    """The cluster moved to another address (two proxies in front of one node: the old one then cut off), and
+    `rag index sync --index opensearch+NEW/PREFIX` pointed the database at it. A running server followed it for
+    /health and /search, but every /chat answered 503 "OpenSearch at <old address> unreachable" while /health
+    said 200 ok: the sessions store opened at start kept the old client. Now /chat follows the database's index
+    as /search does, and the session begun before the move goes on after it."""
+    from liveserver import LiveServer
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app as cli
+    from ragkit.search.indexconfig import index_config
+    from ragkit.serve import app as serve_app
+
+    monkeypatch.setattr(serve_app, "HEALTH_TTL", 0.0)
+    url = node_url()
+    prefix = unique_prefix()
+    old, new = Proxy(url), Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{old.url}/{prefix}", progress=False)
+    settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
+    try:
+        with LiveServer(settings) as srv:
+            first = httpx.post(srv.url + "/chat", json={"query": VPN}, timeout=60)
+            assert first.status_code == 200, first.text
+            sid = first.json()["session_id"]
+            moved = CliRunner().invoke(cli, ["index", "sync", "--db", str(db), "--index",
+                                             f"opensearch+{new.url}/{prefix}"])
+            assert moved.exit_code == 0, moved.output
+            assert index_config(db).url == new.url
+            old.cut()
+            health = httpx.get(srv.url + "/health", timeout=30)
+            assert health.status_code == 200 and health.json()["status"] == "ok", health.text
+            assert httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60).status_code == 200
+            follow = httpx.post(srv.url + "/chat", json={"query": "And its password rules?", "session_id": sid},
+                                timeout=60)
+            assert follow.status_code == 200, follow.text
+            fresh = httpx.post(srv.url + "/chat", json={"query": VPN, "stream": True}, timeout=60)
+            assert "event: answer" in fresh.text, fresh.text
+    finally:
+        old.close()
+        new.close()
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_index_sync_index_points_a_database_at_a_cluster_that_moved(isolated_env):
+    """No command re-pointed a database at its cluster's new address (`rag index sync` had no --index, ingest's
+    needs a SOURCE), and the unreachable error sent the user to edit index.json by hand. Now the error names
+    `rag index sync --index`, which validates the address as ingest does (nothing stored on a bad one), records
+    the new one and syncs."""
+    from typer.testing import CliRunner
+
+    from ragkit.cli import app as cli
+    from ragkit.search.indexconfig import index_config
+
+    url = node_url()
+    prefix = unique_prefix()
+    old = Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{old.url}/{prefix}", progress=False)
+    old.cut()
+    run = CliRunner().invoke
+    try:
+        down = run(cli, ["search", VPN, "--db", str(db)])
+        assert down.exit_code == 1, down.output
+        assert f"rag index sync --index opensearch+http://NEW-HOST:PORT/{prefix}" in " ".join(down.output.split())
+        for bad in ("http://x:9200/p", f"opensearch+{url}/Upper", "opensearch+http://u:pw@x:9200/p"):
+            refused = run(cli, ["index", "sync", "--db", str(db), "--index", bad])
+            assert refused.exit_code == 2 and "--index" in refused.output, refused.output
+            assert index_config(db).url == old.url
+        both = run(cli, ["index", "sync", "--db", str(db), "--index", f"opensearch+{url}/{prefix}", "--new-id"])
+        assert both.exit_code == 2, both.output
+        moved = run(cli, ["index", "sync", "--db", str(db), "--index", f"opensearch+{url}/{prefix}"])
+        assert moved.exit_code == 0, moved.output
+        assert index_config(db).url == url and index_config(db).prefix == prefix
+        again = run(cli, ["search", VPN, "--db", str(db)])
+        assert again.exit_code == 0 and "Remote Access" in again.output, again.output
+    finally:
+        old.close()
+        open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_serve_started_while_its_cluster_is_down_comes_up_degraded_and_recovers(isolated_env, monkeypatch):
+    """`rag serve` refused to start while its cluster was unreachable (a replica restarted during an outage could
+    not come up), though docs/serve.md describes a degraded mode. Now it starts degraded: /health 503, the
+    document list and pages answer from the files, /search 503; once the cluster answers, all is well."""
+    from liveserver import LiveServer
+
+    from ragkit.serve import app as serve_app
+
+    monkeypatch.setattr(serve_app, "HEALTH_TTL", 0.0)
+    url = node_url()
+    prefix = unique_prefix()
+    proxy = Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
+    open_index(db).close()  # as a process that starts now: no index opened before the outage
+    proxy.cut()
+    try:
+        with LiveServer(settings) as srv:
+            assert "unreachable" in srv.app.state.start_problem
+            health = httpx.get(srv.url + "/health", timeout=30)
+            assert health.status_code == 503 and health.json()["status"] == "degraded", health.text
+            listed = httpx.get(srv.url + "/documents", timeout=30)
+            assert listed.status_code == 200 and listed.json()["documents"], listed.text
+            tree = httpx.get(srv.url + "/documents/" + listed.json()["documents"][0]["id"], timeout=30)
+            assert tree.status_code == 200, tree.text
+            page = next(db.rglob("page_001.md")).relative_to(db).as_posix()
+            assert httpx.get(srv.url + "/pages/" + page, timeout=30).status_code == 200
+            assert httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60).status_code == 503
+            assert httpx.post(srv.url + "/chat", json={"query": VPN}, timeout=60).status_code == 503
+            proxy.restore()
+            assert httpx.get(srv.url + "/health", timeout=30).status_code == 200
+            assert httpx.get(srv.url + "/search", params={"query": VPN}, timeout=60).status_code == 200
+            assert httpx.post(srv.url + "/chat", json={"query": VPN}, timeout=60).status_code == 200
+    finally:
+        proxy.close()
+        with contextlib.suppress(ClusterError):  # the index was never opened when the test failed early
+            open_index(db).close()
+        drop_indices(url, prefix)
+
+
+def test_rag_serve_during_an_outage_says_degraded_and_logs_each_failed_request(isolated_env, tmp_path):
+    """The `rag serve` process itself, its cluster unreachable: it starts, says "degraded" in one line on stderr,
+    and logs one line per failed request (method, path, status, cause), never the token or the question; requests
+    that succeed or are refused for the token are not logged."""
+    url = node_url()
+    prefix = unique_prefix()
+    proxy = Proxy(url)
+    db = isolated_env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    proxy.cut()
+    port, log = _port(), tmp_path / "serve.log"
+    token = "sekret-token-4711"
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "serve", "--db", str(db), "--port", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=log.open("w"), start_new_session=True,
+                            env={**os.environ, "RAG_PROVIDER": "offline", "RAG_API_TOKEN": token})
+    base, auth = f"http://127.0.0.1:{port}", {"Authorization": f"Bearer {token}"}
+    try:
+        for _ in range(900):
+            try:
+                health = httpx.get(base + "/health", timeout=10)
+                break
+            except httpx.TransportError:
+                assert proc.poll() is None, log.read_text()
+                time.sleep(0.1)
+        assert health.status_code == 503, health.text
+        assert httpx.get(base + "/documents", headers=auth, timeout=30).status_code == 200
+        assert httpx.get(base + "/search", params={"query": "secret question"}, headers=auth,
+                         timeout=60).status_code == 503
+        assert httpx.get(base + "/search", params={"query": VPN}, timeout=60).status_code == 401
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=30)
+        proxy.close()
+        drop_indices(url, prefix)
+    lines = log.read_text().splitlines()
+    assert sum(line.startswith("degraded: ") and "unreachable" in line for line in lines) == 1, lines
+    failed = [line for line in lines if line.startswith("GET /search -> 503")]
+    assert len(failed) == 1 and "unreachable" in failed[0], lines
+    assert not [line for line in lines if " -> 401" in line or "/documents" in line], lines
+    assert token not in log.read_text() and "secret question" not in log.read_text()

@@ -4,8 +4,11 @@ the page asks for, and its API docs link opens."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from pathlib import Path
 
+import pytest
 from browser import browser  # noqa: F401 - the fixture
 from liveserver import LiveServer
 
@@ -129,3 +132,55 @@ def test_token_box_is_what_the_page_asks_for_and_api_docs_open(sample_db_copy, b
         page.wait_for_selector("#documents li >> text=冷蔵庫_取扱説明書")
         assert "needed" not in page.get_attribute("#token-box", "class")
         context.close()
+
+
+@pytest.mark.opensearch
+def test_a_degraded_server_and_an_upload_stored_but_not_indexed_are_shown(isolated_env, browser, tmp_path,  # noqa: F811
+                                                                          monkeypatch):
+    """A server whose cluster cannot be reached: the header showed "v0.1.0" as when all is well, and an upload
+    answered 202 `indexed: false` with a warning (the cluster lost after the pages were written) showed as a plain
+    success ("… 2 pages, 1 sections"). Now the header says "degraded" and the upload's warning is shown."""
+    from opensearch_fixtures import Proxy, drop_indices, node_url, unique_prefix
+    from test_serve import make_pdf
+
+    from ragkit.search import open_index
+    from ragkit.search.backend import ingest_into
+    from ragkit.search.opensearch.client import ClusterError
+    from ragkit.serve import app as serve_app
+
+    monkeypatch.setattr(serve_app, "HEALTH_TTL", 0.0)
+    url = node_url()
+    prefix = unique_prefix()
+    proxy = Proxy(url)
+    db = isolated_env / "database"
+    corpus = Path(__file__).resolve().parents[1] / "examples" / "corpus" / "policies"
+    ingest_into([corpus], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    open_index(db).close()  # the server opens its own, during the outage
+    pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual", "Crane zanzibarite maintenance"])
+    settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
+    proxy.cut()
+    try:
+        with LiveServer(settings) as srv:
+            page = browser.new_page()
+            page.set_default_timeout(60_000)
+            page.goto(srv.url + "/")
+            page.wait_for_selector("#health.degraded")
+            assert "degraded" in page.inner_text("#health"), page.inner_text("#health")
+            assert "unreachable" in page.get_attribute("#health", "title")
+            # the cluster is there for the upload's check, and gone when the pages are sent to it: 202
+            proxy.restore()
+            proxy.cut_at(b"POST /_bulk")
+            page.set_input_files("#upload-file", str(pdf))
+            page.fill("#upload-category", "upl")
+            page.click("#upload-form button")
+            page.wait_for_selector("#upload-status.warning")
+            status = page.inner_text("#upload-status")
+            assert proxy._srv is None, "the proxy was not cut: the upload never sent its pages"
+            assert "NOT searchable yet" in status and "stored but not indexed" in status, status
+            assert "rag index sync" in status, status
+            page.close()
+    finally:
+        proxy.close()
+        with contextlib.suppress(ClusterError):  # the index was never opened when the test failed early
+            open_index(db).close()
+        drop_indices(url, prefix)

@@ -260,14 +260,18 @@ app.add_typer(index_app, name="index")
 def index_sync(db: DbOpt = None, new_id: Annotated[bool, typer.Option(
         "--new-id", help="First give the database a new id and, with OpenSearch, its own new index on the same "
         "cluster (for a copy of another database, which would share that one's index).  [default: off]",
-        show_default=False)] = False) -> None:
+        show_default=False)] = False, index: Annotated[str | None, typer.Option(
+        "--index", metavar="ENGINE", help="First point the database at this index, as `rag ingest --index` does: "
+        "embedded, or opensearch+http://HOST:9200[/PREFIX] (a cluster that moved to a new address; every command "
+        "and `rag serve` replica then uses it).  [default: the index the database has]",
+        show_default=False)] = None) -> None:
     """Make the index match the page files: add, update and delete (a second run changes nothing). After an
     upgrade that analyses pages differently, a cluster's pages get their new terms and keep their vectors."""
     from ragkit.cli.render import print_sync_report
     from ragkit.search.backend import sync_index
 
     settings = load_settings(db=db)
-    print_sync_report(sync_index(settings.db, new_id=new_id), settings.db, console)
+    print_sync_report(sync_index(settings.db, new_id=new_id, index=index), settings.db, console)
 
 
 optimize_app = typer.Typer(help="The copies `rag batch --optimize | --enable-rl` kept.", no_args_is_help=True,

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from ragkit.core.errors import RagError
+from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, reference_path
 from ragkit.search.indexconfig import IndexConfig, index_config
@@ -160,23 +160,39 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
     moved to this index). Returns (IngestReport, SyncReport or None for the embedded engine, which picks changes
     up by itself)."""
     from ragkit.ingest import ingest_sources
-    from ragkit.search.indexconfig import index_spec_from_env, plan_index, store_index
+    from ragkit.search.indexconfig import index_spec_from_env
 
     if Path(db).is_file():
         raise RagError(f"{db}: is a file, not a database folder (--db names the folder to write the pages to)")
-    spec = index or index_spec_from_env()
-    cfg = plan_index(Path(db), spec) if spec else index_config(Path(db))
-    before = index_config(Path(db))  # read after plan_index, which gives an earlier ragkit's database its id
+    ix, moved = _point_at(Path(db), index or index_spec_from_env(), progress=kw.get("progress", True))
+    report = ingest_sources(sources, db=Path(db), **kw)
+    if ix is None:
+        return report, None
+    if moved or not ix.count():
+        return report, ix.sync()
+    written, removed = report.index_changes()
+    return report, ix.sync(rels=written, removed=removed, progress=kw.get("progress", True))
+
+
+def _point_at(db: Path, spec: str | None, *, progress: bool) -> tuple[Any, bool]:
+    """Give `db` the index `spec` names (None: the one it has), once the cluster has answered and taken `db` as its
+    index's owner (a failure leaves the engine the database had); moving says so in one line, and carries `rag
+    serve`'s /chat sessions from one cluster index to the other. Returns (the cluster index or None for the embedded
+    engine, whether the database moved to another index)."""
+    from ragkit.search.indexconfig import plan_index, store_index
+
+    cfg = plan_index(db, spec) if spec else index_config(db)
+    before = index_config(db)  # read after plan_index, which gives an earlier ragkit's database its id
     ix = None
     if cfg.backend == "opensearch":  # reachable, and not another database's index: before anything is stored
         from ragkit.search.indexconfig import check_not_a_copy
         from ragkit.search.opensearch import open_opensearch
 
-        check_not_a_copy(Path(db))  # a `cp -r` copy would share its original's index
-        ix = open_opensearch(Path(db), cfg, progress=kw.get("progress", True))
+        check_not_a_copy(db)  # a `cp -r` copy would share its original's index
+        ix = open_opensearch(db, cfg, progress=progress)
     moved = not cfg.same_index(before)
     if cfg != before:
-        store_index(Path(db), cfg)
+        store_index(db, cfg)
     if moved:
         sessions: int | str | None = None
         if ix is not None and before.backend == "opensearch":  # serve's /chat sessions go with the database
@@ -187,16 +203,10 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
                 sessions = carry_sessions(before, ix)
             except ClusterError as e:
                 sessions = str(e)
-        note = moved_note(Path(db), before, cfg, sessions)
+        note = moved_note(db, before, cfg, sessions)
         if note:
             log.warning("%s", note)
-    report = ingest_sources(sources, db=Path(db), **kw)
-    if ix is None:
-        return report, None
-    if moved or not ix.count():
-        return report, ix.sync()
-    written, removed = report.index_changes()
-    return report, ix.sync(rels=written, removed=removed, progress=kw.get("progress", True))
+    return ix, moved
 
 
 def moved_note(db: Path, before: IndexConfig, after: IndexConfig, sessions: int | str | None = None) -> str:
@@ -244,11 +254,19 @@ def _sessions_note(db: Path, before: IndexConfig, after: IndexConfig, sessions: 
     return ""
 
 
-def sync_index(db: Path, *, progress: bool = True, new_id: bool = False) -> Any:
+def sync_index(db: Path, *, progress: bool = True, new_id: bool = False, index: str | None = None) -> Any:
     """`rag index sync`: make the index match the page files (add, update, delete); a second run changes nothing.
     The embedded engine rescans its files; a cluster gets the differences in bulk. `new_id`: the database first
     gets a new id and, with a cluster, its own new index there, filled from its page files (a copy of another
-    database then stops sharing that one's index; the other's index is left as it was)."""
+    database then stops sharing that one's index; the other's index is left as it was). `index` (`--index`, as
+    ingest's): the database is first pointed at that index (a cluster that moved to another address: every command
+    and running `rag serve` replica then uses it), as `rag ingest --index` does, without a source to ingest."""
+    if new_id and index:
+        raise UsageError("--new-id and --index: give one (--index names the prefix itself; --new-id makes one on "
+                         "the cluster the database has)")
+    if index:
+        require_database(db)
+        _point_at(Path(db), index, progress=progress)
     if new_id:
         from ragkit.search.indexconfig import renew_id, store_index
 

@@ -85,7 +85,11 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
     from ragkit.serve.documents import stop_uploads
 
     app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb))
-    _warm_up(settings)
+    if app.state.start_problem:
+        announce(f"degraded: {app.state.start_problem}; serving anyway: /health answers 503, /search, /chat and "
+                 "uploads 503 until the cluster answers (the document list and pages answer now)")
+    else:
+        _warm_up(settings)
     shown = f"[{host}]" if ":" in host else host
     how = ("; token required: type it into the page's token box, or send Authorization: Bearer <token>"
            if token else "")

@@ -126,6 +126,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     """The app over the database at settings.db. `provider` overrides the one settings choose (tests)."""
     from ragkit.core.llm import get_provider, scrub
     from ragkit.search import open_index
+    from ragkit.search.indexconfig import index_config
 
     options = options or ServeOptions()
     db = Path(settings.db).resolve()
@@ -134,14 +135,19 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     secret = str(settings.api_key or "") or None
     token = options.token or None
     provider = provider if provider is not None else get_provider(settings)
-    first = open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
-    # with a cluster, sessions live there too, so that every replica continues every session
-    store = (ClusterSessionStore(first.client, first.sessions_name) if getattr(first, "backend", "") == "opensearch"
-             else SessionStore(db / ".ragkit"))
+    try:
+        open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
+        start_problem = None
+    except ClusterError as e:
+        # a replica (re)started during an outage comes up degraded, as a running one goes degraded: /health says
+        # 503, the files answer (/documents, /pages), and every request opens the index again, so it recovers
+        # once the cluster answers
+        start_problem = str(e)
     upload_limit = int(options.max_upload_mb * (1 << 20))
     # /docs is made here (apidocs.py): FastAPI's own loads Swagger UI from a CDN, blank offline
     app = FastAPI(title="ragkit", version=_version(), docs_url=None, redoc_url=None,
                   description="Answer, search and manage the documents of one ragkit database.")
+    app.state.start_problem = start_problem
     app.add_middleware(BodyLimit, upload_limit=upload_limit)
 
     def clean(message: object) -> str:
@@ -149,6 +155,32 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
     def error(status: int, message: object, **extra: Any) -> JSONResponse:
         return JSONResponse({"error": clean(message), **extra}, status_code=status)
+
+    @app.middleware("http")
+    async def failures(request: Request, call_next):
+        """One line on stderr per request that failed on the server's side (5xx: an outage, a model's failure, a
+        bug) or was refused as in conflict with the database (409: the index holds no pages): what an operator
+        must see to notice an outage. Method, path (without its query, which may hold a question), status and
+        time; never a header or a body."""
+        t0 = time.monotonic()
+        what = f"{request.method} {request.url.path[:200]}"
+        try:
+            response = await call_next(request)
+        except Exception as e:  # a bug: the app's last handler answers 500 (and logs the traceback)
+            log.warning("%s", f"{what} -> 500 ({type(e).__name__})")
+            raise
+        if request.url.path == "/health" or (response.status_code < 500 and response.status_code != 409):
+            return response  # /health: a probe every few seconds; its changes of state are logged once each
+        # the cause, as the client reads it (already one line, the model API key scrubbed): an error is small
+        body = b"".join([chunk async for chunk in response.body_iterator])
+        try:
+            cause = str(json.loads(body).get("error") or "")[:300]
+        except (ValueError, AttributeError):
+            cause = ""
+        log.warning("%s", f"{what} -> {response.status_code} ({(time.monotonic() - t0) * 1000:.0f} ms)"
+                    + (f": {cause}" if cause else ""))
+        return Response(body, status_code=response.status_code, headers=dict(response.headers),
+                        background=response.background)
 
     @app.middleware("http")
     async def auth(request: Request, call_next):
@@ -209,18 +241,34 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     def index():
         return open_index(db, progress=False)
 
+    local_store: list[SessionStore] = []  # made once: it creates its tables
+
+    def store(ix: Any) -> SessionStore | ClusterSessionStore:
+        """The sessions of `ix`, the index the database names now (index()): with a cluster, they live there too, so
+        that every replica continues every session, and they follow the database when it moves to another address
+        (`rag index sync --index`), as searches do."""
+        if getattr(ix, "backend", "") == "opensearch":
+            return ClusterSessionStore(ix.client, ix.sessions_name)
+        if not local_store:
+            local_store.append(SessionStore(db / ".ragkit"))
+        return local_store[0]
+
     # ------------------------------------------------------------------------------------------ endpoints
     checked: dict[str, Any] = {}  # the last index check: at, problem (None when fine), state
     checking = threading.Lock()
 
     def index_health() -> tuple[str | None, str]:
         """(the index's problem or None, a word on its state), from a cluster check at most HEALTH_TTL old."""
-        if getattr(first, "backend", "") != "opensearch":
+        if index_config(db).backend != "opensearch":  # read each time: the database may have moved to a cluster
             return None, "embedded"
         with checking:  # one check at a time: probes arriving together share it
             if time.monotonic() - checked.get("at", float("-inf")) >= HEALTH_TTL:
+                was = checked.get("problem", start_problem)
                 checked.update(zip(("problem", "state"), _index_health(index), strict=True))
                 checked["at"] = time.monotonic()
+                if bool(was) != bool(checked["problem"]):  # one line when the state changes, not one per probe
+                    log.warning("%s", f"health: degraded: {clean(checked['problem'])}" if checked["problem"]
+                                else f"health: ok again ({checked['state']})")
             return checked["problem"], checked["state"]
 
     @app.get("/health")
@@ -322,22 +370,24 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         if strategy not in STRATEGIES:
             raise docs.ClientError(422, f"strategy: unknown strategy {strategy!r}; choose one of "
                                         f"{', '.join(STRATEGIES)}")
+        ix = index()  # one index for the whole answer: its sessions, its searches
+        sessions = store(ix)
         if req.session_id is not None:
-            if not valid_session_id(req.session_id) or not store.exists(req.session_id):
+            if not valid_session_id(req.session_id) or not sessions.exists(req.session_id):
                 raise docs.ClientError(404, f"session_id: no session {req.session_id[:80]!r} (start a new one "
                                             "by leaving session_id out)")
             sid = req.session_id
         else:
-            sid = store.new()
+            sid = sessions.new()
         if req.stream:
-            return StreamingResponse(_stream(sid, query, strategy), media_type="text/event-stream",
+            return StreamingResponse(_stream(sid, query, strategy, ix), media_type="text/event-stream",
                                      headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
-        result, status = _answer(sid, query, strategy, None)
+        result, status = _answer(sid, query, strategy, None, ix)
         return JSONResponse(clean_json(result), status_code=status)
 
-    def _prepare(sid: str, query: str, strategy: str) -> tuple[str, str, Any]:
+    def _prepare(sid: str, query: str, strategy: str, ix: Any) -> tuple[str, str, Any]:
         """(standalone search query, question for the answerer, rewrite usage)."""
-        history = store.history(sid, HISTORY_FOR_REWRITE)
+        history = store(ix).history(sid, HISTORY_FOR_REWRITE)
         if provider.is_offline:
             standalone, usage = rewrite_offline(query, history), None
         else:
@@ -349,11 +399,11 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             question = f"{standalone}\n\n(Earlier in this conversation:\n{convo})"
         return standalone, question, usage
 
-    def _answer(sid: str, query: str, strategy: str, trace_path: Path | None) -> tuple[dict, int]:
+    def _answer(sid: str, query: str, strategy: str, trace_path: Path | None, ix: Any) -> tuple[dict, int]:
         from ragkit.answer import ask
 
-        standalone, question, rewrite_usage = _prepare(sid, query, strategy)
-        answer = ask(question, settings, strategy=strategy, index=index(), provider=provider,
+        standalone, question, rewrite_usage = _prepare(sid, query, strategy, ix)
+        answer = ask(question, settings, strategy=strategy, index=ix, provider=provider,
                      trace_path=trace_path)
         if rewrite_usage is not None:
             answer.usage.add(rewrite_usage)
@@ -362,10 +412,10 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             return {"error": clean(answer.error), "session_id": sid}, 503 if answer.error_kind == "index" else 502
         answer.question = query
         out = _chat_json(db, answer, sid, standalone, clean)
-        store.add(sid, Turn(query, standalone, out["answer"], [s["path"] for s in out["sources"]]))
+        store(ix).add(sid, Turn(query, standalone, out["answer"], [s["path"] for s in out["sources"]]))
         return out, 200
 
-    def _stream(sid: str, query: str, strategy: str):
+    def _stream(sid: str, query: str, strategy: str, ix: Any):
         """Yield the agent's steps (its trace, as it is written) and then the answer, as server-sent events."""
         trace_dir = db / ".ragkit" / "serve-traces"
         trace_dir.mkdir(parents=True, exist_ok=True)
@@ -374,7 +424,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
         def work() -> None:
             try:
-                box["result"] = _answer(sid, query, strategy, trace)
+                box["result"] = _answer(sid, query, strategy, trace, ix)
             except docs.ClientError as e:
                 box["result"] = ({"error": clean(e)}, e.status)
             except ClusterError as e:
@@ -406,6 +456,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
                     break
                 time.sleep(0.05)
             result, status = box.get("result", ({"error": "no answer"}, 500))
+            if status >= 500 or status == 409:  # the response itself said 200: its event says the failure
+                log.warning("%s", f"POST /chat (stream) -> {status}: {str(result.get('error') or '')[:300]}")
             yield _sse("answer" if status == 200 else "error", {**result, "status": status})
         finally:
             trace.unlink(missing_ok=True)

@@ -112,9 +112,27 @@ def _untrusted(e: BaseException) -> ssl.SSLCertVerificationError | None:
     return None
 
 
+def _refuses_credentials(r: httpx.Response) -> bool:
+    """Whether a 401/403 is a cluster (or a proxy in front of one) refusing the credentials: a Basic or ApiKey
+    challenge, a security_exception (OpenSearch's and Elasticsearch's JSON error), or OpenSearch Security's bare
+    "Unauthorized" (or nothing) without a challenge. Another server's refusal (a web app's Bearer token, its own
+    JSON) is not: asking for RAG_OPENSEARCH_USER would send the user after credentials no cluster asked for."""
+    challenge = r.headers.get("www-authenticate", "").lower()
+    if any(w in challenge for w in ("basic", "apikey", "opensearch")):
+        return True
+    try:
+        data = r.json()
+    except ValueError:
+        return not challenge
+    err = data.get("error") if isinstance(data, dict) else None
+    return isinstance(err, dict) and "security_exception" in json.dumps(err)
+
+
 class Client:
-    def __init__(self, url: str, *, timeout: float = TIMEOUT) -> None:
+    def __init__(self, url: str, *, timeout: float = TIMEOUT, prefix: str = "") -> None:
+        """`prefix`: the database's index prefix, named in the command an unreachable cluster's message gives."""
         self.url = url.rstrip("/")
+        self.prefix = prefix
         headers, auth = _auth()
         self._secrets = [s for s in (os.environ.get("RAG_OPENSEARCH_API_KEY"),
                                      os.environ.get("RAG_OPENSEARCH_PASSWORD")) if s]
@@ -163,14 +181,20 @@ class Client:
                     time.sleep(0.2 * attempt)
                     continue
                 raise ClusterError(f"OpenSearch at {self.url} is unreachable ({self._clean(str(e) or type(e).__name__)}); "
-                                   "is the cluster running? The address comes from --index or the "
-                                   "database's configuration (DB/.ragkit/index.json)") from None
+                                   "is the cluster running? If it moved to another address, point the database "
+                                   "at it: rag index sync --index "
+                                   f"opensearch+{urlsplit(self.url).scheme or 'http'}://NEW-HOST:PORT/"
+                                   f"{self.prefix or 'PREFIX'}") from None
             if r.status_code in (429, 502, 503, 504) and attempt < retries:
                 time.sleep(0.5 * attempt)
                 continue
             break
         if r.status_code in ok:
             return {"status": r.status_code}
+        if r.status_code in (401, 403) and not _refuses_credentials(r):
+            raise ClusterError(f"OpenSearch at {self.url}: {method} {path} answered {r.status_code} ("
+                               f"{self._clean(r.text) or 'no body'}), not as an OpenSearch cluster refuses "
+                               "credentials: is this the address of an OpenSearch cluster?", r.status_code)
         if r.status_code in (401, 403):
             raise ClusterError(f"OpenSearch at {self.url} refused the credentials ({r.status_code}); set "
                                "RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY",

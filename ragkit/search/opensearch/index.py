@@ -73,7 +73,7 @@ class OpenSearchIndex:
         self.db = Path(db).resolve()
         self.cfg = cfg
         self.progress = progress
-        self.client = Client(cfg.url)
+        self.client = Client(cfg.url, prefix=cfg.prefix)
         self.pages_name = f"{cfg.prefix}-pages"
         self.documents_name = f"{cfg.prefix}-documents"
         self.sessions_name = f"{cfg.prefix}-sessions"
@@ -492,7 +492,7 @@ def carry_sessions(before: IndexConfig, ix: OpenSearchIndex) -> int:
     `ix`'s sessions index, as they are: a session already there is replaced by the one carried (moving back to an
     earlier index, the carried copy is the newer). Returns how many were copied (0 when `before` had no sessions
     index). Raises ClusterError when the old cluster cannot be read or the new one refuses the copies."""
-    src = Client(before.url)
+    src = Client(before.url, prefix=before.prefix)
     scroll = None
     try:
         got = src.request("POST", f"/{before.prefix}-sessions/_search", {"size": SESSIONS_PAGE, "sort": ["_doc"]},

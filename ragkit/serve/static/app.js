@@ -207,17 +207,36 @@ $("upload-form").addEventListener("submit", async (ev) => {
   form.append("file", file);
   if ($("upload-category").value.trim()) form.append("category", $("upload-category").value.trim());
   $("upload-status").textContent = "ingesting " + file.name + "…";
+  $("upload-status").classList.remove("warning");
   try {
     const d = await api("/documents", { method: "POST", body: form });
-    $("upload-status").textContent = `${d.category} / ${d.name}: ${d.pages} pages, ${d.sections.length} sections` +
-      (d.unchanged ? " (unchanged)" : "");
+    const what = `${d.category} / ${d.name}: ${d.pages} pages, ${d.sections.length} sections`;
+    // 202: stored, but the index did not take the pages (the cluster failed): not a success to search or ask
+    const stored = d.indexed === false || d.warning;
+    $("upload-status").textContent = stored ? `${what}, NOT searchable yet: ${d.warning || "the pages are not indexed"}`
+                                            : what + (d.unchanged ? " (unchanged)" : "");
+    $("upload-status").classList.toggle("warning", !!stored);
     $("upload-form").reset();
   } catch (e) {
     $("upload-status").textContent = "error: " + e.message;
+    $("upload-status").classList.add("warning");
   }
   refreshDocuments();
+  checkHealth();
 });
 
-fetch("/health").then((r) => r.json()).then((h) => { $("health").textContent = "v" + h.version; }).catch(() => {});
+// the header: the version, or that the server is degraded (its index cannot be used: search and chat fail) and why
+async function checkHealth() {
+  let h = null;
+  try { h = await (await fetch("/health")).json(); } catch (e) { h = { status: "unreachable" }; }
+  const ok = h.status === "ok";
+  const box = $("health");
+  box.textContent = (h.version ? "v" + h.version : "") + (ok ? "" : (h.version ? " · " : "") + "degraded: " +
+    (h.status === "unreachable" ? "the server does not answer" : "search and chat are unavailable"));
+  box.title = ok ? (h.index || "") : (h.index || h.status);
+  box.classList.toggle("degraded", !ok);
+}
+setInterval(checkHealth, 30000);
+checkHealth();
 setSession(sessionId);
 refreshDocuments();
