@@ -232,7 +232,25 @@ def test_json_output_of_a_failure_is_an_object_with_an_error(isolated_env):
     assert data["error"] and "SECRET" not in res.stdout + res.stderr
     missing = rag("search", "x", "--db", str(isolated_env / "nope"), "--format", "json")
     assert missing.returncode == 1
-    assert json.loads(missing.stdout)["error"] and len(missing.stderr.splitlines()) == 1
+    # said once, as docs/commands.md says: the JSON object on stdout, nothing on stderr (report s54 L3)
+    assert json.loads(missing.stdout)["error"] and missing.stderr == ""
+    assert res.stderr == "" and len(res.stdout.splitlines()) == 1  # a failed answer too
+
+
+def test_a_path_that_names_no_folder_is_bad_input_said_once(isolated_env):
+    """Report s54 L3: `rag search --path nosuch` printed its error twice with --format json (JSON on stdout and the
+    line on stderr). A folder that does not exist is unusable input (exit 1, as a --db that does not exist;
+    docs/commands.md), not a malformed option (2); with --format json it is the JSON object only."""
+    write_pages(isolated_env / "database", {"d/doc/s/page_001.md": ("doc", "s", 1, "VPN sessions last 8 hours.")})
+    text = rag("search", "VPN", "--path", "nosuch", env={"RAG_EMBED": "0"})
+    assert text.returncode == 1 and text.stdout == ""
+    assert text.stderr.splitlines() == ["error: --path 'nosuch': no such folder in database (`rag search` without "
+                                        "--path searches everything)"], text.stderr
+    js = rag("search", "VPN", "--path", "nosuch", "--format", "json", env={"RAG_EMBED": "0"})
+    assert js.returncode == 1 and js.stderr == "", js.stderr
+    assert json.loads(js.stdout) == {"error": text.stderr.splitlines()[0].removeprefix("error: ")}
+    usage = rag("search", "VPN", "-k", "0", "--format", "json")
+    assert usage.returncode == 2 and usage.stderr == "" and "-k must be at least 1" in json.loads(usage.stdout)["error"]
 
 
 def test_a_failed_answer_in_text_mode_is_one_line_on_stderr_and_nothing_on_stdout(isolated_env):

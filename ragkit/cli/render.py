@@ -26,14 +26,14 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None, err_
 
     An error is one line on `err_console` (stderr unless given), as every command's errors are; in text mode it
     is all that is printed (a failed answer has no text), so `a=$(rag ask ...)` never captures the error as the
-    answer."""
+    answer. In JSON it is the object's `error` only: said once."""
     from rich.console import Console
     from rich.markup import escape
 
     from ragkit.core.console import make_console
 
     console = console if console is not None else Console()
-    if answer.error:
+    if answer.error and fmt != "json":
         err_console = err_console if err_console is not None else make_console(stderr=True)
         err_console.print(f"[red]error:[/red] {escape(one_line(answer.error))}", highlight=False)
     if fmt == "json":
