@@ -62,6 +62,25 @@ def test_a_usage_error_is_one_line_and_exit_2(isolated_env, columns):
     assert len(res.stderr.splitlines()) == 1 and "--format must be text or json" in res.stderr
 
 
+def test_ingest_counts_every_source_and_says_its_failures_on_stderr(isolated_env):
+    """Report s54 L2: with 6 sources (4 unchanged, 2 broken) the progress line said `1/1 doc (100%)`, and the
+    `failed:` lines went to stdout with the table. The line counts every source given; failures go to stderr."""
+    src = isolated_env / "docs" / "c"
+    for i in range(4):
+        make_pdf(src / f"doc{i}.pdf", body_pages(1))
+    assert rag("ingest", "docs", "--workers", "1").returncode == 0
+    (src / "broken.pdf").write_text("not a pdf at all", encoding="utf-8")
+    (src / "broken.docx").write_text("not a zip either", encoding="utf-8")
+    make_pdf(src / "new.pdf", body_pages(1))
+    res = rag("ingest", "docs", "--workers", "1")
+    assert res.returncode == 1, res.stderr
+    progress = [ln for ln in res.stderr.splitlines() if ln.startswith("ingest: ")]
+    assert progress and progress[-1].startswith("ingest: 7/7 doc (100%)"), res.stderr
+    failed = [ln for ln in res.stderr.splitlines() if ln.startswith("failed: ")]
+    assert len(failed) == 2 and "broken.pdf" in "".join(failed) and "broken.docx" in "".join(failed), res.stderr
+    assert "failed:" not in res.stdout and "broken.pdf" not in res.stdout, res.stdout
+
+
 def test_pipes_get_a_few_plain_progress_lines_not_carriage_returns(isolated_env):
     src = isolated_env / "docs" / "c"
     for i in range(8):

@@ -245,7 +245,7 @@ def ingest(
         page_text_mb=max_page_text_mb, doc_seconds=doc_timeout, memory_mb=max_doc_memory_mb))
     report, synced = ingest_into(sources, db=settings.db, index=index, category=category, force=force,
                                  workers=workers, limits=settings.limits, prune=prune)
-    print_ingest_report(report, console)
+    print_ingest_report(report, console, err)
     if synced is not None:
         print_sync_report(synced, settings.db, console)
     if report.failed:

@@ -99,8 +99,9 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:_SHOW_IGNORED]) + more
 
 
-def print_ingest_report(report: IngestReport, console) -> None:
-    """A summary table, then one line per failure."""
+def print_ingest_report(report: IngestReport, console, err_console=None) -> None:
+    """A summary table, then one line per failure on `err_console` (stderr unless given), as every command's
+    errors are."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -144,9 +145,13 @@ def print_ingest_report(report: IngestReport, console) -> None:
         console.print(f"warning: {strip_controls(path)}: {warning}", highlight=False, markup=False)
     if report.outdated:
         console.print(outdated_note(report), highlight=False, markup=False, soft_wrap=True)
+    if report.failed:
+        from ragkit.core.console import make_console
+
+        err_console = err_console if err_console is not None else make_console(stderr=True)
     for path, reason in report.failed:
-        console.print(f"failed: {strip_controls(path)}: {one_line(reason)}", highlight=False, markup=False,
-                      soft_wrap=True)
+        err_console.print(f"failed: {strip_controls(path)}: {one_line(reason)}", highlight=False, markup=False,
+                          soft_wrap=True)
 
 
 # -- rag batch / rag eval -----------------------------------------------------------------------------------------
