@@ -137,6 +137,7 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     # a judge column's figures cover the rows a judge measured; the refusals passed by rule are counted apart
     by_rule = [r for r in qa_rows if r.get(JUDGED_BY) == BY_RULE]
     summary = []
+    errored = sum(1 for r in qa_rows if r.get("Error"))
     if qa_rows:
         for c in metric_cols:
             if c in RULE_COLUMNS:
@@ -153,6 +154,9 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
             elif c == ATTEMPTS:  # 0 = never re-asked: no attempt to average
                 row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: bool(parse_number(r.get(ATTEMPTS))),
                                         which="the rows the optimizer worked on")
+            elif errored:  # a failed row has no answer: its Refused 0, Steps and Latency measure none
+                row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: not r.get("Error"),
+                                        which=f"answered; the {errored} with an answer error left out")
             else:
                 row = summarize(qa_rows, [c], reference_column=ref_col)[0]
             summary.append(format_row(row))
@@ -206,7 +210,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         ("Judge cost (USD)", _cost_total(report.judge_usage.cost_usd)),
         ("Provider", report.provider),
         ("Model", report.model),
-        ("Judge model", report.judge_model),
+        # the lexical judge is no model: the record says None, and so does the summary
+        ("Judge model", report.judge_model if report.run.judge_model else "none"),
         ("Strategy", report.strategy or None),
         ("k", report.run.k),
         ("Context tokens", report.run.context_tokens),
