@@ -853,3 +853,58 @@ def test_a_page_without_text_is_no_hit_unless_the_query_names_it_in_the_cluster_
         words = [h.path for h in ix.search("quarterly review")]
         assert words and empty not in words
         assert empty in [h.path for h in ix.search("What is shown on page 3 of the quarterly review?")]
+
+
+def test_every_output_names_the_backend_that_searched_and_compare_tells_a_migration_apart(url, isolated_env):
+    """Report s54 M2: `rag search` (text and JSON), `rag ask --format json`, `rag batch`'s run record and summary
+    and `rag compare` did not say which backend searched, so a before/after-migration pair on one folder could not
+    be told apart. Each names it now (embedded, or the cluster's address, prefix and analysis), never credentials."""
+    db = isolated_env / "database"
+    report, _ = ingest_into([CORPUS], db=db, progress=False)
+    assert not report.failed
+    csv = isolated_env / "q.csv"
+    csv.write_text("Question,Reference Document\nHow long can a VPN session last?,"
+                   "database/policies/information_security_policy/4. Remote Access/page_005.md\n", encoding="utf-8")
+
+    def batch() -> tuple[Path, dict]:
+        out = rag("batch", str(csv), "--strategy", "search", "--db", "database", "--print-path",
+                  env={"RAG_OPENSEARCH_USER": "admin", "RAG_OPENSEARCH_PASSWORD": secret})
+        assert out.returncode == 0, out.stderr
+        path = Path(out.stdout.strip())
+        summary = {r[0]: r[3] for r in (line.split(",") for line in path.with_name(
+            path.stem + "_summary.csv").read_text(encoding="utf-8-sig").splitlines())}
+        return path, summary
+
+    secret = "s3cr3t-PASSWORD-value"
+    before, before_summary = batch()
+    assert json.loads(before.with_name(before.stem + ".run.json").read_text(encoding="utf-8"))["index"] == "embedded"
+    assert before_summary["Index"] == "embedded"
+    prefix = unique_prefix()
+    try:
+        moved = rag("ingest", str(CORPUS), "--db", "database", "--index", f"opensearch+{url}/{prefix}")
+        assert moved.returncode == 0, moved.stderr
+        label = f"opensearch {url}/{prefix} (analysis ragkit)"
+        env = {"RAG_OPENSEARCH_USER": "admin", "RAG_OPENSEARCH_PASSWORD": secret, "RAG_EMBED": "0"}
+        text = rag("search", "VPN session", "--db", "database", "-k", "2", env=env)
+        assert text.returncode == 0 and f"index: {label}" in " ".join(text.stdout.split()), text.stdout
+        hits = json.loads(rag("search", "VPN session", "--db", "database", "-k", "2", "--format", "json",
+                              env=env).stdout)
+        assert [h["index"] for h in hits] == [label, label]
+        standard = rag("search", "VPN session", "--db", "database", "--format", "json",
+                       env={**env, "RAG_OPENSEARCH_ANALYSIS": "standard"})
+        assert json.loads(standard.stdout)[0]["index"] == f"opensearch {url}/{prefix} (analysis standard)"
+        ask = rag("ask", "How long can a VPN session last?", "--db", "database", "--format", "json",
+                  "--provider", "offline", env=env)
+        assert json.loads(ask.stdout)["metadata"]["index"] == label, ask.stdout
+        after, after_summary = batch()
+        assert json.loads(after.with_name(after.stem + ".run.json").read_text(encoding="utf-8"))["index"] == label
+        assert after_summary["Index"] == label
+        cmp = rag("compare", str(before), str(after), "--format", "markdown")
+        assert cmp.returncode == 0, cmp.stderr
+        assert (f"### rag compare: search · index embedded → search · index {label}"
+                in cmp.stdout.splitlines()[0]), cmp.stdout
+        for out in (text, standard, ask, cmp):
+            assert secret not in out.stdout + out.stderr and "admin" not in out.stdout + out.stderr
+    finally:
+        open_index(db).close()
+        drop_indices(url, prefix)

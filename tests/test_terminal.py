@@ -465,3 +465,16 @@ def test_help_shows_argument_names_not_python_types():
         assert "{" not in usage and "<" not in usage, usage
         assert not re.search(r"<(?:list\[|int>|str>|Path>|float>|bool>)", res.stdout), (name, res.stdout)
     assert "Usage: rag ingest [OPTIONS] SOURCE...\n" in rag("ingest", "--help").stdout
+
+
+def test_search_and_ask_name_the_index_backend(isolated_env):
+    """Report s54 M2: `rag search` (text and JSON) and `rag ask --format json` did not say which backend searched.
+    They name it (the embedded engine here; a cluster's address, prefix and analysis in test_opensearch)."""
+    write_pages(isolated_env / "database", {"d/doc/s/page_001.md": ("doc", "s", 1, "VPN sessions last 8 hours.")})
+    env = {"RAG_EMBED": "0"}
+    text = rag("search", "VPN sessions", env=env)
+    assert text.returncode == 0 and "index: embedded" in text.stdout, text.stdout
+    hits = json.loads(rag("search", "VPN sessions", "--format", "json", env=env).stdout)
+    assert hits and {h["index"] for h in hits} == {"embedded"}
+    ask = rag("ask", "How long do VPN sessions last?", "--format", "json", "--provider", "offline", env=env)
+    assert ask.returncode == 0 and json.loads(ask.stdout)["metadata"]["index"] == "embedded", ask.stdout

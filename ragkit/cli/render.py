@@ -371,7 +371,7 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console: A
     if not hits:
         console.print("no matching pages")
         return
-    from ragkit.search.backend import ranking_note
+    from ragkit.search.backend import index_label, ranking_note
 
     table = Table(show_lines=True)
     table.add_column("#", justify="right")
@@ -384,7 +384,8 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console: A
         table.add_row(str(i), escape(reference_path(Path(db), h.path)), page,
                       f"[bold]{escape(h.title)}[/bold]\n{escape(h.snippet)}", f"{h.score:.3f}")
     console.print(table)
-    console.print(ranking_note(hits), highlight=False, markup=False, style="dim")
+    console.print(f"{ranking_note(hits)}; index: {index_label(Path(db))}", highlight=False, markup=False,
+                  style="dim")
 
 
 # -- rag genqa ------------------------------------------------------------------------------------------

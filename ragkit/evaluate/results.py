@@ -219,6 +219,7 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         ("Checklists written by", report.run.checklists_by),
         ("ragkit version", report.run.version or None),
         ("Database", report.run.database or None),
+        ("Index", report.run.index),
         ("Kind", report.run.kind or report.kind),
         ("Date", report.run.date),
         ("Input", report.run.input or None),
@@ -313,11 +314,13 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
                judge: Any, k: int | None, input_path: Path, offline: bool, rows: list[dict]) -> RunInfo:
     """What made this run (written beside its results as <results>.run.json)."""
     from ragkit import __version__
+    from ragkit.search.backend import index_label
 
     run = RunInfo(kind=kind, strategy=strategy, provider=provider, model=model,
                   judge_model=None if getattr(judge, "is_offline", False) else judge.model,
                   k=k, context_tokens=settings.context_tokens, version=__version__,
-                  database=str(Path(settings.db).resolve()), input=str(input_path),
+                  database=str(Path(settings.db).resolve()), index=index_label(Path(settings.db)),
+                  input=str(input_path),
                   engine="offline-extractive" if offline else None, checklists_by=checklist_authors(rows))
     run.notes = quoting_notes(run)
     return run
