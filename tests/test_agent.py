@@ -633,7 +633,7 @@ def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
     doc = json.loads(result.stdout)
     assert list(doc) == ["answer", "refused", "sources", "confidence", "general_knowledge", "metadata"]
     assert list(doc["metadata"]) == ["provider", "model", "strategy", "timestamp", "steps", "input_tokens",
-                                     "output_tokens", "cost_usd", "latency_ms", "engine", "fallback",
+                                     "output_tokens", "cost_usd", "latency_ms", "engine", "fallback", "index",
                                      "max_loops_reached"]
     assert doc["general_knowledge"] is False and doc["metadata"]["fallback"] is None
     assert doc["metadata"]["max_loops_reached"] is False  # the agent answered within its step budget

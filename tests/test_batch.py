@@ -1104,3 +1104,32 @@ def test_wrong_database_hint_keeps_an_absolute_path_absolute(isolated_env):
     assert f"hint: they exist under {first}, so try --db {first}" in msg, msg
     result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(other), "--provider", "offline"])
     assert result.exit_code == 1 and f"--db {first}" in " ".join(result.output.split()), result.output
+
+
+def test_refused_steps_and_latency_cover_the_answered_rows_when_some_failed(isolated_env):
+    """Report s54 M6: with rows that failed (an answer error), Refused, Steps and Latency were averaged over every
+    row, failed ones included (Refused 1/84 where 1 of the 11 answered was refused); they cover the answered rows
+    now and say how many failed rows were left out. L4: no judge ran (the lexical checks): the summary says
+    `Judge model` none, as the run record's null does, not "offline"."""
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"], ["冷蔵室の温度は？"],
+                                               ["How do I change the WiFi password?"], ["Where is the manual?"]])
+
+    def answer_fn(question: str, settings, **_kw) -> Answer:
+        if question.startswith(("How do I change", "Where")):  # the cluster went away: no answer
+            return Answer(question=question, answer="", refused=False, steps=0, latency_ms=50_000.0,
+                          error="OpenSearch at http://127.0.0.1:1 is unreachable")
+        refused = question.startswith("冷蔵")
+        return Answer(question=question, answer="" if refused else "Hold the reset button.", refused=refused,
+                      steps=4, latency_ms=100.0)
+
+    report = B.run_batch(inp, offline(db, isolated_env), progress=False, answer_fn=answer_fn)
+    assert len(report.errors) == 2
+    summary = _summary(report)
+    assert summary["Answered"]["Total"] == "2" and summary["Answer errors"]["Total"] == "2"
+    for metric, mean in (("Refused", 0.5), ("Steps", 4.0), ("Latency ms", 100.0)):
+        row = summary[metric]
+        assert float(row["Mean"]) == pytest.approx(mean) and row["Rows"] == "2", row
+        assert "the 2 with an answer error left out" in row["Covers"], row
+    assert summary["Judge model"]["Total"] == "none"
+    assert json.loads(report.run_path.read_text(encoding="utf-8"))["judge_model"] is None

@@ -791,11 +791,12 @@ def test_print_report_lists_failures(isolated_env):
 
     from rich.console import Console
 
-    buf = StringIO()
+    buf, err = StringIO(), StringIO()
     rep = IngestReport(documents=2, pages=5, skipped=1, failed=[("a [b].pdf", "corrupt PDF")], pages_without_text=1)
-    print_ingest_report(rep, Console(file=buf, width=120))
+    print_ingest_report(rep, Console(file=buf, width=120), Console(file=err, width=120))
     text = buf.getvalue()
-    assert "failed: a [b].pdf: corrupt PDF" in text and "documents" in text
+    assert "documents" in text and "failed:" not in text  # the failures are errors: on stderr (report s54 L2)
+    assert "failed: a [b].pdf: corrupt PDF" in err.getvalue()
 
 
 def test_empty_source_list():

@@ -61,6 +61,8 @@ def test_a_batch_writes_its_run_record_and_separates_rule_from_judge(two_runs, s
         assert summary[m]["Mean"] == "" and summary[m]["Rows"] == "0"
         assert summary[m]["Covers"] == "not measured (no judge)"
     assert summary["Strategy"]["Total"] == "agent" and summary["k"]["Total"] == "5"
+    # which backend searched (report s54 M2): the record and the summary name it
+    assert info.index == "embedded" and summary["Index"]["Total"] == "embedded"
 
 
 def test_compare_labels_the_runs_by_what_differs_and_shows_their_records(two_runs):
@@ -183,3 +185,19 @@ def test_a_batch_says_how_many_refusals_asked_which_document_was_meant(sample_db
     assert note in set(summary[summary["Metric"] == "Note"]["Total"])
     answers = read_csv(results)
     assert list(answers["Refused"]) == ["True", "False"]
+
+
+def test_runs_that_differ_only_by_backend_are_labelled_by_it_and_older_records_read_as_before():
+    """Report s54 M2: a before/after-migration pair (the same folder, embedded then OpenSearch) had the same label
+    and record line; the index tells them apart now. A record written before the field (None) is unknown, not
+    different: it reads as before."""
+    from ragkit.reports.compare import run_line
+
+    os_label = "opensearch http://127.0.0.1:9200/team (analysis ragkit)"
+    a = RunInfo(strategy="agent", model="offline", database="/db", index="embedded", date="2026-11-27T14:46:00")
+    b = RunInfo(strategy="agent", model="offline", database="/db", index=os_label, date="2026-11-27T14:47:00")
+    assert run_labels([a, b], ["x", "y"]) == ["agent · offline · index embedded", f"agent · offline · index {os_label}"]
+    assert f"index {os_label}" in run_line(b)
+    old = RunInfo.from_json({"strategy": "agent", "model": "offline", "database": "/db", "date": "2026-11-27T14:40"})
+    assert old.index is None and "index" not in run_line(old)
+    assert run_labels([old, a], ["x", "y"]) == ["agent · offline · 2026-11-27 14:40", "agent · offline · 2026-11-27 14:46"]

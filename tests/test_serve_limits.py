@@ -220,3 +220,29 @@ def test_serve_needs_a_database_that_exists(tmp_path):
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 2 and lines[-1].startswith(f"error: --db {missing}: no such folder"), done.stderr
     assert not (tmp_path / "no").exists()
+
+
+def test_the_start_up_line_names_the_index_backend(sample_db_copy):
+    """Report s54 M2: `rag serve` said which folder it served but not which backend searches it (only /health
+    did). The start-up line names it: here the embedded engine (docs/serve.md)."""
+    proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "serve", "--db", str(sample_db_copy), "--port", "0",
+                             "--provider", "offline"], stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        lines = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            if not line:
+                break
+            lines.append(line)
+            if line.startswith("serving "):
+                break
+        assert lines and lines[-1].startswith(f"serving {sample_db_copy} (index: embedded) on http://"), lines
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        proc.stderr.close()

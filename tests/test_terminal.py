@@ -62,6 +62,25 @@ def test_a_usage_error_is_one_line_and_exit_2(isolated_env, columns):
     assert len(res.stderr.splitlines()) == 1 and "--format must be text or json" in res.stderr
 
 
+def test_ingest_counts_every_source_and_says_its_failures_on_stderr(isolated_env):
+    """Report s54 L2: with 6 sources (4 unchanged, 2 broken) the progress line said `1/1 doc (100%)`, and the
+    `failed:` lines went to stdout with the table. The line counts every source given; failures go to stderr."""
+    src = isolated_env / "docs" / "c"
+    for i in range(4):
+        make_pdf(src / f"doc{i}.pdf", body_pages(1))
+    assert rag("ingest", "docs", "--workers", "1").returncode == 0
+    (src / "broken.pdf").write_text("not a pdf at all", encoding="utf-8")
+    (src / "broken.docx").write_text("not a zip either", encoding="utf-8")
+    make_pdf(src / "new.pdf", body_pages(1))
+    res = rag("ingest", "docs", "--workers", "1")
+    assert res.returncode == 1, res.stderr
+    progress = [ln for ln in res.stderr.splitlines() if ln.startswith("ingest: ")]
+    assert progress and progress[-1].startswith("ingest: 7/7 doc (100%)"), res.stderr
+    failed = [ln for ln in res.stderr.splitlines() if ln.startswith("failed: ")]
+    assert len(failed) == 2 and "broken.pdf" in "".join(failed) and "broken.docx" in "".join(failed), res.stderr
+    assert "failed:" not in res.stdout and "broken.pdf" not in res.stdout, res.stdout
+
+
 def test_pipes_get_a_few_plain_progress_lines_not_carriage_returns(isolated_env):
     src = isolated_env / "docs" / "c"
     for i in range(8):
@@ -232,7 +251,25 @@ def test_json_output_of_a_failure_is_an_object_with_an_error(isolated_env):
     assert data["error"] and "SECRET" not in res.stdout + res.stderr
     missing = rag("search", "x", "--db", str(isolated_env / "nope"), "--format", "json")
     assert missing.returncode == 1
-    assert json.loads(missing.stdout)["error"] and len(missing.stderr.splitlines()) == 1
+    # said once, as docs/commands.md says: the JSON object on stdout, nothing on stderr (report s54 L3)
+    assert json.loads(missing.stdout)["error"] and missing.stderr == ""
+    assert res.stderr == "" and len(res.stdout.splitlines()) == 1  # a failed answer too
+
+
+def test_a_path_that_names_no_folder_is_bad_input_said_once(isolated_env):
+    """Report s54 L3: `rag search --path nosuch` printed its error twice with --format json (JSON on stdout and the
+    line on stderr). A folder that does not exist is unusable input (exit 1, as a --db that does not exist;
+    docs/commands.md), not a malformed option (2); with --format json it is the JSON object only."""
+    write_pages(isolated_env / "database", {"d/doc/s/page_001.md": ("doc", "s", 1, "VPN sessions last 8 hours.")})
+    text = rag("search", "VPN", "--path", "nosuch", env={"RAG_EMBED": "0"})
+    assert text.returncode == 1 and text.stdout == ""
+    assert text.stderr.splitlines() == ["error: --path 'nosuch': no such folder in database (`rag search` without "
+                                        "--path searches everything)"], text.stderr
+    js = rag("search", "VPN", "--path", "nosuch", "--format", "json", env={"RAG_EMBED": "0"})
+    assert js.returncode == 1 and js.stderr == "", js.stderr
+    assert json.loads(js.stdout) == {"error": text.stderr.splitlines()[0].removeprefix("error: ")}
+    usage = rag("search", "VPN", "-k", "0", "--format", "json")
+    assert usage.returncode == 2 and usage.stderr == "" and "-k must be at least 1" in json.loads(usage.stdout)["error"]
 
 
 def test_a_failed_answer_in_text_mode_is_one_line_on_stderr_and_nothing_on_stdout(isolated_env):
@@ -428,3 +465,16 @@ def test_help_shows_argument_names_not_python_types():
         assert "{" not in usage and "<" not in usage, usage
         assert not re.search(r"<(?:list\[|int>|str>|Path>|float>|bool>)", res.stdout), (name, res.stdout)
     assert "Usage: rag ingest [OPTIONS] SOURCE...\n" in rag("ingest", "--help").stdout
+
+
+def test_search_and_ask_name_the_index_backend(isolated_env):
+    """Report s54 M2: `rag search` (text and JSON) and `rag ask --format json` did not say which backend searched.
+    They name it (the embedded engine here; a cluster's address, prefix and analysis in test_opensearch)."""
+    write_pages(isolated_env / "database", {"d/doc/s/page_001.md": ("doc", "s", 1, "VPN sessions last 8 hours.")})
+    env = {"RAG_EMBED": "0"}
+    text = rag("search", "VPN sessions", env=env)
+    assert text.returncode == 0 and "index: embedded" in text.stdout, text.stdout
+    hits = json.loads(rag("search", "VPN sessions", "--format", "json", env=env).stdout)
+    assert hits and {h["index"] for h in hits} == {"embedded"}
+    ask = rag("ask", "How long do VPN sessions last?", "--format", "json", "--provider", "offline", env=env)
+    assert ask.returncode == 0 and json.loads(ask.stdout)["metadata"]["index"] == "embedded", ask.stdout

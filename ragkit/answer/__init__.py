@@ -83,6 +83,9 @@ def ask(
         from ragkit.search.backend import no_pages_error
 
         raise no_pages_error(db)
+    from ragkit.search.backend import index_label
+
+    label = index_label(db)  # what `rag ask --format json` and /chat name as the backend that searched
     if provider is None:
         from ragkit.core.llm import get_provider
 
@@ -119,6 +122,7 @@ def ask(
         trace.write("error", error=answer.error)
     finally:
         answer.usage = run.usage
+        answer.index = label
         answer.latency_ms = (time.perf_counter() - t0) * 1000
         if not provider.is_offline:
             answer.pages_read = [reference_path(db, p) for p in toolbox.pages_read]

@@ -155,12 +155,13 @@ def _root(
 
 
 def _fail(message: str, code: int, json_out: bool) -> None:
-    """One line on stderr; with --format json also `{"error": ...}` on stdout, so a script reading JSON
-    sees the failure as JSON."""
+    """One line on stderr; with --format json instead `{"error": ...}` on stdout (docs/commands.md), so a script
+    reading JSON sees the failure as JSON, and the failure is said once."""
     message = one_line(message)
     if json_out:
         console.out(json.dumps({"error": message}, ensure_ascii=False), highlight=False)
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
+    else:
+        err.print(f"[red]error:[/red] {escape(message)}", highlight=False)
     raise typer.Exit(code) from None
 
 
@@ -244,7 +245,7 @@ def ingest(
         page_text_mb=max_page_text_mb, doc_seconds=doc_timeout, memory_mb=max_doc_memory_mb))
     report, synced = ingest_into(sources, db=settings.db, index=index, category=category, force=force,
                                  workers=workers, limits=settings.limits, prune=prune)
-    print_ingest_report(report, console)
+    print_ingest_report(report, console, err)
     if synced is not None:
         print_sync_report(synced, settings.db, console)
     if report.failed:

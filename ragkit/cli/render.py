@@ -26,14 +26,14 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None, err_
 
     An error is one line on `err_console` (stderr unless given), as every command's errors are; in text mode it
     is all that is printed (a failed answer has no text), so `a=$(rag ask ...)` never captures the error as the
-    answer."""
+    answer. In JSON it is the object's `error` only: said once."""
     from rich.console import Console
     from rich.markup import escape
 
     from ragkit.core.console import make_console
 
     console = console if console is not None else Console()
-    if answer.error:
+    if answer.error and fmt != "json":
         err_console = err_console if err_console is not None else make_console(stderr=True)
         err_console.print(f"[red]error:[/red] {escape(one_line(answer.error))}", highlight=False)
     if fmt == "json":
@@ -99,8 +99,9 @@ def _listed(names: list[str]) -> str:
     return ", ".join(names[:_SHOW_IGNORED]) + more
 
 
-def print_ingest_report(report: IngestReport, console) -> None:
-    """A summary table, then one line per failure."""
+def print_ingest_report(report: IngestReport, console, err_console=None) -> None:
+    """A summary table, then one line per failure on `err_console` (stderr unless given), as every command's
+    errors are."""
     from rich.markup import escape
     from rich.table import Table
 
@@ -144,9 +145,13 @@ def print_ingest_report(report: IngestReport, console) -> None:
         console.print(f"warning: {strip_controls(path)}: {warning}", highlight=False, markup=False)
     if report.outdated:
         console.print(outdated_note(report), highlight=False, markup=False, soft_wrap=True)
+    if report.failed:
+        from ragkit.core.console import make_console
+
+        err_console = err_console if err_console is not None else make_console(stderr=True)
     for path, reason in report.failed:
-        console.print(f"failed: {strip_controls(path)}: {one_line(reason)}", highlight=False, markup=False,
-                      soft_wrap=True)
+        err_console.print(f"failed: {strip_controls(path)}: {one_line(reason)}", highlight=False, markup=False,
+                          soft_wrap=True)
 
 
 # -- rag batch / rag eval -----------------------------------------------------------------------------------------
@@ -366,7 +371,7 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console: A
     if not hits:
         console.print("no matching pages")
         return
-    from ragkit.search.backend import ranking_note
+    from ragkit.search.backend import index_label, ranking_note
 
     table = Table(show_lines=True)
     table.add_column("#", justify="right")
@@ -379,7 +384,8 @@ def print_hits(hits: list[SearchHit], db: Path, *, fmt: str = "text", console: A
         table.add_row(str(i), escape(reference_path(Path(db), h.path)), page,
                       f"[bold]{escape(h.title)}[/bold]\n{escape(h.snippet)}", f"{h.score:.3f}")
     console.print(table)
-    console.print(ranking_note(hits), highlight=False, markup=False, style="dim")
+    console.print(f"{ranking_note(hits)}; index: {index_label(Path(db))}", highlight=False, markup=False,
+                  style="dim")
 
 
 # -- rag genqa ------------------------------------------------------------------------------------------

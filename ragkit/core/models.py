@@ -96,6 +96,7 @@ class Answer:
     documents_meant: list[str] = field(default_factory=list)
     # offline: refused because no page holds the question's words; these pages were found by meaning alone
     closest: list[Source] = field(default_factory=list)
+    index: str = ""  # the backend that searched (ragkit.search.backend.index_label)
 
     def closest_json(self) -> list[dict]:
         """`closest` as `metadata.closest_by_meaning` gives it (in `rag ask --format json` and in `/chat`)."""
@@ -123,6 +124,7 @@ class Answer:
                 "latency_ms": round(self.latency_ms, 1),
                 "engine": self.engine or self.strategy,
                 "fallback": self.fallback,
+                "index": self.index,
             },
         }
         if self.max_loops_reached is not None:

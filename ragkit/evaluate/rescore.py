@@ -216,6 +216,7 @@ def _eval_record(results_csv: Path, settings: Settings, scorer: Scorer, rows: li
                      provider=source.provider if source else None, model=source.model if source else None,
                      judge=scorer.judge, k=source.k if source else None, input_path=results_csv,
                      offline=bool(source and source.engine == "offline-extractive"), rows=rows)
+    run.index = source.index if source is not None else None  # the answers' backend, not this run's
     if source is not None:
         run.context_tokens = source.context_tokens
     else:

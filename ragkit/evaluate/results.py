@@ -143,6 +143,7 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     # a judge column's figures cover the rows a judge measured; the refusals passed by rule are counted apart
     by_rule = [r for r in qa_rows if r.get(JUDGED_BY) == BY_RULE]
     summary = []
+    errored = sum(1 for r in qa_rows if r.get("Error"))
     if qa_rows:
         for c in metric_cols:
             if c in RULE_COLUMNS:
@@ -159,6 +160,9 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
             elif c == ATTEMPTS:  # 0 = never re-asked: no attempt to average
                 row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: bool(parse_number(r.get(ATTEMPTS))),
                                         which="the rows the optimizer worked on")
+            elif errored:  # a failed row has no answer: its Refused 0, Steps and Latency measure none
+                row = _summarize_subset(qa_rows, c, ref_col, keep=lambda r: not r.get("Error"),
+                                        which=f"answered; the {errored} with an answer error left out")
             else:
                 row = summarize(qa_rows, [c], reference_column=ref_col)[0]
             summary.append(format_row(row))
@@ -212,7 +216,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         ("Judge cost (USD)", _cost_total(report.judge_usage.cost_usd)),
         ("Provider", report.provider),
         ("Model", report.model),
-        ("Judge model", report.judge_model),
+        # the lexical judge is no model: the record says None, and so does the summary
+        ("Judge model", report.judge_model if report.run.judge_model else "none"),
         ("Strategy", report.strategy or None),
         ("k", report.run.k),
         ("Context tokens", report.run.context_tokens),
@@ -220,6 +225,7 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         ("Checklists written by", report.run.checklists_by),
         ("ragkit version", report.run.version or None),
         ("Database", report.run.database or None),
+        ("Index", report.run.index),
         ("Kind", report.run.kind or report.kind),
         ("Date", report.run.date),
         ("Input", report.run.input or None),
@@ -316,11 +322,13 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
                judge: Any, k: int | None, input_path: Path, offline: bool, rows: list[dict]) -> RunInfo:
     """What made this run (written beside its results as <results>.run.json)."""
     from ragkit import __version__
+    from ragkit.search.backend import index_label
 
     run = RunInfo(kind=kind, strategy=strategy, provider=provider, model=model,
                   judge_model=None if getattr(judge, "is_offline", False) else judge.model,
                   k=k, context_tokens=settings.context_tokens, version=__version__,
-                  database=str(Path(settings.db).resolve()), input=str(input_path),
+                  database=str(Path(settings.db).resolve()), index=index_label(Path(settings.db)),
+                  input=str(input_path),
                   engine="offline-extractive" if offline else None, checklists_by=checklist_authors(rows))
     run.notes = quoting_notes(run)
     return run

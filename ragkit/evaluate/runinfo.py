@@ -1,5 +1,5 @@
-"""What made a results file: strategy, provider, model, judge model, k, context tokens, ragkit version, database
-and date, written as `<results>.run.json` beside the CSV by batch and eval and read back by compare and report,
+"""What made a results file: strategy, provider, model, judge model, k, context tokens, ragkit version, database,
+the index backend that searched it and date, written as `<results>.run.json` beside the CSV by batch and eval and read back by compare and report,
 which label each run by the fields that differ from the others ("agent · qwen2.5-coder-1.5b")."""
 
 from __future__ import annotations
@@ -14,8 +14,10 @@ from ragkit.core.paths import atomic_write_text
 RUN_SUFFIX = ".run.json"
 # the fields a label is made of, in this order; strategy and model always (what a reader asks first)
 _ALWAYS = ("strategy", "model")
-_LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_tokens", "database", "version",
-                 "kind", "date")
+_LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_tokens", "index", "database",
+                 "version", "kind", "date")
+# fields a record written before them lacks (None): unknown, so never what tells two runs apart
+_UNKNOWN_WHEN_NONE = ("index",)
 RETRIEVAL_ONLY = "search"  # the strategy that only retrieves (ragkit.evaluate.retrieval.SEARCH)
 # what only a run that answers has: a retrieval-only run's record holds none of these
 ANSWER_FIELDS = ("provider", "model", "judge_model", "context_tokens", "engine", "checklists_by")
@@ -40,6 +42,9 @@ class RunInfo:
     context_tokens: int | None = None
     version: str = ""
     database: str = ""
+    # the backend that searched: "embedded" or "opensearch URL/PREFIX (analysis NAME)" (search.backend.index_label);
+    # None in records written before it was recorded
+    index: str | None = None
     date: str = ""  # ISO 8601, when the file was written
     input: str = ""  # the question CSV (batch) or the results file re-scored (eval)
     questions: int = 0
@@ -108,6 +113,8 @@ def _show(name: str, value) -> str:
         return f"{value:,} context tokens" if isinstance(value, int) else f"{value} context tokens"
     if name == "judge_model":
         return f"judge {value}" if value else "no judge model"
+    if name == "index":
+        return f"index {value}" if value else ""
     if name == "database":
         return Path(str(value)).name or str(value)
     if name == "date":
@@ -144,4 +151,6 @@ def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
 def differing_fields(infos: list[RunInfo | None]) -> list[str]:
     """The fields whose values differ between the runs that have a record."""
     known = [i for i in infos if i is not None]
-    return [f for f in _LABEL_FIELDS if len({json.dumps(getattr(i, f), default=str) for i in known}) > 1]
+    return [f for f in _LABEL_FIELDS
+            if len({json.dumps(getattr(i, f), default=str) for i in known
+                    if not (f in _UNKNOWN_WHEN_NONE and getattr(i, f) is None)}) > 1]

@@ -145,7 +145,7 @@ def ingest_sources(
         recorded: dict = load_manifest(state / MANIFEST)["sources"]
         jobs, commit = _plan(docs, recorded, db, force, limits, report)
     try:
-        for res in run_jobs(jobs, workers, progress):
+        for res in run_jobs(jobs, workers, progress, done=report.skipped + len(report.failed)):
             if res.worker[0]:
                 report.workers[res.worker[0]] = res.worker[1:]
             if res.error:

@@ -251,8 +251,10 @@ class _Pool:
                                f"{tripped('memory_mb', job.limits.memory_mb)}")
 
 
-def run_jobs(jobs: list[Job], workers: int | None, progress: bool):
-    """Convert `jobs` in worker processes (never in this one: a worker can be killed), biggest first."""
+def run_jobs(jobs: list[Job], workers: int | None, progress: bool, done: int = 0):
+    """Convert `jobs` in worker processes (never in this one: a worker can be killed), biggest first. `done`: the
+    sources already dealt with (skipped, or failed before converting), counted in the progress line so that it
+    counts every source given."""
     from ragkit.core.progress import progress_bar
 
     if not jobs:
@@ -260,7 +262,8 @@ def run_jobs(jobs: list[Job], workers: int | None, progress: bool):
     n_workers = max(1, min(workers or os.cpu_count() or 1, len(jobs)))
     # biggest first, so one large document does not finish alone at the end
     jobs = sorted(jobs, key=lambda j: -_size(j.src))
-    bar = progress_bar(total=len(jobs), unit="doc", desc="ingest", disable=not progress, leave=False)
+    bar = progress_bar(total=done + len(jobs), initial=done, unit="doc", desc="ingest", disable=not progress,
+                       leave=False)
     pool = _Pool(n_workers, jobs[0].limits)
     with _LIVE_LOCK:
         _LIVE.add(pool)

@@ -190,7 +190,7 @@ def _change_text(qc: QuestionChange) -> str:
 
 RUN_FIELDS = (("strategy", "strategy"), ("provider", "provider"), ("model", "model"), ("judge_model", "judge"),
                ("k", "k"), ("context_tokens", "context tokens"), ("version", "ragkit"), ("database", "database"),
-               ("date", "date"))
+               ("index", "index"), ("date", "date"))
 
 
 def run_line(info: RunInfo | None) -> str:
@@ -198,7 +198,8 @@ def run_line(info: RunInfo | None) -> str:
     if info is None:
         return "no run record (<results>.run.json): who answered is unknown"
     parts = [f"{label} {'–' if getattr(info, f) in (None, '') else getattr(info, f)}" for f, label in RUN_FIELDS
-             if not (info.retrieval_only and f in ANSWER_FIELDS)]  # no model or judge was asked
+             if not (info.retrieval_only and f in ANSWER_FIELDS)  # no model or judge was asked
+             and not (f == "index" and info.index is None)]  # a record written before the index was recorded
     return ", ".join(parts)
 
 

@@ -32,6 +32,20 @@ def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Any:
     return open_embedded(root, refresh=refresh, progress=progress)
 
 
+def index_label(db: Path) -> str:
+    """Which backend answers for `db`, as outputs and run records name it: "embedded", or "opensearch
+    http://HOST:PORT/PREFIX (analysis NAME)" (RAG_OPENSEARCH_ANALYSIS, which ranks differently). Never credentials:
+    they come from the environment, and an address holding some is refused (index_config) or hidden (redact)."""
+    from ragkit.search.indexconfig import redact
+
+    cfg = index_config(Path(db))
+    if cfg.backend != "opensearch":
+        return "embedded"
+    from ragkit.search.opensearch.ranking import analysis
+
+    return f"opensearch {redact(cfg.url)}/{cfg.prefix} (analysis {analysis()})"
+
+
 def require_database(db: Path) -> None:
     """A folder that is a database: it exists, is a folder, and holds an index or a page file. Checked by the
     commands that read a database, before they open its index: opening one writes DB/.ragkit, which must not land
@@ -123,10 +137,12 @@ def embed_db(db: Path, *, progress: bool = True) -> tuple[int, int]:
 
 def hits_json(hits: list[SearchHit], db: Path) -> list[dict]:
     """What `rag search --format json` and `/search` give: {path, page, title, score, snippet} per hit, with
-    Reference Document paths (and printed_page when the number printed on the page differs from `page`)."""
+    Reference Document paths (and printed_page when the number printed on the page differs from `page`), how it
+    was ranked and by which backend (`index`: index_label)."""
+    label = index_label(Path(db)) if hits else ""
     return [{"path": reference_path(Path(db), h.path), "page": h.page, "title": h.title, "score": h.score,
              "snippet": h.snippet, **({"printed_page": h.printed_page} if h.printed_page else {}),
-             "ranking": h.ranking, "unembedded": h.unembedded} for h in hits]
+             "ranking": h.ranking, "unembedded": h.unembedded, "index": label} for h in hits]
 
 
 def ranking_note(hits: list[SearchHit]) -> str:

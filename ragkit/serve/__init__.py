@@ -93,7 +93,10 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
     shown = f"[{host}]" if ":" in host else host
     how = ("; token required: type it into the page's token box, or send Authorization: Bearer <token>"
            if token else "")
-    announce(f"serving {settings.db} on http://{shown}:{port}/ (API docs at /docs{how}); Ctrl-C stops")
+    from ragkit.search.backend import index_label
+
+    announce(f"serving {settings.db} (index: {index_label(settings.db)}) on http://{shown}:{port}/ (API docs at "
+             f"/docs{how}); Ctrl-C stops")
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False,
                             timeout_graceful_shutdown=STOP_SECONDS)
 

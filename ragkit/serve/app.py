@@ -523,7 +523,7 @@ def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
             "provider": answer.provider, "model": answer.model, "strategy": answer.strategy,
             "steps": answer.steps, "tokens": u.input_tokens + u.output_tokens, "input_tokens": u.input_tokens,
             "output_tokens": u.output_tokens, "cost_usd": u.cost_usd, "latency_ms": round(answer.latency_ms, 1),
-            "confidence": round(answer.confidence, 3), "search_query": standalone,
+            "confidence": round(answer.confidence, 3), "search_query": standalone, "index": answer.index,
             **({"documents_meant": answer.documents_meant} if answer.documents_meant else {}),
             **({"closest_by_meaning": closest} if closest else {}),
         },

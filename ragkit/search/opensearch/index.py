@@ -33,6 +33,7 @@ from ragkit.search.opensearch.documents import (
     read_page_doc,
     same_content,
 )
+from ragkit.search.opensearch.synced import Behind, Stat, behind, file_stat, record_synced
 from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import EMBED_VERSION, get_embedder
 
@@ -81,6 +82,7 @@ class OpenSearchIndex:
         self._lock = threading.RLock()
         self._write_lock = threading.Lock()
         self._listing: dict[str, tuple[float, int, list[str]]] = {}
+        self._behind: dict[str, tuple[float, int, Behind | None]] = {}
         self._gen = 0
         self.last_refresh = float("-inf")
         self._checked_analysis = False  # whether the first search looked for pages of an earlier analysis
@@ -141,6 +143,11 @@ class OpenSearchIndex:
                              f"another prefix for this database, e.g. --index opensearch+{self.cfg.url}/{free}")
 
     @property
+    def synced_key(self) -> str:
+        """Which index the record of the syncs (synced.py) is of."""
+        return f"{self.cfg.url}/{self.cfg.prefix}"
+
+    @property
     def semantic(self) -> bool:
         return get_embedder() is not None
 
@@ -176,6 +183,22 @@ class OpenSearchIndex:
         with self._lock:
             self._listing[key] = (now, self._gen, out)
         return list(out)
+
+    def behind(self, prefix: str = "") -> Behind | None:
+        """The page files under `prefix` (db-relative) added or changed since the syncs saw them (synced.behind; None
+        without a record). A stat per file (~15-45 ms for 3,194 pages): reused for PAGES_TTL seconds, as the
+        listing is, so a server's searches walk the folder at most that often; this process's syncs renew it."""
+        now = time.monotonic()
+        with self._lock:
+            hit = self._behind.get(prefix)
+            if hit and hit[1] == self._gen and now - hit[0] < PAGES_TTL:
+                return hit[2]
+        late = behind(self.db, self.synced_key, prefix)
+        with self._lock:
+            if len(self._behind) > 1000:  # a long-running server sees many scopes: forget, rather than grow
+                self._behind.clear()
+            self._behind[prefix] = (now, self._gen, late)
+        return late
 
     def count(self) -> int:
         return int(self.client.request("GET", f"/{self.pages_name}/_count")["count"])
@@ -334,6 +357,7 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
     # pages indexed while meaning was off, or by an earlier ragkit (no chunk vectors), get their vectors now
     novec = set(_indexed(ix, None if full else files, without_vector=True)) if emb is not None else set()
     seen: dict[str, PageTerms] = {}  # what each page read here adds to its document's index document
+    stats: dict[str, Stat] = {}  # each page file read here: what a search compares with (synced.behind)
     touched: set[str] = set()
     with progress_bar(total=len(files), desc="index sync", unit="page", file=sys.stderr,
                       disable=not progress or len(files) < 200) as bar:
@@ -343,10 +367,12 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
             todo: list[PageDoc] = []
             reanalysed: list[PageDoc] = []
             for rel in chunk:
+                st = file_stat(ix.db / rel)  # before the read: a file changed meanwhile is told as changed
                 pd = read_page_doc(ix.db, rel, neighbours.get(rel, ("", "")))
-                if pd is None:
+                if pd is None or st is None:
                     gone_files.append(rel)
                     continue
+                stats[rel] = st
                 seen[rel] = pd.slim()
                 have = held.get(rel, ("", ""))[0]
                 if rel in novec or not same_content(have, pd.sha):
@@ -382,6 +408,9 @@ def _sync(ix: OpenSearchIndex, rels: Iterable[str] | None, removed: list[str], p
                     log.warning("%d replaced page copies are still counted in the cluster's statistics: Lucene "
                                 "merges them away later", left)
         ix._changed()
+    record_synced(ix.db, ix.synced_key, stats, [*gone_files, *deletes], full)
+    with ix._lock:
+        ix._behind.clear()  # what the files were compared with has changed, whether or not the cluster did
     report.seconds = time.monotonic() - t0
     return report
 

@@ -14,7 +14,9 @@
 5. the page files are the truth: a hit whose file was deleted by hand since the last sync is left out, and a
    search that left one out, or found nothing while the cluster holds fewer pages in scope than the database's
    folder, says in one line (a warning) that `rag index sync` brings the cluster in step (an index holding no page
-   at all says nothing here: its callers refuse the search with that advice, backend.no_pages_error).
+   at all says nothing here: its callers refuse the search with that advice, backend.no_pages_error); so does every
+   search while page files in scope were added or changed since the syncs saw them (OpenSearchIndex.behind: a
+   stat per file, reused for a few seconds), saying which hits were ranked by their page's old text (their snippet is the file's new one).
 
     rank(ix, query, k=, prefix=, mode=) -> list[SearchHit]   # ix: an OpenSearchIndex
 """
@@ -34,6 +36,7 @@ from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import iter_pages
 from ragkit.core.text import STOPWORDS, detect_lang, search_terms
 from ragkit.search.opensearch.documents import chunk_vectors, doc_id
+from ragkit.search.opensearch.synced import Behind
 from ragkit.search.periods import period_terms, reports_another, specific_periods
 from ragkit.search.postings import CARD_WEIGHT, DOC_WEIGHT
 from ragkit.search.query import LAST_PAGE, may_show, one_edit, page_refs, years
@@ -182,9 +185,29 @@ def _page_clause(query: str, clauses: list[dict], how: str) -> dict:
 def rank(ix: Any, query: str, *, k: int, prefix: str, mode: str | None) -> list[SearchHit]:
     """The best `k` pages under `prefix` (db-relative, "" for all) whose files still exist."""
     hits, gone = _rank(ix, query, k=k, prefix=prefix, mode=mode)
-    if gone or not hits:
+    late = ix.behind(prefix)
+    if gone or (not hits and not late):
         _say_if_behind(ix, prefix, gone)
+    if late:
+        _say_edited(ix, prefix, late, hits)
     return hits
+
+
+def _say_edited(ix: Any, prefix: str, late: Behind, hits: list[SearchHit]) -> None:
+    """One line when page files in scope were added or changed by hand since the syncs saw them: the cluster
+    cannot find the added ones and ranks the changed ones by their old text, while their snippet is read from the
+    file (the new text)."""
+    where = f" under {prefix}" if prefix else ""
+    changed = set(late.changed)
+    stale = [i for i, h in enumerate(hits, 1) if h.path in changed]
+    ranks = ""
+    if stale:
+        ranks = (f"; hit #{stale[0]} was ranked by its page's text at the last sync, not by the text shown"
+                 if len(stale) == 1 else f"; hits #{', #'.join(map(str, stale))} were ranked by their pages' text at "
+                 "the last sync, not by the text shown")
+    counts = ", ".join(f"{n} {what}" for n, what in ((len(late.added), "added"), (len(late.changed), "changed")) if n)
+    _warn(f"the OpenSearch index {ix.pages_name} is behind the page files{where}: {counts} since the last sync"
+          f"{ranks}; `rag index sync` brings it in step")
 
 
 def _say_if_behind(ix: Any, prefix: str, gone: int) -> None:
