@@ -5,11 +5,12 @@ Nothing escapes the database root: every path a model or a CSV hands us goes thr
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import tempfile
 import unicodedata
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from ragkit.core.errors import PathEscapeError
@@ -192,6 +193,24 @@ def atomic_write_bytes(path: Path, data: bytes, *, mode: int | None = None) -> N
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+@contextlib.contextmanager
+def file_lock(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file `path` (created with its folder) for the block, waiting for another
+    holder (POSIX flock; no-op where there is none, e.g. Windows: writers there are not serialised)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    with open(path, "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def remove_empty_parents(db: Path, dirs: Iterable[Path]) -> None:

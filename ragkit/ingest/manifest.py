@@ -14,7 +14,7 @@ import json
 import os
 from pathlib import Path
 
-from ragkit.core.paths import atomic_write_text, remove_empty_parents
+from ragkit.core.paths import atomic_write_text, file_lock, remove_empty_parents
 from ragkit.ingest.copies import find_copies, snapshot
 from ragkit.ingest.pages import IngestReport
 
@@ -130,18 +130,8 @@ def save_manifest(path: Path, manifest: dict) -> None:
 @contextlib.contextmanager
 def db_lock(state_dir: Path):
     """One ingest at a time per database; a second one waits (POSIX; no-op elsewhere)."""
-    state_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # Windows
+    with file_lock(state_dir / "ingest.lock"):
         yield
-        return
-    with open(state_dir / "ingest.lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def remove_pages(db: Path, rels: list[str], keep: set[str]) -> list[str]:

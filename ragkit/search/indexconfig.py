@@ -26,7 +26,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from ragkit.core.errors import UsageError
-from ragkit.core.paths import atomic_write_text
+from ragkit.core.paths import atomic_write_text, file_lock
 
 CONFIG_FILE = "index.json"  # under DB/.ragkit/
 LOCK_FILE = "index.lock"  # under DB/.ragkit/: one writer of index.json at a time
@@ -143,19 +143,8 @@ def index_config(db: Path) -> IndexConfig:
 def _locked(db: Path) -> Iterator[None]:
     """index.json's writers one at a time (POSIX; no-op elsewhere): two processes giving an earlier ragkit's
     database an id at once must agree on one."""
-    path = Path(db) / ".ragkit" / LOCK_FILE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # Windows
+    with file_lock(Path(db) / ".ragkit" / LOCK_FILE):
         yield
-        return
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 def _write(db: Path, cfg: IndexConfig) -> None:

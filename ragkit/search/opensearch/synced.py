@@ -19,7 +19,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.core.paths import atomic_write_text
+from ragkit.core.paths import atomic_write_text, file_lock
 
 RECORD = "opensearch-synced.json"  # under DB/.ragkit/
 LOCK = "opensearch-synced.lock"
@@ -78,19 +78,9 @@ def page_stats(db: Path, prefix: str = "") -> dict[str, Stat]:
 
 @contextlib.contextmanager
 def _locked(db: Path) -> Iterator[None]:
-    path = Path(db) / ".ragkit" / LOCK
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        import fcntl
-    except ImportError:  # Windows: a lost update only makes a search say the index is behind when it is not
+    # without flock (Windows) a lost update only makes a search say the index is behind when it is not
+    with file_lock(Path(db) / ".ragkit" / LOCK):
         yield
-        return
-    with open(path, "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
 
 
 _CACHE: dict[Path, tuple[Stat, dict]] = {}  # record path -> (its stat, its content): parsed again only when it changed
