@@ -431,6 +431,16 @@ def test_chat_follows_the_database_to_its_cluster_on_a_new_address(isolated_env,
         drop_indices(url, prefix)
 
 
+def _ingested_behind_a_proxy(env: Path) -> tuple[Path, str, Proxy]:
+    """The sample policies ingested into `env`/database, indexed on the node through a proxy (which a test cuts to
+    play the cluster going away or moving): (database, prefix, proxy)."""
+    prefix = unique_prefix()
+    proxy = Proxy(node_url())
+    db = env / "database"
+    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    return db, prefix, proxy
+
+
 def test_index_sync_index_points_a_database_at_a_cluster_that_moved(isolated_env):
     """No command re-pointed a database at its cluster's new address (`rag index sync` had no --index, ingest's
     needs a SOURCE), and the unreachable error sent the user to edit index.json by hand. Now the error names
@@ -442,10 +452,7 @@ def test_index_sync_index_points_a_database_at_a_cluster_that_moved(isolated_env
     from ragkit.search.indexconfig import index_config
 
     url = node_url()
-    prefix = unique_prefix()
-    old = Proxy(url)
-    db = isolated_env / "database"
-    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{old.url}/{prefix}", progress=False)
+    db, prefix, old = _ingested_behind_a_proxy(isolated_env)
     old.cut()
     run = CliRunner().invoke
     try:
@@ -479,10 +486,7 @@ def test_serve_started_while_its_cluster_is_down_comes_up_degraded_and_recovers(
 
     monkeypatch.setattr(serve_app, "HEALTH_TTL", 0.0)
     url = node_url()
-    prefix = unique_prefix()
-    proxy = Proxy(url)
-    db = isolated_env / "database"
-    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    db, prefix, proxy = _ingested_behind_a_proxy(isolated_env)
     settings = Settings(db=db, provider="offline", provider_reason="test", cache=False)
     open_index(db).close()  # as a process that starts now: no index opened before the outage
     proxy.cut()
@@ -515,10 +519,7 @@ def test_rag_serve_during_an_outage_says_degraded_and_logs_each_failed_request(i
     and logs one line per failed request (method, path, status, cause), never the token or the question; requests
     that succeed or are refused for the token are not logged."""
     url = node_url()
-    prefix = unique_prefix()
-    proxy = Proxy(url)
-    db = isolated_env / "database"
-    ingest_into([CORPUS / "policies"], db=db, index=f"opensearch+{proxy.url}/{prefix}", progress=False)
+    db, prefix, proxy = _ingested_behind_a_proxy(isolated_env)
     proxy.cut()
     port, log = _port(), tmp_path / "serve.log"
     token = "sekret-token-4711"
