@@ -39,7 +39,8 @@ def test_cli_search_json(db, monkeypatch):
     assert res.exit_code == 0, res.output
     data = json.loads(res.stdout)
     assert data[0]["path"].endswith("家電/冷蔵庫/操作と機能/page_008.md")
-    assert set(data[0]) == {"path", "page", "title", "score", "snippet", "ranking", "unembedded"}
+    assert set(data[0]) == {"path", "page", "title", "score", "snippet", "ranking", "unembedded", "index"}
+    assert data[0]["index"] == "embedded"
     assert data[0]["page"] == 8 and data[0]["title"] == "設定の削除"
     assert data[0]["ranking"] in ("keyword", "hybrid", "meaning") and isinstance(data[0]["unembedded"], int)
     res = runner.invoke(app, ["search", "削除", "--db", str(db)])
