@@ -15,6 +15,8 @@ from typer.core import TyperArgument
 
 from ragkit.answer import STRATEGIES
 from ragkit.cli.gates import OptionalDeltaCommand, csv_encoding, finish_with_gates, gates_for, write_path
+from ragkit.cli.options import DbOpt, EncodingOpt
+from ragkit.cli.refs import refs_update
 from ragkit.core.config import LIMIT_BY_FIELD, Limits, load_settings
 from ragkit.core.console import make_console
 from ragkit.core.errors import RagError, UsageError
@@ -76,8 +78,6 @@ console = make_console()
 err = make_console(stderr=True)
 
 # Every option shows its default (the value, or where it comes from when the environment can set it).
-DbOpt = Annotated[Path | None, typer.Option(
-    "--db", metavar="DIR", help="Database folder.  [default: ./database, or env RAG_DB]", show_default=False)]
 ResultsOpt = Annotated[Path | None, typer.Option(
     "--results", metavar="DIR", help="Results folder.  [default: ./results, or env RAG_RESULTS]", show_default=False)]
 ProviderOpt = Annotated[str | None, typer.Option(
@@ -109,10 +109,6 @@ FailUnderOpt = Annotated[list[str] | None, typer.Option(
     "--fail-under", metavar="METRIC=VALUE",
     help='Quality gate, repeatable (e.g. "Ref Recall=0.8"): exit 3 when the metric\'s mean over the results '
          "is below VALUE.  [default: no gate]", show_default=False)]
-EncodingOpt = Annotated[str | None, typer.Option(
-    "--encoding", metavar="NAME", help="Read input CSVs in this encoding (e.g. cp1252, latin-1, euc-jp, utf-16-le). "
-    "Without it: UTF-8, UTF-16/32 with a BOM, Shift_JIS/CP932; any other is refused by name."
-    "  [default: env RAG_CSV_ENCODING, else none]", show_default=False)]
 PrintPathOpt = Annotated[bool, typer.Option(
     "--print-path", help="Print only the path of the CSV written on stdout, for scripts (`q=$(rag genqa ... "
     "--print-path)`); the report goes to stderr.  [default: off]", show_default=False)]
@@ -293,6 +289,11 @@ def optimize_undo(run: Annotated[str | None, typer.Argument(metavar="[RUN]", hel
 
     settings = load_settings(db=db)
     print_undo_report(list_runs(settings.db) if list_ else undo_run(settings.db, run), console)
+
+
+refs_app = typer.Typer(help="The page paths a question CSV names.", no_args_is_help=True, add_completion=False)
+app.add_typer(refs_app, name="refs")
+refs_app.command("update")(handle_errors(refs_update))
 
 
 @app.command()

@@ -4,6 +4,7 @@ or into one JSON object."""
 from __future__ import annotations
 
 import json
+import shlex
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -351,6 +352,25 @@ def print_undo_report(report, console) -> None:
     elif report.csv_path:
         console.print(f"updated {report.csv_path} (`Optimized Reference Document`); previous file kept as "
                       f"{report.backup_path}", highlight=False, markup=False)
+    for note in report.notes:
+        console.print(f"note: {note}", highlight=False, markup=False)
+
+
+def print_refs_report(report, console) -> None:
+    """What `rag refs update` changed (or, in a dry run, would change), a summary line, and where it wrote."""
+    for c in report.changes:
+        console.print(f"row {c.row}, {c.column}: {c.old} -> {c.new}", highlight=False, markup=False,
+                      soft_wrap=True)
+    verb = "to update" if report.dry_run else "updated"
+    console.print(f"{report.csv}: {report.rows} rows, {len(report.changes)} references {verb} in "
+                  f"{report.rows_changed} rows, {len(report.missing)} not found"
+                  + (" (dry run: nothing written)" if report.dry_run else ""), highlight=False, markup=False)
+    if report.written and report.backup:
+        undo = f"mv {shlex.quote(str(report.backup))} {shlex.quote(str(report.written))}"
+        console.print(f"rewrote {report.written}; previous file kept as {report.backup} (to undo: {undo})",
+                      highlight=False, markup=False)
+    elif report.written:
+        console.print(f"wrote {report.written}", highlight=False, markup=False)
     for note in report.notes:
         console.print(f"note: {note}", highlight=False, markup=False)
 

@@ -8,6 +8,7 @@ column goes after the last one. When a new value cannot be written in the file's
 as UTF-8 with a byte order mark and the edit says so. The previous file is kept as `<name>.bak-YYYYMMDD_HHMMSS`.
 
     set_column(path, column, values, *, encoding=None) -> ColumnEdit | None   # values: row position -> text
+    set_columns(path, {column: values}, *, encoding=None, output=None) -> ColumnEdit | None   # one backup
     restore(path, backup) -> None   # the backup's bytes put back over path, atomically
     file_sha256(path) -> str"""
 
@@ -22,6 +23,7 @@ from datetime import datetime
 from pathlib import Path
 
 from ragkit.core.csvio import _separator, escape_cell, read_csv, sniff_encoding, unescape_cell
+from ragkit.core.errors import RagError
 from ragkit.core.paths import atomic_write_bytes
 
 _LABELS = {"utf-8": "UTF-8", "cp932": "Shift_JIS/CP932", "utf-16-le": "UTF-16LE", "utf-16-be": "UTF-16BE",
@@ -33,8 +35,8 @@ class ColumnEdit:
     """What set_column wrote: the file, its backup and their SHA-256 (an undo tells from them whether the file
     was changed since), and what the user should be told (a change of encoding)."""
 
-    path: Path
-    backup: Path
+    path: Path  # the file written (set_columns' output when given)
+    backup: Path | None  # None when a new file was written (output)
     sha256: str
     backup_sha256: str
     encoding: str | None = None  # what the file was read with when not detected (--encoding)
@@ -62,10 +64,44 @@ def set_column(path: Path, column: str, values: dict[int, str], *, encoding: str
     """Set `column` of the data rows at these positions (0 = the first row after the header, as read_csv
     numbers them) to these values, adding the column after the last one when the file has none; a backup first.
     None when nothing would change (nothing is written)."""
+    return set_columns(path, {column: values}, encoding=encoding)
+
+
+def set_columns(path: Path, columns: dict[str, dict[int, str]], *, encoding: str | None = None,
+                output: Path | None = None) -> ColumnEdit | None:
+    """set_column for several columns at once (one backup). With `output`, the edited file is written there
+    instead (a new file: an existing one is refused) and `path` is left as it is, with no backup. None when
+    nothing would change (nothing is written)."""
     path = Path(path)
     read_csv(path, encoding=encoding)  # the same checks as every read: a file it refuses is not edited
-    data = path.read_bytes()
-    text, bom, codec = sniff_encoding(data, str(path), encoding)
+    data = original = path.read_bytes()
+    notes: list[str] = []
+    for column, values in columns.items():
+        edited = _edit(data, str(path), column, values, encoding, notes)
+        if edited is not None:
+            data = edited
+            if notes:
+                encoding = None  # now UTF-8 with a byte order mark, whatever --encoding said
+    if data == original:
+        return None
+    if output is not None:
+        output = Path(output)
+        if output.exists():
+            raise RagError(f"{output}: already exists; nothing was written (choose another file)")
+        output.parent.mkdir(parents=True, exist_ok=True)
+        with open(output, "xb") as f:  # never over a file that appeared meanwhile
+            f.write(data)
+        return ColumnEdit(output, None, hashlib.sha256(data).hexdigest(), "", encoding, notes)
+    backup = _backup(path)
+    atomic_write_bytes(path, data, mode=path.stat().st_mode & 0o7777)
+    return ColumnEdit(path, backup, hashlib.sha256(data).hexdigest(), file_sha256(backup), encoding, notes)
+
+
+def _edit(data: bytes, name: str, column: str, values: dict[int, str], encoding: str | None,
+          notes: list[str]) -> bytes | None:
+    """The file's bytes with `column` set as set_column says; None when nothing would change. A note is added
+    when the file had to become UTF-8 with a byte order mark."""
+    text, bom, codec = sniff_encoding(data, name, encoding)
     body = data[len(bom):]
     sep = _separator(text)
     records = _records(text, sep)
@@ -100,17 +136,13 @@ def set_column(path: Path, column: str, values: dict[int, str], *, encoding: str
             pieces[k] = sep.join(fields) + rec.term
     if not pieces and not appended:
         return None
-    notes: list[str] = []
     try:
-        out = bom + _assemble(body, text, records, pieces, appended, codec)
+        return bom + _assemble(body, text, records, pieces, appended, codec)
     except UnicodeEncodeError as e:
         label = _LABELS.get(codecs.lookup(codec).name, codec)
-        notes.append(f"{path}: {e.object[e.start:e.end]!r} cannot be written in {label}, the file's encoding: "
+        notes.append(f"{name}: {e.object[e.start:e.end]!r} cannot be written in {label}, the file's encoding: "
                      "the file is now UTF-8 with a byte order mark (Excel opens it)")
-        out = codecs.BOM_UTF8 + _assemble(body, text, records, pieces, appended, None)
-    backup = _backup(path)
-    atomic_write_bytes(path, out, mode=path.stat().st_mode & 0o7777)
-    return ColumnEdit(path, backup, hashlib.sha256(out).hexdigest(), file_sha256(backup), encoding, notes)
+        return codecs.BOM_UTF8 + _assemble(body, text, records, pieces, appended, None)
 
 
 def restore(path: Path, backup: Path) -> None:

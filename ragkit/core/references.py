@@ -1,13 +1,16 @@
 """The Reference Document cell (DESIGN §1): required pages separated by a newline or `;`, each a group of
-equivalent alias paths joined by `|` (a page and its optimized copies)."""
+equivalent alias paths joined by `|` (a page and its optimized copies); and where a page a reference names is now
+when a re-ingest moved it to another section folder (page_now: the lookup behind `rag batch`'s hint and
+`rag refs update`)."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 
 from ragkit.core.csvio import split_multi
-from ragkit.core.paths import normalize_ref
+from ragkit.core.paths import normalize_ref, page_keys
 
 REF_COL = "Reference Document"  # the required pages of a question (DESIGN §4)
 OPT_COL = "Optimized Reference Document"  # the same with the optimizer's copies as aliases
@@ -69,3 +72,39 @@ def add_alias(cell: str, original_ref: str, copy_ref: str | Callable[[str], str]
         pair = f"{original_ref}|{written(original_ref)}"
         return f"{cell}\n{pair}" if (cell or "").strip() else pair
     return "".join(pieces)
+
+
+def page_exists(db: Path, ref: str, key: Callable[[str], str] | None = None) -> bool:
+    """Whether `ref` (db-relative, `database/...` or absolute) names a page file inside the database `db`.
+    `key`: paths.page_keys(db), when many references are checked."""
+    root = Path(db).resolve()
+    rel = (key or page_keys(Path(db)))(ref)
+    full = (root / rel) if not rel.startswith("/") else Path(rel)
+    try:
+        return full.resolve().is_relative_to(root) and full.is_file()
+    except OSError:
+        return False
+
+
+_PAGE_FILE = re.compile(r"page_\d+\.md")
+
+
+def page_now(db: Path, ref: str, key: Callable[[str], str] | None = None) -> list[str]:
+    """Where the page a missing reference names is now: every `page_NNN.md` of the same number in another
+    section folder of its document (DB/<category>/<document>/<section>/page_NNN.md, DESIGN §1), written in the
+    reference's own form (db-relative, `database/...` or absolute). One path: the page moved (a re-ingest whose
+    converter made other sections); none: it is gone; several: it cannot be told which. Only for references
+    that name no page (page_exists is False); a path outside the database or not a page file gives []."""
+    root = Path(db).resolve()
+    rel = (key or page_keys(Path(db)))(ref)
+    parts = rel.split("/")
+    if rel.startswith("/") or len(parts) < 3 or not _PAGE_FILE.fullmatch(parts[-1]):
+        return []
+    doc = root.joinpath(*parts[:-2])
+    try:
+        found = sorted(p for p in doc.glob(f"*/{parts[-1]}") if p.is_file()) if doc.is_dir() else []
+    except OSError:
+        return []
+    written = normalize_ref(ref)  # named as the CSV names its pages: the same prefix
+    head = written[: len(written) - len(rel)] if written.endswith(rel) else ""
+    return [head + p.relative_to(root).as_posix() for p in found]

@@ -10,6 +10,7 @@ answer (empty Reference Document) is the right answer, so its rubric scores are 
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -453,11 +454,10 @@ def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5,
     """Every page named in `Reference Document` / `Optimized Reference Document` must exist under the database.
     The missing ones are one error (first `limit` listed), with a hint when another --db or path prefix would
     resolve them."""
-    from ragkit.core.paths import strip_db_prefix
-    from ragkit.core.references import reference_groups
+    from ragkit.core.references import page_exists, reference_groups
 
     db = Path(db)
-    root = db.resolve()
+    key = page_keys(db)
     missing: list[tuple[int, str]] = []
     for i, row in enumerate(rows):
         if not str(row.get(QUESTION) or "").strip():
@@ -465,53 +465,38 @@ def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5,
         for col in (REFERENCE, OPTIMIZED):
             for group in reference_groups(str(row.get(col) or "")):
                 for alias in group:
-                    rel = strip_db_prefix(db, alias)
-                    full = (root / rel) if not rel.startswith("/") else Path(rel)
-                    try:
-                        ok = full.resolve().is_relative_to(root) and full.is_file()
-                    except OSError:
-                        ok = False
-                    if not ok:
+                    if not page_exists(db, alias, key):
                         missing.append((i, alias))
     if not missing:
         return
     shown = "; ".join(f"row {i + 2}: {one_line(a, 100)}" for i, a in missing[:limit])
     more = f" and {len(missing) - limit} more" if len(missing) > limit else ""
     raise RagError(f"{path}: {len(missing)} reference page(s) not found in the database folder '{db}': "
-                   f"{shown}{more}{_reference_hint([a for _, a in missing], db)}; {outcome}")
+                   f"{shown}{more}{_reference_hint([a for _, a in missing], db, path)}; {outcome}")
 
 
 def _moved_page(refs: list[str], db: Path) -> tuple[str, str] | None:
-    """(reference, the page it names now) for the first missing reference whose document folder holds its page
-    number in exactly one other section folder: a page moved by a re-ingest that changed the sections."""
-    from ragkit.core.paths import strip_db_prefix
+    """(reference, the page it names now) for the first missing reference whose page moved to exactly one other
+    section folder of its document (references.page_now, which `rag refs update` applies to a whole CSV)."""
+    from ragkit.core.references import page_now
 
-    root = db.resolve()
+    key = page_keys(db)
     for ref in refs:
-        rel = strip_db_prefix(db, ref)
-        parts = rel.split("/")
-        if rel.startswith("/") or len(parts) < 3 or not re.fullmatch(r"page_\d+\.md", parts[-1]):
-            continue
-        doc = root.joinpath(*parts[:-2])
-        try:
-            found = [p for p in doc.glob(f"*/{parts[-1]}") if p.is_file()] if doc.is_dir() else []
-        except OSError:
-            continue
-        if len(found) == 1:
-            now = found[0].relative_to(root).as_posix()
-            written = normalize_ref(ref)  # named as the CSV names its pages: the same prefix
-            return ref, (written[: len(written) - len(rel)] + now) if written.endswith(rel) else now
+        now = page_now(db, ref, key)
+        if len(now) == 1:
+            return ref, now[0]
     return None
 
 
-def _reference_hint(refs: list[str], db: Path) -> str:
+def _reference_hint(refs: list[str], db: Path, csv: Path) -> str:
     """`; hint: ...` when a prefix swap or another database folder resolves the first missing reference."""
     root = db.resolve()
     here = reference_path(db, "").rstrip("/")
     moved = _moved_page(refs, db)
     if moved:
         return (f"; hint: {moved[0]} is now {moved[1]} (re-ingesting its document moved its pages to other "
-                f"section folders, docs/ingest.md): update the CSV's paths")
+                f"section folders, docs/ingest.md): `rag refs update {shlex.quote(str(csv))} --db {shlex.quote(str(db))} --in-place` rewrites the CSV's "
+                "paths")
     for ref in refs:
         norm = normalize_ref(ref)
         lead = "/" if norm.startswith("/") else ""  # an absolute reference's prefix is absolute too
