@@ -206,7 +206,10 @@ def test_genqa_writes_summarization_items_offline_that_batch_reads(db, isolated_
     # the file is a question CSV rag batch scores as summarization rows
     r = CliRunner().invoke(app, ["batch", str(path), "--strategy", "naive"])
     assert r.exit_code == 0, r.output
-    assert "Summary ROUGE-2 F1" in r.output
+    # named as in the summary CSV, and G-Eval "not measured" as the CSV says (user report s55 M5)
+    assert "Summarization ROUGE-2 F1" in r.output and "Summary ROUGE-2 F1" not in r.output
+    geval = next(x for x in r.output.splitlines() if "Summarization G-Eval" in x)
+    assert "not measured" in geval
     assert CliRunner().invoke(app, ["genqa", "database", "--task", "essay"]).exit_code == 2
 
 

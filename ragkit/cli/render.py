@@ -168,13 +168,14 @@ def _headline() -> tuple[tuple[str, str], ...]:
         ("Judge Passed", "Judge pass rate"),
         ("Refusal Rate Answerable", "Refused, answerable"),
         ("Refusal Rate Unanswerable", "Refused, unanswerable"),
-        # summarization rows (the Task column): their own section of the summary
-        ("Summarization ROUGE-2 F1", "Summary ROUGE-2 F1"),
-        ("Summarization G-Eval Faithfulness", "Summary G-Eval faithfulness (1-5)"),
-        ("Summarization G-Eval Coverage", "Summary G-Eval coverage (1-5)"),
-        ("Summarization Page Recall", "Summary page recall"),
-        ("Summarization Page Precision", "Summary page precision"),
-        ("Summarization Word Count", "Summary words"),
+        # summarization rows (the Task column): their own section of the summary, named as in its CSV
+        ("Summarization ROUGE-2 F1", "Summarization ROUGE-2 F1"),
+        ("Summarization G-Eval Faithfulness", "Summarization G-Eval Faithfulness (1-5)"),
+        ("Summarization G-Eval Coverage", "Summarization G-Eval Coverage (1-5)"),
+        ("Summarization G-Eval", "Summarization G-Eval"),  # "not measured": no judge model scored them
+        ("Summarization Page Recall", "Summarization Page Recall"),
+        ("Summarization Page Precision", "Summarization Page Precision"),
+        ("Summarization Word Count", "Summarization Word Count"),
     )
 
 
@@ -183,6 +184,7 @@ def print_batch_report(report: BatchReport, console) -> None:
     from rich.table import Table
 
     from ragkit.evaluate.metrics import parse_number
+    from ragkit.evaluate.summarization import NOT_MEASURED
 
     title = "rag eval" if report.kind == "eval" else "rag batch"
     by_metric = {r.get("Metric"): r for r in report.summary}
@@ -206,8 +208,9 @@ def print_batch_report(report: BatchReport, console) -> None:
         r = by_metric.get(m)
         if r is None or parse_number(r.get("Rows")) in (None, 0.0):
             continue
-        table.add_row(label, _num(r.get("Mean")), _num(r.get("Micro")), str(r.get("Rows")),
-                      str(r.get("Covers") or ""))
+        # a figure no judge measured reads as the CSV says it ("not measured"), never as a blank mean
+        mean = r.get("Total") if r.get("Mean") in (None, "") and r.get("Total") == NOT_MEASURED else r.get("Mean")
+        table.add_row(label, _num(mean), _num(r.get("Micro")), str(r.get("Rows")), str(r.get("Covers") or ""))
         shown += 1
     if shown:
         console.print(table)

@@ -19,6 +19,9 @@ COUNT_KEYS = ("TP", "TN", "FP", "FN")
 RATIO_KEYS = ("Recall", "Precision", "Specificity", "F1", "Accuracy")
 METRIC_KEYS = (*COUNT_KEYS, *RATIO_KEYS)
 SUMMARY_COLUMNS = ("Metric", "Mean", "Micro", "Total", "Rows", "Covers")
+# columns whose sum over the rows means nothing (a sum of confidences, of per-question latencies that ran in
+# parallel): their Total stays empty; the run's wall time is its own row
+NO_TOTAL = frozenset({"Confidence", "Latency ms"})
 DECIMALS = 4
 
 # counts each ratio needs (the micro-average sums exactly these over the rows that have them)
@@ -217,7 +220,7 @@ def summarize(rows: list[dict], columns: list[str], *, reference_column: str | N
                     sums[k] += v
             if used:
                 micro = ratios(sums["TP"], sums["TN"], sums["FP"], sums["FN"])[name]
-        else:
+        elif column not in NO_TOTAL:
             total = sum(values) if values else None
             if total is not None and total.is_integer():
                 total = int(total)

@@ -106,7 +106,21 @@ def read_run_info(results: Path | str) -> RunInfo | None:
         return None
 
 
-def _show(name: str, value) -> str:
+def _tails(paths: list[str]) -> dict[str, str]:
+    """Each path's shortest tail (last folders) that no other of the paths ends with: "en/database" against
+    "dbchg/database", where the last folder alone would name both "database"."""
+    parts = {p: Path(p).parts or (p,) for p in paths}
+    out = {}
+    for p, mine in parts.items():
+        others = [o for q, o in parts.items() if q != p]
+        n = 1
+        while n < len(mine) and any(o[-n:] == mine[-n:] for o in others):
+            n += 1
+        out[p] = Path(*mine[-n:]).as_posix()
+    return out
+
+
+def _show(name: str, value, tails: dict[str, str] | None = None) -> str:
     if name == "k":
         return f"k={value}"
     if name == "context_tokens":
@@ -116,7 +130,7 @@ def _show(name: str, value) -> str:
     if name == "index":
         return f"index {value}" if value else ""
     if name == "database":
-        return Path(str(value)).name or str(value)
+        return (tails or {}).get(str(value)) or Path(str(value)).name or str(value)
     if name == "date":
         return str(value)[:16].replace("T", " ")
     return "–" if value in (None, "") else str(value)
@@ -131,15 +145,18 @@ def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
         differ.remove("k")  # what k means comes with the strategy (agent's start pages, naive's hits)
     if len(known) > 1 and not differ and len({(i.strategy, i.model) for i in known}) == 1:
         differ = ["date"]  # the same set-up twice: when is what tells them apart
+    tails = _tails(sorted({str(i.database) for i in known if i.database}))
     labels = []
     for info, fallback in zip(infos, fallbacks, strict=True):
         if info is None:
             labels.append(fallback)
             continue
         shown = [f for f in (*_ALWAYS, *differ) if not (info.retrieval_only and f in ANSWER_FIELDS)]
-        parts = [_show(f, getattr(info, f)) for f in shown
+        parts = [_show(f, getattr(info, f), tails) for f in shown
                  if f in _ALWAYS or getattr(info, f) not in (None, "") or f == "judge_model"]
-        labels.append(" · ".join(p for p in parts if p))
+        # a value said once: provider and model both "offline" read "offline", not "offline · offline"
+        parts = [p for i, p in enumerate(parts) if p and p not in parts[:i]]
+        labels.append(" · ".join(parts))
     seen: dict[str, int] = {}
     out = []
     for label in labels:

@@ -5,6 +5,13 @@ delta is the mean over the questions where BOTH runs define it (so a question ad
 not move the delta), with a paired test: McNemar's exact test for yes/no columns, a paired bootstrap of
 the mean difference otherwise. A question got worse when one of its outcome metrics dropped and none
 rose (better: the reverse; both: "mixed").
+
+A paired question whose gold differs between the two CSVs (Ground Truth, Reference Document, Page, Checklist or
+Task) measures two different questions: it is left out of the metrics, the per-question verdicts and the gates, as
+a question only one run asked is, and `left_out` says which and why. A judge column's mean and McNemar test cover
+the pairs a judge measured on both sides (a refusal of an unanswerable question passed by rule is no measurement),
+the rows the summary and the HTML report count. When the run records say the runs answered different question
+sets or over different database pages, `caveats` says a difference may come from the inputs.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ class MetricDelta:
     ci: tuple[float, float] | None = None  # 95 % interval of the delta (bootstrap)
     worse: int = 0  # questions where it went down
     better: int = 0
-    by_rule: int = 0  # of the n pairs, those where a side was passed by the refusal rule, not judged
+    by_rule: int = 0  # pairs left out of n: a side was passed by the refusal rule, not judged
 
     @property
     def significant(self) -> bool:
@@ -50,6 +57,15 @@ class QuestionChange:
     new_row: int
     changes: dict[str, tuple[float, float]]  # metric -> (old, new), only the ones that changed
     verdict: str  # "better" | "worse" | "mixed"
+
+
+@dataclass
+class LeftOut:
+    """A paired question left out: its gold differs between the two results CSVs."""
+    question: str
+    old_row: int  # 1-based data row in each CSV
+    new_row: int
+    differs: list[str]  # the gold columns that differ
 
 
 @dataclass
@@ -69,6 +85,8 @@ class Comparison:
     worse: list[QuestionChange] = field(default_factory=list)
     better: list[QuestionChange] = field(default_factory=list)
     mixed: list[QuestionChange] = field(default_factory=list)
+    left_out: list[LeftOut] = field(default_factory=list)  # paired by text, but their gold differs
+    caveats: list[str] = field(default_factory=list)  # the records say the inputs differ
 
     def metric(self, name: str) -> MetricDelta | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -92,18 +110,81 @@ class Comparison:
         return d
 
 
-def _pairs(old: Run, new: Run) -> list[tuple[Row, Row]]:
+# What a question asks for: a pair whose cells differ in one of these measures two different questions.
+GOLD = ("Ground Truth", "Reference Document", "Page", "Checklist", "Task")
+
+
+def _gold(row: Row, column: str) -> str:
+    value = " ".join(row.get(column).split())
+    return (value.lower() or "qa") if column == "Task" else value  # an empty Task cell is a qa question
+
+
+def gold_differs(a: Row, b: Row) -> list[str]:
+    """The gold columns whose cells differ between two paired rows (whitespace aside); a column only one CSV has
+    tells nothing."""
+    return [c for c in GOLD if (c in a.cells and c in b.cells or c == "Task") and _gold(a, c) != _gold(b, c)]
+
+
+def _pairs(old: Run, new: Run) -> tuple[list[tuple[Row, Row]], list[LeftOut]]:
+    """The pairs that ask the same question, and those left out because their gold differs."""
     by_key = {r.key: r for r in new.rows}
-    return [(r, by_key[r.key]) for r in old.rows if r.key in by_key]
+    pairs, left = [], []
+    for r in old.rows:
+        b = by_key.get(r.key)
+        if b is None:
+            continue
+        differs = gold_differs(r, b)
+        if differs:
+            left.append(LeftOut(r.question, r.index + 1, b.index + 1, differs))
+        else:
+            pairs.append((r, b))
+    return pairs, left
+
+
+def input_caveats(old: RunInfo | None, new: RunInfo | None) -> list[str]:
+    """One line when the records say the runs did not answer the same questions or over the same pages
+    (question CSV fingerprint, database fingerprint, converter version); nothing when a record does not say."""
+    def both(name: str) -> tuple[object, object] | None:
+        a, b = getattr(old, name, None), getattr(new, name, None)
+        return (a, b) if a is not None and b is not None and a != b else None
+
+    parts = []
+    if both("questions_sha256"):
+        parts.append("the same questions")
+    db, conv = both("database_sha256"), both("converter")
+    if db or conv:
+        pages = both("database_pages")
+        details = ([f"database {pages[0]} -> {pages[1]} pages"] if pages else
+                   ["database content differs"] if db else [])
+        if conv:
+            details.append(f"converter {conv[0]} -> {conv[1]}")
+        parts.append(f"over the same pages ({', '.join(details)})")
+    if not parts:
+        return []
+    return [f"the runs did not answer {' / '.join(parts)}: a difference may come from the inputs, not the system"]
+
+
+def left_out_line(left: list[LeftOut]) -> str:
+    """"1 paired question left out: its Reference Document differs between the runs (row 1)"."""
+    if not left:
+        return ""
+    columns = [c for c in GOLD if any(c in x.differs for x in left)]
+    what = " / ".join(columns)
+    rows = ", ".join(str(x.new_row) for x in left[:10]) + (f" and {len(left) - 10} more" if len(left) > 10 else "")
+    if len(left) == 1:
+        return f"1 paired question left out: its {what} differs between the runs (row {rows})"
+    return (f"{len(left)} paired questions left out: their {what} differs between the runs (rows {rows}; "
+            "they measure different questions)")
 
 
 def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) -> Comparison:
-    pairs = _pairs(old, new)
+    pairs, left = _pairs(old, new)
     old_keys, new_keys = {r.key for r in old.rows}, {r.key for r in new.rows}
     cmp = Comparison(old=str(old.path), new=str(new.path), paired=len(pairs),
                      only_old=len(old_keys - new_keys), only_new=len(new_keys - old_keys),
                      old_label=old.name, new_label=new.name, old_run=old.info, new_run=new.info,
-                     differ=differing_fields([old.info, new.info]))
+                     differ=differing_fields([old.info, new.info]), left_out=left,
+                     caveats=input_caveats(old.info, new.info))
     shared = [m for m in old.quality_metrics() if m in set(new.quality_metrics())]
     ordered = [m for m in HEADLINE if m in shared] + [m for m in shared if m not in HEADLINE]
     for m in ordered:
@@ -112,12 +193,14 @@ def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) ->
         if unmeasured:
             cmp.not_measured[m] = unmeasured
             continue
-        both = [(a.values[m], b.values[m]) for a, b in pairs
-                if a.values.get(m) is not None and b.values.get(m) is not None]
+        defined = [(a, b) for a, b in pairs if a.values.get(m) is not None and b.values.get(m) is not None]
+        # a judge column's 1 set by the refusal rule is no measurement: the pairs a judge measured on both sides,
+        # the rows the summary and the report count (one metric, one value)
+        judged = [(a, b) for a, b in defined if not (m in RULE_METRICS and (a.by_rule or b.by_rule))]
+        both = [(a.values[m], b.values[m]) for a, b in judged]
+        rule = len(defined) - len(judged)
         if not both:
             continue
-        rule = sum(1 for a, b in pairs if m in RULE_METRICS and a.values.get(m) is not None
-                   and b.values.get(m) is not None and (a.by_rule or b.by_rule))
         n = len(both)
         mo = sum(a for a, _ in both) / n
         mn = sum(b for _, b in both) / n
@@ -155,6 +238,9 @@ def compare_files(old: Path | str, new: Path | str, *, encoding: str | None = No
     for r, label in zip(runs, run_labels([r.info for r in runs], [r.name for r in runs]), strict=True):
         r.name = label
     cmp = compare_runs(*runs)
+    if not cmp.paired and cmp.left_out:
+        raise RagError(f"{new}: every question in common with {old} has other gold ({left_out_line(cmp.left_out)}); "
+                       "compare two runs of the same question CSV")
     if not cmp.paired:
         raise RagError(f"{new}: no question in common with {old}; compare two runs of the same question CSV")
     return cmp
@@ -203,6 +289,14 @@ def run_line(info: RunInfo | None) -> str:
     return ", ".join(parts)
 
 
+DOCS = "docs/evaluation.md"  # where every metric is defined in full (one line each: ragkit.reports.glossary)
+
+
+def _pointer() -> str:
+    return (f"what each metric means: {DOCS} (Metrics); n = the paired questions both runs define it for, the "
+            "judged ones only for a judge column")
+
+
 def _notes(cmp: Comparison) -> list[str]:
     out = []
     for m, runs in cmp.not_measured.items():
@@ -215,9 +309,14 @@ def _notes(cmp: Comparison) -> list[str]:
 
 
 def format_text(cmp: Comparison, *, limit: int = 20) -> str:
-    lines = [f"old: {cmp.old_label}  ({cmp.old})", f"     {run_line(cmp.old_run)}",
+    lines = [*(f"caveat: {c}" for c in cmp.caveats),
+             f"old: {cmp.old_label}  ({cmp.old})", f"     {run_line(cmp.old_run)}",
              f"new: {cmp.new_label}  ({cmp.new})", f"     {run_line(cmp.new_run)}",
-             f"paired questions: {cmp.paired} (only in old: {cmp.only_old}, only in new: {cmp.only_new})", ""]
+             f"paired questions: {cmp.paired} (only in old: {cmp.only_old}, only in new: {cmp.only_new}"
+             + (f", left out: {len(cmp.left_out)}" if cmp.left_out else "") + ")"]
+    if cmp.left_out:
+        lines.append(left_out_line(cmp.left_out))
+    lines.append("")
     w = max([len(m.metric) for m in cmp.metrics] + [6])
     lines.append(f"{'metric':<{w}}  {'n':>4}  {'old':>6}  {'new':>6}  {'delta':>7}  {'95% CI':>18}  "
                  f"{'p':>6}  test")
@@ -228,8 +327,7 @@ def format_text(cmp: Comparison, *, limit: int = 20) -> str:
     lines.append("(* p < 0.05)")
     ruled = [m for m in cmp.metrics if m.by_rule]
     if ruled:
-        lines.append("of the n pairs, passed by rule (a refusal of an unanswerable question, not judged): "
-                     + ", ".join(f"{m.metric} {m.by_rule}" for m in ruled))
+        lines.append(_ruled_line(ruled))
     lines += _notes(cmp)
     for title, items in (("worse", cmp.worse), ("better", cmp.better), ("mixed", cmp.mixed)):
         lines.append("")
@@ -238,7 +336,13 @@ def format_text(cmp: Comparison, *, limit: int = 20) -> str:
             lines.append(f"  row {qc.new_row}: {_short(qc.question)} — {_change_text(qc)}")
         if len(items) > limit:
             lines.append(f"  … and {len(items) - limit} more (--format json lists all)")
+    lines += ["", _pointer()]
     return "\n".join(lines)
+
+
+def _ruled_line(ruled: list[MetricDelta]) -> str:
+    return ("left out of n, passed by rule (a refusal of an unanswerable question, not judged; as in the summary): "
+            + ", ".join(f"{m.metric} {m.by_rule}" for m in ruled))
 
 
 def _md_cell(text: str) -> str:
@@ -248,10 +352,13 @@ def _md_cell(text: str) -> str:
 def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
     """GitHub-flavoured markdown for a CI job summary."""
     lines = [f"### rag compare: {cmp.old_label} → {cmp.new_label}", "",
+             *(f"> **caveat**: {_md_cell(c)}\n" for c in cmp.caveats),
              f"- old: `{Path(cmp.old).name}`: {run_line(cmp.old_run)}",
              f"- new: `{Path(cmp.new).name}`: {run_line(cmp.new_run)}", "",
-             f"{cmp.paired} paired questions (only in old: {cmp.only_old}, only in new: {cmp.only_new}); "
+             f"{cmp.paired} paired questions (only in old: {cmp.only_old}, only in new: {cmp.only_new}"
+             + (f", left out: {len(cmp.left_out)}" if cmp.left_out else "") + "); "
              f"**{len(cmp.worse)} worse**, {len(cmp.better)} better, {len(cmp.mixed)} mixed.", "",
+             *([f"**{_md_cell(left_out_line(cmp.left_out))}**", ""] if cmp.left_out else []),
              "| metric | n | old | new | delta | 95% CI | p | test |", "|---|---:|---:|---:|---:|---|---:|---|"]
     for m in cmp.metrics:
         delta = _signed(m.delta)
@@ -259,7 +366,8 @@ def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
             delta = f"**{delta}**"
         lines.append(f"| {m.metric} | {m.n} | {_f(m.old)} | {_f(m.new)} | {delta} | {_ci(m.ci)} | {_p(m.p)} "
                      f"| {m.test} |")
-    notes = _notes(cmp)
+    ruled = [m for m in cmp.metrics if m.by_rule]
+    notes = ([_ruled_line(ruled)] if ruled else []) + _notes(cmp)
     if notes:
         lines += [""] + [f"- {_md_cell(n)}" for n in notes]
     for title, items in (("Worse", cmp.worse), ("Better", cmp.better), ("Mixed", cmp.mixed)):
@@ -272,6 +380,7 @@ def format_markdown(cmp: Comparison, *, limit: int = 20) -> str:
         if len(items) > limit:
             lines.append(f"| | … and {len(items) - limit} more | |")
         lines += ["", "</details>"]
+    lines += ["", _md_cell(_pointer())]
     return "\n".join(lines)
 
 

@@ -22,7 +22,8 @@ from ragkit.evaluate.runinfo import differing_fields
 from ragkit.evaluate.runs import HEADLINE, RULE_METRICS, Row, Run, bootstrap_ci, load_runs, percentile
 from ragkit.evaluate.summarization import task_of
 from ragkit.reports.calibration import diagram_svg, reliability
-from ragkit.reports.compare import OUTCOME, RUN_FIELDS, compare_runs
+from ragkit.reports.compare import DOCS, OUTCOME, RUN_FIELDS, compare_runs, input_caveats, left_out_line
+from ragkit.reports.glossary import define
 
 HIST_METRICS = ["Ref Recall", "Checklist Recall", "Judge Overall"]
 BREAKDOWN_METRICS = ["Ref Recall", "Checklist Recall", "Judge Overall", "Contain Match"]
@@ -105,6 +106,9 @@ def _runs(runs: Sequence[Run]) -> str:
                             f'{_e("–" if getattr(r.info, f) in (None, "") else getattr(r.info, f))}</td>'
                             for f, _ in RUN_FIELDS)
             notes += [f"<li><b>{_e(r.name)}</b>: {_e(n)}</li>" for n in r.info.notes]
+        if r is not runs[0]:
+            notes += [f'<li class="caveat"><b>{_e(r.name)} against {_e(runs[0].name)}</b>: {_e(c)}</li>'
+                      for c in input_caveats(runs[0].info, r.info)]
         rows.append(f'<tr><th>{_e(r.name)}</th>{cells}<td>{_e(r.path)}</td><td>{len(r.rows)}</td></tr>')
     return (f'<section id="runs"><h2>Runs</h2><p class="note">Each run is labelled by what differs in its run '
             f'record (<code>&lt;results&gt;.run.json</code>); the fields that differ are marked.</p>'
@@ -290,6 +294,7 @@ def _wins(runs: Sequence[Run]) -> tuple[str, dict[str, dict[str, str]]]:
             for qc in getattr(cmp, kind):
                 verdicts.setdefault(key_of[qc.new_row], {})[r.name] = kind
         same = cmp.paired - len(cmp.better) - len(cmp.worse) - len(cmp.mixed)
+        left = f'<p class="caveat">{_e(left_out_line(cmp.left_out))}</p>' if cmp.left_out else ""
         deltas = "".join(
             f"<tr><th>{_e(m.metric)}</th><td>{m.n}</td><td>{_f(m.old)}</td><td>{_f(m.new)}</td>"
             f"<td class=\"{_direction(m.metric, m.delta)}\">"
@@ -300,10 +305,23 @@ def _wins(runs: Sequence[Run]) -> tuple[str, dict[str, dict[str, str]]]:
             f"<b class=\"down\">{len(cmp.worse)} worse</b>, {len(cmp.mixed)} mixed, {same} unchanged "
             f"({cmp.paired} paired questions; judged on {', '.join(m for m in OUTCOME if cmp.metric(m))}).</p>"
             f"<table class=\"grid\"><tr><th>metric</th><th>n</th><th>{_e(base.name)}</th><th>{_e(r.name)}</th>"
-            f"<th>delta</th><th>test</th><th>p</th></tr>{deltas}</table>")
+            f"<th>delta</th><th>test</th><th>p</th></tr>{deltas}</table>{left}")
     return ('<section id="wins"><h2>Wins and losses</h2><p class="note">Questions paired by their text. '
             'Filter the question list below by “changed” to see them.</p>' + "".join(blocks) + "</section>",
             verdicts)
+
+
+def _glossary(runs: Sequence[Run]) -> str:
+    """One line per metric the runs hold: what it means (ragkit.reports.glossary, as docs/evaluation.md)."""
+    seen: list[str] = []
+    for r in runs:
+        seen += [m for m in r.metrics() if m not in seen and define(m)]
+    if not seen:
+        return ""
+    items = "".join(f"<dt>{_e(m)}</dt><dd>{_e(define(m))}</dd>" for m in seen)
+    return (f'<section id="glossary"><h2>What the metrics mean</h2><p class="note">TP, FP, FN, TN count a '
+            f'question\'s pages (Ref) or checklist items (Checklist); a mean is over the rows where the metric is '
+            f'defined. More in {_e(DOCS)}.</p><dl class="glossary">{items}</dl></section>')
 
 
 # -- the question list ---------------------------------------------------------------------------------
@@ -436,7 +454,7 @@ table.grid{border-collapse:collapse;background:#fff;margin:6px 0}
 .grid th,.grid td{border:1px solid #d5d9e0;padding:4px 8px;text-align:left;vertical-align:top}
 .grid td{font-variant-numeric:tabular-nums}
 .ci,.n,.note,small{color:#5f6b7a}.na{color:#9aa3ae}.rule{color:#8a6d00;font-size:12px}
-td.differs{background:#fff4d6;font-weight:600}.caveats{color:#8a2420}
+td.differs{background:#fff4d6;font-weight:600}.caveats,.caveat{color:#8a2420}.glossary dt{font-weight:600;margin-top:4px}.glossary dd{margin:0 0 0 16px;color:#3a4452}
 svg.rel .diag{stroke:#9aa3ae;stroke-dasharray:4 3}.reltable{min-width:280px}
 .plots{display:flex;flex-wrap:wrap;gap:12px}.plot{background:#fff;border:1px solid #d5d9e0;padding:6px}
 .plot.empty{width:366px;height:196px;color:#5f6b7a}
@@ -493,7 +511,8 @@ def build_report(runs: Sequence[Run], out_dir: Path) -> str:
     meta = json.dumps({"generator": "ragkit", "runs": [str(r.path) for r in runs]}, ensure_ascii=False)
     body = (f'<main><h1>ragkit report</h1><p class="note">generated {datetime.now():%Y-%m-%d %H:%M}</p>'
             f'<ul>{sources}</ul>{_runs(runs)}{_headline(runs)}{_summarization(runs)}{_distributions(runs)}'
-            f'{_calibration(runs)}{wins}{_breakdown(runs)}{_cost(runs)}{_questions(runs, verdicts, out_dir)}</main>')
+            f'{_calibration(runs)}{wins}{_breakdown(runs)}{_cost(runs)}{_questions(runs, verdicts, out_dir)}'
+            f'{_glossary(runs)}</main>')
     csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
     return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'

@@ -1,0 +1,152 @@
+"""`rag compare` / `rag report` say what they compared (user report s55): paired questions whose gold differs are
+left out of the metrics and gates, records that say the inputs differ give a caveat, a judge metric has one value
+for one run in the summary and in compare, each output says what its metrics mean, labels tell databases with one
+folder name apart and say a value once, and the summary totals only what adds up. Driven through the CLI on the
+sample corpus with the offline provider."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from ragkit.cli import app
+from ragkit.core.csvio import read_csv
+from ragkit.evaluate.runinfo import RunInfo, run_labels
+from ragkit.evaluate.runs import load_run
+from ragkit.reports.compare import compare_files, compare_runs, format_markdown, format_text
+from ragkit.reports.glossary import define
+
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
+
+
+def cli(*args: str, code: int = 0):
+    r = CliRunner().invoke(app, list(args))
+    assert r.exit_code == code, r.output
+    return r
+
+
+def batch(questions: Path, *extra: str) -> Path:
+    r = cli("batch", str(questions), "--provider", "offline", "--workers", "2", *extra)
+    [line] = [x for x in r.stdout.splitlines() if x.startswith("results: ")]
+    return Path(line.removeprefix("results: "))
+
+
+def summary_of(results: Path) -> dict[str, dict]:
+    return {r["Metric"]: r for r in read_csv(results.with_name(results.stem + "_summary.csv")).to_dict("records")}
+
+
+@pytest.fixture
+def edited_key(sample_db_copy, isolated_env) -> tuple[Path, Path]:
+    """The sample questions answered twice by the same system: once as they are, once with row 1's checklist and
+    row 2's Ground Truth and Reference Document edited (another page of the same manual)."""
+    with open(EXAMPLES / "questions.csv", encoding="utf-8-sig", newline="") as f:
+        rows = list(csv.DictReader(f))
+    rows[0]["Checklist"] = "something else entirely"
+    rows[1]["Ground Truth"] = "another answer"
+    rows[1]["Reference Document"] = rows[0]["Reference Document"]
+    rows[1]["Page"] = rows[0]["Page"]
+    edited = isolated_env / "q_mod.csv"
+    with open(edited, "w", encoding="utf-8-sig", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]))
+        w.writeheader()
+        w.writerows(rows)
+    return batch(EXAMPLES / "questions.csv"), batch(edited)
+
+
+def test_paired_questions_whose_gold_differs_are_left_out_of_metrics_and_gates(edited_key, isolated_env):
+    old, new = edited_key
+    cmp = compare_files(old, new)
+    assert (cmp.paired, cmp.only_old, cmp.only_new) == (16, 0, 0)
+    assert [(x.new_row, x.differs) for x in cmp.left_out] == [
+        (1, ["Checklist"]), (2, ["Ground Truth", "Reference Document", "Page"])]
+    # the same system on the same questions: nothing moved, nothing is a regression
+    assert all(m.delta == 0 for m in cmp.metrics) and not (cmp.worse or cmp.better or cmp.mixed)
+    r = cli("compare", str(old), str(new), "--fail-on-regression")  # exit 3 before: "Checklist Recall fell"
+    line = ("2 paired questions left out: their Ground Truth / Reference Document / Page / Checklist differs between "
+            "the runs (rows 1, 2; they measure different questions)")
+    assert line in r.stdout and "paired questions: 16 (only in old: 0, only in new: 0, left out: 2)" in r.stdout
+    assert "gate failed" not in r.output
+    doc = json.loads(cli("compare", str(old), str(new), "--format", "json").stdout)
+    assert [x["new_row"] for x in doc["left_out"]] == [1, 2] and doc["paired"] == 16
+    assert line in cli("compare", str(old), str(new), "--format", "markdown").stdout
+    out = isolated_env / "report.html"
+    cli("report", str(old), str(new), "-o", str(out))
+    assert line in out.read_text(encoding="utf-8")
+    # one question edited: the sentence is singular
+    one = compare_runs(load_run(old), load_run(new))
+    one.left_out = one.left_out[:1]
+    assert ("1 paired question left out: its Checklist differs between the runs (row 1)"
+            in format_text(one))
+
+
+def test_records_that_say_the_inputs_differ_give_a_caveat_first(edited_key):
+    old, new = (load_run(p) for p in edited_key)
+    assert compare_runs(old, new).caveats == []  # records without the fingerprints: nothing is claimed
+    # fields a newer record holds (getattr: a record written before them has none)
+    old.info.questions_sha256, new.info.questions_sha256 = "a" * 64, "b" * 64
+    old.info.database_sha256, new.info.database_sha256 = "c" * 64, "d" * 64
+    old.info.database_pages, new.info.database_pages = 43, 70
+    cmp = compare_runs(old, new)
+    caveat = ("the runs did not answer the same questions / over the same pages (database 43 -> 70 pages): a "
+              "difference may come from the inputs, not the system")
+    assert cmp.caveats == [caveat]
+    assert format_text(cmp).splitlines()[0] == f"caveat: {caveat}"
+    assert caveat in format_markdown(cmp)
+    new.info.questions_sha256 = "a" * 64
+    new.info.database_sha256, new.info.database_pages = "c" * 64, 43
+    new.info.converter, old.info.converter = 9, 8
+    assert compare_runs(old, new).caveats == [
+        "the runs did not answer over the same pages (converter 8 -> 9): a difference may come from the inputs, "
+        "not the system"]
+
+
+def test_a_judge_metric_of_one_run_has_one_value_in_the_summary_and_in_compare(sample_db_copy):
+    agent = batch(EXAMPLES / "questions.csv")
+    longctx = batch(EXAMPLES / "questions.csv", "--strategy", "longctx", "--context-tokens", "3000")
+    cm = compare_files(agent, longctx).metric("Contain Match")
+    s_old, s_new = summary_of(agent)["Contain Match"], summary_of(longctx)["Contain Match"]
+    assert "passed by rule left out" in s_old["Covers"]
+    # the refusals passed by rule are left out of both: n, the means and McNemar's counts are the judged rows'
+    assert cm.n == int(s_old["Rows"]) == int(s_new["Rows"])  # 15, not the 18 rows with the rule's 1s
+    assert cm.old == pytest.approx(float(s_old["Mean"]), abs=1e-4)
+    assert cm.new == pytest.approx(float(s_new["Mean"]), abs=1e-4)
+    assert cm.by_rule == 18 - cm.n
+    # the summary totals only what adds up (L2): no sum of confidences or of per-question latencies
+    s = summary_of(agent)
+    assert s["Confidence"]["Total"] == "" and s["Latency ms"]["Total"] == ""
+    assert s["Confidence"]["Mean"] != "" and s["Ref TP"]["Total"] != ""
+
+
+def test_each_output_says_what_its_metrics_mean(sample_db_copy, isolated_env):
+    agent = batch(EXAMPLES / "questions.csv")
+    text = cli("compare", str(agent), str(agent)).stdout
+    assert text.rstrip().splitlines()[-1].startswith("what each metric means: docs/evaluation.md")
+    md = cli("compare", str(agent), str(agent), "--format", "markdown").stdout
+    assert "docs/evaluation.md" in md.rstrip().splitlines()[-1]
+    out = isolated_env / "one.html"
+    cli("report", str(agent), "-o", str(out))
+    html = out.read_text(encoding="utf-8")
+    assert '<section id="glossary">' in html
+    for m in ("Ref Recall", "Checklist Recall", "Contain Match", "Ref Specificity", "Confidence"):
+        assert f"<dt>{m}</dt><dd>{define(m)}</dd>".replace("'", "&#x27;") in html
+    assert define("Ref Recall").endswith("TP / (TP + FN))")
+    assert define("Opt Ref Recall").endswith(define("Ref Recall"))
+
+
+def test_labels_tell_same_named_databases_apart_and_say_a_value_once():
+    a = RunInfo(strategy="agent", provider="offline", model="offline", database="/w/sample/database", kind="batch")
+    b = RunInfo(strategy="agent", provider="offline", model="offline", database="/w/dbchg/database", kind="eval")
+    assert run_labels([a, b], ["x", "y"]) == ["agent · offline · sample/database · batch",
+                                              "agent · offline · dbchg/database · eval"]
+    c = RunInfo(strategy="agent", provider="offline", model="offline", context_tokens=32_000)
+    d = RunInfo(strategy="agent", provider="openai", model="offline", context_tokens=3_000)
+    # provider and model both "offline": once, not "agent · offline · offline"
+    assert run_labels([c, d], ["x", "y"]) == ["agent · offline · 32,000 context tokens",
+                                              "agent · offline · openai · 3,000 context tokens"]
+    e = RunInfo(strategy="agent", model="m", database="/data/a/database")
+    f = RunInfo(strategy="agent", model="m", database="/data/b/db")
+    assert run_labels([e, f], ["x", "y"]) == ["agent · m · database", "agent · m · db"]
