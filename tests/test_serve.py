@@ -205,6 +205,27 @@ def test_chat_streams_steps_then_the_answer(sample_db_copy, scripted_server):
     assert TEST_KEY not in text
 
 
+def test_an_offline_chat_streams_its_searches_and_the_pages_it_read(sample_db_copy):
+    """An offline /chat stream gave the `start` step and then the answer, while docs/serve.md promises one step per
+    agent step (searches, pages read). The extractive engine's searches and the pages it read are steps now, named
+    as the API names pages (relative to the database), and the pages cited are among those read."""
+    with LiveServer(offline(sample_db_copy)) as srv:
+        with httpx.stream("POST", srv.url + "/chat", json={"query": MFA_Q, "stream": True}, timeout=120) as r:
+            text = "".join(r.iter_text())
+    events = [(m.group(1), json.loads(m.group(2))) for m in re.finditer(r"event: (\w+)\ndata: (.*)\n\n", text)]
+    assert [e for e, _ in events][-1] == "answer", text[:500]
+    steps = [d for e, d in events if e == "step"]
+    assert [s["event"] for s in steps][0] == "start" and "db" not in steps[0]
+    searches = [s for s in steps if s["event"] == "search"]
+    assert searches and searches[0]["query"] and searches[0]["hits"], steps
+    read = [s for s in steps if s["event"] == "read"]
+    assert len(read) == 1 and read[0]["pages"], steps
+    pages = set(read[0]["pages"])
+    assert pages <= {h for s in searches for h in s["hits"]}
+    assert all(not p.startswith(("/", "database/")) for p in pages), pages
+    assert set(cited(events[-1][1])) <= pages and str(sample_db_copy) not in text
+
+
 # ------------------------------------------------------------------------------------- search, pages
 def test_search_returns_what_rag_search_json_prints_with_db_relative_paths(sample_db_copy):
     from ragkit.cli import app
