@@ -383,11 +383,14 @@ def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isola
     with LiveServer(offline(sample_db_copy), ServeOptions(max_upload_mb=0.05)) as srv:
         up = srv.url + "/documents"
         r = post(up, files={"file": ("notes.pdf", b"this is not a pdf at all", "application/pdf")})
-        assert r.status_code == 422 and "not a PDF" in r.json()["error"]
+        # each refusal names the file, as a conversion's failure ("broken.pdf: ...") does
+        assert r.status_code == 422 and r.json()["error"] == "notes.pdf: the uploaded file is not a PDF (no %PDF header)"
         r = post(up, files={"file": ("broken.pdf", b"%PDF-1.7\n garbage garbage\n")})
         assert r.status_code == 422 and "broken.pdf" in r.json()["error"], r.text
         r = post(up, files={"file": ("slides.pptx", b"PK\x03\x04 not really a zip")})
-        assert r.status_code == 422
+        assert r.status_code == 422 and r.json()["error"].startswith("slides.pptx: "), r.text
+        r = post(up, files={"file": ("../empty.docx", b"")})
+        assert r.status_code == 422 and r.json()["error"] == "empty.docx: the uploaded file is empty", r.text
         r = post(up, files={"file": ("run.exe", pdf)})
         assert r.status_code == 415
         r = post(up, files={"file": ("big.pdf", pdf + b"0" * 60_000)})

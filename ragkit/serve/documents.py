@@ -173,16 +173,17 @@ def safe_category(category: str | None) -> str:
     return sanitize_name(" ".join(parts), fallback=DEFAULT_CATEGORY).lstrip(". ") or DEFAULT_CATEGORY
 
 
-def check_content(data: bytes, ext: str) -> None:
-    """The bytes must be what the extension says (a renamed text file is refused before any conversion)."""
+def check_content(data: bytes, ext: str, name: str) -> None:
+    """The bytes must be what the extension says (a renamed text file is refused before any conversion). The
+    error names the file (`name`), as a conversion's failure does."""
     if not data:
-        raise ClientError(422, "the uploaded file is empty")
+        raise ClientError(422, f"{name}: the uploaded file is empty")
     if ext == ".pdf":
         if b"%PDF-" not in data[:1024]:
-            raise ClientError(422, "the uploaded file is not a PDF (no %PDF header)")
+            raise ClientError(422, f"{name}: the uploaded file is not a PDF (no %PDF header)")
         return
     if not data.startswith(b"PK\x03\x04") or _ZIP_PART[ext] not in data:
-        raise ClientError(422, f"the uploaded file is not a {ext[1:].upper()} document")
+        raise ClientError(422, f"{name}: the uploaded file is not a {ext[1:].upper()} document")
 
 
 def stop_uploads() -> None:
@@ -205,7 +206,7 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     from ragkit.search.backend import check_index
 
     stem, ext = safe_upload_name(filename)
-    check_content(data, ext)
+    check_content(data, ext, f"{stem}{ext}")
     cat = safe_category(category)
     check_index(index, timeout=INDEX_CHECK_TIMEOUT, pages=False)  # a cluster that is down: 503, nothing written
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
