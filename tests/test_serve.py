@@ -378,6 +378,32 @@ def test_documents_count_their_own_pages_and_copies_apart(sample_db_copy, tmp_pa
         assert get(srv.url + "/search", params={"query": "zanzibarite"}).json() == []
 
 
+class _LostIndex:
+    """An index whose cluster went away after the upload's or deletion's check: its writes fail."""
+
+    backend = "embedded"
+
+    def update_pages(self, written: list[str], removed: list[str]) -> None:
+        from ragkit.search.opensearch.client import ClusterError
+
+        raise ClusterError("OpenSearch at http://127.0.0.1:9: unreachable")
+
+
+def test_the_upload_and_delete_warnings_do_not_name_the_servers_path(sample_db_copy, tmp_path):
+    """The warnings of an upload stored but not indexed, and of a deletion the index did not take, said to run
+    `rag index sync --db /the/server's/absolute/path`, while every path the API gives is relative to the database.
+    Now they say to run `rag index sync` on the server's database."""
+    from ragkit.serve.documents import delete_document, list_documents, upload_document
+
+    pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual"]).read_bytes()
+    up = upload_document(sample_db_copy, "harbor.pdf", pdf, "港湾", _LostIndex())
+    doc = next(d for d in list_documents(sample_db_copy) if d.folder == "港湾/harbor")
+    gone = delete_document(sample_db_copy, doc, _LostIndex())
+    for out in (up, gone):
+        assert out["indexed"] is False and "`rag index sync` on the server's database" in out["warning"], out
+        assert "--db" not in out["warning"] and str(sample_db_copy) not in out["warning"], out
+
+
 def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isolated_env):
     pdf = make_pdf(tmp_path / "ok.pdf", ["Quokka observation notes"]).read_bytes()
     with LiveServer(offline(sample_db_copy), ServeOptions(max_upload_mb=0.05)) as srv:

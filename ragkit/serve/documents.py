@@ -33,6 +33,9 @@ UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<cat
 DEFAULT_CATEGORY = "uploads"
 KINDS = (".pdf", ".docx", ".pptx")
 _ZIP_PART = {".docx": b"word/", ".pptx": b"ppt/"}
+# how the index catches up with page files it missed, said to a client: without the server's own path to the
+# database (API paths are database-relative; a client may not know, and need not learn, where it is mounted)
+SYNC_HINT = "`rag index sync` on the server's database"
 INDEX_CHECK_TIMEOUT = 2.0  # seconds an upload or a deletion waits for the cluster's answer before writing anything
 
 
@@ -236,7 +239,7 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     out["indexed"] = not_indexed is None
     if not_indexed:
         out["warning"] = (f"the pages are stored but not indexed ({not_indexed}): search and /chat find them once "
-                          f"`rag index sync --db {db}` has run, or once the same file is uploaded again")
+                          f"{SYNC_HINT} has run, or once the same file is uploaded again")
     return out
 
 
@@ -268,5 +271,5 @@ def delete_document(db: Path, doc: DocInfo, index) -> dict:
     out = {"id": doc.id, "deleted_pages": len(removed), "deleted_copies": len(copies), "indexed": not_indexed is None}
     if not_indexed:
         out["warning"] = (f"the pages are deleted but the index still holds them ({not_indexed}); searches leave "
-                          f"them out (their files are gone) until `rag index sync --db {db}` has run")
+                          f"them out (their files are gone) until {SYNC_HINT} has run")
     return out
