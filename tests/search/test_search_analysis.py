@@ -23,6 +23,18 @@ def test_korean_stem_finds_stem_with_particle(db):
     assert "파일을 삭제하려면" in hits[0].snippet  # Korean keeps its word spaces in snippets
 
 
+def test_a_heading_stays_apart_from_the_next_heading_in_snippets():
+    """A DOCX's title and first heading, a blank line apart, were one word in snippets ("情報セキュリティ規程第1章
+    パスワード"): the heading pattern reached over the blank line, and the single line break left was joined as a
+    Japanese line wrap. A line wrapped inside a sentence is still joined."""
+    from ragkit.search.snippets import display_text, make_snippet
+
+    body = "# 情報セキュリティ規程\n\n## 第1章 パスワード\n\nパスワードは12文字\n以上とする。\n"
+    assert display_text(body) == "情報セキュリティ規程 第1章 パスワード パスワードは12文字以上とする。"
+    assert make_snippet(body, "パスワード").startswith("情報セキュリティ規程 第1章 パスワード")
+    assert display_text("# 規程\n## 第1章 総則 ##\n本文") == "規程 第1章 総則 本文"
+
+
 def test_english_and_case_folding(db):
     idx = fresh(db)
     assert top(idx, "How do I connect the ROUTER to the WAN port?")[0] == "english/router/setup/page_005.md"
