@@ -61,10 +61,11 @@ def test_page_range_folders_are_not_words(tmp_path):
     d = tmp_path / "database"
     write_page(d, "docs/report/pages_001-010/page_001.md", "# Summary\nRevenue grew.", page=1)
     write_page(d, "docs/report/Pages of history/page_002.md", "# History\nFounded long ago.", page=2)
+    write_page(d, "docs/report/page_011/page_011.md", "# Appendix\nMore notes.", page=11)  # a range of one page
     idx = fresh(d)
     # "pages_001-010" is how ingest names the folders of a document without an outline: no meaning to match
     assert top(idx, "pages") == ["docs/report/Pages of history/page_002.md"]
-    assert top(idx, "001") == []
+    assert top(idx, "001") == [] and top(idx, "011") == []
 
 
 def test_folder_names_are_weighted(tmp_path):
