@@ -42,7 +42,8 @@ CONVERTER_CHANGES = {
        "(\"第1章\", \"1 Introduction\", \"PART II\") as its sections instead of 10-page ranges, so its pages may move "
        "to other section folders (PDF)",
     10: "a page range of one page is the folder page_011, not pages_011-011 (a one-page document, the last page "
-        "of an 11-page one)",
+        "of an 11-page one); a list item's number at a line's start keeps its space and starts a paragraph "
+        "(\"一 都道府県知事\", \"イ 事業所得\"; was \"一都道府県知事\") (PDF)",
 }
 
 
