@@ -105,7 +105,7 @@ def join_cjk_breaks(text: str, *, keep_labels: bool = True) -> str:
         return _CJK_GAP.sub("", text)
     # (where the text before is cut, where the kept part ends, where the gap ends): a label's text before it is
     # joined up to its end (as it always was); an item's, up to its line's start, so that line break stays
-    gaps = [(m.start(), m.start(), m.end(1), m.end()) for m in _ITEM_GAP.finditer(text)]
+    gaps = [] if text.isascii() else [(m.start(), m.start(), m.end(1), m.end()) for m in _ITEM_GAP.finditer(text)]
     if "第" in text or "附" in text:
         gaps += [(m.start(), m.end(1), m.end(1), m.end()) for m in _LABEL_GAP.finditer(text)]
     if not gaps:
