@@ -123,6 +123,57 @@ def silent_server() -> Iterator[str]:
         yield f"http://127.0.0.1:{srv.getsockname()[1]}"
 
 
+@contextmanager
+def full_server() -> Iterator[str]:
+    """The URL of a local TCP server whose accept queue is full (a swamped node): it never accepts, one connection
+    fills its backlog (listen(0)), and the kernel drops every later handshake, so each connection attempt times
+    out."""
+    with socket.socket() as srv:
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(0)
+        filler = socket.create_connection(srv.getsockname(), timeout=5)
+        try:
+            yield f"http://127.0.0.1:{srv.getsockname()[1]}"
+        finally:
+            filler.close()
+
+
+@contextmanager
+def answerless_server() -> Iterator[tuple[str, list[bytes]]]:
+    """(URL, requests): a local TCP server that accepts every connection and reads what comes, never answering (a
+    hung node); `requests` gets the first line of each request it received."""
+    srv = socket.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(16)
+    got: list[bytes] = []
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                conn, _ = srv.accept()
+            except OSError:
+                return
+            held.append(conn)
+            data = b""
+            while b"\r\n" not in data:
+                chunk = conn.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            if data:
+                got.append(data.split(b"\r\n", 1)[0])
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{srv.getsockname()[1]}", got
+    finally:
+        srv.close()
+        for c in held:
+            c.close()
+
+
 class Proxy:
     """A TCP proxy on 127.0.0.1 in front of a real node. `cut()`: nothing listens on its port any more and the
     connections through it are closed (the cluster is unreachable); `cut_at(marker)`: the same, the moment a request

@@ -32,6 +32,11 @@ def test_a_labels_space_stays_where_other_gaps_between_han_and_kana_go():
     assert j("法第三条 の規定") == "法第三条の規定"  # a label inside a word: no label
     assert j("第 二 章 総 則") == "第二章総則"  # a space between every character says nothing
     assert j("第2章\n勤務時間、休憩時\n間") == "第2章勤務時間、休憩時間"  # line breaks are joined as before
+    # a list item's number at a line's start (law-style lists): its space stays, and the line break before it
+    assert j("次のとおり\n一 都道府県知事\n十二 市町村長\nイ 事業所得") == "次のとおり\n一 都道府県知事\n十二 市町村長\nイ 事業所得"
+    assert j("休 憩 時 間 は 一 斉 に") == "休憩時間は一斉に" and j("一\n都道府県") == "一都道府県"
+    assert j("の条件は 一 都道府県") == "の条件は一都道府県"  # not at a line's start: joined as before
+    assert text.normalize("一 都道府県") == text.normalize("一都道府県")
     # comparisons and search terms see one form, with the space or without
     assert text.normalize("第2章 勤務時間") == text.normalize("第2章勤務時間") == "第2章勤務時間"
     assert text.tokenize("第2章 勤務時間") == text.tokenize("第2章勤務時間")

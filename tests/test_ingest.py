@@ -106,7 +106,7 @@ def test_source_outside_cwd_is_absolute_and_title_falls_back(tmp_path, isolated_
     db = isolated_env / "database"
     ingest_sources([src], db=db, progress=False, workers=1)
     [rel] = iter_pages(db)
-    assert rel == "elsewhere/plain/pages_001-001/page_001.md"  # category = the file's own folder
+    assert rel == "elsewhere/plain/page_001/page_001.md"  # category = the file's own folder; one page: page_001
     meta, _ = read(db, rel)
     assert meta.source == src.as_posix() and meta.document == "Introduction"
 
@@ -149,6 +149,15 @@ def test_no_outline_falls_back_to_page_ranges(isolated_env):
     ingest_sources([src], db=db, progress=False, workers=1)
     folders = sorted({p.split("/")[2] for p in iter_pages(db)})
     assert folders == ["pages_001-010", "pages_011-020", "pages_021-023"]
+
+
+def test_a_page_range_of_one_page_is_named_as_one_page():
+    """The last range of an 11-page document was "pages_011-011"; a range of one page is "page_011"."""
+    from ragkit.ingest.pages import range_sections
+
+    assert range_sections(11)[-2:] == ["pages_001-010", "page_011"]
+    assert range_sections(1) == ["page_001"] and range_sections(12)[-1] == "pages_011-012"
+    assert range_sections(1001)[-1] == "page_1001" and range_sections(1001)[0] == "pages_0001-0010"
 
 
 def test_numbered_chapter_headings_are_the_sections_of_a_pdf_without_outline():

@@ -559,6 +559,26 @@ def test_a_numbered_labels_space_stays_and_a_sentence_broken_at_a_line_end_is_jo
     assert paras[-1] == "附則 この規則は、令和6年4月1日から施行する。休憩時間は一斉に与える", body  # spaced out: joined
 
 
+
+def test_a_law_style_item_numbers_space_stays(isolated_env):
+    """A list item's number at a line's start and its text ("一 都道府県…", "イ 事業所得", law-style lists) were
+    joined ("一都道府県…"), as converter 9 kept the space only after 第2章-style labels. The space stays, and the
+    line break before the item; a sentence wrapped at a line end is still joined."""
+    doc = pymupdf.open()
+    page = doc.new_page(width=595, height=842)
+    lines = ["次に掲げる者は、届け出なければならない。",
+             "一 都道府県知事の許可を受けた者",
+             "二 市町村長が指定した者であつて、総務大臣が定める基準に適合するもの",
+             "十二 その他の者",
+             "イ 事業所得"]
+    for k, text in enumerate(lines):
+        page.insert_text((72, 100 + 18 * k), text, fontname="japan", fontsize=10.5)
+    (_meta, body), = ingest(isolated_env, "規則", doc).values()
+    got = [line.strip() for line in body.splitlines() if line.strip()]
+    for line in lines[1:]:
+        assert line in got, body
+
+
 # ------------------------------------------------------------------------------------------ ruled tables
 
 PLAN = [("項目", "行動内容", "期限", "担当府省庁等"),
@@ -634,9 +654,10 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 9 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert CONVERTER_VERSION == 10 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
     assert "heading" in CONVERTER_CHANGES[5] and "figure table" in CONVERTER_CHANGES[6]
     assert "column by column" in CONVERTER_CHANGES[7]
     assert "marked with letters" in CONVERTER_CHANGES[8] and "first chapter" in CONVERTER_CHANGES[8]
     assert "label" in CONVERTER_CHANGES[9] and "chapter headings" in CONVERTER_CHANGES[9] \
         and "sections" in CONVERTER_CHANGES[9]
+    assert "page_011" in CONVERTER_CHANGES[10] and "item" in CONVERTER_CHANGES[10]

@@ -205,6 +205,27 @@ def test_chat_streams_steps_then_the_answer(sample_db_copy, scripted_server):
     assert TEST_KEY not in text
 
 
+def test_an_offline_chat_streams_its_searches_and_the_pages_it_read(sample_db_copy):
+    """An offline /chat stream gave the `start` step and then the answer, while docs/serve.md promises one step per
+    agent step (searches, pages read). The extractive engine's searches and the pages it read are steps now, named
+    as the API names pages (relative to the database), and the pages cited are among those read."""
+    with LiveServer(offline(sample_db_copy)) as srv:
+        with httpx.stream("POST", srv.url + "/chat", json={"query": MFA_Q, "stream": True}, timeout=120) as r:
+            text = "".join(r.iter_text())
+    events = [(m.group(1), json.loads(m.group(2))) for m in re.finditer(r"event: (\w+)\ndata: (.*)\n\n", text)]
+    assert [e for e, _ in events][-1] == "answer", text[:500]
+    steps = [d for e, d in events if e == "step"]
+    assert [s["event"] for s in steps][0] == "start" and "db" not in steps[0]
+    searches = [s for s in steps if s["event"] == "search"]
+    assert searches and searches[0]["query"] and searches[0]["hits"], steps
+    read = [s for s in steps if s["event"] == "read"]
+    assert len(read) == 1 and read[0]["pages"], steps
+    pages = set(read[0]["pages"])
+    assert pages <= {h for s in searches for h in s["hits"]}
+    assert all(not p.startswith(("/", "database/")) for p in pages), pages
+    assert set(cited(events[-1][1])) <= pages and str(sample_db_copy) not in text
+
+
 # ------------------------------------------------------------------------------------- search, pages
 def test_search_returns_what_rag_search_json_prints_with_db_relative_paths(sample_db_copy):
     from ragkit.cli import app
@@ -357,16 +378,45 @@ def test_documents_count_their_own_pages_and_copies_apart(sample_db_copy, tmp_pa
         assert get(srv.url + "/search", params={"query": "zanzibarite"}).json() == []
 
 
+class _LostIndex:
+    """An index whose cluster went away after the upload's or deletion's check: its writes fail."""
+
+    backend = "embedded"
+
+    def update_pages(self, written: list[str], removed: list[str]) -> None:
+        from ragkit.search.opensearch.client import ClusterError
+
+        raise ClusterError("OpenSearch at http://127.0.0.1:9: unreachable")
+
+
+def test_the_upload_and_delete_warnings_do_not_name_the_servers_path(sample_db_copy, tmp_path):
+    """The warnings of an upload stored but not indexed, and of a deletion the index did not take, said to run
+    `rag index sync --db /the/server's/absolute/path`, while every path the API gives is relative to the database.
+    Now they say to run `rag index sync` on the server's database."""
+    from ragkit.serve.documents import delete_document, list_documents, upload_document
+
+    pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual"]).read_bytes()
+    up = upload_document(sample_db_copy, "harbor.pdf", pdf, "港湾", _LostIndex())
+    doc = next(d for d in list_documents(sample_db_copy) if d.folder == "港湾/harbor")
+    gone = delete_document(sample_db_copy, doc, _LostIndex())
+    for out in (up, gone):
+        assert out["indexed"] is False and "`rag index sync` on the server's database" in out["warning"], out
+        assert "--db" not in out["warning"] and str(sample_db_copy) not in out["warning"], out
+
+
 def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isolated_env):
     pdf = make_pdf(tmp_path / "ok.pdf", ["Quokka observation notes"]).read_bytes()
     with LiveServer(offline(sample_db_copy), ServeOptions(max_upload_mb=0.05)) as srv:
         up = srv.url + "/documents"
         r = post(up, files={"file": ("notes.pdf", b"this is not a pdf at all", "application/pdf")})
-        assert r.status_code == 422 and "not a PDF" in r.json()["error"]
+        # each refusal names the file, as a conversion's failure ("broken.pdf: ...") does
+        assert r.status_code == 422 and r.json()["error"] == "notes.pdf: the uploaded file is not a PDF (no %PDF header)"
         r = post(up, files={"file": ("broken.pdf", b"%PDF-1.7\n garbage garbage\n")})
         assert r.status_code == 422 and "broken.pdf" in r.json()["error"], r.text
         r = post(up, files={"file": ("slides.pptx", b"PK\x03\x04 not really a zip")})
-        assert r.status_code == 422
+        assert r.status_code == 422 and r.json()["error"].startswith("slides.pptx: "), r.text
+        r = post(up, files={"file": ("../empty.docx", b"")})
+        assert r.status_code == 422 and r.json()["error"] == "empty.docx: the uploaded file is empty", r.text
         r = post(up, files={"file": ("run.exe", pdf)})
         assert r.status_code == 415
         r = post(up, files={"file": ("big.pdf", pdf + b"0" * 60_000)})

@@ -244,3 +244,7 @@ def test_offline_request_names_a_heading_not_a_page_range_folder():
     assert item is not None
     assert item.question.startswith("Summarise what Watch Manual says about Battery care (pages 14-15)")
     assert "pages_011" not in item.question
+    one = [PageInfo(rel="pdfs/watch/page_021/page_021.md", page=21, doc="watch.pdf", doc_title="Watch Manual",
+                    section="page_021", body=body, lang="en")]  # a range of one page
+    item = offline_item(one)
+    assert item is not None and "page_021" not in item.question, item

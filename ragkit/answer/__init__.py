@@ -108,7 +108,7 @@ def ask(
         if provider.is_offline and strategy not in OWN_OFFLINE:
             from ragkit.answer.extractive import answer_offline
 
-            answer = answer_offline(question, index, db, k=5)
+            answer = answer_offline(question, index, db, k=5, trace=trace)
             answer.strategy = strategy
             run.usage = answer.usage
         else:

@@ -35,6 +35,12 @@ _NUMERAL = "0-9\uff10-\uff19〇一二三四五六七八九十百千"
 _LABEL_GAP = re.compile(
     f"(?<![{HAN_KANA}])(第[ \t\u3000]*[{_NUMERAL}]+[ \t\u3000]*(?:条(?:の[{_NUMERAL}]+)*|[章節編部款項])|附[ \t\u3000]*則)"
     f"[ \t\u3000]+(?=[{HAN_KANA}]{{2}})")
+# An item number of a law-style list at a line's start (kanji "一", "十二"; katakana "イ", "ロ" or "ア", "イ"), a space,
+# and its text
+# ("一 都道府県知事の許可を受けること。"): the space is the author's, kept as a label's is, and the line break before
+# the item starts it (not a wrap). As for labels, text whose first two characters stand apart is joined as before.
+ITEM_NUMBER = "(?:[〇一二三四五六七八九十]{1,3}|[ア-ン])"  # kanji numbers; katakana in iroha or aiueo order
+_ITEM_GAP = re.compile(f"(?m)^([ \t\u3000]*{ITEM_NUMBER})[ \t\u3000]+(?=[{HAN_KANA}]{{2}})")
 # CJK runs and Latin/digit words as two groups; a word stops where CJK starts ("usb接続" -> "usb", "接続").
 _TOKEN_PARTS = re.compile(f"([{CJK_CLASS}]+)|([^\\W_{CJK_CLASS}]+)")
 _HANGUL_SYLLABLE = re.compile("[\uac00-\ud7af]")
@@ -92,15 +98,25 @@ def is_cjk(ch: str) -> bool:
 
 def join_cjk_breaks(text: str, *, keep_labels: bool = True) -> str:
     """Remove whitespace (and a single line break) between two Han/Kana characters: "してく\\nださい" -> "してください".
-    The space within a line between a numbered part's label and its title stays ("第2章 勤務時間と休憩"), unless
-    `keep_labels` is False (comparisons and search terms, where "第2章勤務" and "第2章 勤務" must be one)."""
-    if not keep_labels or ("第" not in text and "附" not in text):
+    The space within a line between a numbered part's label and its title stays ("第2章 勤務時間と休憩"), and so
+    does the one after a list item's number at a line's start, with the line break before it ("一 都道府県知事"),
+    unless `keep_labels` is False (comparisons and search terms, where "第2章勤務" and "第2章 勤務" must be one)."""
+    if not keep_labels:
+        return _CJK_GAP.sub("", text)
+    # (where the text before is cut, where the kept part ends, where the gap ends): a label's text before it is
+    # joined up to its end (as it always was); an item's, up to its line's start, so that line break stays
+    gaps = [] if text.isascii() else [(m.start(), m.start(), m.end(1), m.end()) for m in _ITEM_GAP.finditer(text)]
+    if "第" in text or "附" in text:
+        gaps += [(m.start(), m.end(1), m.end(1), m.end()) for m in _LABEL_GAP.finditer(text)]
+    if not gaps:
         return _CJK_GAP.sub("", text)
     out, last = [], 0
-    for m in _LABEL_GAP.finditer(text):
-        out.append(_CJK_GAP.sub("", text[last:m.end(1)]))
-        out.append(" ")
-        last = m.end()
+    for start, cut, kept, end in sorted(gaps):
+        if start < last:
+            continue  # within the previous one
+        out.append(_CJK_GAP.sub("", text[last:cut]))
+        out.append(text[cut:kept] + " ")
+        last = end
     out.append(_CJK_GAP.sub("", text[last:]))
     return "".join(out)
 

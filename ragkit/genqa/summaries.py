@@ -43,7 +43,7 @@ def summary_row(item: GeneratedQuestion, db: Path) -> dict[str, str]:
             "Page": "\n".join(str(p) for p in item.pages), "Kind": item.kind, "Language": item.lang}
 
 
-_RANGE_FOLDER = re.compile(r"^pages_\d+-\d+$")
+_RANGE_FOLDER = re.compile(r"^(?:pages_\d+-\d+|page_\d+)$")
 
 
 def _pages_label(group: list[PageInfo]) -> str:
@@ -55,7 +55,7 @@ def offline_item(group: list[PageInfo]) -> GeneratedQuestion | None:
     """A request naming the group's document and section (or first heading), and an extractive reference."""
     lang = group[0].lang if group[0].lang in REQUEST else "en"
     first = group[0]
-    # a page-range folder (pages_011-020: the document had no outline) names no subject: the pages' headings do
+    # a page-range folder (pages_011-020, page_021: the document had no outline) names no subject: the pages' headings do
     sections = list(dict.fromkeys(p.section for p in group if p.section and not _RANGE_FOLDER.match(p.section)))
     headings = (line.lstrip("# ").strip() for p in group for line in p.body.splitlines() if line.startswith("#"))
     topic = " / ".join(sections) if sections else next((h for h in headings if len(h) >= 3), "")

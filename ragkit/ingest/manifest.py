@@ -23,7 +23,7 @@ MANIFEST = "ingest-manifest.json"
 # What the page files written for one unchanged source look like. Bump it when that changes, and say what in
 # CONVERTER_CHANGES: a database ingested by an earlier ragkit is then told that `--force` brings it up to date
 # (an unchanged source is still never rewritten unasked). Manifest entries without the field are version 1.
-CONVERTER_VERSION = 9
+CONVERTER_VERSION = 10
 CONVERTER_CHANGES = {
     2: "printed page numbers",
     3: "financial statements as tables, running headers and footers out of the text (kept in `running`), "
@@ -41,6 +41,9 @@ CONVERTER_CHANGES = {
        "\"第3条 従業員は\"; was \"第2章勤務時間\"); a PDF without an outline takes its numbered chapter headings "
        "(\"第1章\", \"1 Introduction\", \"PART II\") as its sections instead of 10-page ranges, so its pages may move "
        "to other section folders (PDF)",
+    10: "a page range of one page is the folder page_011, not pages_011-011 (a one-page document, the last page "
+        "of an 11-page one); a list item's number at a line's start keeps its space and starts a paragraph "
+        "(\"一 都道府県知事\", \"イ 事業所得\"; was \"一都道府県知事\") (PDF)",
 }
 
 

@@ -126,13 +126,14 @@ def _unique_names(titles: list[str]) -> dict[str, str]:
 
 
 def range_sections(n_pages: int) -> list[str]:
-    """Fallback sections: fixed page ranges, e.g. pages_001-010."""
+    """Fallback sections: fixed page ranges, e.g. pages_001-010; a range of one page (the last of 11 pages, a
+    one-page document) is page_011, not pages_011-011."""
     width = max(3, len(str(n_pages)))
     out = []
     for p in range(1, n_pages + 1):
         start = (p - 1) // RANGE_SIZE * RANGE_SIZE + 1
         end = min(start + RANGE_SIZE - 1, n_pages)
-        out.append(f"pages_{start:0{width}d}-{end:0{width}d}")
+        out.append(f"pages_{start:0{width}d}-{end:0{width}d}" if end > start else f"page_{start:0{width}d}")
     return out
 
 

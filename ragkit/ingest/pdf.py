@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from ragkit.core.pagefile import NO_TEXT_MARKER
-from ragkit.core.text import HAN_KANA
+from ragkit.core.text import HAN_KANA, ITEM_NUMBER
 from ragkit.ingest.limits import LimitError, check_page_text, is_memory_error, memory_message
 from ragkit.ingest.pages import (
     ConvertError,
@@ -107,6 +107,8 @@ _SENTENCE_END = re.compile(r"[.!?。！？:：…\"”’)]$")
 _FULL_STOP = re.compile(r"[.!?。！？][\"”’」)]?$")
 # the number of an article at a line's start: "제3조", "第3条", "Article 3"
 _ARTICLE = re.compile(r"^\s*(?:제\s?\d+\s?조|第\s?[\d一二三四五六七八九十百]+\s?条|Article\s+\d+)")
+# an item of a law-style list at a line's start: its number, a space, its text ("一 都道府県知事の…", "イ 事業所得")
+_ITEM = re.compile(f"^[ \t\u3000]*{ITEM_NUMBER}[ \t\u3000]+[{HAN_KANA}]{{2}}")
 
 
 def _first_word_width(text: str, width: float) -> float:
@@ -145,11 +147,14 @@ class _Block:
         while reaching the paragraph's right edge, or the last line stopped short after a full stop. After a
         single line, an indented line that runs on past it by 4 ems and by more than its first word needs: the
         first line was broken on purpose (a numbered heading in body type, 「２ 成分の配合の禁止」 over
-        「　化粧品は、…」), not wrapped. After a full stop, a line that starts with an article's number ("제3조")."""
+        「　化粧品は、…」), not wrapped. After a full stop, a line that starts with an article's number ("제3조");
+        after anything, a list item's number and a space ("一 都道府県知事の…": a wrapped line never starts so)."""
         if self.kind != "p":
             return False
         if _ARTICLE.match(text) and _FULL_STOP.search(self.text):
             return True  # after a full stop, the next article starts: a paragraph of its own
+        if _ITEM.match(text):
+            return True
         size = self.size
         if self.lines == 1:
             return x0 > self.inner + 0.6 * size and x1 - self.x1 > max(4 * size, _first_word_width(text, x1 - x0))

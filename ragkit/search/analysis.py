@@ -71,12 +71,12 @@ class _Analysed:
     lens: tuple[int, int, int]
 
 
-_RANGE_FOLDER = re.compile(r"pages_\d+-\d+")
+_RANGE_FOLDER = re.compile(r"pages_\d+-\d+|page_\d+")
 
 
 def _folder_text(rel: str) -> str:
     """The folder names of a page path, as searchable text (category, document, section...). The page-range
-    folders of a document without an outline ("pages_011-020") say nothing: a query's "page" would match them
+    folders of a document without an outline ("pages_011-020", "page_021") say nothing: a query's "page" would match them
     all."""
     parts = rel.split("/")[:-1]
     return " \n ".join(p.replace("_", " ") for p in parts if not _RANGE_FOLDER.fullmatch(p))

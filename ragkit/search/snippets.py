@@ -9,7 +9,8 @@ from collections import Counter
 from ragkit.core.pagefile import MARKER_LINE
 from ragkit.core.text import STOPWORDS, one_line, search_terms
 
-_HEADING_MARK = re.compile(r"(?m)^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+# within one line only: `\s` would reach over a blank line, and the heading after it would lose its line break
+_HEADING_MARK = re.compile(r"(?m)^[ \t]{0,3}#{1,6}[ \t]+(.*?)[ \t]*#*[ \t]*$")
 _JOIN_BREAK = re.compile(
     "(?<=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])[ \t]*\n[ \t]*"
     "(?=[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff])")
@@ -24,7 +25,9 @@ def display_text(body: str) -> str:
     if "<!--" in text:
         text = MARKER_LINE.sub("", text)
     if "#" in text:
-        text = _HEADING_MARK.sub(r"\1 \n", text)  # the trailing space keeps a heading apart from the next line
+        # a blank line after a heading keeps it apart from the next line: _JOIN_BREAK joins a single line break
+        # ("情報セキュリティ規程" + "第1章 パスワード" was "情報セキュリティ規程第1章 パスワード")
+        text = _HEADING_MARK.sub(r"\1\n\n", text)
     if "\n" in text and not text.isascii():
         text = _JOIN_BREAK.sub("", text)
     return one_line(text)

@@ -33,6 +33,9 @@ UPLOADS = "uploads"  # uploaded sources are kept under <db>/.ragkit/uploads/<cat
 DEFAULT_CATEGORY = "uploads"
 KINDS = (".pdf", ".docx", ".pptx")
 _ZIP_PART = {".docx": b"word/", ".pptx": b"ppt/"}
+# how the index catches up with page files it missed, said to a client: without the server's own path to the
+# database (API paths are database-relative; a client may not know, and need not learn, where it is mounted)
+SYNC_HINT = "`rag index sync` on the server's database"
 INDEX_CHECK_TIMEOUT = 2.0  # seconds an upload or a deletion waits for the cluster's answer before writing anything
 
 
@@ -173,16 +176,17 @@ def safe_category(category: str | None) -> str:
     return sanitize_name(" ".join(parts), fallback=DEFAULT_CATEGORY).lstrip(". ") or DEFAULT_CATEGORY
 
 
-def check_content(data: bytes, ext: str) -> None:
-    """The bytes must be what the extension says (a renamed text file is refused before any conversion)."""
+def check_content(data: bytes, ext: str, name: str) -> None:
+    """The bytes must be what the extension says (a renamed text file is refused before any conversion). The
+    error names the file (`name`), as a conversion's failure does."""
     if not data:
-        raise ClientError(422, "the uploaded file is empty")
+        raise ClientError(422, f"{name}: the uploaded file is empty")
     if ext == ".pdf":
         if b"%PDF-" not in data[:1024]:
-            raise ClientError(422, "the uploaded file is not a PDF (no %PDF header)")
+            raise ClientError(422, f"{name}: the uploaded file is not a PDF (no %PDF header)")
         return
     if not data.startswith(b"PK\x03\x04") or _ZIP_PART[ext] not in data:
-        raise ClientError(422, f"the uploaded file is not a {ext[1:].upper()} document")
+        raise ClientError(422, f"{name}: the uploaded file is not a {ext[1:].upper()} document")
 
 
 def stop_uploads() -> None:
@@ -205,7 +209,7 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     from ragkit.search.backend import check_index
 
     stem, ext = safe_upload_name(filename)
-    check_content(data, ext)
+    check_content(data, ext, f"{stem}{ext}")
     cat = safe_category(category)
     check_index(index, timeout=INDEX_CHECK_TIMEOUT, pages=False)  # a cluster that is down: 503, nothing written
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
@@ -235,7 +239,7 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     out["indexed"] = not_indexed is None
     if not_indexed:
         out["warning"] = (f"the pages are stored but not indexed ({not_indexed}): search and /chat find them once "
-                          f"`rag index sync --db {db}` has run, or once the same file is uploaded again")
+                          f"{SYNC_HINT} has run, or once the same file is uploaded again")
     return out
 
 
@@ -267,5 +271,5 @@ def delete_document(db: Path, doc: DocInfo, index) -> dict:
     out = {"id": doc.id, "deleted_pages": len(removed), "deleted_copies": len(copies), "indexed": not_indexed is None}
     if not_indexed:
         out["warning"] = (f"the pages are deleted but the index still holds them ({not_indexed}); searches leave "
-                          f"them out (their files are gone) until `rag index sync --db {db}` has run")
+                          f"them out (their files are gone) until {SYNC_HINT} has run")
     return out

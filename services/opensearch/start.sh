@@ -47,7 +47,9 @@ build() {  # rebuild only when pom.xml or src/ changed; offline first, so a warm
   [[ -f $stamp && $(cat "$stamp") == "$sum" && -d $HERE/target/lib ]] && return
   say "building with Maven (offline when ~/.m2 has everything; a first build downloads ~130 MB)..."
   rm -rf "$HERE/target"  # stale jars or dependency-plugin markers would break the classpath
-  local mvn=(mvn -q -B -Dstyle.color=never)
+  # Maven 3.8's Jansi writes a colour reset (ESC[0m) to stdout and stderr at exit even in batch mode with
+  # style.color=never; jansi.noreset stops it, and only as a JVM property (MAVEN_OPTS), not as a -D argument
+  local mvn=(env "MAVEN_OPTS=${MAVEN_OPTS:+$MAVEN_OPTS }-Djansi.noreset=true" mvn -q -B -Dstyle.color=never)
   if ! (cd "$HERE" && "${mvn[@]}" -o package > "$CACHE/build-offline.log" 2>&1); then
     (cd "$HERE" && "${mvn[@]}" package) >&2 || { say "Maven build failed"; exit 1; }
   fi

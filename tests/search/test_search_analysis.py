@@ -23,6 +23,18 @@ def test_korean_stem_finds_stem_with_particle(db):
     assert "파일을 삭제하려면" in hits[0].snippet  # Korean keeps its word spaces in snippets
 
 
+def test_a_heading_stays_apart_from_the_next_heading_in_snippets():
+    """A DOCX's title and first heading, a blank line apart, were one word in snippets ("情報セキュリティ規程第1章
+    パスワード"): the heading pattern reached over the blank line, and the single line break left was joined as a
+    Japanese line wrap. A line wrapped inside a sentence is still joined."""
+    from ragkit.search.snippets import display_text, make_snippet
+
+    body = "# 情報セキュリティ規程\n\n## 第1章 パスワード\n\nパスワードは12文字\n以上とする。\n"
+    assert display_text(body) == "情報セキュリティ規程 第1章 パスワード パスワードは12文字以上とする。"
+    assert make_snippet(body, "パスワード").startswith("情報セキュリティ規程 第1章 パスワード")
+    assert display_text("# 規程\n## 第1章 総則 ##\n本文") == "規程 第1章 総則 本文"
+
+
 def test_english_and_case_folding(db):
     idx = fresh(db)
     assert top(idx, "How do I connect the ROUTER to the WAN port?")[0] == "english/router/setup/page_005.md"
@@ -49,10 +61,11 @@ def test_page_range_folders_are_not_words(tmp_path):
     d = tmp_path / "database"
     write_page(d, "docs/report/pages_001-010/page_001.md", "# Summary\nRevenue grew.", page=1)
     write_page(d, "docs/report/Pages of history/page_002.md", "# History\nFounded long ago.", page=2)
+    write_page(d, "docs/report/page_011/page_011.md", "# Appendix\nMore notes.", page=11)  # a range of one page
     idx = fresh(d)
     # "pages_001-010" is how ingest names the folders of a document without an outline: no meaning to match
     assert top(idx, "pages") == ["docs/report/Pages of history/page_002.md"]
-    assert top(idx, "001") == []
+    assert top(idx, "001") == [] and top(idx, "011") == []
 
 
 def test_folder_names_are_weighted(tmp_path):

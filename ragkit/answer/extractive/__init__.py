@@ -2,7 +2,7 @@
 refuse below a confidence threshold. A real extractive baseline, not a stub; offline, every strategy but
 longctx is this engine.
 
-    answer_offline(question, index, db, *, k=5) -> Answer
+    answer_offline(question, index, db, *, k=5, trace=None) -> Answer
 """
 
 

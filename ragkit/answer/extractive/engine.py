@@ -9,6 +9,7 @@ import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
 from ragkit.answer.extractive.corpus import YEAR as _YEAR
@@ -134,21 +135,31 @@ def _lang(question: str) -> str:
     return lang if lang in NOTES else "en"
 
 
-def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] | None = None
-              ) -> list[tuple[str, int, str, bool]]:
+class _NoTrace:
+    def write(self, event: str, **fields: Any) -> None:
+        pass
+
+
+def _retrieve(index, question: str, key_query: str, k: int, folders: list[str] | None = None,
+              trace: Any = None) -> list[tuple[str, int, str, bool]]:
     """(db-relative path, page number, title, found by meaning alone) of the candidate pages, best first; only
     pages under `folders` when given (one search per folder, merged by score: the same query scores alike across
-    folders)."""
+    folders). Each search is a `search` step of `trace`."""
+    trace = trace or _NoTrace()
     seen: dict[str, tuple[str, int, str, bool]] = {}
     order: list[str] = []
     for query, limit in ((question, k), (key_query, max(1, math.ceil(k / 2)))):
         if not query.strip():
             continue
+        t0 = time.perf_counter()
         if folders is None:
             hits = index.search(query, k=k)  # an index failure is raised, not hidden behind a refusal
         else:
             found = [h for f in folders for h in index.search(query, k=k, path=f)]
             hits = sorted(found, key=lambda h: -h.score)[:k]
+        trace.write("search", query=query, k=k, **({"paths": folders} if folders is not None else {}),
+                    hits=[h.path for h in hits],
+                    ms=round((time.perf_counter() - t0) * 1000, 1))
         added = 0
         for h in hits:
             if h.path in seen:
@@ -244,10 +255,11 @@ class _Analysis:
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = None) -> _Analysis:
+def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = None, trace: Any = None
+             ) -> _Analysis:
     """Retrieve, select the evidence and measure it; only in the documents `named` (document_id) when given. When
     the question names a document other than the one its evidence came from (_named), it is analysed again
-    within the documents it names."""
+    within the documents it names. Its searches and the pages it read are steps of `trace`."""
     q = question_core(question.strip()[:MAX_QUESTION_CHARS])
     lang = _lang(q)
     words = question_words(q)
@@ -269,7 +281,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     asked = specific_periods(period_terms(q))
     if not any(set(asked) & p for p in docs.periods.values()):
         asked = []
-    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope)
+    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope, trace)
     out = _Analysis(lang, [reference_path(db, rel) for rel, *_ in candidates])
     if not candidates:
         return out
@@ -282,10 +294,12 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
     page_doc: dict[str, str] = {}  # rel -> document_id
+    read: list[str] = []
     for rank, (rel, page_no, title, _meaning) in enumerate(candidates):
         raw = read_page(db, rel)
         if raw is None:
             continue
+        read.append(rel)
         meta, body = parse_page(raw)
         page_of = document_id(rel, meta.source)
         if named is not None and page_of not in named:
@@ -320,13 +334,14 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
                 score *= LONG_UNIT_TERMS / len(u.terms) * 0.5 + 0.5
             u.score = score
         units.extend(found)
+    (trace or _NoTrace()).write("read", pages=read)
     if not units:
         return out
     out.chosen = _select(units, plain, page_terms, page_doc)
     out.coverage = _evidence(out.chosen, qwords, page_terms)
     cited = page_doc[out.chosen[0].rel]
     if named is None and (meant := _named(q, plain, cited, docs)):
-        again = _analyse(question, index, db, k, meant)
+        again = _analyse(question, index, db, k, meant, trace)
         again.named = meant
         return again
     doc = docs.terms.get(cited, set())
@@ -537,16 +552,17 @@ def calibrated(raw: float, table: tuple[tuple[float, float], ...] | None = None)
     return table[-1][1]
 
 
-def answer_offline(question: str, index, db: Path, *, k: int = 5) -> Answer:
+def answer_offline(question: str, index, db: Path, *, k: int = 5, trace: Any = None) -> Answer:
     """Answer from the database without a model: quote the best-matching sentences and cite their pages,
-    or refuse (text.refusal_text in the question's language) when the evidence is weak."""
+    or refuse (text.refusal_text in the question's language) when the evidence is weak. `trace` (answer.run's
+    Trace) gets a `search` step per search and a `read` step with the pages read (db-relative), as they happen."""
     t0 = time.perf_counter()
     db = Path(db)
     question = question if isinstance(question, str) else str(question)
     # one engine serves every strategy offline: metadata.engine says so, whatever strategy was asked for
     answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
                     steps=1, usage=Usage(0, 0, 0.0, 0), engine=ENGINE)
-    an = _analyse(question, index, db, k)
+    an = _analyse(question, index, db, k, trace=trace)
     lang, note = an.lang, NOTES[an.lang]
     answer.pages_read = an.pages_read
     confidence = _confidence(an) if an.chosen else 0.0

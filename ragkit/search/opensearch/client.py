@@ -6,7 +6,7 @@ answers).
     Client.bulk(actions, refresh=...) -> JSON; Client.close()
 
 A request that could not connect, or got 429/502/503/504, is tried again (RETRIES attempts in all); one the node
-took and did not answer in time is not (see request). RAG_OPENSEARCH_CA_BUNDLE (a PEM file) is trusted for https
+took and did not answer in time is not (see request); the attempts share the request's timeout. RAG_OPENSEARCH_CA_BUNDLE (a PEM file) is trusted for https
 besides the system's certificate authorities; credentials about to go over plain http to another machine are one
 warning line (never the credentials)."""
 
@@ -139,6 +139,7 @@ class Client:
         if headers or auth:
             _warn_plain_http(self.url, "RAG_OPENSEARCH_API_KEY" if headers else
                              "RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD")
+        self.timeout = timeout
         self._http = httpx.Client(base_url=self.url, headers={"Content-Type": "application/json", **headers},
                                   auth=auth, timeout=timeout, verify=_verify())
 
@@ -152,20 +153,25 @@ class Client:
                 retries: int = RETRIES) -> Any:
         """The JSON answer of one request; a status in `ok` is returned as {"status": N} instead of raised.
         `timeout`: seconds for this request instead of the client's (a long merge, a quick health check);
-        `retries`: attempts in all for a request that could not connect or got 429/502/503/504."""
+        `retries`: attempts in all for a request that could not connect or got 429/502/503/504. The timeout bounds
+        the whole request, its attempts together: each attempt gets what the earlier ones left of it."""
         content = ndjson.encode() if ndjson is not None else (json.dumps(body, ensure_ascii=False).encode()
                                                               if body is not None else None)
         headers = {"Content-Type": "application/x-ndjson"} if ndjson is not None else None
         t0 = time.monotonic()
+        # One deadline for all attempts: a timeout per attempt added up (a node whose accept queue is full times out
+        # every connection: three attempts waited three times OPEN_TIMEOUT for `rag search`)
+        deadline = t0 + (timeout or self.timeout)
         for attempt in range(1, retries + 1):
             try:
-                r = self._http.request(method, path, content=content, params=params, headers=headers,
-                                       **({"timeout": timeout} if timeout else {}))
+                left = max(deadline - time.monotonic(), 0.001)
+                r = self._http.request(method, path, content=content, params=params, headers=headers, timeout=left)
             except httpx.TimeoutException as e:
-                # A connection never made is tried again, like a refused one. A request the node took and left
-                # unanswered is not: a hung or swamped node would only make the caller wait the timeout again
-                # (three attempts kept a search waiting 91 s), and a search asked again is no likelier to answer.
-                if isinstance(e, httpx.ConnectTimeout) and attempt < retries:
+                # A connection never made is tried again (within the deadline), like a refused one. A request the
+                # node took and left unanswered is not: a hung or swamped node would only make the caller wait the
+                # timeout again (three attempts kept a search waiting 91 s), and a search asked again is no likelier
+                # to answer.
+                if isinstance(e, httpx.ConnectTimeout) and attempt < retries and deadline > time.monotonic():
                     continue
                 waited = time.monotonic() - t0  # the whole wait, connection attempts included
                 secs = f"{waited:.0f}" if waited >= 10 else f"{waited:.1f}"
@@ -177,7 +183,7 @@ class Client:
                     raise ClusterError(f"OpenSearch at {self.url}: its TLS certificate is not trusted "
                                        f"({self._clean(cert.verify_message or str(cert))}); set {CA_BUNDLE_ENV} to "
                                        "the PEM file of the CA that signed it") from None
-                if attempt < retries:
+                if attempt < retries and deadline - time.monotonic() > 0.2 * attempt:
                     time.sleep(0.2 * attempt)
                     continue
                 raise ClusterError(f"OpenSearch at {self.url} is unreachable ({self._clean(str(e) or type(e).__name__)}); "
@@ -185,7 +191,8 @@ class Client:
                                    "at it: rag index sync --index "
                                    f"opensearch+{urlsplit(self.url).scheme or 'http'}://NEW-HOST:PORT/"
                                    f"{self.prefix or 'PREFIX'}") from None
-            if r.status_code in (429, 502, 503, 504) and attempt < retries:
+            if r.status_code in (429, 502, 503, 504) and attempt < retries \
+                    and deadline - time.monotonic() > 0.5 * attempt:
                 time.sleep(0.5 * attempt)
                 continue
             break
