@@ -41,60 +41,6 @@ FILING = ("## Results of Operations\n\n| | 2015 | 2014 | 2013 |\n|---|---|---|--
 PAPER = ("## 4 Method\n\nThe scheduler keeps a FIFO queue of requests; the world model predicts the next state.\n"
          "```python\nqueue = deque()\nwhile queue:\n    state = world.step(queue.popleft())\n```\n"
          "We won a 12% gain over the baseline on the Cup benchmark of 2022.\n")
-# Page 152 of 3M's 2018 10-K (MMLongBench-Doc's 3M_2018_10K.pdf) as `rag ingest` wrote it: Exhibit 21, the subsidiaries
-THREE_M_152 = (
-    '## 3M COMPANY AND CONSOLIDATED SUBSIDIARIES (PARENT AND SUBSIDIARIES) AS OF DECEMBER 31, 2018\n'
-    '\n'
-    'Name of Company | Organized Under Law of\n'
-    '\n'
-    '| Registrant — 3M Company Consolidated subsidiaries of the Registrant: | Delaware |\n'
-    '|---|---|\n'
-    '| 3M Financial Management Company | Delaware |\n'
-    '| 3M Global Channel Services, Inc. | Delaware |\n'
-    '| 3M Innovative Properties Company | Delaware |\n'
-    '| 3M Occupational Safety LLC | Delaware |\n'
-    '| 3M Purification Inc. | Delaware |\n'
-    '| Aearo Holding LLC | Delaware |\n'
-    '| Aearo Intermediate LLC | Delaware |\n'
-    '| Aearo LLC | Delaware |\n'
-    '| Aearo Technologies LLC | Delaware |\n'
-    '| Capital Safety North America Holdings Inc. | Delaware |\n'
-    '| Capital Safety North America Intermediate Holdings LLC | Delaware |\n'
-    '| Ceradyne, Inc. | Delaware |\n'
-    '| Scott Technologies, Inc. | Delaware |\n'
-    '| 3M Unitek Corporation | California |\n'
-    "| Meguiar's, Inc. | California |\n"
-    '| 3M Health Information Systems, Inc. | Maryland |\n'
-    '| D B Industries, LLC | Minnesota |\n'
-    '| 3M Australia Pty. Ltd. | Australia |\n'
-    '| 3M Precision Grinding GmbH | Austria |\n'
-    '| 3M Belgium bvba/sprl | Belgium |\n'
-    '| 3M do Brasil Ltda. | Brazil |\n'
-    '| 3M Manaus Industria de Produtos Quimicos Ltda. | Brazil |\n'
-    '| 3M Canada Company - Compagnie 3M Canada | Canada |\n'
-    '| Capital Safety Group Canada ULC | Canada |\n'
-    '| 3M China Limited | China |\n'
-    '| 3M International Trading (Shanghai) Co., Ltd. | China |\n'
-    '| 3M Investments (China) Co., Ltd. | China |\n'
-    '| 3M Material Technology (Suzhou) Co., Ltd. | China |\n'
-    '| 3M Specialty Materials (Shanghai) Co., Ltd. | China |\n'
-    '| 3M Asia Pacific UK Holding Ltd | England |\n'
-    '| Capital Safety Global Holdings Limited | England |\n'
-    '| 3M Products Limited | England |\n'
-    '| Capital Safety UK Holding Ltd | England |\n'
-    '| 3M Purification | France |\n'
-    '| 3M France S.A.S. | France |\n'
-    '| Capital Safety Group EMEA | France |\n'
-    '| Oldham S.A.S. | France |\n'
-    '| 3M Deutschland GmbH | Germany |\n'
-    '| 3M Real Estate GmbH & Co KG | Germany |\n'
-    '| Dyneon GmbH | Germany |\n'
-    '| 3M Hong Kong Limited | Hong Kong |\n'
-    '| 3M India Limited | India |\n'
-    '| 3M ITALIA s.r.l. | Italy |\n'
-    '| 3M Japan Limited | Japan |\n'
-    '| 3M Japan Holdings G.K. | Japan |\n'
-)
 PAGES = {
     "manuals/honor_watch/1 Getting Started/page_007.md": ("HONOR Watch GS Pro OnlineHelp", "1 Getting Started", 7,
                                                           WATCH_7),
@@ -710,19 +656,3 @@ def test_a_quote_that_says_the_questions_words_in_its_order_is_not_refused_for_i
     assert not a.refused and "45억 원" in a.answer, a.answer
     for unasked in ("현재 유엔 사무총장은 누구인가요?", "회사 주가는 얼마입니까?"):
         assert answer_offline(unasked, index, db).refused, unasked
-
-
-def test_a_question_whose_quote_holds_only_the_names_it_asks_about_is_refused(tmp_path, monkeypatch):
-    """"What is the capital of France?" over MMLongBench-Doc's financial reports was answered from 3M's list of
-    subsidiaries: "Capital" is in a subsidiary's name ("Capital Safety Group EMEA", the row's first cell) and
-    "France" where it is organised, so every word was held. A name of several capitalised words holding no other
-    word of the question does not hold a word the question writes as a common noun, and a quote that then holds
-    only the question's names ("3M Purification; Delaware: France") holds nothing of what is asked."""
-    monkeypatch.setenv("RAG_EMBED", "0")
-    db = write_pages(tmp_path / "database", {"pdfs/3M_2018_10K/pages_151-160/page_152.md": (
-        "UNITED STATES SECURITIES AND EXCHANGE COMMISSION", "pages_151-160", 152, THREE_M_152)})
-    for question in ("What is the capital of France?", "What is the capital of Australia?"):
-        a = ask(db, question)
-        assert a.refused and a.sources == [], a.answer
-    a = ask(db, "Under which law is Capital Safety Group EMEA organized?")  # its name, as named
-    assert not a.refused and "France" in a.answer, a.answer

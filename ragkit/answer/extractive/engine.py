@@ -239,7 +239,7 @@ class _Analysis:
     own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
     support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
     said: bool = False  # the main quote holds the question's words as it writes them (terms.says_in_order)
-    whole: bool = True  # the quote or its headings hold whole a word of what is asked (holds_whole)
+    whole: bool = True  # the quote or its headings hold most of some CJK word of the question (holds_whole)
     ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
     by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -280,7 +280,6 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out.kind, out.unnamed, out.db_pages = kind, unnamed_share(qwords, df), n
     out.unnamed_names = unnamed_share(qwords, df, only=name_words(q))
     q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
-    q_names = name_words(q)
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
     page_doc: dict[str, str] = {}  # rel -> document_id
@@ -308,7 +307,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         out.page_info[rel] = (meta.page or page_no, title or doc_title)
         prior = 1.0 / (1.0 + RANK_DECAY * rank)
         for u in found:
-            u.terms = term_set(u.text) - named_only(u.text, plain, q_names)
+            u.terms = term_set(u.text)
             u.ctx_terms = term_set(u.context)
             u.coverage = coverage(plain, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
                                           (page_terms[rel], PAGE_WEIGHT)])
@@ -345,7 +344,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out.said = says_in_order(q, out.chosen[0].text)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
-    out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)), q_names)
+    out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)))
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
     # income"), as the word check does: a statement's rows are about what the question asks
     said = also_said(q, rules)
@@ -359,40 +358,13 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 
 
 _SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
-# A name: NAME_RUN or more capitalised words in a row ("Capital Safety Group EMEA", "3M Australia Pty. Ltd.")
-_NAME_RUN = re.compile(r"(?<![\w.])[A-Z][\w&'.-]*(?:[ \t]+[A-Z][\w&'.-]*)+")
-NAME_RUN = 3
-
-
-def named_only(text: str, qwords: list[QWord], q_names: set[str]) -> set[str]:
-    """The terms of the question's Latin words that the question writes as common words ("capital") and `text`
-    holds only inside a name of NAME_RUN capitalised words or more that holds no other word of the question
-    ("Capital Safety Group EMEA"): there the word names something, not what is asked. Empty when there is none."""
-    runs = [m for m in _NAME_RUN.finditer(text) if len(m.group(0).split()) >= NAME_RUN]
-    if not runs:
-        return set()
-    common = [w for w in qwords if not w.cjk and w.word not in q_names]
-    inside: set[int] = set()
-    for m in runs:
-        terms = term_set(m.group(0))
-        held = [i for i, w in enumerate(qwords) if w.found(terms)]
-        if len(held) == 1:
-            inside.add(held[0])
-    if not inside:
-        return set()
-    rest = term_set(_NAME_RUN.sub(lambda m: " " if len(m.group(0).split()) >= NAME_RUN else m.group(0), text))
-    return {t for i in inside if qwords[i] in common and not qwords[i].found(rest) for t in qwords[i].terms}
-
-
-def holds_whole(qwords: list[QWord], terms: set[str], q_names: set[str]) -> bool:
-    """Whether `terms` hold whole some word that says what the question asks (not a name it writes capitalised,
-    "FY2015" or "Cash Flow" of a question in title case, a number, a one- or two-letter word, a hiragana-only word): "capital" of "What is the capital of France?", 営業時間 of
-    "社員食堂の営業時間は？". True when the question has no such word. A CJK word is found by its bigrams, so
-    "営業時間" is a third found in "短時間": pieces alone are other words, and a quote holding only the names
-    ("3M Purification; Delaware: France") is about them, not about what is asked of them."""
-    asked = [w for w in qwords if not HIRAGANA_ONLY.match(w.word) and not w.word.isdigit()
-             and (w.cjk or (len(w.word) > 2 and not any(w.word in name for name in q_names)))]
-    return not asked or any(w.found(terms) >= 1.0 for w in asked)
+def holds_whole(qwords: list[QWord], terms: set[str]) -> bool:
+    """Whether `terms` hold more than half of some CJK word of the question (not a hiragana-only one); True when
+    it has none. A CJK word is found by its bigrams and characters: "発売日" is 5/6 found in "…10日全国発売", but
+    "営業時間" only half in "短時間" (時間), and pieces of words are other words ("短時間で済ませてください" is no
+    opening hours)."""
+    cjk = [w for w in qwords if w.cjk and not HIRAGANA_ONLY.match(w.word)]
+    return not cjk or any(w.found(terms) > 0.5 for w in cjk)
 
 
 # A year a table abbreviates ("´08년 43척", "’08. 10. 27", "FY '19"): an apostrophe and its last two digits
