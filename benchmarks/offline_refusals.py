@@ -83,7 +83,7 @@ class _Found:
         self.typed, self.support = r.get("typed", True), r.get("support")
         self.said = r.get("said", False)  # the main quote holds the question's words in its order (rows before: no)
         self.ambiguous = r.get("ambiguous", 0)  # how many documents the question could mean (rows before: 0)
-        self.whole = r.get("whole", True)  # the quote holds a word of what is asked whole (rows before: yes)
+        self.whole = r.get("whole", True)  # the quote holds most of a CJK word of the question (rows before: yes)
 
 
 def rule(c: dict) -> offline.RefusalRule:

@@ -358,6 +358,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 
 
 _SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
+
+
 def holds_whole(qwords: list[QWord], terms: set[str]) -> bool:
     """Whether `terms` hold more than half of some CJK word of the question (not a hiragana-only one); True when
     it has none. A CJK word is found by its bigrams and characters: "発売日" is 5/6 found in "…10日全国発売", but
@@ -487,8 +489,9 @@ class RefusalRule:
     """The rule that turns what the engine found into the score that decides a refusal, with its constants
     (the engine's by default; benchmarks/offline_refusals.py tunes them through this same rule). `an` is
     anything with _Analysis's fields coverage, absent, years_absent, unnamed, unnamed_names, db_pages, typed
-    and support, and optionally said (the quote says the question's words: meaning does not count) and ambiguous
-    (the documents it could mean: any makes the score 0)."""
+    and support, and optionally said (the quote says the question's words: meaning does not count), ambiguous
+    (the documents it could mean: any makes the score 0) and whole (False, the quote holds only pieces of the
+    question's CJK words: the score is 0)."""
 
     refuse_below: float = REFUSE_BELOW
     absent_penalty: float = ABSENT_PENALTY
