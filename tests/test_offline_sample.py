@@ -103,3 +103,22 @@ def test_a_question_in_another_language_is_not_answered_from_a_document_that_onl
     assert an.support is not None and an.support < E.SUPPORT_FLOOR <= every  # ... which is not about passwords
     a = answer_offline(question, index, db)
     assert a.refused and a.sources == [], a.answer
+
+
+def test_a_question_whose_words_the_quote_holds_only_in_pieces_is_refused(index, monkeypatch):
+    """"社員食堂の営業時間は？" (the cafeteria's opening hours) over the sample corpus, as arag offline reads it
+    (the pages its keyword and semantic searches returned: the fridge manual): the quote "... 短時間で済ませて
+    ください" holds 時間, one bigram of 営業時間, and nothing of 社員食堂, and the meaning check passed it at the
+    floor. A CJK word is found by its bigrams; a quote that holds no word of what is asked whole holds pieces
+    of other words, and the engine refuses."""
+    monkeypatch.setenv("RAG_EMBED", "1")
+    from ragkit.answer import ask
+    from ragkit.core.config import Settings
+    from ragkit.search.vectors import get_embedder
+
+    if get_embedder() is None:
+        pytest.skip("the embedding package is not installed")
+    db = Path("database").resolve()
+    index.ensure_embeddings(progress=False)
+    a = ask("社員食堂の営業時間は？", Settings(db=db), strategy="arag", index=index)
+    assert a.provider == "offline" and a.refused and a.sources == [], a.answer

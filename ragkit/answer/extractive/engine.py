@@ -250,6 +250,7 @@ class _Analysis:
     own: float = 0.0  # coverage by the quoted units' own words (no headings, no rest of the page)
     support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
     said: bool = False  # the main quote holds the question's words as it writes them (terms.says_in_order)
+    whole: bool = True  # the quote or its headings hold most of some CJK word of the question (holds_whole)
     ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
     by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -358,6 +359,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out.said = says_in_order(q, out.chosen[0].text)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
+    out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)))
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
     # income"), as the word check does: a statement's rows are about what the question asks
     said = also_said(q, rules)
@@ -371,6 +373,17 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 
 
 _SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
+
+
+def holds_whole(qwords: list[QWord], terms: set[str]) -> bool:
+    """Whether `terms` hold more than half of some CJK word of the question (not a hiragana-only one); True when
+    it has none. A CJK word is found by its bigrams and characters: "発売日" is 5/6 found in "…10日全国発売", but
+    "営業時間" only half in "短時間" (時間), and pieces of words are other words ("短時間で済ませてください" is no
+    opening hours)."""
+    cjk = [w for w in qwords if w.cjk and not HIRAGANA_ONLY.match(w.word)]
+    return not cjk or any(w.found(terms) > 0.5 for w in cjk)
+
+
 # A year a table abbreviates ("´08년 43척", "’08. 10. 27", "FY '19"): an apostrophe and its last two digits
 _SHORT_YEAR = re.compile(r"(?<![\w'´’‘`])['´’‘`](\d\d)(?!\d)")
 
@@ -491,8 +504,9 @@ class RefusalRule:
     """The rule that turns what the engine found into the score that decides a refusal, with its constants
     (the engine's by default; benchmarks/offline_refusals.py tunes them through this same rule). `an` is
     anything with _Analysis's fields coverage, absent, years_absent, unnamed, unnamed_names, db_pages, typed
-    and support, and optionally said (the quote says the question's words: meaning does not count) and ambiguous
-    (the documents it could mean: any makes the score 0)."""
+    and support, and optionally said (the quote says the question's words: meaning does not count), ambiguous
+    (the documents it could mean: any makes the score 0) and whole (False, the quote holds only pieces of the
+    question's CJK words: the score is 0)."""
 
     refuse_below: float = REFUSE_BELOW
     absent_penalty: float = ABSENT_PENALTY
@@ -516,7 +530,7 @@ class RefusalRule:
         """The evidence coverage, less what the question asks about that the cited document or the whole
         database never names, an answer of the wrong kind and, when meaning counts, a question no sentence
         read is about (docs/answer.md says how the constants were tuned)."""
-        if getattr(an, "ambiguous", None):
+        if getattr(an, "ambiguous", None) or not getattr(an, "whole", True):
             return 0.0
         silence = min(1.0, max(UNNAMED_FLOOR, an.db_pages / UNNAMED_FULL_PAGES))
         unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names
