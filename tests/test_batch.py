@@ -339,8 +339,15 @@ def test_second_process_on_same_checkpoint_is_refused(isolated_env):
     settings = offline(db, isolated_env)
     import pandas as pd
 
-    path = checkpoint_path(settings, inp, pd.DataFrame({"Question": ["How do I reset the router?"]}),
-                             strategy="agent")
+    from ragkit.evaluate.checkpoint import checkpoint_material
+    from ragkit.evaluate.results import embeddings_label
+    from ragkit.search import open_index
+
+    df = pd.DataFrame({"Question": ["How do I reset the router?"]})
+    # the key batch uses: the agent's k is its start pages, and whether meaning takes part in search
+    material = checkpoint_material(settings, inp, df, strategy="agent", k=settings.start_pages,
+                                   embeddings=embeddings_label(open_index(db, progress=False)))
+    path = checkpoint_path(settings, inp, df, strategy="agent", material=material)
     holder = Checkpoint(path)
     holder.open()
     try:
