@@ -64,6 +64,7 @@ class RunInfo:
     # provenance.questions_sha256 of the question set as read (eval: the re-scored results' questions)
     questions_sha256: str | None = None
     cached_calls: int | None = None  # model calls answered from the response cache (no latency, no tokens)
+    options: dict | None = None  # genqa: the options it ran with (task, per_page, max, lang, seed)
     engine: str | None = None  # "offline-extractive" when the offline engine answered
     checklists_by: str | None = None  # "offline genqa" when every checklist came from offline genqa
     notes: list[str] = field(default_factory=list)
