@@ -268,6 +268,13 @@ def test_ctrl_c_then_other_settings_starts_afresh_and_says_why(isolated_env, mon
     capsys.readouterr()
 
     big = replace(small, context_tokens=32000)
+    from ragkit.core.errors import RagError
+
+    try:  # --resume insists on resuming: refused, naming the run it could have meant and what differs
+        B.run_batch(inp, big, strategy="longctx", progress=False, resume=True)
+        raise AssertionError("--resume with other settings was meant to fail")
+    except RagError as e:
+        assert "other settings (context_tokens 3000 -> 32000)" in str(e) and "\n" not in str(e)
     report = B.run_batch(inp, big, strategy="longctx", progress=True)
     err = capsys.readouterr().err
     assert report.resumed == 0 and report.run.context_tokens == 32000

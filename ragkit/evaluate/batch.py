@@ -245,9 +245,9 @@ def run_batch(
         if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():
         raise RagError(f"{input_csv}: no interrupted run to resume (no checkpoint {ck.path}); a run is resumed "
-                       "only with the same input content, database, strategy, provider and models"
-                       + (f" ({len(others)} other unfinished run(s) of this input in {ck.path.parent})"
-                          if others else ""))
+                       "only with the same input content, database, strategy, provider, models and settings that change "
+                       "answers (k, context tokens, max steps, max tokens, start pages, embeddings)"
+                       + (f"; {unfinished_note(input_csv, material, others, starting=False)}" if others else ""))
     if others and not ck.path.is_file() and progress:
         print(unfinished_note(input_csv, material, others), file=sys.stderr)
     ck.open()  # lock first, then read: a second process cannot interleave

@@ -202,21 +202,25 @@ def settings_differ(material: dict, other: Path) -> list[str] | None:
     return [k for k in material if theirs.get(k) != material[k]]
 
 
-def unfinished_note(input_csv: Path, material: dict, others: list[Path]) -> str:
+def unfinished_note(input_csv: Path, material: dict, others: list[Path], *, starting: bool = True) -> str:
     """One line naming the unfinished run(s) of the same input this run does not resume, and which of their
-    settings differ, so that a user who meant to resume knows why a new run started."""
+    settings differ, so that a user who meant to resume knows why a new run started (`starting`: the line says
+    a new run starts; else it only describes them, for the error of --resume)."""
     same_input = []
     for p in sorted(others, key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True):
         diff = settings_differ(material, p)
         if diff is not None and "input" not in diff:
             same_input.append((p, diff))
     if not same_input:
-        return (f"note: {len(others)} unfinished run(s) of {Path(input_csv).name} with other content or settings "
-                f"are in {others[0].parent}; starting a new run")
+        what = f"{len(others)} unfinished run(s) of {Path(input_csv).name} with other content or settings are in " \
+               f"{others[0].parent}"
+        return f"note: {what}; starting a new run" if starting else what
     p, diff = same_input[0]
     theirs = json.loads(settings_path(p).read_text(encoding="utf-8"))
     shown = ", ".join("the input's content" if k == "content" else f"{k} {theirs.get(k)} -> {material[k]}"
                       for k in diff) or "nothing recorded"
     more = f" (and {len(others) - 1} other unfinished run(s))" if len(others) > 1 else ""
+    if not starting:
+        return f"the unfinished run {p} has other settings ({shown}){more}"
     return (f"note: not resuming the unfinished run {p} ({shown}); starting a new run with these settings{more}; "
             "the same command as that run's resumes it")

@@ -365,7 +365,7 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
     from ragkit.search.backend import index_label
 
     db = Path(settings.db)
-    state = database_state(db)
+    state = database_state(db) if db.is_dir() else None  # an eval without references needs no database
     # who asked the model: None offline and for a search run (no model, no judge)
     endpoint = None if settings.provider == "offline" or strategy == "search" else api_host(settings.api_base)
     run = RunInfo(kind=kind, strategy=strategy, provider=provider, model=model,
@@ -377,7 +377,8 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
                   embeddings=embeddings, api_host=endpoint,
                   commit=ragkit_commit(),
                   database=str(db.resolve()), index=index_label(db),
-                  database_pages=state.pages, database_sha256=state.sha256, converter=state.converter,
+                  database_pages=state.pages if state else None, database_sha256=state.sha256 if state else None,
+                  converter=state.converter if state else None,
                   input=str(input_path), input_path=str(Path(input_path).resolve()),
                   questions_sha256=questions_sha256(rows),
                   engine="offline-extractive" if offline else None, checklists_by=checklist_authors(rows))
