@@ -131,6 +131,8 @@ def test_a_rerun_is_served_from_the_cache_at_no_cost(server, db, tmp_path):
     assert len(server.requests) == 3  # the second run never reached the server
     assert again.answer == first.answer and [s.path for s in again.sources] == [RESET_REF]
     assert first.usage.cost_usd > 0 and again.usage.cost_usd == 0.0 and again.usage.input_tokens == 0
+    # the replayed answer says so (`rag ask --format json`'s metadata.cached): its latency measured no model
+    assert (first.usage.cached, again.usage.cached) == (0, 3) and again.to_json()["metadata"]["cached"] == 3
 
 
 def test_usage_is_summed_over_calls(server, db):
@@ -633,8 +635,9 @@ def test_cli_ask_json_and_trace(server, db, monkeypatch, isolated_env):
     doc = json.loads(result.stdout)
     assert list(doc) == ["answer", "refused", "sources", "confidence", "general_knowledge", "metadata"]
     assert list(doc["metadata"]) == ["provider", "model", "strategy", "timestamp", "steps", "input_tokens",
-                                     "output_tokens", "cost_usd", "latency_ms", "engine", "fallback", "index",
-                                     "max_loops_reached"]
+                                     "output_tokens", "cost_usd", "latency_ms", "cached", "engine", "fallback",
+                                     "index", "max_loops_reached"]
+    assert doc["metadata"]["cached"] == 0  # --no-cache: every call went to the server
     assert doc["general_knowledge"] is False and doc["metadata"]["fallback"] is None
     assert doc["metadata"]["max_loops_reached"] is False  # the agent answered within its step budget
     assert doc["metadata"]["engine"] == "agent"

@@ -339,8 +339,15 @@ def test_second_process_on_same_checkpoint_is_refused(isolated_env):
     settings = offline(db, isolated_env)
     import pandas as pd
 
-    path = checkpoint_path(settings, inp, pd.DataFrame({"Question": ["How do I reset the router?"]}),
-                             strategy="agent")
+    from ragkit.evaluate.checkpoint import checkpoint_material
+    from ragkit.evaluate.results import embeddings_label
+    from ragkit.search import open_index
+
+    df = pd.DataFrame({"Question": ["How do I reset the router?"]})
+    # the key batch uses: the agent's k is its start pages, and whether meaning takes part in search
+    material = checkpoint_material(settings, inp, df, strategy="agent", k=settings.start_pages,
+                                   embeddings=embeddings_label(open_index(db, progress=False)))
+    path = checkpoint_path(settings, inp, df, strategy="agent", material=material)
     holder = Checkpoint(path)
     holder.open()
     try:
@@ -1133,3 +1140,127 @@ def test_refused_steps_and_latency_cover_the_answered_rows_when_some_failed(isol
         assert "the 2 with an answer error left out" in row["Covers"], row
     assert summary["Judge model"]["Total"] == "none"
     assert json.loads(report.run_path.read_text(encoding="utf-8"))["judge_model"] is None
+
+
+# -- the run record says what it measured (user report s55: H2/H3 record half, M1, M2, M6, M7) -----------------
+def _record(report) -> dict:
+    return json.loads(report.run_path.read_text(encoding="utf-8"))
+
+
+def test_record_fingerprints_the_question_set_the_database_and_the_settings(isolated_env, monkeypatch):
+    """The record named the input by its relative path only and not the database's content: an edited answer key
+    or a grown database read as two runs differing by date. Now: questions_sha256 (same for the same questions in
+    Shift_JIS, another for an edited Checklist), database pages/sha256/converter, input_path, budgets, commit."""
+    from ragkit.core.provenance import ragkit_commit
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = make_db(isolated_env)
+    rows = [HEADER, ["冷蔵室の温度は何段階で設定できますか？", "3段階", FRIDGE, "1", "3段階"],
+            ["How do I reset the router?", "Hold the button", ROUTER, "1", "hold the reset button"]]
+    utf8 = write_input(isolated_env / "q.csv", rows)
+    sjis = write_input(isolated_env / "q_sjis.csv", rows, encoding="cp932")
+    edited = write_input(isolated_env / "q_edit.csv", [*rows[:2], [*rows[2][:4], "something else entirely"]])
+    settings = offline(db, isolated_env)
+    a = _record(B.run_batch(utf8, settings, progress=False))
+    b = _record(B.run_batch(sjis, settings, progress=False))
+    c = _record(B.run_batch(edited, settings, progress=False))
+    assert a["questions_sha256"] and a["questions_sha256"] == b["questions_sha256"] != c["questions_sha256"]
+    assert a["input_path"] == str(utf8.resolve()) and a["input"] == str(utf8)
+    assert a["database_pages"] == len(list(db.rglob("page_*.md"))) and a["database_sha256"]
+    assert a["max_steps"] == settings.max_steps and a["max_tokens"] == settings.max_tokens
+    assert a["embeddings"] == "off" and a["api_host"] is None and a["cached_calls"] == 0
+    assert a["commit"] == ragkit_commit()
+    # the database grows under the same path: the universe is another one, and the record says so
+    (db / "manuals" / "router" / "setup" / "page_009.md").write_text(
+        (db / ROUTER.removeprefix("database/")).read_text(encoding="utf-8"), encoding="utf-8")
+    d = _record(B.run_batch(utf8, settings, progress=False))
+    assert d["database_pages"] == a["database_pages"] + 1 and d["database_sha256"] != a["database_sha256"]
+    assert d["database"] == a["database"] and d["questions_sha256"] == a["questions_sha256"]
+    from ragkit.evaluate.runinfo import RunInfo, differing_fields
+
+    ra, rc, rd = (RunInfo.from_json(x) for x in (a, c, d))
+    # compare's `differ`: not the date alone
+    assert set(differing_fields([ra, rc])) - {"date"} == {"questions_sha256"}
+    assert set(differing_fields([ra, rd])) - {"date"} == {"database_sha256"}
+
+
+def test_record_of_a_database_names_its_converter(isolated_env):
+    from ragkit.core.provenance import converter_versions
+
+    db = make_db(isolated_env)
+    state = db / ".ragkit"
+    state.mkdir(exist_ok=True)
+    (state / "ingest-manifest.json").write_text(json.dumps({"sources": {"a.pdf": {"converter": 9},
+                                                                        "b.pdf": {"converter": 9}}}))
+    assert converter_versions(db) == 9
+    (state / "ingest-manifest.json").write_text(json.dumps({"sources": {"a.pdf": {"converter": 9}, "b.pdf": {}}}))
+    assert converter_versions(db) == [1, 9]  # mixed: an entry without the field is version 1
+
+
+def test_older_records_without_the_new_fields_read_as_unknown_not_as_a_difference():
+    from ragkit.evaluate.runinfo import RunInfo, differing_fields
+
+    old = RunInfo.from_json({"kind": "batch", "strategy": "agent", "model": "offline", "k": 5, "date": "x"})
+    new = RunInfo(kind="batch", strategy="agent", model="offline", k=5, date="y", max_steps=12, commit="a" * 40,
+                  questions_sha256="q", database_sha256="d", converter=9, embeddings="off", max_tokens=60000)
+    assert old.questions_sha256 is None and old.commit is None
+    assert differing_fields([old, new]) == ["date"]
+    assert "max_steps" in differing_fields([new, RunInfo(**{**new.to_json(), "max_steps": 1})])
+
+
+def test_k_with_a_strategy_that_ignores_it_is_a_usage_error(isolated_env):
+    """`rag batch --strategy naive -k 3` ran with naive's 5 hits and recorded k 5 (user report s55 M1)."""
+    make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question"], ["How do I reset the router?"]])
+    r = CliRunner().invoke(app, ["batch", str(inp), "--provider", "offline", "--strategy", "naive", "-k", "3"])
+    assert r.exit_code == 2 and "--strategy naive does not take it" in r.output
+    assert not (isolated_env / "results").exists() or not list((isolated_env / "results").glob("*.csv"))
+    r = CliRunner().invoke(app, ["batch", str(inp), "--provider", "offline", "--strategy", "search", "-k", "3"])
+    assert r.exit_code == 0, r.output
+    [res] = (isolated_env / "results").glob("q_results_*.run.json")
+    assert json.loads(res.read_text())["k"] == 3
+
+
+def test_eval_against_another_database_keeps_the_one_that_answered(isolated_env, monkeypatch):
+    """`rag eval --db OTHER` recorded only OTHER: the answers' database was lost (user report s55 M7)."""
+    import shutil
+    from dataclasses import replace
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [HEADER, ["How do I reset the router?", "", ROUTER, "1", "reset"]])
+    settings = offline(db, isolated_env)
+    report = B.run_batch(inp, settings, progress=False)
+    assert _record(run_eval(report.results_path, settings, progress=False))["answered_database"] is None
+    other = isolated_env / "other"
+    shutil.copytree(db, other / "database")
+    monkeypatch.chdir(other)  # the references are relative to where rag runs
+    shutil.copy(report.results_path, other / "r.csv")
+    shutil.copy(report.run_path, other / "r.run.json")
+    ev = _record(run_eval(other / "r.csv", replace(settings, db=Path("database")), progress=False))
+    assert ev["answered_database"] == str(db.resolve()) and ev["database"] == str((other / "database").resolve())
+    assert ev["questions_sha256"] == _record(report)["questions_sha256"]  # the same questions, re-scored
+
+
+def test_a_rerun_from_the_response_cache_says_so_and_names_the_endpoint(isolated_env, scripted_server):
+    """The same command twice against a model: the second run's latency and tokens came from the response cache
+    (0.1 s against 129 s) and nothing said so; the endpoint was not recorded (user report s55 M6)."""
+    db = make_db(isolated_env)
+    q = "How do I reset the router?"
+    inp = write_input(isolated_env / "q.csv", [HEADER, [q, "", ROUTER, "1", "reset"]])
+    scripted_server.set_responder(agent_responder({q: ("Hold the reset button.", [ROUTER.removeprefix(
+        "database/")])}, judge=checklist_judge()))
+    settings = openai_settings(scripted_server, db=db, results=isolated_env / "results", cache=True,
+                               cache_dir=isolated_env / "cache")
+    first = B.run_batch(inp, settings, strategy="naive", progress=False)
+    sent = len(scripted_server.requests)
+    second = B.run_batch(inp, settings, strategy="naive", progress=False)
+    assert len(scripted_server.requests) == sent  # every call replayed
+    one, two = _record(first), _record(second)
+    assert one["cached_calls"] == 0 and two["cached_calls"] == sent
+    host = scripted_server.base_url.removesuffix("/v1")
+    assert one["api_host"] == two["api_host"] == host
+    note = f"{sent} of {sent} calls from the cache: latency and tokens are not a measurement"
+    assert note in two["notes"] and not any("from the cache" in n for n in one["notes"])
+    summary = read_csv(second.summary_path).to_dict("records")
+    assert {"Metric": "Note", "Total": note} in [{"Metric": r["Metric"], "Total": r["Total"]} for r in summary]

@@ -231,3 +231,54 @@ def test_ctrl_c_message_counts_the_rows_the_checkpoint_holds(isolated_env, monke
         pass
     saved = valid_lines(next((isolated_env / "results" / ".checkpoints").glob("q-*.jsonl")))
     assert saved == 2 and "stopped: 2 of 3 rows are saved" in capsys.readouterr().err
+
+
+def test_ctrl_c_then_other_settings_starts_afresh_and_says_why(isolated_env, monkeypatch, capsys):
+    """Ctrl-C a run with --context-tokens 3000, then run with 32000: the checkpoint was keyed without the
+    settings that change answers, so the second run resumed the 3000 rows into a file whose record said 32000
+    (user report s55 H1: Ref Recall 0.767, a figure no configuration produces). Now it starts afresh, names the
+    unfinished run and the setting that differs, and the first run's command still resumes its rows."""
+    from dataclasses import replace
+
+    from test_batch import offline
+
+    from ragkit.evaluate import batch as B
+    from ragkit.evaluate.checkpoint import Checkpoint
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    db = make_db(isolated_env)
+    inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"]] +
+                      [[f"Question {i}: how do I reset the router?", ROUTER] for i in range(4)])
+    small = replace(offline(db, isolated_env, workers=1), context_tokens=3000)
+    append, calls = Checkpoint.append, []
+
+    def append_then_ctrl_c(self, record):
+        append(self, record)
+        calls.append(record)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpoint, "append", append_then_ctrl_c)
+    try:
+        B.run_batch(inp, small, strategy="longctx", progress=False)
+        raise AssertionError("the run was meant to be interrupted")
+    except KeyboardInterrupt:
+        pass
+    monkeypatch.setattr(Checkpoint, "append", append)
+    capsys.readouterr()
+
+    big = replace(small, context_tokens=32000)
+    from ragkit.core.errors import RagError
+
+    try:  # --resume insists on resuming: refused, naming the run it could have meant and what differs
+        B.run_batch(inp, big, strategy="longctx", progress=False, resume=True)
+        raise AssertionError("--resume with other settings was meant to fail")
+    except RagError as e:
+        assert "other settings (context_tokens 3000 -> 32000)" in str(e) and "\n" not in str(e)
+    report = B.run_batch(inp, big, strategy="longctx", progress=True)
+    err = capsys.readouterr().err
+    assert report.resumed == 0 and report.run.context_tokens == 32000
+    assert "not resuming the unfinished run" in err and "context_tokens 3000 -> 32000" in err
+    assert "resuming:" not in err
+    again = B.run_batch(inp, small, strategy="longctx", progress=False)  # the first command resumes its rows
+    assert again.resumed == 2 and again.run.context_tokens == 3000

@@ -391,8 +391,9 @@ def batch(
     strategy: Annotated[str, typer.Option(
         "--strategy", metavar="|".join(BATCH_STRATEGIES),
         help="As for ask, or search: retrieval alone, no model (Ref Recall@k, MRR, nDCG@k).")] = "agent",
-    k: Annotated[int, typer.Option(
-        "-k", metavar="N", help="--strategy search: pages retrieved per question.")] = 10,
+    k: Annotated[int | None, typer.Option(
+        "-k", metavar="N", help="--strategy search: pages retrieved per question (another strategy: a usage "
+        "error).  [default: 10]", show_default=False)] = None,
     provider: ProviderOpt = None,
     model: ModelOpt = None,
     resume: Annotated[bool, typer.Option(
@@ -411,8 +412,6 @@ def batch(
     from ragkit.evaluate.batch import run_batch
     from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
-    if k < 1:
-        raise UsageError(f"-k must be at least 1, got {k}")
     gates = gates_for(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,

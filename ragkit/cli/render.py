@@ -470,6 +470,8 @@ def print_genqa_report(report: GenqaReport, console) -> None:
     # report.errors are printed by the CLI, one line each on stderr (as every command's errors)
     if report.path is not None:
         console.print(f"questions written to {report.path}", highlight=False)
+        if report.run_path is not None:
+            console.print(f"run record: {report.run_path}", highlight=False, markup=False)
     else:
         console.print("[red]no questions file written[/red]")
 

@@ -135,8 +135,8 @@ class ResponseCache:
         except (OSError, ValueError, KeyError, TypeError):
             return None  # missing or damaged entry: just ask again
         # a replayed answer sends nothing: zero tokens, zero calls; its cost is the provider's to say (Provider.chat)
-        return Completion(content=content, tool_calls=calls, usage=Usage(cost_usd=0.0), finish_reason=finish,
-                          cached=True)
+        return Completion(content=content, tool_calls=calls, usage=Usage(cost_usd=0.0, cached=1),
+                          finish_reason=finish, cached=True)
 
     def put(self, key: str, completion: Completion, *, model: str) -> None:
         doc = {

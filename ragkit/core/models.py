@@ -27,11 +27,13 @@ class Usage:
     output_tokens: int = 0
     cost_usd: float | None = 0.0  # None = unknown (a model missing from the price table)
     calls: int = 0
+    cached: int = 0  # model calls answered from the response cache: no tokens, no latency, not in `calls`
 
     def add(self, other: Usage) -> None:
         self.input_tokens += other.input_tokens
         self.output_tokens += other.output_tokens
         self.calls += other.calls
+        self.cached += other.cached
         if self.cost_usd is None or other.cost_usd is None:
             self.cost_usd = None
         else:
@@ -122,6 +124,7 @@ class Answer:
                 "output_tokens": self.usage.output_tokens,
                 "cost_usd": self.usage.cost_usd,
                 "latency_ms": round(self.latency_ms, 1),
+                "cached": self.usage.cached,  # model calls replayed from the cache: latency and tokens are not
                 "engine": self.engine or self.strategy,
                 "fallback": self.fallback,
                 "index": self.index,

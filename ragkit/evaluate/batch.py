@@ -28,13 +28,17 @@ from ragkit.evaluate.checkpoint import (
     _CK_VERSION,
     Checkpoint,
     _DaemonPool,
+    checkpoint_material,
     checkpoint_path,
+    unfinished_note,
+    write_material,
 )
 from ragkit.evaluate.heldout import DEFAULT_HOLDOUT
 from ragkit.evaluate.results import (
     BatchReport,
     answer_from_dict,
     answer_to_dict,
+    embeddings_label,
     result_columns,
     retrieval_depth,
     run_record,
@@ -135,7 +139,7 @@ def run_batch(
     optimize: bool = False,
     holdout: float | None = None,
     validate: Path | None = None,
-    k: int = 10,
+    k: int | None = None,
 ) -> BatchReport:
     """Answer and score every question of `input_csv`; see the module docstring.
 
@@ -153,6 +157,12 @@ def run_batch(
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(BATCH_STRATEGIES)}")
     if strategy == "search" and (optimize or enable_rl):
         raise UsageError("--strategy search measures retrieval alone: it does not run --optimize or --enable-rl")
+    if k is not None and strategy != "search":  # docs/commands.md: -k is the pages --strategy search retrieves
+        raise UsageError(f"-k sets the pages --strategy search retrieves; --strategy {strategy} does not take it "
+                         f"(it retrieves {retrieval_depth(strategy, settings, 0) or 'what it needs'} page(s) "
+                         "per search): drop -k")
+    if k is not None and k < 1:
+        raise UsageError(f"-k must be at least 1, got {k}")
     opts = _options(optimize, enable_rl, holdout, validate)
     df = read_questions(input_csv, settings.csv_encoding)
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
@@ -207,8 +217,9 @@ def run_batch(
                                for r in vrecords if str(r.get(QUESTION) or "").strip()]
     scorer = Scorer.create(settings, input_cols, index=index)
     if strategy == "search":  # retrieval alone: ranking metrics, no judge, no optimizer (ragkit.evaluate.retrieval)
-        from ragkit.evaluate.retrieval import search_answer_fn
+        from ragkit.evaluate.retrieval import DEFAULT_K, search_answer_fn
 
+        k = k or DEFAULT_K
         answer_fn, scorer.search_k = answer_fn or search_answer_fn(k), k
     if answer_fn is None:
         from ragkit.answer import ask as answer_fn
@@ -217,25 +228,30 @@ def run_batch(
         extra = {"task": task} if task != "qa" else {}  # an injected answer_fn need not know tasks
         return answer_fn(question, settings, strategy=strategy, index=index, provider=provider, **extra)
 
-    ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols],
-                                    strategy=f"search-k{k}" if strategy == "search" else strategy))
+    depth = retrieval_depth(strategy, settings, k or 0)
+    embeddings = embeddings_label(index)
+    material = checkpoint_material(settings, input_csv, df[input_cols],
+                                   strategy=f"search-k{k}" if strategy == "search" else strategy, k=depth,
+                                   embeddings=embeddings)
+    ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols], strategy=strategy, material=material))
     report = BatchReport(kind="batch", input_path=input_csv, skipped_blank=blank, checkpoint_path=ck.path,
                          provider=settings.provider, model=provider.model, judge_model=scorer.judge.model,
                          strategy=strategy)  # k has its own summary row, as in `rag eval` of these results
     report.run = run_record("batch", settings, strategy=strategy, provider=settings.provider, model=provider.model,
-                            judge=scorer.judge, k=retrieval_depth(strategy, settings, k), input_path=input_csv,
-                            offline=provider.is_offline and strategy != "search", rows=records)
+                            judge=scorer.judge, k=depth, input_path=input_csv,
+                            offline=provider.is_offline and strategy != "search", rows=records,
+                            embeddings=embeddings)
     others = [p for p in ck.path.parent.glob(f"{glob.escape(ck.path.name.rsplit('-', 1)[0])}-*.jsonl") if p != ck.path] \
         if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():
         raise RagError(f"{input_csv}: no interrupted run to resume (no checkpoint {ck.path}); a run is resumed "
-                       "only with the same input content, database, strategy, provider and models"
-                       + (f" ({len(others)} other unfinished run(s) of this input in {ck.path.parent})"
-                          if others else ""))
+                       "only with the same input content, database, strategy, provider, models and settings that change "
+                       "answers (k, context tokens, max steps, max tokens, start pages, embeddings)"
+                       + (f"; {unfinished_note(input_csv, material, others, starting=False)}" if others else ""))
     if others and not ck.path.is_file() and progress:
-        print(f"note: {len(others)} unfinished run(s) of {input_csv.name} with other content or settings are in "
-              f"{ck.path.parent}; starting a new run", file=sys.stderr)
+        print(unfinished_note(input_csv, material, others), file=sys.stderr)
     ck.open()  # lock first, then read: a second process cannot interleave
+    write_material(ck.path, material)
     try:
         return _run(report, ck, jobs, input_cols, scorer, asker, settings, strategy, opts, progress, t0)
     finally:

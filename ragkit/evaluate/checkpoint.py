@@ -132,13 +132,21 @@ class Checkpoint:
     def finish(self) -> None:
         self.close()
         self.path.unlink(missing_ok=True)
+        settings_path(self.path).unlink(missing_ok=True)
 
 
-def checkpoint_path(settings: Settings, input_csv: Path, df: pd.DataFrame, *, strategy: str) -> Path:
-    """`<results>/.checkpoints/<input stem>-<key>.jsonl` (see the module docstring for what the key covers)."""
+# the settings that change answers: a run resumes only into rows answered with the same ones
+ANSWER_SETTINGS = ("strategy", "k", "context_tokens", "max_steps", "max_tokens", "start_pages", "embeddings")
+_SETTINGS_SUFFIX = ".settings.json"
+
+
+def checkpoint_material(settings: Settings, input_csv: Path, df: pd.DataFrame, *, strategy: str,
+                        k: int | None = None, embeddings: str | None = None) -> dict:
+    """What a checkpoint is keyed on: the input (path and content), the database, who answers and judges, and
+    every setting that changes answers (ANSWER_SETTINGS); a change to any of them starts a new run."""
     cols = [c for c in df.columns if c != OPTIMIZED]
     content = hashlib.sha256(json.dumps([cols, df[cols].values.tolist()], ensure_ascii=False).encode()).hexdigest()
-    material = {
+    return {
         "input": str(Path(input_csv).resolve()),
         "content": content,
         "db": str(Path(settings.db).resolve()),
@@ -147,9 +155,72 @@ def checkpoint_path(settings: Settings, input_csv: Path, df: pd.DataFrame, *, st
         "model": settings.model,
         "judge_model": settings.judge_model,
         "api_base": settings.api_base or "",
+        "k": k,
+        "context_tokens": settings.context_tokens,
+        "max_steps": settings.max_steps,
+        "max_tokens": settings.max_tokens,
+        "start_pages": settings.start_pages,
+        "embeddings": embeddings,
     }
+
+
+def checkpoint_path(settings: Settings, input_csv: Path, df: pd.DataFrame, *, strategy: str,
+                    material: dict | None = None) -> Path:
+    """`<results>/.checkpoints/<input stem>-<key>.jsonl`, key = a hash of checkpoint_material."""
+    if material is None:
+        material = checkpoint_material(settings, input_csv, df, strategy=strategy)
     key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
     from ragkit.core.paths import sanitize_name
 
     stem = sanitize_name(Path(input_csv).stem, fallback="input", max_len=60)
     return Path(settings.results) / CHECKPOINT_DIR / f"{stem}-{key}.jsonl"
+
+
+def settings_path(checkpoint: Path) -> Path:
+    """Beside each checkpoint, the material it was keyed on (to say why another run did not resume it)."""
+    return checkpoint.with_name(checkpoint.stem + _SETTINGS_SUFFIX)
+
+
+def write_material(checkpoint: Path, material: dict) -> None:
+    from ragkit.core.paths import atomic_write_text
+
+    try:
+        atomic_write_text(settings_path(checkpoint), json.dumps(material, ensure_ascii=False, indent=1) + "\n")
+    except OSError:
+        pass  # only an explanation for a later run: the checkpoint itself still works
+
+
+def settings_differ(material: dict, other: Path) -> list[str] | None:
+    """The keys of `material` whose values differ in the unfinished checkpoint `other` ("content" for an edited
+    input), None when `other` has no readable record of its settings (written before they were recorded)."""
+    try:
+        theirs = json.loads(settings_path(other).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(theirs, dict):
+        return None
+    return [k for k in material if theirs.get(k) != material[k]]
+
+
+def unfinished_note(input_csv: Path, material: dict, others: list[Path], *, starting: bool = True) -> str:
+    """One line naming the unfinished run(s) of the same input this run does not resume, and which of their
+    settings differ, so that a user who meant to resume knows why a new run started (`starting`: the line says
+    a new run starts; else it only describes them, for the error of --resume)."""
+    same_input = []
+    for p in sorted(others, key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True):
+        diff = settings_differ(material, p)
+        if diff is not None and "input" not in diff:
+            same_input.append((p, diff))
+    if not same_input:
+        what = f"{len(others)} unfinished run(s) of {Path(input_csv).name} with other content or settings are in " \
+               f"{others[0].parent}"
+        return f"note: {what}; starting a new run" if starting else what
+    p, diff = same_input[0]
+    theirs = json.loads(settings_path(p).read_text(encoding="utf-8"))
+    shown = ", ".join("the input's content" if k == "content" else f"{k} {theirs.get(k)} -> {material[k]}"
+                      for k in diff) or "nothing recorded"
+    more = f" (and {len(others) - 1} other unfinished run(s))" if len(others) > 1 else ""
+    if not starting:
+        return f"the unfinished run {p} has other settings ({shown}){more}"
+    return (f"note: not resuming the unfinished run {p} ({shown}); starting a new run with these settings{more}; "
+            "the same command as that run's resumes it")

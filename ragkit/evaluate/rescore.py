@@ -218,8 +218,14 @@ def _eval_record(results_csv: Path, settings: Settings, scorer: Scorer, rows: li
                      offline=bool(source and source.engine == "offline-extractive"), rows=rows)
     run.index = source.index if source is not None else None  # the answers' backend, not this run's
     if source is not None:
-        run.context_tokens = source.context_tokens
+        # how the answers were made is the batch's: its settings and endpoint (the judge is this run's)
+        for name in ("context_tokens", "max_steps", "max_tokens", "embeddings", "api_host"):
+            setattr(run, name, getattr(source, name))
+        if source.database and Path(source.database).resolve() != Path(run.database):
+            run.answered_database = source.database  # re-scored against another database (docs/evaluation.md)
     else:
+        for name in ("max_steps", "max_tokens", "embeddings", "api_host"):
+            setattr(run, name, None)  # unknown without the batch's record
         run.notes.append(f"{results_csv.name} has no run record: who answered it is unknown")
     return run
 

@@ -221,14 +221,26 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
         ("Strategy", report.strategy or None),
         ("k", report.run.k),
         ("Context tokens", report.run.context_tokens),
+        ("Max steps", report.run.max_steps),
+        ("Max tokens", report.run.max_tokens),
+        ("Embeddings", report.run.embeddings),
+        ("API host", report.run.api_host),
         ("Engine", report.run.engine),
         ("Checklists written by", report.run.checklists_by),
         ("ragkit version", report.run.version or None),
+        ("Commit", report.run.commit),
         ("Database", report.run.database or None),
+        ("Answers from database", report.run.answered_database),
+        ("Database pages", report.run.database_pages),
+        ("Database sha256", report.run.database_sha256),
+        ("Converter", _listed(report.run.converter)),
         ("Index", report.run.index),
         ("Kind", report.run.kind or report.kind),
         ("Date", report.run.date),
         ("Input", report.run.input or None),
+        ("Input path", report.run.input_path),
+        ("Questions sha256", report.run.questions_sha256),
+        ("Cached calls", report.usage.cached or None),
     ]
     if retrieval_only:  # no model answered and no judge scored: who would have, and their counts, mean nothing
         extra = [(k, v) for k, v in extra if k not in _ANSWER_ROWS]
@@ -239,6 +251,9 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
     summary += [{"Metric": k, "Mean": "", "Micro": "", "Total": v, "Rows": "",
                  "Covers": f"from {source} (not asked again)" if eval_run and k.startswith("Answer ") else ""}
                 for k, v in extra if v is not None]
+    report.run.cached_calls = report.usage.cached
+    if report.usage.cached:
+        report.run.notes.append(cached_note(report.usage.cached, report.usage.calls + report.usage.cached))
     summary += [{"Metric": "Note", "Mean": "", "Micro": "", "Total": note, "Rows": "", "Covers": ""}
                 for note in report.run.notes]
     report.summary = summary
@@ -256,7 +271,8 @@ def write_outputs(report: BatchReport, columns: list[str], *, stem: str, kind: s
 # row counts the searches that failed)
 _ANSWER_ROWS = frozenset({"Answered", "Answer errors", "Judge errors", "Answer input tokens", "Answer output tokens",
                           "Answer cost (USD)", "Judge input tokens", "Judge output tokens", "Judge cost (USD)",
-                          "Provider", "Model", "Judge model", "Context tokens", "Engine", "Checklists written by"})
+                          "Provider", "Model", "Judge model", "Context tokens", "Max steps", "Max tokens",
+                          "API host", "Engine", "Checklists written by"})
 
 
 def _summarize_subset(rows: list[dict], column: str, ref_col: str | None, *, keep: Callable[[dict], bool],
@@ -306,6 +322,10 @@ def _refusal_rows(rows: list[dict], ref_col: str | None) -> list[dict]:
     return out
 
 
+def _listed(value: Any) -> Any:
+    return ", ".join(map(str, value)) if isinstance(value, list) else value
+
+
 def _cost_total(cost: float | None) -> str:
     return "unknown" if cost is None else f"{cost:.6f}"
 
@@ -318,17 +338,53 @@ def retrieval_depth(strategy: str, settings: Any, k: int) -> int | None:
     return {"search": k, "naive": NAIVE_K, "synth": SYNTH_K, "agent": settings.start_pages}.get(strategy)
 
 
+def cached_note(cached: int, total: int) -> str:
+    """The note of a run some of whose model calls the response cache answered."""
+    return f"{cached} of {total} calls from the cache: latency and tokens are not a measurement"
+
+
+def embeddings_label(index: Any) -> str | None:
+    """Whether meaning took part in search: the embedding model's name, "off" (RAG_EMBED=0, or no model
+    installed), None when the index cannot say (an injected stand-in)."""
+    name = getattr(index, "embedder_name", None)
+    if not callable(name):
+        return None
+    try:
+        return name() or "off"
+    except Exception:  # noqa: BLE001 - a record field, never a reason to fail the run
+        return None
+
+
 def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str | None, model: str | None,
-               judge: Any, k: int | None, input_path: Path, offline: bool, rows: list[dict]) -> RunInfo:
-    """What made this run (written beside its results as <results>.run.json)."""
+               judge: Any, k: int | None, input_path: Path, offline: bool, rows: list[dict],
+               embeddings: str | None = None) -> RunInfo:
+    """What made this run (written beside its results as <results>.run.json): who answered and with which
+    settings, the code, the question set and the database it measured (ragkit.core.provenance)."""
     from ragkit import __version__
+    from ragkit.core.provenance import api_host, database_state, questions_sha256, ragkit_commit
     from ragkit.search.backend import index_label
 
+    db = Path(settings.db)
+    state = database_state(db) if db.is_dir() else None  # an eval without references needs no database
+    # who asked the model: None offline and for a search run (no model, no judge)
+    endpoint = None if settings.provider == "offline" or strategy == "search" else api_host(settings.api_base)
     run = RunInfo(kind=kind, strategy=strategy, provider=provider, model=model,
                   judge_model=None if getattr(judge, "is_offline", False) else judge.model,
                   k=k, context_tokens=settings.context_tokens, version=__version__,
-                  database=str(Path(settings.db).resolve()), index=index_label(Path(settings.db)),
-                  input=str(input_path),
+                  # the step and token budgets bind the strategies that loop over model calls
+                  max_steps=settings.max_steps if strategy == "agent" else None,
+                  max_tokens=settings.max_tokens if strategy in _TOKEN_BUDGETED else None,
+                  embeddings=embeddings, api_host=endpoint,
+                  commit=ragkit_commit(),
+                  database=str(db.resolve()), index=index_label(db),
+                  database_pages=state.pages if state else None, database_sha256=state.sha256 if state else None,
+                  converter=state.converter if state else None,
+                  input=str(input_path), input_path=str(Path(input_path).resolve()),
+                  questions_sha256=questions_sha256(rows),
                   engine="offline-extractive" if offline else None, checklists_by=checklist_authors(rows))
     run.notes = quoting_notes(run)
     return run
+
+
+# the strategies --max-tokens binds (ragkit.answer: the agent's and arag's loops; --max-steps binds the agent's)
+_TOKEN_BUDGETED = frozenset({"agent", "arag"})

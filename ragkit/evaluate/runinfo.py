@@ -14,10 +14,12 @@ from ragkit.core.paths import atomic_write_text
 RUN_SUFFIX = ".run.json"
 # the fields a label is made of, in this order; strategy and model always (what a reader asks first)
 _ALWAYS = ("strategy", "model")
-_LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_tokens", "index", "database",
-                 "version", "kind", "date")
+_LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_tokens", "max_steps", "max_tokens",
+                 "embeddings", "api_host", "index", "database", "database_sha256", "converter", "questions_sha256",
+                 "version", "commit", "kind", "date")
 # fields a record written before them lacks (None): unknown, so never what tells two runs apart
-_UNKNOWN_WHEN_NONE = ("index",)
+_UNKNOWN_WHEN_NONE = ("index", "max_steps", "max_tokens", "embeddings", "api_host", "database_sha256", "converter",
+                      "questions_sha256", "commit")
 RETRIEVAL_ONLY = "search"  # the strategy that only retrieves (ragkit.evaluate.retrieval.SEARCH)
 # what only a run that answers has: a retrieval-only run's record holds none of these
 ANSWER_FIELDS = ("provider", "model", "judge_model", "context_tokens", "engine", "checklists_by")
@@ -33,21 +35,36 @@ def which_document_note(n: int) -> str:
 
 @dataclass
 class RunInfo:
-    kind: str = ""  # "batch" | "eval"
+    kind: str = ""  # "batch" | "eval" | "genqa"
     strategy: str | None = None
     provider: str | None = None  # who answered
     model: str | None = None
     judge_model: str | None = None  # None: no judge model (offline: the lexical judge)
     k: int | None = None  # pages the strategy retrieves (agent: its start pages)
     context_tokens: int | None = None
+    max_steps: int | None = None  # agent/arag: tool-using turns per question (None: a record written before it)
+    max_tokens: int | None = None  # agent: input+output tokens per question
+    # whether meaning took part in search: the embedding model's name, or "off" (RAG_EMBED=0 or not installed)
+    embeddings: str | None = None
+    api_host: str | None = None  # the endpoint that answered and judged, scheme://host:port; None offline
     version: str = ""
+    commit: str | None = None  # ragkit's git commit when it ran from a checkout
     database: str = ""
+    database_pages: int | None = None  # page files in the database (the universe) when the run started
+    database_sha256: str | None = None  # ragkit.core.provenance.database_state: page paths and content
+    converter: int | list[int] | None = None  # the ingest manifest's converter version(s)
+    answered_database: str | None = None  # eval: the database the answers came from, when not `database`
     # the backend that searched: "embedded" or "opensearch URL/PREFIX (analysis NAME)" (search.backend.index_label);
     # None in records written before it was recorded
     index: str | None = None
     date: str = ""  # ISO 8601, when the file was written
-    input: str = ""  # the question CSV (batch) or the results file re-scored (eval)
+    input: str = ""  # the question CSV (batch) or the results file re-scored (eval), as given
+    input_path: str | None = None  # the same, absolute
     questions: int = 0
+    # provenance.questions_sha256 of the question set as read (eval: the re-scored results' questions)
+    questions_sha256: str | None = None
+    cached_calls: int | None = None  # model calls answered from the response cache (no latency, no tokens)
+    options: dict | None = None  # genqa: the options it ran with (task, per_page, max, lang, seed)
     engine: str | None = None  # "offline-extractive" when the offline engine answered
     checklists_by: str | None = None  # "offline genqa" when every checklist came from offline genqa
     notes: list[str] = field(default_factory=list)

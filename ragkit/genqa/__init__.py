@@ -116,7 +116,33 @@ def generate_questions(
     who = "offline genqa" if provider.is_offline else f"genqa {provider.model}"
     df = pd.DataFrame([{**q.row(db), GENERATED_BY: who} for q in questions], columns=COLUMNS)
     report.path = csvio.write_csv(df, csvio.timestamped_path(settings.results, stem, "questions"))
+    report.run_path = _write_record(report, ctx, df, provider, task=task, max_questions=max_questions)
     return report
+
+
+def _write_record(report: GenqaReport, ctx: Context, df: pd.DataFrame, provider, *, task: str,
+                  max_questions: int) -> Path:
+    """`<csv stem>.run.json`: what made this question set (as a batch's record says what made its results): the
+    database and its state, who wrote the questions, the options, the code and the set's digest."""
+    from datetime import UTC, datetime
+
+    from ragkit import __version__
+    from ragkit.core.provenance import api_host, database_state, questions_sha256, ragkit_commit
+    from ragkit.evaluate.runinfo import RunInfo, write_run_info
+
+    state = database_state(ctx.db)
+    source = Path(report.source)
+    run = RunInfo(kind="genqa", provider=provider.name, model=provider.model, version=__version__,
+                  commit=ragkit_commit(), database=str(Path(ctx.db).resolve()), database_pages=state.pages,
+                  database_sha256=state.sha256, converter=state.converter,
+                  api_host=None if provider.is_offline else api_host(ctx.settings.api_base),
+                  date=datetime.now(UTC).isoformat(timespec="seconds"), input=str(source),
+                  input_path=str(source.resolve()), questions=len(df),
+                  questions_sha256=questions_sha256(df.to_dict("records")),
+                  cached_calls=report.usage.cached, notes=list(report.notes),
+                  options={"task": task, "per_page": ctx.per_page, "max": max_questions, "lang": ctx.lang,
+                           "seed": ctx.seed})
+    return write_run_info(Path(report.path), run)
 
 
 
@@ -138,6 +164,8 @@ def _summaries(ctx: Context, report: GenqaReport, provider, max_items: int, stem
     if len(items) < max_items:
         report.notes.append(f"{len(items)} of the {max_items} items asked for: one per group of related pages "
                             "or page left over, each page in one item at most")
-    df = pd.DataFrame([summary_row(q, ctx.db) for q in items], columns=SUMMARY_COLUMNS)
+    who = "offline genqa" if provider.is_offline else f"genqa {provider.model}"
+    df = pd.DataFrame([summary_row(q, ctx.db, who) for q in items], columns=SUMMARY_COLUMNS)
     report.path = csvio.write_csv(df, csvio.timestamped_path(ctx.settings.results, stem, "summaries"))
+    report.run_path = _write_record(report, ctx, df, provider, task="summarization", max_questions=max_items)
     return report

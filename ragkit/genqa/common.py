@@ -91,6 +91,7 @@ class GenqaReport:
     dropped: Counter = field(default_factory=Counter)  # duplicate / unsupported / present / invalid
     pages_total: int = 0  # usable pages in the source
     pages_used: int = 0  # pages some question refers to
+    run_path: Path | None = None  # the run record beside the CSV (<csv stem>.run.json)
 
     def counts(self) -> dict[str, int]:
         c = Counter(q.kind for q in self.questions)

@@ -1,0 +1,146 @@
+"""What a run's record needs to say which inputs it measured, cheaply and without a subprocess:
+
+    questions_sha256(rows) -> str            the question set (question, answer key, references, task)
+    database_state(db) -> DatabaseState      page count, a fingerprint of the page files, converter version(s)
+    api_host(url) -> str | None              an endpoint's scheme://host:port (never a key, user, path or query)
+    ragkit_commit() -> str | None            ragkit's git commit when it runs from a checkout
+
+docs/evaluation.md ("The run record") says what each covers and what it costs."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+# the cells of a question row that decide what its scores mean: the question, its answer key and its task
+QUESTION_KEY_COLUMNS = ("Question", "Ground Truth", "Reference Document", "Page", "Checklist", "Task",
+                        "Reference Summary")
+DEFAULT_OPENAI_HOST = "https://api.openai.com:443"
+
+
+def _norm(value: object) -> str:
+    """As runinfo.answer_fingerprint: line endings and outer spaces aside (a spreadsheet may change them on save);
+    an empty cell, a missing column and a NaN read alike."""
+    if value is None or (isinstance(value, float) and value != value):
+        return ""
+    return str(value).replace("\r\n", "\n").replace("\r", "\n").strip()
+
+
+def questions_sha256(rows: Iterable[dict]) -> str:
+    """A digest of a question set: each row's QUESTION_KEY_COLUMNS, normalised, rows with a question only, in any
+    order (a sorted multiset: the figures do not depend on the order). The same questions read from another
+    encoding give the same digest; an edited answer key gives another one."""
+    digests = sorted(
+        hashlib.sha256(json.dumps([_norm(r.get(c)) for c in QUESTION_KEY_COLUMNS], ensure_ascii=False).encode())
+        .hexdigest()
+        for r in rows if _norm(r.get("Question")))
+    return hashlib.sha256("\n".join(digests).encode()).hexdigest()
+
+
+@dataclass
+class DatabaseState:
+    pages: int  # page files in the database
+    sha256: str  # over every page's db-relative path and content
+    converter: int | list[int] | None  # the ingest manifest's converter version(s); None without a manifest
+
+
+def database_state(db: Path) -> DatabaseState:
+    """The universe a run scores against (DESIGN §5: every page file in the database), fingerprinted by each page
+    file's db-relative path and content (3,194 pages, 16 MB: ~0.07 s from the page cache, docs/evaluation.md).
+    A page edited, added, removed or moved changes it; a copy of the database, or an unchanged source ingested again, does not."""
+    from ragkit.core.paths import iter_pages
+
+    db = Path(db).resolve()
+    h = hashlib.sha256()
+    pages = iter_pages(db)
+    for rel in pages:
+        try:
+            body = (db / rel).read_bytes()
+            h.update(f"{rel}\0{len(body)}\0".encode())
+            h.update(body)
+        except OSError:  # removed while listed: it is not part of the universe
+            h.update(f"{rel}\0-\n".encode())
+    return DatabaseState(pages=len(pages), sha256=h.hexdigest(), converter=converter_versions(db))
+
+
+def converter_versions(db: Path) -> int | list[int] | None:
+    """The converter version that wrote the database's pages (an entry without one is version 1), a sorted list
+    when sources were ingested by different versions, None when the database has no ingest manifest."""
+    try:
+        data = json.loads((Path(db) / ".ragkit" / "ingest-manifest.json").read_text(encoding="utf-8"))
+        sources = data.get("sources") or {}
+    except (OSError, ValueError, AttributeError):
+        return None
+    found = sorted({int(e.get("converter", 1)) for e in sources.values() if isinstance(e, dict)})
+    if not found:
+        return None
+    return found[0] if len(found) == 1 else found
+
+
+def api_host(url: str | None, *, offline: bool = False) -> str | None:
+    """`scheme://host:port` of an OpenAI-compatible endpoint: no user, password, path, query or fragment ever.
+    None for the offline provider; the public OpenAI API when no base URL is set."""
+    if offline:
+        return None
+    if not url:
+        return DEFAULT_OPENAI_HOST
+    try:
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        return None
+    if not host:
+        return None
+    scheme = parts.scheme or "http"
+    port = port or (443 if scheme == "https" else 80)
+    host = f"[{host}]" if ":" in host else host
+    return f"{scheme}://{host}:{port}"
+
+
+_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+def ragkit_commit() -> str | None:
+    """The commit of the checkout ragkit runs from (read from .git, no `git` process), None when it is installed
+    from a package or the checkout cannot be read. A worktree's `.git` file and packed refs are followed."""
+    root = Path(__file__).resolve().parents[2]
+    dot = root / ".git"
+    try:
+        if dot.is_file():  # a worktree: "gitdir: <path>"
+            text = dot.read_text(encoding="utf-8").strip()
+            if not text.startswith("gitdir:"):
+                return None
+            gitdir = Path(text.split(":", 1)[1].strip())
+            gitdir = gitdir if gitdir.is_absolute() else (root / gitdir)
+        elif dot.is_dir():
+            gitdir = dot
+        else:
+            return None
+        common = gitdir
+        if (gitdir / "commondir").is_file():
+            c = Path((gitdir / "commondir").read_text(encoding="utf-8").strip())
+            common = c if c.is_absolute() else (gitdir / c)
+        head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+        if _SHA.fullmatch(head):
+            return head
+        if not head.startswith("ref:"):
+            return None
+        ref = head.split(":", 1)[1].strip()
+        for base in (gitdir, common):
+            if (base / ref).is_file():
+                sha = (base / ref).read_text(encoding="utf-8").strip()
+                return sha if _SHA.fullmatch(sha) else None
+        packed = common / "packed-refs"
+        if packed.is_file():
+            for line in packed.read_text(encoding="utf-8").splitlines():
+                parts = line.split()
+                if len(parts) == 2 and parts[1] == ref and _SHA.fullmatch(parts[0]):
+                    return parts[0]
+    except (OSError, UnicodeDecodeError):
+        return None
+    return None
