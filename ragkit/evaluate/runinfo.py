@@ -150,7 +150,21 @@ def _show(name: str, value, tails: dict[str, str] | None = None) -> str:
         return (tails or {}).get(str(value)) or Path(str(value)).name or str(value)
     if name == "date":
         return str(value)[:16].replace("T", " ")
-    return "–" if value in (None, "") else str(value)
+    if value in (None, ""):
+        return "–"
+    if name in ("database_sha256", "questions_sha256"):  # a digest's first characters tell two runs apart
+        return f"{'pages' if name == 'database_sha256' else 'questions'} {str(value)[:8]}"
+    if name == "commit":
+        return f"commit {str(value)[:8]}"
+    if name == "converter":
+        return f"converter {'+'.join(map(str, value)) if isinstance(value, list) else value}"
+    if name == "max_steps":
+        return f"max {value} steps"
+    if name == "max_tokens":
+        return f"max {value:,} tokens" if isinstance(value, int) else f"max {value} tokens"
+    if name == "embeddings":
+        return "no embeddings" if value == "off" else f"embeddings {value}"
+    return str(value)
 
 
 def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
