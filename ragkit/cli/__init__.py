@@ -409,13 +409,14 @@ def batch(
     """Answer every question of a CSV in parallel, score it, write results and summary CSVs (read-only unless
     --optimize or --enable-rl)."""
     from ragkit.cli.render import print_batch_report
-    from ragkit.evaluate.batch import run_batch
+    from ragkit.evaluate.batch import check_k, run_batch
     from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
     gates = gates_for(fail_under, OUTPUT_COLUMNS)
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
                              context_tokens=context_tokens, encoding=encoding)
+    check_k(strategy, k, settings)  # a usage error is the only line: before the provider's
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
                        holdout=holdout, validate=validate, k=k)

@@ -126,6 +126,16 @@ def _jsonable(v: Any) -> Any:
     return v if v is None or isinstance(v, str | int | float | bool) else str(v)
 
 
+def check_k(strategy: str, k: int | None, settings: Settings) -> None:
+    """A usage error when `k` is given to a strategy that does not take it, or is below 1 (before anything runs)."""
+    if k is not None and strategy != "search":  # docs/commands.md: -k is the pages --strategy search retrieves
+        raise UsageError(f"-k sets the pages --strategy search retrieves; --strategy {strategy} does not take it "
+                         f"(it retrieves {retrieval_depth(strategy, settings, 0) or 'what it needs'} page(s) "
+                         "per search): drop -k")
+    if k is not None and k < 1:
+        raise UsageError(f"-k must be at least 1, got {k}")
+
+
 def run_batch(
     input_csv: Path,
     settings: Settings,
@@ -157,12 +167,7 @@ def run_batch(
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(BATCH_STRATEGIES)}")
     if strategy == "search" and (optimize or enable_rl):
         raise UsageError("--strategy search measures retrieval alone: it does not run --optimize or --enable-rl")
-    if k is not None and strategy != "search":  # docs/commands.md: -k is the pages --strategy search retrieves
-        raise UsageError(f"-k sets the pages --strategy search retrieves; --strategy {strategy} does not take it "
-                         f"(it retrieves {retrieval_depth(strategy, settings, 0) or 'what it needs'} page(s) "
-                         "per search): drop -k")
-    if k is not None and k < 1:
-        raise UsageError(f"-k must be at least 1, got {k}")
+    check_k(strategy, k, settings)
     opts = _options(optimize, enable_rl, holdout, validate)
     df = read_questions(input_csv, settings.csv_encoding)
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
