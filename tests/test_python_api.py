@@ -41,9 +41,9 @@ def test_run_batch_takes_questions_in_memory_and_records_them_as_a_csv_would_be(
     question-set digest; the run record says the input was in memory (no file to point at)."""
     db = make_db(isolated_env)
     rows = [[RESET, "Hold the reset button.", ROUTER, "1", "reset button"],
-            [FRIDGE_Q, "3段階", FRIDGE, "1", "3段階"]]
-    from_csv = B.run_batch(write_input(isolated_env / "q.csv", [HEADER, *rows]), offline(db, isolated_env),
-                           strategy="naive")
+            [FRIDGE_Q, "3段階", FRIDGE, "", "3段階"]]
+    inp = write_input(isolated_env / "q.csv", [HEADER, *rows])
+    from_csv = B.run_batch(inp, offline(db, isolated_env), strategy="naive")
     dicts = [dict(zip(HEADER, r, strict=True)) for r in rows]
     in_memory = B.run_batch(dicts, offline(db, isolated_env / "m"), strategy="naive")
     cols = ["Question", "Ref Recall", "Ref Precision", "Checklist Recall", "Refused", "Retrieved Files"]
@@ -54,7 +54,8 @@ def test_run_batch_takes_questions_in_memory_and_records_them_as_a_csv_would_be(
     assert json.loads(in_memory.run_path.read_text(encoding="utf-8"))["input"] == "(in memory)"
     plain = B.run_batch([RESET, "   ", FRIDGE_Q], offline(db, isolated_env / "s"), strategy="naive")
     assert [r["Question"] for r in plain.rows] == [RESET, FRIDGE_Q] and plain.skipped_blank == 1
-    framed = B.run_batch(pd.DataFrame(dicts), offline(db, isolated_env / "f"), strategy="naive")
+    # a DataFrame as pandas reads the CSV (Page 1.0 and NaN) is the same question set
+    framed = B.run_batch(pd.read_csv(inp), offline(db, isolated_env / "f"), strategy="naive")
     assert framed.run.questions_sha256 == from_csv.run.questions_sha256
 
 

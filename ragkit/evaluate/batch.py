@@ -102,9 +102,12 @@ def read_input(questions: Any, encoding: str | None = None) -> tuple[Any, Path |
 
 
 def _cell(v: Any) -> str:
-    """A value as the CSV reader gives it: text, "" for None / NaN."""
+    """A value as the CSV reader gives it: text, "" for None / NaN, a whole float as an integer (pandas reads a
+    `Page` column with an empty cell as floats: 9.0 is page 9)."""
     if v is None or (isinstance(v, float) and v != v):
         return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
     return str(v)
 
 
