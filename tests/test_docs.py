@@ -20,12 +20,12 @@ DOCS = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 SKIP = re.compile(r"<!--\s*docs-test:\s*skip\s*\((.+?)\)\s*-->")
 
 
-def shell_blocks(doc: Path) -> list[tuple[int, str, str | None]]:
-    """(line, code, skip reason or None) of every ```bash block of `doc`."""
+def shell_blocks(doc: Path, lang: str = "bash") -> list[tuple[int, str, str | None]]:
+    """(line, code, skip reason or None) of every ```bash (or ````lang`) block of `doc`."""
     lines = doc.read_text(encoding="utf-8").splitlines()
     out, i = [], 0
     while i < len(lines):
-        if lines[i].strip() == "```bash":
+        if lines[i].strip() == f"```{lang}":
             start, body = i + 1, []
             i += 1
             while i < len(lines) and lines[i].strip() != "```":
@@ -39,6 +39,8 @@ def shell_blocks(doc: Path) -> list[tuple[int, str, str | None]]:
 
 
 BLOCKS = [(doc, line, code, why) for doc in DOCS for line, code, why in shell_blocks(doc)]
+# a ```python block is a script (docs/python.md): run as a file, so that its `__main__` guard is exercised
+SCRIPTS = [(doc, line, code, why) for doc in DOCS for line, code, why in shell_blocks(doc, "python")]
 
 
 def _long(p) -> str:
@@ -89,6 +91,30 @@ def test_every_shell_block_runs(doc, line, code, why, workdirs):
     assert res.returncode == 0, (f"{doc.relative_to(REPO)}:{line} failed (exit {res.returncode}):\n{code}\n"
                                  f"--- stdout\n{res.stdout[-2000:]}\n--- stderr\n{res.stderr[-2000:]}")
     assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("doc,line,code,why", SCRIPTS,
+                         ids=[f"{d.relative_to(REPO)}:{ln}" for d, ln, _, _ in SCRIPTS])
+def test_every_python_script_runs(doc, line, code, why, workdirs):
+    """Report s55-pyuser M1: no page showed ragkit from Python; docs/python.md's script is the pipeline, run here
+    as a user saves and runs it (its first line names the file)."""
+    if why:
+        pytest.skip(f"{doc.relative_to(REPO)}:{line}: {why}")
+    work, env = workdirs(doc)
+    first = code.splitlines()[0]
+    name = first[1:].strip() if first.startswith("#") and first.rstrip().endswith(".py") else f"block_{line}.py"
+    (work / name).write_text(code + "\n", encoding="utf-8")
+    res = subprocess.run([sys.executable, name], cwd=work, env=env, capture_output=True, text=True, timeout=600,
+                         stdin=subprocess.DEVNULL)
+    assert res.returncode == 0, (f"{doc.relative_to(REPO)}:{line} failed (exit {res.returncode}):\n"
+                                 f"--- stdout\n{res.stdout[-2000:]}\n--- stderr\n{res.stderr[-2000:]}")
+    assert "Traceback" not in res.stderr
+
+
+def test_docs_show_ragkit_from_python():
+    assert any(d.name == "python.md" for d, *_ in SCRIPTS)
+    assert "(docs/python.md)" in _readme_section("## Documentation")
+    assert "(python.md)" in (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
 
 
 def test_the_command_reference_and_help_agree():

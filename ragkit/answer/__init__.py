@@ -50,6 +50,7 @@ def ask(
     max_tokens: int | None = None,
     naive_prompt: str | None = None,
     task: str = "qa",
+    progress: bool = False,
 ) -> Answer:
     """Answer `question` from the database at settings.db with the chosen strategy (DESIGN §2).
 
@@ -58,6 +59,7 @@ def ask(
     A provider or model failure is not raised: the Answer comes back with `error` set (one line,
     API key scrubbed) and whatever usage was spent; `error_kind` is "index" when the search index's cluster
     failed (a BackendError), which a server answers as unavailable (503), not as a failed answer.
+    `progress`: the index's indexing and embedding lines on stderr when this call opens it (the CLI's).
     """
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
@@ -78,7 +80,7 @@ def ask(
         from ragkit.search.backend import require_database
 
         require_database(db)
-        index = open_index(db)
+        index = open_index(db, progress=progress)
     if not index.pages():
         from ragkit.search.backend import no_pages_error
 

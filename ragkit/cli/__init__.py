@@ -240,7 +240,7 @@ def ingest(
         unpacked_mb=max_unpacked_mb, member_mb=max_member_mb, zip_ratio=max_zip_ratio,
         page_text_mb=max_page_text_mb, doc_seconds=doc_timeout, memory_mb=max_doc_memory_mb))
     report, synced = ingest_into(sources, db=settings.db, index=index, category=category, force=force,
-                                 workers=workers, limits=settings.limits, prune=prune)
+                                 workers=workers, limits=settings.limits, prune=prune, progress=True)
     print_ingest_report(report, console, err)
     if synced is not None:
         print_sync_report(synced, settings.db, console)
@@ -288,7 +288,7 @@ def optimize_undo(run: Annotated[str | None, typer.Argument(metavar="[RUN]", hel
     from ragkit.optimize import list_runs, undo_run
 
     settings = load_settings(db=db)
-    print_undo_report(list_runs(settings.db) if list_ else undo_run(settings.db, run), console)
+    print_undo_report(list_runs(settings.db) if list_ else undo_run(settings.db, run, progress=True), console)
 
 
 refs_app = typer.Typer(help="The page paths a question CSV names.", no_args_is_help=True, add_completion=False)
@@ -329,7 +329,7 @@ def search(
         if query is None:
             return
     # an index holding no page (a cluster that restarted empty) fails as /search does (409), not as no hits
-    hits = search_db(settings.db, query, k=k, path=path, strict=True, embed_upto=SEARCH_EMBED_UPTO)
+    hits = search_db(settings.db, query, k=k, path=path, strict=True, embed_upto=SEARCH_EMBED_UPTO, progress=True)
     print_hits(hits, settings.db, fmt=fmt, console=console)
 
 
@@ -362,7 +362,7 @@ def ask(
                              max_tokens=max_tokens, context_tokens=context_tokens)
     if fmt == "text":
         _say_provider(settings)
-    result = ask_question(question, settings, strategy=strategy, trace_path=trace, task=task)
+    result = ask_question(question, settings, strategy=strategy, trace_path=trace, task=task, progress=True)
     print_answer(result, fmt=fmt, console=console, err_console=err)
     if result.error:
         raise typer.Exit(1)
@@ -419,7 +419,7 @@ def batch(
     check_k(strategy, k, settings)  # a usage error is the only line: before the provider's
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
-                       holdout=holdout, validate=validate, k=k)
+                       holdout=holdout, validate=validate, k=k, progress=True)
     print_batch_report(report, err if print_path else console)
     write_path(report.results_path, print_path)
     finish_with_gates(report, gates, err if print_path else console)
@@ -453,7 +453,7 @@ def eval_(
     settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
                              workers=workers, cache=not no_cache, encoding=encoding)
     _say_provider(settings)
-    report = run_eval(results_csv, settings)
+    report = run_eval(results_csv, settings, progress=True)
     print_batch_report(report, err if print_path else console)
     write_path(report.results_path, print_path)
     finish_with_gates(report, gates, err if print_path else console)
@@ -486,7 +486,7 @@ def genqa(
     settings = load_settings(db=db, results=results, provider=provider, model=model, cache=not no_cache)
     _say_provider(settings)
     report = generate_questions(source, settings, per_page=per_page, max_questions=max_questions, lang=lang,
-                                task=task)
+                                task=task, progress=True)
     print_genqa_report(report, err if print_path else console)
     write_path(report.path, print_path)
     _item_errors(report.errors)

@@ -32,13 +32,13 @@ def run_demo(settings: Settings, console: Console, *, examples: Path = EXAMPLES)
 
     corpus, questions = sample_paths(examples)
     console.rule(f"1/3  rag ingest {corpus} --db {settings.db}")
-    report, _ = ingest_into([corpus], db=settings.db, limits=settings.limits)
+    report, _ = ingest_into([corpus], db=settings.db, limits=settings.limits, progress=True)
     print_ingest_report(report, console)
 
     sample = next((q for q, ref in zip(*_questions(questions), strict=True) if ref), None)
     if sample:
         console.rule(f"2/3  rag ask {sample!r}")
-        answer = ask(sample, settings)
+        answer = ask(sample, settings, progress=True)
         print_answer(answer, fmt="text", console=console)
 
     # Batch may add `Optimized Reference Document` to its input CSV: work on a copy, never on examples/.
@@ -48,7 +48,7 @@ def run_demo(settings: Settings, console: Console, *, examples: Path = EXAMPLES)
         shutil.copyfile(questions, work_csv)
         _point_at(work_csv, settings.db)
     console.rule(f"3/3  rag batch {work_csv}")
-    batch_report = run_batch(work_csv, settings, strategy="agent", enable_rl=False, resume=False)
+    batch_report = run_batch(work_csv, settings, strategy="agent", enable_rl=False, resume=False, progress=True)
     print_batch_report(batch_report, console)
     return not report.failed and not batch_report.errors
 

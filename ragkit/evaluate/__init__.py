@@ -1,10 +1,28 @@
 """Evaluation: the batch runner and its checkpoint, scoring, metrics, judges, gates and results files.
 
-    run_batch / run_eval (batch), Scorer (scoring), the metric functions (metrics, rankmetrics),
-    the judges (judges/), quality gates (gates), results files read back (runs)
-"""
+    run_batch(questions, settings, *, strategy="agent", provider=None, ...) -> BatchReport   (batch)
+    run_eval(results_csv, settings, *, ...) -> BatchReport                                   (rescore)
+    BatchReport (.rows: the CSV's cells; .records(): typed), typed_row (results)
+    load_run(path) -> Run (runs: a results file read back), Scorer (scoring), the metric functions (metrics,
+    rankmetrics), the judges (judges/), quality gates (gates)
 
-from ragkit.answer import STRATEGIES
+docs/python.md shows them in a script. The entry points are imported on first use (`from ragkit.evaluate import
+run_batch`), so importing the package stays as cheap as before."""
 
-# `rag batch` also takes "search": retrieval alone, no model (evaluate.retrieval)
-BATCH_STRATEGIES = (*STRATEGIES, "search")
+from __future__ import annotations
+
+import importlib
+
+from ragkit.evaluate.strategies import BATCH_STRATEGIES
+
+# name -> the module that defines it, imported when the name is first asked for
+_LAZY = {"run_batch": "batch", "read_input": "batch", "run_eval": "rescore", "BatchReport": "results",
+         "typed_row": "results", "load_run": "runs", "Run": "runs"}
+
+__all__ = ["BATCH_STRATEGIES", *_LAZY]
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"ragkit.evaluate.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'ragkit.evaluate' has no attribute {name!r}")

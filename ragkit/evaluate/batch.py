@@ -2,7 +2,8 @@
 row appended to a checkpoint (Ctrl-C or kill -9 resumes without redoing a row), then the optional
 optimization and the results files. docs/batch.md says how a run is keyed, resumed and written.
 
-    run_batch(input_csv, settings, *, strategy="agent", ...) -> BatchReport"""
+    run_batch(questions, settings, *, strategy="agent", provider=None, ...) -> BatchReport
+`questions`: a CSV path, or in memory a list of question strings or of dicts (the CSV's columns) or a DataFrame."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import glob
 import sys
 import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -23,7 +24,6 @@ from ragkit.core.csvio import (
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.workers import uninterrupted
-from ragkit.evaluate import BATCH_STRATEGIES
 from ragkit.evaluate.checkpoint import (
     _CK_VERSION,
     Checkpoint,
@@ -57,10 +57,58 @@ from ragkit.evaluate.scoring import (
     _score,
     _short,
     answer_columns,
+    check_questions,
     check_references,
     read_questions,
 )
+from ragkit.evaluate.strategies import BATCH_STRATEGIES
 from ragkit.evaluate.summarization import task_of
+
+IN_MEMORY = "(in memory)"  # what messages and the run record name as the input of questions given as data
+IN_MEMORY_STEM = "questions"  # ... and the results files' stem
+
+
+def read_input(questions: Any, encoding: str | None = None) -> tuple[Any, Path | None]:
+    """(the question table as a CSV would be read: str cells, "" for empty; the CSV's path or None in memory).
+    `questions`: a CSV path (Path or str), a DataFrame, or a sequence of question strings or of dicts whose keys
+    are the CSV's columns. The in-memory forms go through the same column and cell checks as a CSV."""
+    import pandas as pd
+
+    if isinstance(questions, str | Path):
+        path = Path(questions)
+        return read_questions(path, encoding), path
+    if isinstance(questions, pd.DataFrame):
+        rows = questions.to_dict("records")
+    elif isinstance(questions, Sequence):
+        rows = []
+        for i, item in enumerate(questions):
+            if isinstance(item, str):
+                rows.append({QUESTION: item})
+            elif isinstance(item, dict):
+                rows.append(dict(item))
+            else:
+                raise UsageError(f"questions[{i}]: a question string or a dict of the CSV's columns, got "
+                                 f"{type(item).__name__}")
+    else:
+        raise UsageError(f"questions: a CSV path, a list of question strings or dicts, or a DataFrame; got "
+                         f"{type(questions).__name__}")
+    df = pd.DataFrame(rows).map(_cell) if rows else pd.DataFrame(columns=[QUESTION])
+    if QUESTION not in df.columns:
+        found = ", ".join(repr(str(c)) for c in df.columns) or "none"
+        raise RagError(f"{IN_MEMORY}: missing column {QUESTION!r}; columns found: {found}")
+    df.columns = [str(c) for c in df.columns]
+    check_questions(df, IN_MEMORY)
+    return df, None
+
+
+def _cell(v: Any) -> str:
+    """A value as the CSV reader gives it: text, "" for None / NaN, a whole float as an integer (pandas reads a
+    `Page` column with an empty cell as floats: 9.0 is page 9)."""
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
 
 
 @dataclass
@@ -137,21 +185,24 @@ def check_k(strategy: str, k: int | None, settings: Settings) -> None:
 
 
 def run_batch(
-    input_csv: Path,
+    input_csv: Path | str | Sequence[str | dict] | Any,
     settings: Settings,
     *,
     strategy: str = "agent",
     enable_rl: bool = False,
     resume: bool = False,
-    progress: bool = True,
+    progress: bool = False,
     answer_fn: Callable[..., Answer] | None = None,
     index: Any = None,
+    provider: Any = None,
     optimize: bool = False,
     holdout: float | None = None,
     validate: Path | None = None,
     k: int | None = None,
 ) -> BatchReport:
-    """Answer and score every question of `input_csv`; see the module docstring.
+    """Answer and score every question of `input_csv` (a CSV path, or the questions in memory: read_input);
+    see the module docstring. `provider` answers instead of the one `settings` names (as `ask(provider=...)`,
+    e.g. core.llm.MockModel); the judge stays the settings'. `progress`: lines on stderr (the CLI turns it on).
 
     Read-only unless `optimize` (one pass of copies) or `enable_rl` (the loop with rollback): then the
     training questions' misses drive copies and `holdout` (default 0.25) / `validate` measure them.
@@ -162,18 +213,21 @@ def run_batch(
     finished rows are in the checkpoint.
     """
     t0 = time.monotonic()
-    input_csv = Path(input_csv)
     if strategy not in BATCH_STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(BATCH_STRATEGIES)}")
     if strategy == "search" and (optimize or enable_rl):
         raise UsageError("--strategy search measures retrieval alone: it does not run --optimize or --enable-rl")
     check_k(strategy, k, settings)
     opts = _options(optimize, enable_rl, holdout, validate)
-    df = read_questions(input_csv, settings.csv_encoding)
+    df, input_csv = read_input(input_csv, settings.csv_encoding)
+    label = input_csv if input_csv is not None else IN_MEMORY  # what messages name
+    if input_csv is None and opts.active:  # the optimizer writes its pages back into the question CSV
+        raise UsageError("--optimize and --enable-rl write `Optimized Reference Document` back into the question "
+                         "CSV: give run_batch a CSV path, not questions in memory")
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
     if opts.active and REFERENCE not in input_cols:
         flag = "--enable-rl" if enable_rl else "--optimize"
-        raise UsageError(f"{flag} needs ground truth: {input_csv} has no {REFERENCE!r} column")
+        raise UsageError(f"{flag} needs ground truth: {label} has no {REFERENCE!r} column")
     records = df[input_cols].to_dict("records")
     jobs: list[_Job] = []
     blank = 0
@@ -184,12 +238,14 @@ def run_batch(
             continue
         jobs.append(_Job(pos=pos, question=q, row=rec))
     if not jobs:
-        raise RagError(f"{input_csv}: no questions (every one of its {len(records)} rows has an empty "
+        raise RagError(f"{label}: no questions (every one of its {len(records)} rows has an empty "
                        f"{QUESTION!r})")
 
-    from ragkit.core.llm import get_provider
+    given = provider is not None
+    if provider is None:
+        from ragkit.core.llm import get_provider
 
-    provider = get_provider(settings)
+        provider = get_provider(settings)
     if index is None:
         from ragkit.search import open_index
         from ragkit.search.backend import require_database
@@ -211,7 +267,7 @@ def run_batch(
         if sentences is not None:
             sentences.ensure(index.pages())
     # every reference must exist before a single question is asked (and paid for)
-    check_references(records, Path(settings.db), input_csv)
+    check_references(records, Path(settings.db), label)
     if opts.validate is not None:
         vdf = read_questions(opts.validate, settings.csv_encoding)
         if REFERENCE not in vdf.columns:
@@ -238,23 +294,26 @@ def run_batch(
     material = checkpoint_material(settings, input_csv, df[input_cols],
                                    strategy=f"search-k{k}" if strategy == "search" else strategy, k=depth,
                                    embeddings=embeddings)
+    if given:  # another answerer is another run: never resume the settings' provider's rows
+        material.update(provider=provider.name, model=provider.model)
     ck = Checkpoint(checkpoint_path(settings, input_csv, df[input_cols], strategy=strategy, material=material))
+    name = provider.name if given else settings.provider
     report = BatchReport(kind="batch", input_path=input_csv, skipped_blank=blank, checkpoint_path=ck.path,
-                         provider=settings.provider, model=provider.model, judge_model=scorer.judge.model,
+                         provider=name, model=provider.model, judge_model=scorer.judge.model,
                          strategy=strategy)  # k has its own summary row, as in `rag eval` of these results
-    report.run = run_record("batch", settings, strategy=strategy, provider=settings.provider, model=provider.model,
+    report.run = run_record("batch", settings, strategy=strategy, provider=name, model=provider.model,
                             judge=scorer.judge, k=depth, input_path=input_csv,
                             offline=provider.is_offline and strategy != "search", rows=records,
                             embeddings=embeddings)
     others = [p for p in ck.path.parent.glob(f"{glob.escape(ck.path.name.rsplit('-', 1)[0])}-*.jsonl") if p != ck.path] \
         if ck.path.parent.is_dir() else []
     if resume and not ck.path.is_file():
-        raise RagError(f"{input_csv}: no interrupted run to resume (no checkpoint {ck.path}); a run is resumed "
+        raise RagError(f"{label}: no interrupted run to resume (no checkpoint {ck.path}); a run is resumed "
                        "only with the same input content, database, strategy, provider, models and settings that change "
                        "answers (k, context tokens, max steps, max tokens, start pages, embeddings)"
-                       + (f"; {unfinished_note(input_csv, material, others, starting=False)}" if others else ""))
+                       + (f"; {unfinished_note(label, material, others, starting=False)}" if others else ""))
     if others and not ck.path.is_file() and progress:
-        print(unfinished_note(input_csv, material, others), file=sys.stderr)
+        print(unfinished_note(label, material, others), file=sys.stderr)
     ck.open()  # lock first, then read: a second process cannot interleave
     write_material(ck.path, material)
     try:
@@ -391,7 +450,8 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     report.usage.add(report.answer_usage)
     report.usage.add(report.judge_usage)
     report.wall_s = time.monotonic() - t0
-    write_outputs(report, columns, stem=report.input_path.stem, kind="results", results_dir=settings.results)
+    stem = report.input_path.stem if report.input_path is not None else IN_MEMORY_STEM
+    write_outputs(report, columns, stem=stem, kind="results", results_dir=settings.results)
     if report.errors:
         report.checkpoint_kept = True
     else:

@@ -140,14 +140,14 @@ ANSWER_SETTINGS = ("strategy", "k", "context_tokens", "max_steps", "max_tokens",
 _SETTINGS_SUFFIX = ".settings.json"
 
 
-def checkpoint_material(settings: Settings, input_csv: Path, df: pd.DataFrame, *, strategy: str,
+def checkpoint_material(settings: Settings, input_csv: Path | None, df: pd.DataFrame, *, strategy: str,
                         k: int | None = None, embeddings: str | None = None) -> dict:
     """What a checkpoint is keyed on: the input (path and content), the database, who answers and judges, and
     every setting that changes answers (ANSWER_SETTINGS); a change to any of them starts a new run."""
     cols = [c for c in df.columns if c != OPTIMIZED]
     content = hashlib.sha256(json.dumps([cols, df[cols].values.tolist()], ensure_ascii=False).encode()).hexdigest()
     return {
-        "input": str(Path(input_csv).resolve()),
+        "input": str(Path(input_csv).resolve()) if input_csv is not None else "(in memory)",
         "content": content,
         "db": str(Path(settings.db).resolve()),
         "strategy": strategy,
@@ -164,7 +164,7 @@ def checkpoint_material(settings: Settings, input_csv: Path, df: pd.DataFrame, *
     }
 
 
-def checkpoint_path(settings: Settings, input_csv: Path, df: pd.DataFrame, *, strategy: str,
+def checkpoint_path(settings: Settings, input_csv: Path | None, df: pd.DataFrame, *, strategy: str,
                     material: dict | None = None) -> Path:
     """`<results>/.checkpoints/<input stem>-<key>.jsonl`, key = a hash of checkpoint_material."""
     if material is None:
@@ -172,7 +172,8 @@ def checkpoint_path(settings: Settings, input_csv: Path, df: pd.DataFrame, *, st
     key = hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
     from ragkit.core.paths import sanitize_name
 
-    stem = sanitize_name(Path(input_csv).stem, fallback="input", max_len=60)
+    stem = sanitize_name(Path(input_csv).stem if input_csv is not None else "questions", fallback="input",
+                         max_len=60)
     return Path(settings.results) / CHECKPOINT_DIR / f"{stem}-{key}.jsonl"
 
 
@@ -202,7 +203,7 @@ def settings_differ(material: dict, other: Path) -> list[str] | None:
     return [k for k in material if theirs.get(k) != material[k]]
 
 
-def unfinished_note(input_csv: Path, material: dict, others: list[Path], *, starting: bool = True) -> str:
+def unfinished_note(input_csv: Path | str, material: dict, others: list[Path], *, starting: bool = True) -> str:
     """One line naming the unfinished run(s) of the same input this run does not resume, and which of their
     settings differ, so that a user who meant to resume knows why a new run started (`starting`: the line says
     a new run starts; else it only describes them, for the error of --resume)."""

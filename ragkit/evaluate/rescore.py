@@ -119,8 +119,9 @@ def answer_usage(rows: list[dict], columns: Iterable[str]) -> Usage | None:
     return total
 
 
-def run_eval(results_csv: Path, settings: Settings, *, progress: bool = True, index: Any = None) -> BatchReport:
-    """Re-score an existing results CSV without asking again (another judge, provider or database)."""
+def run_eval(results_csv: Path, settings: Settings, *, progress: bool = False, index: Any = None) -> BatchReport:
+    """Re-score an existing results CSV without asking again (another judge, provider or database). `progress`:
+    lines on stderr (the CLI turns it on)."""
     from ragkit.core.progress import progress_bar
 
     t0 = time.monotonic()

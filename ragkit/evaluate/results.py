@@ -39,7 +39,7 @@ from ragkit.evaluate.scoring import (
     TAIL_COLUMNS,
     _fmt,
 )
-from ragkit.evaluate.summarization import SUMMARY_COLUMNS, TASK, summary_section, task_of
+from ragkit.evaluate.summarization import SECTION_METRICS, SUMMARY_COLUMNS, TASK, summary_section, task_of
 
 ANSWER = "RAG Answer"
 
@@ -104,6 +104,33 @@ class BatchReport:
     measure: Any = None  # ragkit.evaluate.heldout.OptimizeMeasure when the optimizer ran
     run: RunInfo = field(default_factory=RunInfo)  # what made this run, written as <results>.run.json
     run_path: Path | None = None
+
+    def records(self) -> list[dict]:
+        """The result rows as typed data (`rows` holds the CSV's cells): typed_row of each."""
+        return [typed_row(r) for r in self.rows]
+
+
+# the measured columns of a results row: a number (float) or None when undefined; BOOLEAN ones True/False/None.
+# Text columns (the answer, files, reasons, errors) and the input columns stay as the CSV has them.
+BOOLEAN = frozenset({"Refused", "Max Loops Reached", "Judge Passed", "Contain Match", "LLM Accuracy"})
+NUMERIC = frozenset({*SUMMARY_METRICS, "Input Tokens", "Output Tokens", "Cost USD", "Judge Input Tokens",
+                     "Judge Output Tokens", "Judge Cost USD", *SECTION_METRICS}) - BOOLEAN
+
+
+def typed_row(row: dict) -> dict:
+    """A results row with its measured cells as Python values: metrics, counts, tokens, cost and latency float
+    (None where the CSV cell is empty: undefined, not 0), Refused and the other yes/no columns bool (None when
+    empty, e.g. a row whose answer failed). The CSV keeps its own forms (DESIGN §4)."""
+    from ragkit.evaluate.metrics import parse_number
+
+    out = dict(row)
+    for c, v in row.items():
+        if c in BOOLEAN:
+            n = parse_number(v)
+            out[c] = None if n is None else bool(n)
+        elif c in NUMERIC:
+            out[c] = parse_number(v)
+    return out
 
 
 # -- answers <-> plain data ---------------------------------------------------------------------------
@@ -356,7 +383,7 @@ def embeddings_label(index: Any) -> str | None:
 
 
 def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str | None, model: str | None,
-               judge: Any, k: int | None, input_path: Path, offline: bool, rows: list[dict],
+               judge: Any, k: int | None, input_path: Path | None, offline: bool, rows: list[dict],
                embeddings: str | None = None) -> RunInfo:
     """What made this run (written beside its results as <results>.run.json): who answered and with which
     settings, the code, the question set and the database it measured (ragkit.core.provenance)."""
@@ -379,7 +406,9 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
                   database=str(db.resolve()), index=index_label(db),
                   database_pages=state.pages if state else None, database_sha256=state.sha256 if state else None,
                   converter=state.converter if state else None,
-                  input=str(input_path), input_path=str(Path(input_path).resolve()),
+                  # questions given in memory (run_batch) have no file: the digest still says which they were
+                  input=str(input_path) if input_path is not None else "(in memory)",
+                  input_path=str(Path(input_path).resolve()) if input_path is not None else None,
                   questions_sha256=questions_sha256(rows),
                   engine="offline-extractive" if offline else None, checklists_by=checklist_authors(rows))
     run.notes = quoting_notes(run)

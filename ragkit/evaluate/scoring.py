@@ -414,16 +414,21 @@ def read_questions(path: Path, encoding: str | None = None) -> Any:
     from ragkit.core.csvio import read_csv
 
     df = read_csv(path, required=(QUESTION,), known=known_columns(), encoding=encoding)
+    check_questions(df, path)
+    return df
+
+
+def check_questions(df: Any, path: Path | str) -> None:
+    """A question table's cells: `Page` numbers (check_pages) and `Task` qa, summarization or empty."""
     check_pages(df, path)
     if TASK in df.columns:
         for i, cell in enumerate(df[TASK]):
             if task_of({TASK: cell}) not in TASKS:
                 raise RagError(f"{path}: row {i + 2}, column {TASK!r}: {one_line(str(cell), 40)!r} is not a task "
                                f"({' or '.join(TASKS)}, or empty for qa)")
-    return df
 
 
-def check_pages(df: Any, path: Path) -> None:
+def check_pages(df: Any, path: Path | str) -> None:
     """`Page` must be numbers (`3`, `3;5`, `3-5`) or empty, and each number or range must hold a page that the
     row's `Reference Document` names (when its pages are `page_NNN.md` files)."""
     from ragkit.core.paths import page_number

@@ -1,7 +1,7 @@
 """`rag genqa`: anticipated questions with ground truth, page references and checklists (DESIGN §7), from a
 model or, offline, from the pages' own facts. docs/genqa.md says how pages are sampled and questions checked.
 
-    generate_questions(source, settings, *, per_page=1, max_questions=30, lang=None, progress=True, task="qa")
+    generate_questions(source, settings, *, per_page=1, max_questions=30, lang=None, progress=False, task="qa")
         -> GenqaReport (path, questions, errors, usage, skipped, dropped, notes)
 task "summarization" writes query-focused summarization items instead (genqa.summaries)."""
 
@@ -67,10 +67,11 @@ def generate_questions(
     per_page: int = 1,
     max_questions: int = 30,
     lang: str | None = None,
-    progress: bool = True,
+    progress: bool = False,
     task: str = "qa",
 ) -> GenqaReport:
-    """Generate anticipated questions for `source` and write them to a timestamped CSV (see module doc)."""
+    """Generate anticipated questions for `source` and write them to a timestamped CSV (see module doc).
+    `progress`: lines on stderr (the CLI turns it on)."""
     from ragkit.core.llm import get_provider
 
     if task not in ("qa", "summarization"):

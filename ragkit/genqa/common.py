@@ -169,7 +169,7 @@ class Context:
             try:
                 from ragkit.search import open_index
 
-                self._index = open_index(self.db)
+                self._index = open_index(self.db, progress=self.progress)
             except Exception:  # noqa: BLE001 - absence checks fall back to scanning the page files
                 self._index_failed = True
         return self._index

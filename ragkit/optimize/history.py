@@ -103,7 +103,7 @@ class UndoReport:
     notes: list[str] = field(default_factory=list)
 
 
-def undo_run(db: Path, run: str | None = None, index=None) -> UndoReport:
+def undo_run(db: Path, run: str | None = None, index=None, *, progress: bool = False) -> UndoReport:
     """Remove what run `run` (default: the latest) kept; see the module docstring. The record goes too, unless
     an edited copy was left (then undo can be run again once it is dealt with)."""
     db = Path(db)
@@ -117,7 +117,7 @@ def undo_run(db: Path, run: str | None = None, index=None) -> UndoReport:
     if index is None:
         from ragkit.search import open_index
 
-        index = open_index(db)
+        index = open_index(db, progress=progress)  # the CLI's: indexing lines on stderr
     dirs: set[Path] = set()
     for c in rec["copies"]:
         rel = str(c.get("path") or "")

@@ -1,2 +1,26 @@
 """Reports over results files: `html` (one self-contained HTML report of one or more runs) and `compare`
-(question-by-question deltas between two runs, with significance)."""
+(question-by-question deltas between two runs, with significance).
+
+    compare_files(old, new) -> Comparison;  format_text / format_markdown / format_json(Comparison) -> str
+    compare_runs(old_run, new_run) -> Comparison   (runs read with ragkit.evaluate.load_run)
+    write_report(paths, output=None, *, overwrite=False) -> Path
+
+docs/python.md shows them in a script. Imported on first use (`from ragkit.reports import write_report`), so
+importing the package stays cheap."""
+
+from __future__ import annotations
+
+import importlib
+
+# name -> the module that defines it, imported when the name is first asked for
+_LAZY = {"compare_files": "compare", "compare_runs": "compare", "Comparison": "compare", "format_text": "compare",
+         "format_markdown": "compare", "format_json": "compare", "write_report": "html",
+         "build_report": "html"}
+
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        return getattr(importlib.import_module(f"ragkit.reports.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'ragkit.reports' has no attribute {name!r}")

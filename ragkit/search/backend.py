@@ -16,9 +16,10 @@ from ragkit.search.indexconfig import IndexConfig, index_config
 log = logging.getLogger(__name__)
 
 
-def open_index(db: Path, *, refresh: bool = True, progress: bool = True) -> Any:
+def open_index(db: Path, *, refresh: bool = True, progress: bool = False) -> Any:
     """The shared index of `db` in this process: the embedded engine, or the OpenSearch index its configuration
-    names. Both answer the same calls."""
+    names. Both answer the same calls. `progress`: its indexing and embedding lines on stderr, now and on later
+    searches (the CLI turns it on; the first open of a database in the process decides)."""
     root = Path(db)
     if not root.is_dir():
         raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
@@ -67,21 +68,22 @@ def require_database(db: Path) -> None:
 
 
 def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None, strict: bool = False,
-              embed_upto: int = 0) -> list[SearchHit]:
+              embed_upto: int = 0, progress: bool = False) -> list[SearchHit]:
     """Open (and refresh) the index of `db` and search it. A `path` that names nothing in the database is an
     error (a mistyped folder would otherwise look like a search that found nothing). `strict`: an index that holds
     no page at all is an error (no_pages_error), as for `rag ask`, not an empty result: a server whose cluster
     restarted empty must not answer every search with nothing and a 200, nor `rag search` with exit 0.
     `embed_upto`: when at most that many pages in scope lack a vector, embed them first (a progress bar), so a
-    one-off search right after `rag ingest` ranks by meaning too instead of by keywords alone."""
+    one-off search right after `rag ingest` ranks by meaning too instead of by keywords alone. `progress`: as
+    open_index's."""
     require_database(db)
-    idx = open_index(db)
+    idx = open_index(db, progress=progress)
     folder = db_folder(Path(db).resolve(), path) if path else ""
     if path and not (Path(db) / folder).exists():
         raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
     lacking = getattr(idx, "lacking_in_scope", None)  # the embedded engine; a cluster embeds when it syncs
     if embed_upto and lacking is not None and 0 < lacking(folder) <= embed_upto:
-        idx.ensure_embeddings()
+        idx.ensure_embeddings(progress=progress)
     hits = idx.search(query, k=k, path=path)
     if strict and not hits and not idx.pages():  # only after a search that found nothing: hits prove pages
         raise no_pages_error(db)
@@ -180,14 +182,15 @@ def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw
 
     if Path(db).is_file():
         raise RagError(f"{db}: is a file, not a database folder (--db names the folder to write the pages to)")
-    ix, moved = _point_at(Path(db), index or index_spec_from_env(), progress=kw.get("progress", True))
+    kw.setdefault("progress", False)  # quiet from Python; `rag ingest` turns it on
+    ix, moved = _point_at(Path(db), index or index_spec_from_env(), progress=kw["progress"])
     report = ingest_sources(sources, db=Path(db), **kw)
     if ix is None:
         return report, None
     if moved or not ix.count():
         return report, ix.sync()
     written, removed = report.index_changes()
-    return report, ix.sync(rels=written, removed=removed, progress=kw.get("progress", True))
+    return report, ix.sync(rels=written, removed=removed, progress=kw["progress"])
 
 
 def _point_at(db: Path, spec: str | None, *, progress: bool) -> tuple[Any, bool]:
