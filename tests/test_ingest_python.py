@@ -115,3 +115,30 @@ def test_library_ingest_uses_the_environments_limits(tmp_path, monkeypatch):
     rep = ingest_sources([tmp_path / "docs"], db=tmp_path / "db", progress=False)
     assert rep.pages == 0 and len(rep.failed) == 1
     assert "RAG_MAX_PAGE_TEXT_MB" in rep.failed[0][1]
+
+
+@pytest.mark.opensearch
+def test_python_ingest_keeps_a_cluster_index_in_step(tmp_path, isolated_env):
+    """On a real node: ingest_into (what `rag ingest` calls) syncs the cluster, from one str source too, and
+    ingest_sources on that database is refused rather than leave the cluster without the new pages."""
+    from ragkit.search import ingest_into
+    from tests.opensearch_fixtures import drop_indices, node_url, unique_prefix
+
+    url, prefix = node_url(), unique_prefix()
+    _pdf(tmp_path / "src" / "a" / "alpha.pdf", "alpha")
+    db = tmp_path / "db"
+    try:
+        report, synced = ingest_into(str(tmp_path / "src"), db=db, index=f"opensearch+{url}/{prefix}",
+                                     progress=False)
+        assert report.pages == 2 and synced is not None and synced.added == 2
+        _pdf(tmp_path / "src" / "b" / "zebra.pdf", "zebra")
+        with pytest.raises(RagError, match="indexed in OpenSearch.*ingest_into"):
+            ingest_sources([tmp_path / "src"], db=db, progress=False)
+        report, synced = ingest_into([tmp_path / "src"], db=db, progress=False)
+        assert report.pages == 2 and synced is not None and synced.added == 2
+        ix = open_index(db, progress=False)
+        assert ix.count() == 4
+        assert [h.path for h in ix.search("zebra", k=1)][0].startswith("b/zebra/")
+        ix.close()
+    finally:
+        drop_indices(url, prefix)
