@@ -11,7 +11,7 @@ from browser import browser  # noqa: F401 - the pytest fixture
 from typer.testing import CliRunner
 
 from ragkit.cli import app
-from ragkit.evaluate.runs import load_run
+from ragkit.evaluate.runs import load_run, load_runs
 from ragkit.reports.html import checklist_status, histogram_svg, write_report
 
 COLS = ["Question", "Ground Truth", "Reference Document", "Checklist", "RAG Answer", "Retrieved Files",
@@ -173,3 +173,10 @@ def test_report_in_headless_chromium(runs, isolated_env, browser):  # noqa: F811
     assert body.locator("a[href$='page_003.md']").count() >= 2
     assert requests == [out.resolve().as_uri()]  # still nothing fetched
     page.close()
+
+
+def test_one_results_csv_as_a_str_is_one_run_not_its_characters(runs, isolated_env):
+    """write_report("results.csv"): the file, not the characters of its name ('/' a folder, 'r' no file)."""
+    out = write_report(str(runs[0]))
+    assert out == runs[0].with_suffix(".html") and out.is_file()
+    assert len(load_runs(runs[1])) == 1

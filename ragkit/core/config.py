@@ -134,6 +134,13 @@ def env_value(name: str) -> str | None:
     return _dotenv(Path(".env")).get(name)
 
 
+def env_limits(env_file: Path | None = None) -> Limits:
+    """The document limits the environment and `.env` give (RAG_DOC_TIMEOUT, RAG_MAX_*), as load_settings reads
+    them: what a library call that was given no limits uses, so the same environment gives the same limits from
+    Python as from the CLI."""
+    return _limits(_env(env_file), {})
+
+
 def load_settings(
     *,
     db: Path | str | None = None,

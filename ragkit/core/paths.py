@@ -15,12 +15,21 @@ from pathlib import Path
 
 from ragkit.core.errors import PathEscapeError
 
+INGEST_MANIFEST = "ingest-manifest.json"  # under DB/.ragkit/: rewritten by every ingest that changes a page
 MAX_NAME = 80  # characters of one folder name; keeps paths readable and under OS limits
 MAX_NAME_BYTES, MAX_PATH_BYTES = 255, 4096  # what a file system allows (Linux NAME_MAX, PATH_MAX)
 _BAD_CHARS = re.compile(r'[<>:"|?*\\/\x00-\x1f\x7f-\x9f]')
 _WINDOWS_RESERVED = re.compile(r"^(con|prn|aux|nul|com[1-9]|lpt[1-9])(\..*)?$", re.IGNORECASE)
 # `page_008_2.md` is the optimizer's second copy of page 8 in one folder: still page 8.
 PAGE_RE = re.compile(r"^page_(\d{3,})(?:_\d+)?\.md$")
+
+
+def path_list(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Path]:
+    """A public function's list of paths: one str or Path is one path, not the characters of its name (the
+    character "/" would be the whole file system)."""
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        return [Path(os.fsdecode(paths))]
+    return [Path(p) for p in paths]
 
 
 def sanitize_name(name: str, *, fallback: str = "untitled", max_len: int = MAX_NAME) -> str:

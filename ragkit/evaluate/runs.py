@@ -18,6 +18,7 @@ import numpy as np
 
 from ragkit.core.csvio import read_csv, split_multi
 from ragkit.core.errors import RagError, UsageError
+from ragkit.core.paths import path_list
 from ragkit.evaluate.retrieval import SEARCH, is_retrieval_metric
 from ragkit.evaluate.runinfo import RunInfo, read_run_info, run_labels
 from ragkit.evaluate.scoring import OUTPUT_COLUMNS
@@ -231,10 +232,12 @@ def load_run(path: Path | str, name: str | None = None, *, encoding: str | None 
     return run
 
 
-def load_runs(paths: Sequence[Path | str], names: Sequence[str] | None = None, *,
+def load_runs(paths: Path | str | Sequence[Path | str], names: Sequence[str] | None = None, *,
               encoding: str | None = None) -> list[Run]:
     """Several results CSVs; `names` label them (default: by what differs in their run records, e.g. "agent ·
-    qwen2.5-coder-1.5b" against "longctx · qwen2.5-coder-1.5b"; the file stem for a file without one)."""
+    qwen2.5-coder-1.5b" against "longctx · qwen2.5-coder-1.5b"; the file stem for a file without one). One path
+    (a str or Path) is one file, not the characters of its name."""
+    paths = path_list(paths)
     if not paths:
         raise UsageError("give at least one results CSV")
     names = list(names or [])

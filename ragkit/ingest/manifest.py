@@ -14,12 +14,12 @@ import json
 import os
 from pathlib import Path
 
-from ragkit.core.paths import atomic_write_text, file_lock, remove_empty_parents
+from ragkit.core.paths import INGEST_MANIFEST, atomic_write_text, file_lock, remove_empty_parents
 from ragkit.ingest.copies import find_copies, snapshot
 from ragkit.ingest.pages import IngestReport
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
-MANIFEST = "ingest-manifest.json"
+MANIFEST = INGEST_MANIFEST
 # What the page files written for one unchanged source look like. Bump it when that changes, and say what in
 # CONVERTER_CHANGES: a database ingested by an earlier ragkit is then told that `--force` brings it up to date
 # (an unchanged source is still never rewritten unasked). Manifest entries without the field are version 1.

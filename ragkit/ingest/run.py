@@ -3,14 +3,16 @@ and the manifest."""
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import time
+from collections.abc import Iterable
 from pathlib import Path
 
-from ragkit.core.config import Limits
+from ragkit.core.config import Limits, env_limits
 from ragkit.core.errors import RagError, UsageError
-from ragkit.core.paths import page_number, sanitize_name
+from ragkit.core.paths import page_number, path_list, sanitize_name
 from ragkit.core.text import clip_middle
 from ragkit.ingest.copies import find_copies, refresh_copies, snapshot
 from ragkit.ingest.manifest import (
@@ -38,7 +40,7 @@ from ragkit.ingest.pages import (
     shown_path,
     write_page,
 )
-from ragkit.ingest.workers import run_jobs
+from ragkit.ingest.workers import refuse_in_worker_start, run_jobs
 
 # ------------------------------------------------------------------------------------------ collecting
 
@@ -105,10 +107,13 @@ def _collect(sources: list[Path], category: str | None, report: IngestReport) ->
 # -------------------------------------------------------------------------------------------------- main
 
 
+Sources = str | os.PathLike | Iterable[str | os.PathLike]
+
+
 def ingest_sources(
-    sources: list[Path],
+    sources: Sources,
     *,
-    db: Path,
+    db: Path | str,
     category: str | None = None,
     force: bool = False,
     workers: int | None = None,
@@ -116,21 +121,65 @@ def ingest_sources(
     limits: Limits | None = None,
     prune: bool = False,
 ) -> IngestReport:
-    """Ingest files and folders into the page tree; see docs/ingest.md for the rules. Documents are converted
+    """Ingest files and folders (one path, or a list of them) into the page tree of a database searched by the
+    embedded engine; see docs/ingest.md for the rules. `limits`: the document limits, by default those the
+    environment and `.env` give (RAG_DOC_TIMEOUT, RAG_MAX_*), as for `rag ingest`. A database indexed in OpenSearch
+    (or RAG_INDEX set) is refused: `ragkit.search.ingest_into`, what `rag ingest` calls, keeps that index in step.
+    From a script, call it under `if __name__ == "__main__":` (documents are converted in worker processes that
+    import the main module again)."""
+    refuse_in_worker_start()
+    bound = _cluster_index(Path(db))
+    if bound:
+        raise RagError(f"{db}: {bound}; ingest with ragkit.search.ingest_into(sources, db=...) (what `rag ingest` "
+                       "calls), which keeps that index in step with the page files")
+    return ingest_pages(sources, db=db, category=category, force=force, workers=workers, progress=progress,
+                        limits=limits, prune=prune)
+
+
+def _cluster_index(db: Path) -> str:
+    """Why this database's pages must reach a cluster index too ("" when the embedded engine reads them): its
+    DB/.ragkit/index.json (search/indexconfig.py writes it) names OpenSearch, or RAG_INDEX names an index for it."""
+    spec = os.environ.get("RAG_INDEX") or ""
+    if spec and spec.strip().lower() != "embedded":
+        return "RAG_INDEX names an OpenSearch index for it"
+    try:
+        cfg = json.loads((db / ".ragkit" / "index.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return ""  # none (embedded), or unreadable: ingest_into and open_index say what is wrong with it
+    if isinstance(cfg, dict) and cfg.get("backend") == "opensearch":
+        return f"the database is indexed in OpenSearch (prefix {cfg.get('prefix') or '?'})"
+    return ""
+
+
+def ingest_pages(
+    sources: Sources,
+    *,
+    db: Path | str,
+    category: str | None = None,
+    force: bool = False,
+    workers: int | None = None,
+    progress: bool = True,
+    limits: Limits | None = None,
+    prune: bool = False,
+) -> IngestReport:
+    """ingest_sources without its check of the index: the page files and the manifest only, for a caller that
+    brings a cluster index in step itself (ingest_into, `rag serve`'s uploads). Documents are converted
     outside the database's lock (so two ingests, or two uploads, convert at once); their pages and the
     manifest are written under it. A document recorded from a file under a folder ingested that is gone
     (renamed, deleted) is named in report.orphans, or with `prune` removed (report.pruned)."""
     t0 = time.perf_counter()
+    refuse_in_worker_start()
+    sources = path_list(sources)
     if not sources:
         raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
     if workers is not None and workers < 1:
         raise UsageError(f"--workers must be at least 1, got {workers}")
-    limits = limits or Limits()
+    limits = limits or env_limits()
     db = Path(db)
     if db.exists() and not db.is_dir():
         raise RagError(f"{db}: the database path exists and is not a folder")
     report = IngestReport(db=shown_path(db.absolute()))
-    docs = _collect(list(sources), category, report)
+    docs = _collect(sources, category, report)
     report.sources = len(docs)
     if not docs and len(report.failed) == len(sources) and len(sources) == 1:
         path, reason = report.failed[0]

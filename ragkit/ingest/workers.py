@@ -5,6 +5,7 @@ failure travels back as one line. It returns the rendered pages; `rag ingest` wr
 
     run_jobs(jobs, workers, progress) -> iterator of DocResult (in completion order)
     stop_all()  # from any thread (a server stopping): kill every conversion now; run_jobs raises Stopped
+    refuse_in_worker_start()  # first thing in every ingest: see MAIN_REIMPORTED
 """
 
 from __future__ import annotations
@@ -27,6 +28,25 @@ from ragkit.ingest.pages import ConvertError, DocResult, Job, reason_line
 
 class Stopped(RagError):
     """The conversions were stopped from outside (`stop_all`: a server shutting down)."""
+
+
+# A worker starting up imports the main module again (forkserver and spawn both do). A script that calls ingest
+# without `if __name__ == "__main__":` would ingest again from there: such a worker leaves at once with this status
+# (no traceback), and the parent, seeing a worker end with it before its first document, says what to do.
+MAIN_REIMPORTED = 86
+GUARD_ERROR = ("ingest was called while the main module is being imported by a conversion worker: put the call "
+               'under `if __name__ == "__main__":` in your script (documents are converted in worker processes, '
+               "which import the main module again; docs/ingest.md, From Python)")
+
+
+def refuse_in_worker_start() -> None:
+    """In a conversion worker that is importing the script's main module (an ingest call outside a __main__
+    guard): leave now, with MAIN_REIMPORTED, rather than walk the sources and start workers of its own."""
+    import multiprocessing as mp
+
+    me = mp.current_process()
+    if getattr(me, "_inheriting", False) and me.name.startswith("ragkit-convert"):
+        os._exit(MAIN_REIMPORTED)
 
 
 def _init_worker(limits: Limits | None = None) -> None:
@@ -246,6 +266,11 @@ class _Pool:
         if self.stopped:
             raise Stopped("stopped")
         how = f"signal {signal.Signals(-code).name}" if code is not None and code < 0 else f"exit status {code}"
+        if not w.started:  # it never began the document: neither the document nor memory is to blame
+            if code == MAIN_REIMPORTED:
+                raise RagError(GUARD_ERROR)
+            return DocResult(job.src, job.shown, job.folder, error=f"the conversion worker stopped while starting "
+                                                                   f"({how}), before it read the document")
         return DocResult(job.src, job.shown, job.folder,
                          error=f"the converter stopped ({how}), perhaps out of memory "
                                f"{tripped('memory_mb', job.limits.memory_mb)}")

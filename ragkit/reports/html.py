@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from ragkit.core.csvio import split_checklist
 from ragkit.core.errors import RagError
-from ragkit.core.paths import atomic_write_text
+from ragkit.core.paths import atomic_write_text, path_list
 from ragkit.core.text import strip_controls
 from ragkit.evaluate.runinfo import differing_fields
 from ragkit.evaluate.runs import HEADLINE, RULE_METRICS, Row, Run, bootstrap_ci, load_runs, percentile
@@ -525,11 +525,11 @@ def build_report(runs: Sequence[Run], out_dir: Path) -> str:
 _MAX_NAME_BYTES = 200  # a file name stays under the 255 bytes most file systems allow, with room for .html
 
 
-def default_output(paths: Sequence[Path | str]) -> Path:
+def default_output(paths: Path | str | Sequence[Path | str]) -> Path:
     """Where a report goes without -o. One run: beside its CSV, the same name with .html. Several: named after
     every run (`old_vs_new.html`, so it neither takes nor is refused the name of OLD's own report) and beside the
     last, the newest run's CSV (a baseline is often kept elsewhere, as in the CI recipe of docs/reports.md)."""
-    files = [Path(p) for p in paths]
+    files = path_list(paths)
     if len(files) == 1:
         return files[0].with_suffix(".html")
     name = "_vs_".join(f.stem for f in files)
@@ -538,7 +538,7 @@ def default_output(paths: Sequence[Path | str]) -> Path:
     return files[-1].with_name(name + ".html")
 
 
-def write_report(paths: Sequence[Path | str], output: Path | str | None = None, *, overwrite: bool = False,
+def write_report(paths: Path | str | Sequence[Path | str], output: Path | str | None = None, *, overwrite: bool = False,
                  labels: Sequence[str] | None = None, encoding: str | None = None) -> Path:
     """Read the results CSVs and write the report (atomically; an existing file only with `overwrite`)."""
     runs = load_runs(paths, labels, encoding=encoding)

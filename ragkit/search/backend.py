@@ -6,12 +6,17 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.models import SearchHit
-from ragkit.core.paths import db_folder, reference_path
-from ragkit.search.indexconfig import IndexConfig, index_config
+from ragkit.core.paths import db_folder, path_list, reference_path
+from ragkit.search.indexconfig import IndexConfig, index_config, index_spec_from_env
+
+if TYPE_CHECKING:  # not imported at run time: `import ragkit.search` stays free of the converters
+    from ragkit.ingest.pages import IngestReport
+    from ragkit.ingest.run import Sources
+    from ragkit.search.opensearch.index import SyncReport
 
 log = logging.getLogger(__name__)
 
@@ -170,21 +175,25 @@ def ranking_note(hits: list[SearchHit]) -> str:
     return "ranked by keywords only (BM25 scores)" + (f": {why}" if why else "")
 
 
-def ingest_into(sources: list[Path], *, db: Path, index: str | None = None, **kw: Any) -> tuple[Any, Any]:
-    """`rag ingest`: the page files (ragkit.ingest), then the index in step with them. `index` (or RAG_INDEX)
+def ingest_into(sources: Sources, *, db: Path | str, index: str | None = None,
+                **kw: Any) -> tuple[IngestReport, SyncReport | None]:
+    """`rag ingest`, and the call for Python: the page files (ragkit.ingest: `sources` one path or a list, the
+    keywords ingest_sources takes), then the index in step with them. `index` (or RAG_INDEX)
     chooses the engine and stores it in the database, once the cluster has answered and taken this database as its
     index's owner (a failed ingest leaves the engine the database had); moving to another index says so in one
     line. With a cluster, the pages written and removed are synced in bulk (all of them when the database has just
-    moved to this index). Returns (IngestReport, SyncReport or None for the embedded engine, which picks changes
-    up by itself)."""
-    from ragkit.ingest import ingest_sources
-    from ragkit.search.indexconfig import index_spec_from_env
+    moved to this index). Returns (IngestReport, SyncReport or None for the embedded engine, whose shared instance
+    in this process re-scans the files at its next open_index: open_embedded)."""
+    from ragkit.ingest.run import ingest_pages
+    from ragkit.ingest.workers import refuse_in_worker_start
 
+    refuse_in_worker_start()  # before the index is touched: a worker importing a script without a __main__ guard
     if Path(db).is_file():
         raise RagError(f"{db}: is a file, not a database folder (--db names the folder to write the pages to)")
+    sources = path_list(sources)
     kw.setdefault("progress", False)  # quiet from Python; `rag ingest` turns it on
     ix, moved = _point_at(Path(db), index or index_spec_from_env(), progress=kw["progress"])
-    report = ingest_sources(sources, db=Path(db), **kw)
+    report = ingest_pages(sources, db=Path(db), **kw)
     if ix is None:
         return report, None
     if moved or not ix.count():

@@ -16,7 +16,7 @@ import numpy as np
 from ragkit.core.errors import RagError
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import PageMeta, parse_page
-from ragkit.core.paths import db_folder, resolve_in_db, strip_db_prefix
+from ragkit.core.paths import INGEST_MANIFEST, db_folder, resolve_in_db, strip_db_prefix
 from ragkit.core.workers import follow_parent, starting_workers, stop_pool
 from ragkit.search.analysis import ANALYSE_WORKERS, _analyse_many, _Analysed, _mp_methods
 from ragkit.search.periods import period_terms
@@ -53,6 +53,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         self._lock = threading.RLock()  # guards the in-memory state and the connection
         self._write_lock = threading.Lock()  # one writer (refresh/add/remove) at a time in this process
         self.last_refresh = float("-inf")
+        self._manifest_seen: tuple[int, int, int] | None = None  # the ingest manifest at the last scan: _ingested
         self._cache_path: Path | None = None  # None: the cache lives in memory (no snapshot either)
         self._conn = self._connect()
         # in-memory state, derived from the cache rows
@@ -100,6 +101,7 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         show = self.progress if progress is None else progress
         with self._write_lock:
             self.last_refresh = time.monotonic()
+            self._manifest_seen = _manifest_stamp(self.db)  # before the scan: an ingest during it is seen next time
             self._maybe_sync(snapshot=False)  # the snapshot comes after the scan, with its folder listings
             known = dict(self._stat)
             todo: list[tuple[str, int, int]] = []
@@ -269,6 +271,8 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         switched off (RAG_EMBED=0), else keyword.
         """
         prefix = self._prefix(path) if path else ""
+        if self._ingested():  # an instance held across an ingest (a notebook) answers from the new pages too
+            self.refresh(progress=False)
         self._maybe_sync()
         if k <= 0 or not query.strip():
             return []
@@ -371,6 +375,11 @@ class Index(_Persistence, _Scoring, _Ranking, _Meaning):
         except OSError:
             return PageMeta(), ""
 
+    def _ingested(self) -> bool:
+        """Whether an ingest (in this process or another) changed the database since the last scan: the next
+        open_index re-scans at once instead of after REFRESH_EVERY (page files edited by hand wait for that)."""
+        return _manifest_stamp(self.db) != self._manifest_seen
+
     def close(self) -> None:
         self._closed = True
         with self._lock:
@@ -416,6 +425,16 @@ def open_embedded(db: Path, *, refresh: bool = True, progress: bool = True) -> I
             idx = _INSTANCES[root] = Index(root, progress=progress)
     # A later open in a long-lived process also notices files changed by hand or by `rag ingest` meanwhile
     # (a stat of every page; cheap, but not on every call).
-    if refresh and time.monotonic() - idx.last_refresh > REFRESH_EVERY:
+    if refresh and (time.monotonic() - idx.last_refresh > REFRESH_EVERY or idx._ingested()):
         idx.refresh(progress=progress)
     return idx
+
+
+def _manifest_stamp(db: Path) -> tuple[int, int, int] | None:
+    """The ingest manifest's identity (inode, mtime, size): an ingest or prune that wrote or removed a page
+    replaced it (atomically: a new inode). None when there is none."""
+    try:
+        st = (db / ".ragkit" / INGEST_MANIFEST).stat()
+    except OSError:
+        return None
+    return st.st_ino, st.st_mtime_ns, st.st_size
