@@ -110,32 +110,6 @@ def _collect(sources: list[Path], category: str | None, report: IngestReport) ->
 Sources = str | os.PathLike | Iterable[str | os.PathLike]
 
 
-def ingest_sources(
-    sources: Sources,
-    *,
-    db: Path | str,
-    category: str | None = None,
-    force: bool = False,
-    workers: int | None = None,
-    progress: bool = True,
-    limits: Limits | None = None,
-    prune: bool = False,
-) -> IngestReport:
-    """Ingest files and folders (one path, or a list of them) into the page tree of a database searched by the
-    embedded engine; see docs/ingest.md for the rules. `limits`: the document limits, by default those the
-    environment and `.env` give (RAG_DOC_TIMEOUT, RAG_MAX_*), as for `rag ingest`. A database indexed in OpenSearch
-    (or RAG_INDEX set) is refused: `ragkit.search.ingest_into`, what `rag ingest` calls, keeps that index in step.
-    From a script, call it under `if __name__ == "__main__":` (documents are converted in worker processes that
-    import the main module again)."""
-    refuse_in_worker_start()
-    bound = _cluster_index(Path(db))
-    if bound:
-        raise RagError(f"{db}: {bound}; ingest with ragkit.search.ingest_into(sources, db=...) (what `rag ingest` "
-                       "calls), which keeps that index in step with the page files")
-    return ingest_pages(sources, db=db, category=category, force=force, workers=workers, progress=progress,
-                        limits=limits, prune=prune)
-
-
 def _cluster_index(db: Path) -> str:
     """Why this database's pages must reach a cluster index too ("" when the embedded engine reads them): its
     DB/.ragkit/index.json (search/indexconfig.py writes it) names OpenSearch, or RAG_INDEX names an index for it."""
@@ -151,7 +125,7 @@ def _cluster_index(db: Path) -> str:
     return ""
 
 
-def ingest_pages(
+def ingest_sources(
     sources: Sources,
     *,
     db: Path | str,
@@ -161,14 +135,24 @@ def ingest_pages(
     progress: bool = True,
     limits: Limits | None = None,
     prune: bool = False,
+    check_index: bool = True,
 ) -> IngestReport:
-    """ingest_sources without its check of the index: the page files and the manifest only, for a caller that
-    brings a cluster index in step itself (ingest_into, `rag serve`'s uploads). Documents are converted
-    outside the database's lock (so two ingests, or two uploads, convert at once); their pages and the
-    manifest are written under it. A document recorded from a file under a folder ingested that is gone
-    (renamed, deleted) is named in report.orphans, or with `prune` removed (report.pruned)."""
-    t0 = time.perf_counter()
+    """Ingest files and folders (one path, or a list of them) into the page tree of a database searched by the
+    embedded engine; see docs/ingest.md for the rules. `limits`: the document limits, by default those the
+    environment and `.env` give (RAG_DOC_TIMEOUT, RAG_MAX_*), as for `rag ingest`. A database indexed in OpenSearch
+    (or RAG_INDEX set) is refused: `ragkit.search.ingest_into`, what `rag ingest` calls, keeps that index in step
+    (it, and `rag serve`'s uploads, pass `check_index=False`: they bring the index in step themselves).
+    From a script, call it under `if __name__ == "__main__":` (documents are converted in worker processes that
+    import the main module again). Documents are converted outside the database's lock (so two ingests, or two
+    uploads, convert at once); their pages and the manifest are written under it. A document recorded from a file
+    under a folder ingested that is gone (renamed, deleted) is named in report.orphans, or with `prune` removed
+    (report.pruned)."""
     refuse_in_worker_start()
+    bound = _cluster_index(Path(db)) if check_index else ""
+    if bound:
+        raise RagError(f"{db}: {bound}; ingest with ragkit.search.ingest_into(sources, db=...) (what `rag ingest` "
+                       "calls), which keeps that index in step with the page files")
+    t0 = time.perf_counter()
     sources = path_list(sources)
     if not sources:
         raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")

@@ -184,7 +184,7 @@ def ingest_into(sources: Sources, *, db: Path | str, index: str | None = None,
     line. With a cluster, the pages written and removed are synced in bulk (all of them when the database has just
     moved to this index). Returns (IngestReport, SyncReport or None for the embedded engine, whose shared instance
     in this process re-scans the files at its next open_index: open_embedded)."""
-    from ragkit.ingest.run import ingest_pages
+    from ragkit.ingest.run import ingest_sources
     from ragkit.ingest.workers import refuse_in_worker_start
 
     refuse_in_worker_start()  # before the index is touched: a worker importing a script without a __main__ guard
@@ -193,7 +193,7 @@ def ingest_into(sources: Sources, *, db: Path | str, index: str | None = None,
     sources = path_list(sources)
     kw.setdefault("progress", False)  # quiet from Python; `rag ingest` turns it on
     ix, moved = _point_at(Path(db), index or index_spec_from_env(), progress=kw["progress"])
-    report = ingest_pages(sources, db=Path(db), **kw)
+    report = ingest_sources(sources, db=Path(db), check_index=False, **kw)
     if ix is None:
         return report, None
     if moved or not ix.count():

@@ -204,7 +204,7 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     summary, with `indexed`. A cluster that does not answer check_index is a ClusterError (503) before anything is
     written; one that fails after the pages are written leaves them (`indexed` false, and a `warning` saying how
     they reach the index)."""
-    from ragkit.ingest.run import ingest_pages
+    from ragkit.ingest.run import ingest_sources
     from ragkit.ingest.workers import Stopped
     from ragkit.search.backend import check_index
 
@@ -215,7 +215,8 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
     atomic_write_bytes(src, data)
     try:
-        report = ingest_pages([src], db=db.resolve(), category=cat, workers=1, progress=False, limits=limits)
+        report = ingest_sources([src], db=db.resolve(), category=cat, workers=1, progress=False, limits=limits,
+                                check_index=False)
     except Stopped:
         raise ClientError(503, "the server is stopping; upload the document again when it is back") from None
     except RagError as e:
