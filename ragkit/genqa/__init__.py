@@ -29,6 +29,7 @@ from ragkit.genqa.common import (
     GenqaReport,
     PageInfo,
     domain_kinds,
+    generated_by,
     is_duplicate,
     make_plan,
     related_groups,
@@ -114,8 +115,7 @@ def generate_questions(
     if not questions:
         report.errors.append(f"{source}: no question could be generated")
         return report
-    who = "offline genqa" if provider.is_offline else f"genqa {provider.model}"
-    df = pd.DataFrame([{**q.row(db), GENERATED_BY: who} for q in questions], columns=COLUMNS)
+    df = pd.DataFrame([{**q.row(db), GENERATED_BY: generated_by(provider)} for q in questions], columns=COLUMNS)
     report.path = csvio.write_csv(df, csvio.timestamped_path(settings.results, stem, "questions"))
     report.run_path = _write_record(report, ctx, df, provider, task=task, max_questions=max_questions)
     return report
@@ -165,8 +165,7 @@ def _summaries(ctx: Context, report: GenqaReport, provider, max_items: int, stem
     if len(items) < max_items:
         report.notes.append(f"{len(items)} of the {max_items} items asked for: one per group of related pages "
                             "or page left over, each page in one item at most")
-    who = "offline genqa" if provider.is_offline else f"genqa {provider.model}"
-    df = pd.DataFrame([summary_row(q, ctx.db, who) for q in items], columns=SUMMARY_COLUMNS)
+    df = pd.DataFrame([summary_row(q, ctx.db, generated_by(provider)) for q in items], columns=SUMMARY_COLUMNS)
     report.path = csvio.write_csv(df, csvio.timestamped_path(ctx.settings.results, stem, "summaries"))
     report.run_path = _write_record(report, ctx, df, provider, task="summarization", max_questions=max_items)
     return report
