@@ -191,16 +191,14 @@ def write_material(checkpoint: Path, material: dict) -> None:
         pass  # only an explanation for a later run: the checkpoint itself still works
 
 
-def settings_differ(material: dict, other: Path) -> list[str] | None:
-    """The keys of `material` whose values differ in the unfinished checkpoint `other` ("content" for an edited
-    input), None when `other` has no readable record of its settings (written before they were recorded)."""
+def recorded_settings(other: Path) -> dict | None:
+    """The material the unfinished checkpoint `other` was keyed on, None when it has no readable record of it
+    (written before the settings were recorded)."""
     try:
         theirs = json.loads(settings_path(other).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    if not isinstance(theirs, dict):
-        return None
-    return [k for k in material if theirs.get(k) != material[k]]
+    return theirs if isinstance(theirs, dict) else None
 
 
 def unfinished_note(input_csv: Path | str, material: dict, others: list[Path], *, starting: bool = True) -> str:
@@ -209,15 +207,15 @@ def unfinished_note(input_csv: Path | str, material: dict, others: list[Path], *
     a new run starts; else it only describes them, for the error of --resume)."""
     same_input = []
     for p in sorted(others, key=lambda p: p.stat().st_mtime if p.exists() else 0, reverse=True):
-        diff = settings_differ(material, p)
-        if diff is not None and "input" not in diff:
-            same_input.append((p, diff))
+        theirs = recorded_settings(p)
+        if theirs is not None and theirs.get("input") == material["input"]:
+            same_input.append((p, theirs))
     if not same_input:
         what = f"{len(others)} unfinished run(s) of {Path(input_csv).name} with other content or settings are in " \
                f"{others[0].parent}"
         return f"note: {what}; starting a new run" if starting else what
-    p, diff = same_input[0]
-    theirs = json.loads(settings_path(p).read_text(encoding="utf-8"))
+    p, theirs = same_input[0]
+    diff = [k for k in material if theirs.get(k) != material[k]]  # "content": the input was edited
     shown = ", ".join("the input's content" if k == "content" else f"{k} {theirs.get(k)} -> {material[k]}"
                       for k in diff) or "nothing recorded"
     more = f" (and {len(others) - 1} other unfinished run(s))" if len(others) > 1 else ""
