@@ -11,8 +11,7 @@ run_batch`), so importing the package stays as cheap as before."""
 
 from __future__ import annotations
 
-import importlib
-
+from ragkit.core.lazy import lazy_exports
 from ragkit.evaluate.strategies import BATCH_STRATEGIES
 
 # name -> the module that defines it, imported when the name is first asked for
@@ -21,8 +20,4 @@ _LAZY = {"run_batch": "batch", "read_input": "batch", "run_eval": "rescore", "Ba
 
 __all__ = ["BATCH_STRATEGIES", *_LAZY]
 
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"ragkit.evaluate.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'ragkit.evaluate' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)

@@ -10,7 +10,7 @@ importing the package stays cheap."""
 
 from __future__ import annotations
 
-import importlib
+from ragkit.core.lazy import lazy_exports
 
 # name -> the module that defines it, imported when the name is first asked for
 _LAZY = {"compare_files": "compare", "compare_runs": "compare", "Comparison": "compare", "format_text": "compare",
@@ -19,8 +19,4 @@ _LAZY = {"compare_files": "compare", "compare_runs": "compare", "Comparison": "c
 
 __all__ = list(_LAZY)
 
-
-def __getattr__(name: str) -> object:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f"ragkit.reports.{_LAZY[name]}"), name)
-    raise AttributeError(f"module 'ragkit.reports' has no attribute {name!r}")
+__getattr__ = lazy_exports(__name__, _LAZY)
