@@ -112,6 +112,33 @@ def test_resolve_in_db_refuses_escapes(tmp_path):
             paths.resolve_in_db(db, bad)
 
 
+def test_page_listings_leave_out_symlinks_that_lead_out(tmp_path):
+    """A page file that is a symlink to a file outside the database is not a page of it: neither listed
+    (iter_pages: the OpenSearch sync, the run record's fingerprint), nor stat'ed for the cluster's behind-check
+    (page_stats), as the built-in index's scan already left it out; a symlink to a page inside stays a page."""
+    from ragkit.core.provenance import database_state
+    from ragkit.search.opensearch.synced import page_stats
+    from ragkit.search.persistence import scan_pages
+
+    db = tmp_path / "db"
+    (db / "a").mkdir(parents=True)
+    (db / "a" / "page_001.md").write_text("inside", encoding="utf-8")
+    outside = tmp_path / "secret.md"
+    outside.write_text("confidential", encoding="utf-8")
+    before = database_state(db).sha256
+    (db / "a" / "page_002.md").symlink_to(outside)
+    (db / "a" / "page_003.md").symlink_to(db / "a" / "page_001.md")
+    expected = ["a/page_001.md", "a/page_003.md"]
+    assert paths.iter_pages(db) == expected
+    assert paths.iter_pages(db, "a") == expected
+    assert sorted(page_stats(db)) == expected == sorted(page_stats(db, "a"))
+    assert page_stats(db, "a/page_002.md") == {}
+    assert [rel for rel, _, _ in scan_pages(db)] == expected == [rel for rel, _, _ in scan_pages(db, under="a")]
+    outside.write_text("changed", encoding="utf-8")
+    (db / "a" / "page_003.md").unlink()
+    assert database_state(db).sha256 == before  # the outside file's content is never read
+
+
 def test_page_filename_widths():
     assert paths.page_filename(8, 20) == "page_008.md"
     assert paths.page_filename(8, 1200) == "page_0008.md"

@@ -238,7 +238,8 @@ def remove_empty_parents(db: Path, dirs: Iterable[Path]) -> None:
 
 def iter_pages(db_root: Path, prefix: str | None = None) -> list[str]:
     """All page files (`*.md`) under the database (or under `prefix`), db-relative, sorted;
-    hidden folders such as `.ragkit/` are skipped."""
+    hidden folders such as `.ragkit/` are skipped, and so is a symlink that leads out of the database (its
+    target is not a page of this database: neither indexed, synced, fingerprinted nor read)."""
     base = resolve_in_db(db_root, prefix) if prefix else db_root.resolve()
     root = db_root.resolve()
     if not base.exists():
@@ -248,7 +249,10 @@ def iter_pages(db_root: Path, prefix: str | None = None) -> list[str]:
         dirnames[:] = sorted(d for d in dirnames if not d.startswith("."))
         for f in filenames:
             if f.endswith(".md") and not f.startswith("."):
-                out.append((Path(dirpath) / f).relative_to(root).as_posix())
+                path = Path(dirpath) / f
+                if path.is_symlink() and root not in path.resolve().parents:
+                    continue
+                out.append(path.relative_to(root).as_posix())
     return sorted(out)
 
 

@@ -39,16 +39,18 @@ _Listing = tuple[tuple[int, int, int], list[str], list[str]]  # (folder key, sub
 
 
 def scan_pages(root: Path, listings: dict[str, _Listing] | None = None,
-               racy: list[str] | None = None) -> list[tuple[str, int, int]]:
-    """(db-relative path, mtime_ns, size) of every page file, like paths.iter_pages (hidden folders and files
-    skipped) but with the stat from the directory scan, and without symlinks that lead out of the database.
+               racy: list[str] | None = None, under: str = "") -> list[tuple[str, int, int]]:
+    """(db-relative path, mtime_ns, size) of every page file (under the db-relative folder `under`, when given),
+    like paths.iter_pages (hidden folders and files skipped, no symlink that leads out of the database) but with
+    the stat from the directory scan.
 
     `listings` (db-relative folder -> listing), when given, is used and updated: an unchanged folder is not
     listed again, only its page files' stats are read (on some file systems listing is the slow part).
     `racy` collects the folders listed but too recently changed to keep."""
     root = root.resolve()
     out: list[tuple[str, int, int]] = []
-    stack = [("", str(root))]
+    under = under.strip("/")
+    stack = [(f"{under}/", str(root / under))] if under else [("", str(root))]
     now = time.time_ns()
     new: dict[str, _Listing] = {}
     stat, sep = os.stat, os.sep

@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ragkit.core.paths import atomic_write_text, file_lock
+from ragkit.search.persistence import scan_pages
 
 RECORD = "opensearch-synced.json"  # under DB/.ragkit/
 LOCK = "opensearch-synced.lock"
@@ -47,33 +47,14 @@ def file_stat(path: Path) -> Stat | None:
 
 
 def page_stats(db: Path, prefix: str = "") -> dict[str, Stat]:
-    """{db-relative path: (mtime_ns, size)} of the page files under `prefix` (the files iter_pages lists: `*.md`,
-    hidden files and folders skipped)."""
+    """{db-relative path: (mtime_ns, size)} of the page files under `prefix` (the files the built-in index scans:
+    `*.md`, hidden files and folders skipped, no symlink that leads out of the database)."""
     root = Path(db).resolve()
     base = root / prefix if prefix else root
-    out: dict[str, Stat] = {}
     if base.is_file():
         st = file_stat(base)
-        return {prefix: st} if st and base.name.endswith(".md") else {}
-    cut = len(str(root)) + 1
-    stack = [str(base)]
-    while stack:
-        try:
-            with os.scandir(stack.pop()) as entries:
-                for e in entries:
-                    if e.name.startswith("."):
-                        continue
-                    if e.is_dir(follow_symlinks=False):  # as os.walk in iter_pages: links not followed
-                        stack.append(e.path)
-                    elif e.name.endswith(".md"):
-                        try:
-                            st = e.stat()
-                        except OSError:  # deleted meanwhile
-                            continue
-                        out[e.path[cut:].replace(os.sep, "/")] = (st.st_mtime_ns, st.st_size)
-        except OSError:  # a folder deleted meanwhile
-            continue
-    return out
+        return {prefix: st} if st and base.name.endswith(".md") and root in base.resolve().parents else {}
+    return {rel: (mtime, size) for rel, mtime, size in scan_pages(root, under=prefix)}
 
 
 @contextlib.contextmanager
