@@ -9,10 +9,10 @@ import secrets
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -38,6 +38,7 @@ from ragkit.search.synonyms import Synonyms
 from ragkit.search.vectors import EMBED_VERSION, get_embedder
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 BULK_PAGES = 200  # pages per bulk request
 PAGES_TTL = 5.0  # seconds a listing of the cluster's pages is reused (our own writes invalidate it at once)
@@ -159,11 +160,9 @@ class OpenSearchIndex:
     def pages(self, prefix: str | None = None) -> list[str]:
         """Db-relative paths of every page the cluster holds (under `prefix`), sorted."""
         key = db_folder(self.db, prefix) if prefix else ""
-        now = time.monotonic()
-        with self._lock:
-            hit = self._listing.get(key)
-            if hit and hit[1] == self._gen and now - hit[0] < PAGES_TTL:
-                return list(hit[2])
+        return list(self._reused(self._listing, key, lambda: self._list_pages(key)))
+
+    def _list_pages(self, key: str) -> list[str]:
         query: dict = {"match_all": {}}
         if key:
             query = {"bool": {"should": [{"term": {"path": key}}, {"prefix": {"path": key.rstrip("/") + "/"}}]}}
@@ -180,25 +179,29 @@ class OpenSearchIndex:
             if len(hits) < 5000:
                 break
             after = hits[-1]["sort"]
-        with self._lock:
-            self._listing[key] = (now, self._gen, out)
-        return list(out)
+        return out
 
     def behind(self, prefix: str = "") -> Behind | None:
         """The page files under `prefix` (db-relative) added or changed since the syncs saw them (synced.behind; None
         without a record). A stat per file (~15-45 ms for 3,194 pages): reused for PAGES_TTL seconds, as the
         listing is, so a server's searches walk the folder at most that often; this process's syncs renew it."""
+        return self._reused(self._behind, prefix, lambda: behind(self.db, self.synced_key, prefix))
+
+    def _reused(self, store: dict, key: str, compute: Callable[[], T]) -> T:
+        """`compute()`, or its value from `store` when computed under `key` less than PAGES_TTL seconds ago and
+        since this process's last write (a write bumps the generation)."""
         now = time.monotonic()
         with self._lock:
-            hit = self._behind.get(prefix)
-            if hit and hit[1] == self._gen and now - hit[0] < PAGES_TTL:
+            gen = self._gen
+            hit = store.get(key)
+            if hit and hit[1] == gen and now - hit[0] < PAGES_TTL:
                 return hit[2]
-        late = behind(self.db, self.synced_key, prefix)
+        value = compute()
         with self._lock:
-            if len(self._behind) > 1000:  # a long-running server sees many scopes: forget, rather than grow
-                self._behind.clear()
-            self._behind[prefix] = (now, self._gen, late)
-        return late
+            if len(store) > 1000:  # a long-running server sees many scopes: forget, rather than grow
+                store.clear()
+            store[key] = (now, gen, value)
+        return value
 
     def count(self) -> int:
         return int(self.client.request("GET", f"/{self.pages_name}/_count")["count"])
