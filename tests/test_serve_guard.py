@@ -123,19 +123,24 @@ def test_wrong_tokens_are_logged_once_a_minute_and_then_refused(sample_db_copy, 
 # -- H3: base-URL credentials in serve's answers and log -------------------------------------------------------
 def test_chat_errors_hold_no_base_url_credentials(sample_db_copy, scripted_server, caplog):
     """s56-sec H3(b): `?api_key=` of the base URL was returned by /chat (plain and streamed) to any client and
-    written to serve's log."""
+    written to serve's log; a password of the URL that a server echoes must not pass either."""
     caplog.set_level(logging.WARNING, logger="ragkit.serve")
-    settings = openai_settings(scripted_server, db=sample_db_copy,
-                               api_base=f"http://alice:PASSWD-canary@127.0.0.1:{scripted_server.port}/v1"
-                                        "?api_key=QUERY-canary")
-    with LiveServer(settings) as srv:
-        r = request("POST", srv.url + "/chat", json={"query": MFA_Q, "strategy": "naive"})
-        assert r.status_code == 502 and f"127.0.0.1:{scripted_server.port}/v1" in one_line_error(r)
-        with httpx.stream("POST", srv.url + "/chat", json={"query": MFA_Q, "strategy": "naive", "stream": True},
-                          timeout=60) as s:
-            streamed = "".join(s.iter_text())
-    events = [(m.group(1), json.loads(m.group(2))) for m in re.finditer(r"event: (\w+)\ndata: (.*)\n\n", streamed)]
-    assert events[-1][0] == "error", events
-    for text in (r.text, streamed, caplog.text):
+    port = scripted_server.port
+    echo = {"error": {"message": "alice:PASSWD-canary is not allowed"}}
+    texts = []
+    for url in (f"http://alice:PASSWD-canary@127.0.0.1:{port}/v1", f"http://127.0.0.1:{port}/v1?api_key=QUERY-canary"):
+        with LiveServer(openai_settings(scripted_server, db=sample_db_copy, api_base=url)) as srv:
+            scripted_server.enqueue(status=401, body=echo)
+            r = request("POST", srv.url + "/chat", json={"query": MFA_Q, "strategy": "naive"})
+            assert r.status_code == 502 and f"127.0.0.1:{port}/v1" in one_line_error(r)
+            scripted_server.enqueue(status=401, body=echo)
+            with httpx.stream("POST", srv.url + "/chat", json={"query": MFA_Q, "strategy": "naive", "stream": True},
+                              timeout=60) as s:
+                streamed = "".join(s.iter_text())
+        events = [(m.group(1), json.loads(m.group(2)))
+                  for m in re.finditer(r"event: (\w+)\ndata: (.*)\n\n", streamed)]
+        assert events[-1][0] == "error" and f"127.0.0.1:{port}/v1" in events[-1][1]["error"], events
+        texts += [r.text, streamed]
+    for text in (*texts, caplog.text):
         assert "QUERY-canary" not in text and "PASSWD-canary" not in text and TEST_KEY not in text
-    assert "502" in caplog.text  # the failure was logged, without the secrets
+    assert caplog.text.count("-> 502") == 4, caplog.text  # each failure was logged, without the secrets

@@ -5,7 +5,7 @@
     api_host(url) -> str | None              an endpoint's scheme://host:port (never a key, user, path or query)
     endpoint(url) -> str                     a base URL as shown or stored: scheme://host[:port]/path, nothing else
     url_secrets(url) -> list[str]            the secret parts endpoint() leaves out (password, query, fragment)
-    url_problem(url) -> str | None           why a base URL cannot work (scheme, host, port), naming no secret
+    url_problem(url) -> str | None           why a base URL cannot work (scheme, host, port, query), naming no secret
     ragkit_commit() -> str | None            ragkit's git commit when it runs from a checkout
 
 docs/evaluation.md ("The run record") says what each covers and what it costs."""
@@ -130,8 +130,9 @@ _HOST_CHARS = re.compile(r"[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\]")
 
 
 def url_problem(url: str | None) -> str | None:
-    """Why `url` cannot be an HTTP endpoint (a scheme other than http/https, no host, a host with a space, a port
-    that is no number), None when it can. The message names the scheme, host and port, never a secret part."""
+    """Why `url` cannot be an OpenAI-compatible endpoint (a scheme other than http/https, no host, a host with a
+    space, a port that is no number, a query string), None when it can. The message names the scheme, host and
+    port, never a secret part."""
     if not url:
         return None
     try:
@@ -153,6 +154,9 @@ def url_problem(url: str | None) -> str | None:
         parts.port  # noqa: B018 - it raises for a port that is no number or out of range
     except ValueError:
         problems.append("the port is not a number from 0 to 65535")
+    if parts.query:  # the openai client appends its path after it: every request would be a 404
+        problems.append("it has a query string (not shown), which the openai client cannot send; a key goes in "
+                        "OPENAI_API_KEY")
     return "; ".join(problems) or None
 
 
