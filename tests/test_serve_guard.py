@@ -11,6 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from browser import plain_browser  # noqa: F401 - the fixture
 from fakeserver import TEST_KEY, openai_settings
 from liveserver import LiveServer
 from typer.testing import CliRunner
@@ -47,6 +48,29 @@ def test_every_response_carries_the_security_headers(sample_db_copy):
             assert r.headers.get("content-security-policy") == CSP, (path, r.headers)
 
 
+def test_the_page_works_under_its_content_security_policy(sample_db_copy, plain_browser):  # noqa: F811
+    """The page asks, cites, opens the cited page and searches in Chromium with the CSP enforced (no bypass): it
+    loads nothing but the server's own app.js and style.css, and the browser reports no CSP violation."""
+    with LiveServer(offline(sample_db_copy)) as srv:
+        page = plain_browser.new_page()
+        page.set_default_timeout(120_000)
+        console: list[str] = []
+        page.on("console", lambda m: console.append(m.text))
+        page.goto(srv.url + "/")
+        page.wait_for_selector("#documents li >> text=冷蔵庫_取扱説明書")
+        page.fill("#question", "冷蔵室の温度設定を「強」にすると、庫内はだいたい何度になりますか？")
+        page.click("#ask")
+        page.wait_for_selector(".msg.bot .answer")
+        page.locator(".msg.bot a.citation").first.click()
+        page.wait_for_selector("#page-body >> text=冷蔵室")
+        page.fill("#search-query", "浄水フィルター")
+        page.click("#search-form button")
+        page.wait_for_selector("#search-results a.citation")
+        page.goto(srv.url + "/docs")
+        page.wait_for_selector("h1")
+    assert not [m for m in console if "Content Security Policy" in m or "Refused to" in m], console
+
+
 def test_without_a_token_a_foreign_host_is_refused(sample_db_copy):
     """s56-sec M1: any Host was answered, so a DNS-rebinding page (evil.example resolving to 127.0.0.1) could
     read /documents, /pages and /search from the user's browser."""
@@ -70,8 +94,9 @@ def test_without_a_token_a_state_change_from_another_origin_is_refused(sample_db
         r = request("POST", srv.url + "/documents", headers={"Origin": "https://evil.example"},
                     files={"file": ("injected.pdf", b"%PDF-1.4 not really", "application/pdf")})
         assert r.status_code == 403 and "evil.example" in one_line_error(r)
-        r = request("POST", srv.url + "/chat", json={"query": MFA_Q}, headers={"Origin": "null"})
-        assert r.status_code == 403
+        for foreign in ({"Origin": "null"}, {"Referer": "http://[broken/x"}):  # a sandboxed frame; junk
+            r = request("POST", srv.url + "/chat", json={"query": MFA_Q}, headers=foreign)
+            assert r.status_code == 403, (foreign, r.status_code)
         doc = before["documents"][0]["id"]
         r = request("DELETE", f"{srv.url}/documents/{doc}", headers={"Referer": "http://evil.example/page.html"})
         assert r.status_code == 403 and request("GET", srv.url + "/documents").json() == before

@@ -35,7 +35,7 @@ def check_bind(host: str, token: str | None) -> str | None:
         raise UsageError(f"--host {host}: refusing to listen beyond this machine without a token; "
                          "set RAG_API_TOKEN or pass --token")
     if not is_loopback(host) and len(token) < MIN_TOKEN_CHARS:
-        raise UsageError(f"--host {host}: the token has {len(token)} characters; beyond this machine it needs "
+        raise UsageError(f"--host {host}: the token has {len(token)} character{'s' if len(token) != 1 else ''}; beyond this machine it needs "
                          f"{MIN_TOKEN_CHARS} or more (e.g. RAG_API_TOKEN=$(python -c 'import secrets; "
                          "print(secrets.token_urlsafe(24))'))")
     return token

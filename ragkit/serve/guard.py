@@ -29,6 +29,7 @@ def is_loopback(host: str) -> bool:
     except ValueError:
         return False
 
+
 # every response: no sniffing, no framing (the page has delete buttons), no referrer, and only the server's own
 # script and stylesheet (the page's app.js and style.css; /docs has inline CSS and no script)
 SECURITY_HEADERS = (
@@ -84,8 +85,11 @@ def _foreign_request(scope) -> tuple[int, str] | None:
         return None
     origin = headers.get("origin")
     if origin is None and headers.get("referer"):
-        parts = urlsplit(headers["referer"])
-        origin = f"{parts.scheme}://{parts.netloc}"
+        try:
+            parts = urlsplit(headers["referer"])
+            origin = f"{parts.scheme}://{parts.netloc}"
+        except ValueError:  # an unreadable Referer (a broken IPv6 address) names no origin of ours
+            origin = "(unreadable Referer)"
     own = f"{scope.get('scheme', 'http')}://{host}"
     if origin is not None and origin.lower() != own.lower():
         return 403, (f"{scope.get('method')} from the origin {origin[:80]!r} refused: only this server's own page "
