@@ -403,7 +403,8 @@ def _names(text: str, qwords: list[QWord]) -> list[str]:
         words = run.split()
         if len(words) < NAME_RUN or run.upper() == run:
             continue
-        held = [w for w in qwords if w.found(term_set(run))]
+        terms = term_set(run)
+        held = [w for w in qwords if w.found(terms)]
         if len(held) == 1 and not held[0].found(term_set(words[-1])):
             out.append(run)
     return out
