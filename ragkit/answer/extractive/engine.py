@@ -251,6 +251,7 @@ class _Analysis:
     support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
     said: bool = False  # the main quote holds the question's words as it writes them (terms.says_in_order)
     whole: bool = True  # the quote or its headings hold most of some CJK word of the question (holds_whole)
+    named_only: bool = False  # the quote holds the question's common words only inside names (names_only)
     ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
     by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -360,6 +361,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
     out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)))
+    out.named_only = names_only(qwords, name_words(q), out.chosen)
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
     # income"), as the word check does: a statement's rows are about what the question asks
     said = also_said(q, rules)
@@ -382,6 +384,53 @@ def holds_whole(qwords: list[QWord], terms: set[str]) -> bool:
     opening hours)."""
     cjk = [w for w in qwords if w.cjk and not HIRAGANA_ONLY.match(w.word)]
     return not cjk or any(w.found(terms) > 0.5 for w in cjk)
+
+
+# A name: capitalised words in a row ("Capital Safety Group EMEA", "3M Australia Pty. Ltd.")
+_NAME_RUN = re.compile(r"(?<![\w.])[A-Z][\w&'.-]*(?:[ \t]+[A-Z][\w&'.-]*)+")
+NAME_RUN = 3  # words: two are often a row label or a title ("Total Revenue", "Executive Chairman")
+
+
+def _names(text: str, qwords: list[QWord]) -> list[str]:
+    """The names in a text that hold one word of the question, and not as their last word: runs of NAME_RUN or
+    more capitalised words, not all in capitals (a heading: "F PSEUDOCODE FOR RETRIEVAL METHODS"). A run holding
+    two of its words is a label of what is asked ("EPS Geographic Market Name"), and one ending in the word is a
+    kind of it ("Executive Vice President", "Tree Traversal Algorithm"): the last word of an English noun phrase
+    says what it is. In "Capital Safety Group EMEA" the word only names a company."""
+    out = []
+    for m in _NAME_RUN.finditer(text):
+        run = m.group(0)
+        words = run.split()
+        if len(words) < NAME_RUN or run.upper() == run:
+            continue
+        terms = term_set(run)
+        held = [w for w in qwords if w.found(terms)]
+        if len(held) == 1 and not held[0].found(term_set(words[-1])):
+            out.append(run)
+    return out
+
+
+def names_only(qwords: list[QWord], q_names: set[str], chosen: list[Unit]) -> bool:
+    """Whether the quoted units hold every Latin word the question writes as a common word (not a name it
+    capitalises, `q_names`; three letters or more, not a figure) only inside names (`_names`), and neither
+    elsewhere in their text nor in their headings: "What is the capital of France?" answered from 3M's list of
+    subsidiaries, "Capital Safety Group EMEA | France". What is asked of the name is then nowhere in the quote.
+    False when the question has no such word, or when the quote lacks one of them (what the quote lacks the
+    word check weighs already: "What is the position of Ibrahim?" is answered by the heading "Ibrahim" over
+    "Core Assurance")."""
+    asked = [w for w in qwords if not w.cjk and w.word.isascii() and w.word.isalpha() and len(w.word) > 2
+             and w.word not in q_names]
+    if not asked:
+        return False
+    inside: set[str] = set()
+    plain: set[str] = set()
+    for u in chosen:
+        text = u.text
+        for run in _names(u.text, qwords):
+            inside |= term_set(run)
+            text = text.replace(run, " ")
+        plain |= term_set(text) | u.ctx_terms
+    return all(w.found(inside) for w in asked) and not any(w.found(plain) for w in asked)
 
 
 # A year a table abbreviates ("´08년 43척", "’08. 10. 27", "FY '19"): an apostrophe and its last two digits
@@ -505,8 +554,9 @@ class RefusalRule:
     (the engine's by default; benchmarks/offline_refusals.py tunes them through this same rule). `an` is
     anything with _Analysis's fields coverage, absent, years_absent, unnamed, unnamed_names, db_pages, typed
     and support, and optionally said (the quote says the question's words: meaning does not count), ambiguous
-    (the documents it could mean: any makes the score 0) and whole (False, the quote holds only pieces of the
-    question's CJK words: the score is 0)."""
+    (the documents it could mean: any makes the score 0), whole (False, the quote holds only pieces of the
+    question's CJK words: the score is 0) and named_only (True, the quote holds the question's common words only
+    inside names: the score is 0)."""
 
     refuse_below: float = REFUSE_BELOW
     absent_penalty: float = ABSENT_PENALTY
@@ -530,7 +580,7 @@ class RefusalRule:
         """The evidence coverage, less what the question asks about that the cited document or the whole
         database never names, an answer of the wrong kind and, when meaning counts, a question no sentence
         read is about (docs/answer.md says how the constants were tuned)."""
-        if getattr(an, "ambiguous", None) or not getattr(an, "whole", True):
+        if getattr(an, "ambiguous", None) or not getattr(an, "whole", True) or getattr(an, "named_only", False):
             return 0.0
         silence = min(1.0, max(UNNAMED_FLOOR, an.db_pages / UNNAMED_FULL_PAGES))
         unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names
