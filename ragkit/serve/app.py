@@ -35,10 +35,12 @@ from ragkit.core.text import clean_json
 from ragkit.search.opensearch.client import ClusterError
 from ragkit.serve import documents as docs
 from ragkit.serve.sessions import (
+    CHECK_PAGES,
     HISTORY_FOR_REWRITE,
     ClusterSessionStore,
     SessionStore,
     Turn,
+    own_words_lead_elsewhere,
     rewrite_offline,
     rewrite_with_model,
     valid_session_id,
@@ -390,6 +392,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         history = store(ix).history(sid, HISTORY_FOR_REWRITE)
         if provider.is_offline:
             standalone, usage = rewrite_offline(query, history), None
+            if own_words_lead_elsewhere(query, standalone, lambda q: _best_pages(ix, q)):
+                standalone = query
         else:
             standalone, usage = rewrite_with_model(query, history, provider)
         question = standalone
@@ -398,6 +402,18 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             convo = "\n".join(f"- Q: {t.query}\n  A: {t.answer[:300]}" for t in history)
             question = f"{standalone}\n\n(Earlier in this conversation:\n{convo})"
         return standalone, question, usage
+
+    def _best_pages(ix: Any, query: str) -> list[str]:
+        """The normalized text of the best CHECK_PAGES pages for `query` by its words (the rewrite's check)."""
+        from ragkit.core.text import normalize
+
+        texts = []
+        for hit in ix.search(query, k=CHECK_PAGES, mode="keyword"):
+            try:
+                texts.append(normalize((db / hit.path).read_text(encoding="utf-8")))
+            except OSError:  # deleted since it was indexed: it holds nothing
+                continue
+        return texts
 
     def _answer(sid: str, query: str, strategy: str, trace_path: Path | None, ix: Any) -> tuple[dict, int]:
         from ragkit.answer import ask
