@@ -1,6 +1,6 @@
 """Chat sessions of `rag serve`: which question is a follow-up (and carries the previous subject into its
-search) and which stands alone (searched as itself), on a written-down set in Japanese, English and Korean,
-and the chain of follow-ups, over the real app."""
+search) and which stands alone (searched as itself), on a written-down set in Japanese, English and Korean;
+the chain of follow-ups; and GET /sessions/{id}, what a page needs to show a conversation again."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import pytest
 from liveserver import LiveServer
 
 from ragkit.core.config import Settings
+from ragkit.serve.app import ServeOptions
 from ragkit.serve.sessions import Turn, is_follow_up, key_terms, rewrite_offline
 
 get = partial(httpx.get, timeout=120)
@@ -223,3 +224,27 @@ def test_a_follow_up_whose_carried_words_lead_elsewhere_is_searched_as_asked(sam
         r = _chat(srv, "What about for email?", _chat(srv, "Is multi-factor authentication required for VPN "
                                                            "access?")["session_id"])
         assert "authentication" in r["metadata"]["search_query"]
+
+
+def test_a_session_can_be_read_back_for_a_page_to_show_it_again(sample_db_copy):
+    """Report H2: after a reload the page showed an empty chat while the session still shaped the next answer.
+    GET /sessions/{id} gives its turns (question, search, answer, cited pages), with the token like /chat."""
+    with LiveServer(offline(sample_db_copy), ServeOptions(token="sesame-sesame-1234")) as srv:
+        auth = {"Authorization": "Bearer sesame-sesame-1234"}
+        first = post(srv.url + "/chat", json={"query": "出張の日当はいくらですか？"}, headers=auth).json()
+        sid = first["session_id"]
+        second = post(srv.url + "/chat", json={"query": "海外出張の場合は？", "session_id": sid}, headers=auth).json()
+        assert get(srv.url + f"/sessions/{sid}").status_code == 401  # the token, as for /chat
+        r = get(srv.url + f"/sessions/{sid}", headers=auth)
+        assert r.status_code == 200, r.text
+        body = r.json()
+        assert body["session_id"] == sid and [t["query"] for t in body["turns"]] == ["出張の日当はいくらですか？",
+                                                                                    "海外出張の場合は？"]
+        for turn, said in zip(body["turns"], (first, second), strict=True):
+            assert turn["answer"] == said["answer"] and turn["search_query"] == said["metadata"]["search_query"]
+            assert turn["sources"] == [{k: s[k] for k in ("path", "page", "printed_page", "title")}
+                                       for s in said["sources"]]
+        for bad in ("nosuchsessionxx", "x' OR 1=1 --", "a" * 200):
+            r = get(srv.url + f"/sessions/{bad}", headers=auth)
+            assert r.status_code == 404 and "session" in r.json()["error"], r.text
+        assert "/sessions/{session_id}" in get(srv.url + "/openapi.json").json()["paths"]
