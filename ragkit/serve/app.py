@@ -35,10 +35,12 @@ from ragkit.core.text import clean_json
 from ragkit.search.opensearch.client import ClusterError
 from ragkit.serve import documents as docs
 from ragkit.serve.sessions import (
+    CHECK_PAGES,
     HISTORY_FOR_REWRITE,
     ClusterSessionStore,
     SessionStore,
     Turn,
+    own_words_lead_elsewhere,
     rewrite_offline,
     rewrite_with_model,
     valid_session_id,
@@ -358,6 +360,19 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     def read_page(path: str) -> dict:
         return docs.read_page(db, path)
 
+    @app.get("/sessions/{session_id}")
+    def show_session(session_id: str) -> dict:
+        """A session's turns, oldest first (its last 20): what the user asked (`query`), what was searched
+        (`search_query`), the answer and its cited pages, so that a page can show the conversation again after a
+        reload. An unknown session, or one dropped as least recently used, is 404."""
+        sessions = store(index())
+        if not valid_session_id(session_id) or not sessions.exists(session_id):
+            raise docs.ClientError(404, f"session_id: no session {session_id[:80]!r} (start a new one by leaving "
+                                        "session_id out of /chat)")
+        return {"session_id": session_id,
+                "turns": [{"query": t.query, "search_query": t.search_query, "answer": t.answer,
+                           "sources": [_cited_page(db, p) for p in t.sources]} for t in sessions.history(session_id)]}
+
     @app.post("/chat")
     def chat(req: ChatRequest):
         """Answer `query` in a session (a new one without `session_id`); with `stream`, server-sent events."""
@@ -390,6 +405,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         history = store(ix).history(sid, HISTORY_FOR_REWRITE)
         if provider.is_offline:
             standalone, usage = rewrite_offline(query, history), None
+            if own_words_lead_elsewhere(query, standalone, lambda q: _best_pages(ix, q)):
+                standalone = query
         else:
             standalone, usage = rewrite_with_model(query, history, provider)
         question = standalone
@@ -398,6 +415,18 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             convo = "\n".join(f"- Q: {t.query}\n  A: {t.answer[:300]}" for t in history)
             question = f"{standalone}\n\n(Earlier in this conversation:\n{convo})"
         return standalone, question, usage
+
+    def _best_pages(ix: Any, query: str) -> list[str]:
+        """The normalized text of the best CHECK_PAGES pages for `query` by its words (the rewrite's check)."""
+        from ragkit.core.text import normalize
+
+        texts = []
+        for hit in ix.search(query, k=CHECK_PAGES, mode="keyword"):
+            try:
+                texts.append(normalize((db / hit.path).read_text(encoding="utf-8")))
+            except OSError:  # deleted since it was indexed: it holds nothing
+                continue
+        return texts
 
     def _answer(sid: str, query: str, strategy: str, trace_path: Path | None, ix: Any) -> tuple[dict, int]:
         from ragkit.answer import ask
@@ -528,6 +557,20 @@ def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
             **({"closest_by_meaning": closest} if closest else {}),
         },
     }
+
+
+def _cited_page(db: Path, path: str) -> dict:
+    """{path, page, printed_page, title} of a page a turn cited, read from its file now, as /chat's `sources`
+    name it (without the excerpt and score of that answer); a page deleted since gives its path alone, with page
+    null."""
+    from ragkit.core.pagefile import first_heading, parse_page
+    from ragkit.core.paths import resolve_in_db
+
+    try:
+        meta, body = parse_page(resolve_in_db(db, path).read_text(encoding="utf-8"))
+    except (OSError, RagError, ValueError):
+        return {"path": path, "page": None, "printed_page": "", "title": ""}
+    return {"path": path, "page": meta.page, "printed_page": meta.printed_page, "title": first_heading(body)[:200]}
 
 
 def _version() -> str:
