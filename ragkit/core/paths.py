@@ -95,6 +95,24 @@ def resolve_in_db(db_root: Path, rel: str) -> Path:
     return resolved
 
 
+def confined_folder(root: Path, rel: str, *, inside: str = "the database") -> Path:
+    """The folder `rel` under `root` (made or not yet), to write into; PathEscapeError naming the first folder on
+    the way whose real place is outside `root` (a symbolic link out: ingest and uploads would write through it,
+    where reading refuses it). Checked before anything is written, so a refused document leaves nothing behind.
+    `inside` names `root` in the message."""
+    base = Path(root).resolve()
+    cur = base
+    for part in (p for p in rel.split("/") if p not in ("", ".")):
+        if part == "..":
+            raise PathEscapeError(f"'..' is not allowed in paths: {rel!r}")
+        cur = cur / part
+        real = cur.resolve()
+        if real != base and base not in real.parents:
+            raise PathEscapeError(f"the folder {cur.relative_to(base).as_posix()!r} is a symbolic link that leads "
+                                  f"out of {inside}; nothing is written through it")
+    return cur
+
+
 def strip_db_prefix(db_root: Path, path: str) -> str:
     """Turn a Reference Document (`database/a/page_001.md`, absolute, or db-relative) into a db-relative path.
 
