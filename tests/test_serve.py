@@ -487,6 +487,23 @@ def test_the_document_list_leaves_out_a_page_linked_out_of_the_database(sample_d
         assert "TOPSECRET" not in r.text and "page_003.md" not in r.text, r.text
 
 
+def test_a_page_lying_directly_in_a_category_is_a_document_named_by_its_file(sample_db_copy):
+    """Report s56-sec L7: `policies/hard.md` (a page put there by hand, which search and the agent's tools read) was
+    listed as a document with an empty name ("policies / (1 pages)" on the page). It is named by its file name,
+    opens, and deletes alone."""
+    (sample_db_copy / "policies" / "hard.md").write_text("# Hard rules\nNo USB sticks.\n", encoding="utf-8")
+    with LiveServer(offline(sample_db_copy)) as srv:
+        listed = get(srv.url + "/documents").json()["documents"]
+        assert all(d["name"] for d in listed), listed
+        stray = next(d for d in listed if d["path"] == "policies/hard.md")
+        assert (stray["category"], stray["name"], stray["pages"]) == ("policies", "hard.md", 1)
+        tree = get(srv.url + f"/documents/{stray['id']}").json()
+        assert [p["title"] for s in tree["sections"] for p in s["pages"]] == ["Hard rules"]
+        assert delete(srv.url + f"/documents/{stray['id']}").json()["deleted_pages"] == 1
+        assert not (sample_db_copy / "policies" / "hard.md").exists()
+        assert len(get(srv.url + "/documents").json()["documents"]) == len(listed) - 1
+
+
 def test_an_upload_of_another_file_with_the_same_name_is_refused_unless_it_replaces(sample_db_copy, tmp_path):
     """Report s56-sec H4: a second upload named like an earlier one, with other content, replaced it (its pages
     and its stored original) with 201 and nothing said. It is 409 naming the document, unless the form says
@@ -517,7 +534,10 @@ def test_an_upload_of_another_file_with_the_same_name_is_refused_unless_it_repla
         assert [h["path"] for h in get(srv.url + "/search", params={"query": "zanzibarite"}).json()] == []
         # another kind of file by the same name is its own upload: replacing it is deleting it first
         r = post(up, files={"file": ("report.docx", _docx(tmp_path))}, data={"replace": "true"})
-        assert r.status_code == 409 and "delete it first (DELETE /documents/" in r.json()["error"], r.text
+        assert r.status_code == 409 and "existing" not in r.json(), r.text
+        assert r.json()["error"] == (f"report.docx: the document 'uploads/report' (id {doc['id']}, 1 pages) already "
+                                     "exists, uploaded as 'report.pdf'; delete it first (DELETE "
+                                     f"/documents/{doc['id']}), or rename the file"), r.text
 
 
 def _docx(tmp_path: Path) -> bytes:

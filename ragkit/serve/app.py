@@ -334,7 +334,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     async def upload(request: Request) -> JSONResponse:
         """Ingest a PDF, DOCX or PPTX. Multipart form fields: `file` (required), `category` (a folder name,
         default "uploads"), `replace` ("true" to replace a document of the same name and category that holds other
-        content; without it that upload is 409 with the `existing` document's summary). 201 ingested (`replaced`
+        content; without it that upload is 409, with the `existing` document's summary when replace=true would
+        replace it). 201 ingested (`replaced`
         says whether it replaced one), 200 `unchanged` (the same file again), 202 stored but not indexed, 400 a
         category that leads out of the database, 409 a name in use, 413 too large, 415 not a document type, 422
         not what its extension says."""

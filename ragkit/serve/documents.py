@@ -49,7 +49,8 @@ class ClientError(RagError):
 
 
 class DocumentExists(ClientError):
-    """An upload named like a document that holds other content (409): `existing` is that document's summary."""
+    """An upload named like a document that holds other content, which replace=true would replace (409):
+    `existing` is that document's summary."""
 
     def __init__(self, message: str, existing: dict) -> None:
         super().__init__(409, message)
@@ -81,8 +82,11 @@ class DocInfo:
 
 
 def _folder_of(rel: str) -> str:
+    """The document a page belongs to: its `<category>/<document>` folder; a page lying directly in a category
+    (`policies/hard.md`, put there by hand) is a document of its own, named by its file name (a folder and a file
+    of one name cannot share a folder, so it never merges with a document); a page at the root, none."""
     parts = rel.split("/")
-    return "/".join(parts[:2]) if len(parts) >= 3 else parts[0] if len(parts) == 2 else ""
+    return "/".join(parts[:2]) if len(parts) >= 2 else ""
 
 
 def _copies(db: Path, pages: list[str]) -> dict[str, str]:
@@ -205,10 +209,11 @@ def stop_uploads() -> None:
     stop_all()
 
 
-def _in_the_way(db: Path, folder: str, digest: str, src: Path) -> tuple[DocInfo | None, bool]:
-    """(the document an upload into `folder` would replace, whether replace=true may replace it). None when the
-    folder holds no document, or holds this very file (an unchanged upload). A source `rag ingest` recorded that
-    still exists is not in the way here: ingest refuses that clash itself (409, "same folder")."""
+def _in_the_way(db: Path, folder: str, digest: str, src: Path) -> tuple[DocInfo | None, str]:
+    """(the document an upload into `folder` would replace, the name it was uploaded under when that is another
+    file, which replace=true does not replace: "" when it may). None when the folder holds no document, or holds
+    this very file (an unchanged upload). A source `rag ingest` recorded that still exists is not in the way
+    here: ingest refuses that clash itself (409, "same folder")."""
     from ragkit.ingest.manifest import MANIFEST, canonical_key, key_path, load_manifest
 
     mine = [(key, e) for key, e in load_manifest(db / ".ragkit" / MANIFEST)["sources"].items()
@@ -220,9 +225,10 @@ def _in_the_way(db: Path, folder: str, digest: str, src: Path) -> tuple[DocInfo 
         return None, True
     doc = next((d for d in list_documents(db) if d.folder.casefold() == folder.casefold()), None)
     own = src.relative_to(db.resolve()).as_posix()
-    # another upload of the same name with another extension (report.docx over report.pdf) is still its own
-    # source: replacing it is deleting it first
-    return doc, all(k == own or not key_path(db, k).exists() for k in keys)
+    # another upload whose name gives the same folder (report.docx over report.pdf, Report.pdf over report.pdf)
+    # is still its own source: replacing it is deleting it first
+    other = next((k for k in keys if k != own and key_path(db, k).exists()), "")
+    return doc, other.rpartition("/")[2]
 
 
 def upload_document(db: Path, filename: str, data: bytes, category: str | None, index,
@@ -249,13 +255,14 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     except PathEscapeError as e:
         raise ClientError(400, f"{stem}{ext}: cannot store it in the category {cat!r}: {e}") from None
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
-    existing, replaceable = _in_the_way(db, folder, hashlib.sha256(data).hexdigest(), src)
-    if existing and not (replace and replaceable):
-        how = ("upload it with replace=true to replace it, or rename the file" if replaceable else
-               f"it was uploaded from another kind of file: delete it first (DELETE /documents/{existing.id}), "
-               "or rename the file")
-        raise DocumentExists(f"{stem}{ext}: the document {folder!r} (id {existing.id}, {len(existing.pages)} "
-                             f"pages) already exists with other content; {how}", existing.summary(db))
+    existing, other = _in_the_way(db, folder, hashlib.sha256(data).hexdigest(), src)
+    if existing and not (replace and not other):
+        what = f"{stem}{ext}: the document {folder!r} (id {existing.id}, {len(existing.pages)} pages) already exists"
+        if other:  # no `existing` in the answer: replace=true would not help
+            raise ClientError(409, f"{what}, uploaded as {other!r}; delete it first (DELETE "
+                                   f"/documents/{existing.id}), or rename the file")
+        raise DocumentExists(f"{what} with other content; upload it with replace=true to replace it, or rename "
+                             "the file", existing.summary(db))
     check_index(index, timeout=INDEX_CHECK_TIMEOUT, pages=False)  # a cluster that is down: 503, nothing written
     # a replacement that fails to convert leaves the document as it was, its uploaded file included
     before = src.read_bytes() if existing and src.is_file() else None
