@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import io
 import re
 from collections.abc import Iterable
@@ -27,6 +28,10 @@ _ESCAPED = re.compile(r"^'(?:[=+@\t\r]|-(?=\S))")
 SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab"}
 # The longest cell read: the csv module's own default limit, checked here so that the error names the cell.
 MAX_CELL_CHARS = 131_072
+# The most named columns read. A question CSV has a few dozen (ragkit's own columns plus a user's notes); a
+# results CSV rewritten by a spreadsheet keeps them. Thousands are a generated or broken file, and each unknown
+# column is carried through every row and checked against the known names: 20 times this took over a minute.
+MAX_COLUMNS = 1_000
 
 
 def escape_cell(value: object) -> str:
@@ -216,6 +221,7 @@ def _edits(a: str, b: str) -> int:
     return prev[-1]
 
 
+@functools.lru_cache(maxsize=4096)  # near_miss squashes every known name once per column
 def _squash(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).casefold()
 
@@ -225,12 +231,15 @@ def near_miss(name: str, known: Iterable[str]) -> str | None:
     if name in known:
         return None
     sq = _squash(name)
+    folded = name.casefold()
     best: tuple[int, str] | None = None
     for k in known:
         if _squash(k) == sq:
             return k
         limit = 1 if len(k) <= 5 else 2
-        d = _edits(name.casefold(), k.casefold())
+        if abs(len(folded) - len(k.casefold())) > limit:
+            continue  # the distance is at least the difference in length: no need to compute it
+        d = _edits(folded, k.casefold())
         if d <= limit and (best is None or d < best[0]):
             best = (d, k)
     return best[1] if best else None
@@ -324,6 +333,8 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         while named > 1 and not header[named - 1].strip():
             named -= 1  # a header that ends in empty columns: a spreadsheet's padding
         padded = named < len(header)
+        if named > MAX_COLUMNS:  # a spreadsheet's empty padding columns are not counted: they are dropped
+            raise RagError(f"{path}: row 1 (the header) has {named:,} columns, over the limit of {MAX_COLUMNS:,}")
         for fields in reader:
             row = f"{path}: row {len(records) + 2} (line {reader.line_num})"
             extra = fields[named:]
@@ -347,7 +358,8 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         csv.field_size_limit(limit)
     padding = [i for i, c in enumerate(header[:named]) if not c.strip() and not any(r[i].strip() for r in records)]
     if padding and len(padding) < named:
-        keep = [i for i in range(named) if i not in set(padding)]
+        drop = set(padding)
+        keep = [i for i in range(named) if i not in drop]
         header = [header[i] for i in keep]
         records = [[r[i] for i in keep] for r in records]
         named = len(keep)
@@ -359,9 +371,10 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         # spelling is unambiguous, where a typo (two edits) is refused below
         canon = {_squash(k): k for k in known}
         columns = [c if c in known else canon.get(_squash(c), c) for c in columns]
-    dup = next((i for i, c in enumerate(columns) if c in columns[:i]), None)
+    seen: dict[str, int] = {}
+    dup = next((i for i, c in enumerate(columns) if seen.setdefault(c, i) != i), None)
     if dup is not None:
-        first = written[columns.index(columns[dup])]
+        first = written[seen[columns[dup]]]
         both = "" if first == written[dup] else f" (as {first!r} and {written[dup]!r})"
         raise RagError(f"{path}: the column {columns[dup]!r} appears twice{both}; rename or remove one")
     if known is not None:

@@ -507,7 +507,11 @@ def _reference_hint(refs: list[str], db: Path, csv: Path) -> str:
         lead = "/" if norm.startswith("/") else ""  # an absolute reference's prefix is absolute too
         parts = norm.lstrip("/").split("/")
         for k in range(1, len(parts) - 1):
-            if (root / "/".join(parts[k:])).is_file():
+            page = root / "/".join(parts[k:])
+            if page.is_file():
+                if not page.resolve().is_relative_to(root):  # not missing for want of another --db: refused
+                    return (f"; hint: {one_line(ref, 100)} is a symbolic link that leads out of the database, and "
+                            "only the pages inside it count")
                 prefix = lead + "/".join(parts[:k])
                 if Path(normalize_ref(ref)).is_file() or (Path.cwd() / prefix).is_dir():
                     return f"; hint: they exist under {prefix}, so try --db {prefix}"

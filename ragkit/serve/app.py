@@ -334,6 +334,13 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
     @app.post("/documents", status_code=201)
     async def upload(request: Request) -> JSONResponse:
+        """Ingest a PDF, DOCX or PPTX. Multipart form fields: `file` (required), `category` (a folder name,
+        default "uploads"), `replace` ("true" to replace a document of the same name and category that holds other
+        content; without it that upload is 409, with the `existing` document's summary when replace=true would
+        replace it). 201 ingested (`replaced`
+        says whether it replaced one), 200 `unchanged` (the same file again), 202 stored but not indexed, 400 a
+        category that leads out of the database, 409 a name in use, 413 too large, 415 not a document type, 422
+        not what its extension says."""
         from starlette.concurrency import run_in_threadpool
 
         form = await request.form(max_files=1, max_fields=5)
@@ -346,12 +353,20 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
                 raise docs.ClientError(413, _too_large_message(upload_limit, {"path": "/documents"}))
             category = form.get("category")
             category = category if isinstance(category, str) else None
+            replace = form.get("replace")
+            replace = replace.strip().lower() if isinstance(replace, str) else ""
+            if replace not in ("", "true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise docs.ClientError(422, f"replace: {replace[:20]!r} is not true or false")
             name = file.filename or ""
         finally:
             await form.close()
         # in the thread pool: the conversion waits on another process, and index() may re-scan the files
-        result = await run_in_threadpool(
-            lambda: docs.upload_document(db, name, data, category, index(), settings.limits))
+        try:
+            result = await run_in_threadpool(
+                lambda: docs.upload_document(db, name, data, category, index(), settings.limits,
+                                             replace=replace in ("true", "1", "yes", "on")))
+        except docs.DocumentExists as e:
+            return error(409, e, existing=e.existing)
         # 202: stored, not yet indexed (the cluster failed after the pages were written; the body says what to do)
         status = 202 if not result["indexed"] else 200 if result.get("unchanged") else 201
         return JSONResponse(result, status_code=status)
