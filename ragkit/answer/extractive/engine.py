@@ -7,7 +7,7 @@ import logging
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ragkit.answer.extractive.terms import (
     says_in_order,
     term_set,
 )
-from ragkit.answer.extractive.units import Unit, page_units
+from ragkit.answer.extractive.units import Unit, page_units, qualifies
 from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
@@ -183,13 +183,27 @@ def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
 def _select(units: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]],
             page_doc: dict[str, str]) -> list[Unit]:
     """The best unit, then units of its document (`page_doc`: rel -> corpus.document_id) that add question words
-    it lacks (at most 3 units, 2 pages)."""
+    it lacks (at most 3 units, 2 pages). A heading or a title line is never the quote alone: it is quoted with the
+    line under it, and one with no text under it is passed over (nothing left: nothing is chosen, a refusal)."""
     ranked = sorted(units, key=lambda u: (-u.score, u.rank, u.pos))
-    best = ranked[0]
-    chosen = [best]
     by_key = {(u.rel, u.pos): u for u in units}
-    # A unit that only introduces what follows ("The settings are:") is quoted with its next line.
-    if best.text.rstrip().endswith((":", "：")) or best.is_heading:
+
+    def under(u: Unit) -> Unit | None:
+        """The text a heading or title line stands over: the next unit of the page, in another paragraph (the
+        page number of a table of contents' entry is no text under it), and no title itself."""
+        nxt = by_key.get((u.rel, u.pos + 1))
+        ok = nxt is not None and not (nxt.is_heading or nxt.title) and nxt.para != u.para
+        return nxt if ok else None
+
+    best = next((u for u in ranked if not (u.is_heading or u.title) or under(u) is not None), None)
+    if best is None:
+        return []
+    chosen = [best]
+    # A unit that only introduces what follows ("The settings are:", a heading) is quoted with its next line.
+    if best.is_heading or best.title:
+        if (body := under(best)) is not None:  # always: best was chosen for it
+            chosen.append(body)
+    elif best.text.rstrip().endswith((":", "：")):
         nxt = by_key.get((best.rel, best.pos + 1))
         if nxt is not None and not nxt.is_heading:
             chosen.append(nxt)
@@ -209,6 +223,26 @@ def _select(units: list[Unit], qwords: list[QWord], page_terms: dict[str, set[st
             chosen.append(u)
             current += gain
     return chosen
+
+
+def _qualified(chosen: list[Unit], units: list[Unit]) -> list[Unit]:
+    """The quoted units, each joined by the sentences right after it in its paragraph that open by qualifying it
+    (units.qualifies: ただし, なお, 다만, However, unless, ...): "…子が1歳に達するまで…とする。" quoted without
+    "ただし、保育所に入所できない場合は、子が2歳に達するまで延長できる。" is wrong for some readers, and its
+    citation makes it look checked. What decides the answer (the score) is measured without them."""
+    by_key = {(u.rel, u.pos): u for u in units}
+    taken = {(u.rel, u.pos) for u in chosen}
+    out = []
+    for u in chosen:
+        merged, pos = u, u.pos
+        while (nxt := by_key.get((u.rel, pos + 1))) is not None and nxt.para == u.para and u.para >= 0 \
+                and (u.rel, pos + 1) not in taken and qualifies(nxt.text):
+            glue = " " if merged.text[-1:].isascii() else ""  # "。ただし" but ". However"
+            merged = replace(merged, text=merged.text + glue + nxt.text, terms=merged.terms | nxt.terms)
+            taken.add((u.rel, pos + 1))
+            pos += 1
+        out.append(merged)
+    return out
 
 
 def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]]) -> float:
@@ -340,6 +374,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     if not units:
         return out
     out.chosen = _select(units, plain, page_terms, page_doc)
+    if not out.chosen:
+        return out  # only headings hold the question's words: they explain nothing
     out.coverage = _evidence(out.chosen, qwords, page_terms)
     cited = page_doc[out.chosen[0].rel]
     if named is None and (meant := _named(q, plain, cited, docs)):
@@ -371,6 +407,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
     out.ambiguous = _which(q, plain, docs.terms)
+    out.chosen = _qualified(out.chosen, units)
     return out
 
 
