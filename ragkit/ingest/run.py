@@ -132,7 +132,7 @@ def ingest_sources(
     category: str | None = None,
     force: bool = False,
     workers: int | None = None,
-    progress: bool = True,
+    progress: bool = False,
     limits: Limits | None = None,
     prune: bool = False,
     check_index: bool = True,
