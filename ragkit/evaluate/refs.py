@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.core.csvedit import set_columns
+from ragkit.core.csvedit import edit_notes, set_columns
 from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.paths import normalize_ref, page_keys
@@ -114,7 +114,8 @@ def update_references(csv: Path, db: Path, *, output: Path | None = None, in_pla
             new = _rewrite(text, lambda ref, pos=pos, column=column: _one(ref, pos, column, lookup, out))
             if new != text:
                 edits.setdefault(column, {})[pos] = new
-    if out.dry_run:
+    if out.dry_run:  # says what the real run would, the file's change of encoding too
+        out.notes = edit_notes(csv, edits, encoding=encoding) if edits else []
         return out
     edit = set_columns(csv, edits, encoding=encoding, output=output) if edits else None
     if edit is None and output is not None:  # nothing moved: the new file is the old one
