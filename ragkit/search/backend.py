@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 def open_index(db: Path, *, refresh: bool = True, progress: bool = False) -> Any:
     """The shared index of `db` in this process: the embedded engine, or the OpenSearch index its configuration
     names. Both answer the same calls. `progress`: its indexing and embedding lines on stderr, now and on later
-    searches (the CLI turns it on; the first open of a database in the process decides)."""
+    searches (the CLI turns it on; once any open of the database in the process asked for them, they are shown)."""
     root = Path(db)
     if not root.is_dir():
         raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")

@@ -423,10 +423,13 @@ def open_embedded(db: Path, *, refresh: bool = True, progress: bool = True) -> I
         idx = _INSTANCES.get(root)
         if idx is None:
             idx = _INSTANCES[root] = Index(root, progress=progress)
+        # Once any caller asked for the progress lines (the CLI does), the shared instance shows them: a quiet
+        # library call opening it first (an evaluator, a scorer) must not silence the command's indexing.
+        idx.progress = idx.progress or progress
     # A later open in a long-lived process also notices files changed by hand or by `rag ingest` meanwhile
     # (a stat of every page; cheap, but not on every call).
     if refresh and (time.monotonic() - idx.last_refresh > REFRESH_EVERY or idx._ingested()):
-        idx.refresh(progress=progress)
+        idx.refresh()
     return idx
 
 

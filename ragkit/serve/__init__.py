@@ -64,10 +64,11 @@ class _Quiet(logging.Filter):
 
 
 def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-               max_upload_mb: float = 100.0, announce: Any = print) -> None:
+               max_upload_mb: float = 100.0, announce: Any = print, progress: bool = False) -> None:
     """Serve until Ctrl-C or SIGTERM, then stop within a few seconds, whatever the requests are doing:
     conversions are killed at once, answers get STOP_SECONDS, and a thread still waiting on a model then
-    ends with the process."""
+    ends with the process. `progress`: the index's indexing lines on stderr while it is built before listening
+    (`rag serve` turns it on)."""
     check_bind(host, token)
     if not Path(settings.db).is_dir():
         raise RagError(f"--db {settings.db}: no such folder; ingest documents into it first (rag ingest FILE "
@@ -84,7 +85,7 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
         raise RagError(f"rag serve needs FastAPI and uvicorn: pip install 'ragkit[serve]' ({e.name} missing)") from None
     from ragkit.serve.documents import stop_uploads
 
-    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb))
+    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb, progress=progress))
     if app.state.start_problem:
         announce(f"degraded: {app.state.start_problem}; serving anyway: /health answers 503, /search, /chat and "
                  "uploads 503 until the cluster answers (the document list and pages answer now)")

@@ -569,4 +569,5 @@ def open_opensearch(db: Path, cfg: IndexConfig, *, refresh: bool = True, progres
             except ClusterError:
                 raise
             _INSTANCES[root] = ix
+        ix.progress = ix.progress or progress  # as open_embedded: once asked for, shown
     return ix
