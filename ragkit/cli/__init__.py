@@ -188,9 +188,9 @@ def handle_errors(fn: Callable | None = None, *, interrupted: str = RESUMABLE) -
         try:
             return fn(*args, **kwargs)
         except UsageError as e:
-            _fail(str(e), 2, json_out)
+            _fail(e.cli_message(), 2, json_out)
         except RagError as e:
-            _fail(str(e), 1, json_out)
+            _fail(e.cli_message(), 1, json_out)
         except KeyboardInterrupt:
             err.print(interrupted, markup=False, highlight=False)
             raise typer.Exit(130) from None

@@ -88,11 +88,12 @@ def update_references(csv: Path, db: Path, *, output: Path | None = None, in_pla
     existing one is refused; written even when no path changed, so a script can go on with it), `in_place`, or
     `dry_run` (the report says what would change; nothing is written)."""
     csv, db = Path(csv), Path(db)
-    asked = [flag for flag, on in (("-o", output is not None), ("--in-place", in_place), ("--dry-run", dry_run))
-             if on]
+    asked = [name for name, on in (("output=", output is not None), ("in_place=True", in_place),
+                                   ("dry_run=True", dry_run)) if on]
     if len(asked) != 1:
-        raise UsageError("say what to do with the updated paths: one of -o FILE (a new CSV), --in-place (this CSV, "
-                         f"after a backup) or --dry-run (nothing written); got {' and '.join(asked) or 'none'}")
+        raise UsageError("say what to do with the updated paths: one of output= (a new CSV), in_place=True (this "
+                         f"CSV, after a backup) or dry_run=True (nothing written); got {' and '.join(asked) or 'none'}",
+                         flags={"output=": "-o FILE", "in_place=True": "--in-place", "dry_run=True": "--dry-run"})
     if output is not None and Path(output).exists():
         raise RagError(f"{output}: already exists; nothing was written (choose another file)")
     if not db.is_dir():

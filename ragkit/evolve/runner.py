@@ -225,7 +225,7 @@ def run_experiments(csv_path: Path, settings: Settings, *, results: Path | None 
     An experiment that fails stops with its error recorded; the others still run. `progress`: the index's
     indexing lines on stderr, for an evaluator that searches a database (the CLI turns it on)."""
     if until is not None and until < 1:
-        raise UsageError(f"--until must be at least 1 (generations 1..N), got {until}")
+        raise UsageError(f"until must be at least 1 (generations 1..N), got {until}", flags={"until": "--until"})
     experiments = load(csv_path, only, settings.csv_encoding)
     root = Path(results) if results is not None else Path(settings.results)
     report = EvolveReport()

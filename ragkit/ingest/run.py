@@ -157,7 +157,7 @@ def ingest_sources(
     if not sources:
         raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
     if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
+        raise UsageError(f"workers must be at least 1, got {workers}", flags={"workers": "--workers"})
     limits = limits or env_limits()
     db = Path(db)
     if db.exists() and not db.is_dir():

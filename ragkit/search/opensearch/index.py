@@ -140,7 +140,9 @@ class OpenSearchIndex:
             free = f"{self.cfg.prefix[:PREFIX_MAX - 7]}-{secrets.token_hex(3)}"
             raise UsageError(f"the OpenSearch index prefix {self.cfg.prefix!r} at {self.cfg.url} holds another "
                              f"database's pages (database {owner}; this one is {mine or 'without an id'}): choose "
-                             f"another prefix for this database, e.g. --index opensearch+{self.cfg.url}/{free}")
+                             f"another prefix for this database, e.g. index='opensearch+{self.cfg.url}/{free}'",
+                             flags={f"index='opensearch+{self.cfg.url}/{free}'":
+                                    f"--index opensearch+{self.cfg.url}/{free}"})
 
     @property
     def synced_key(self) -> str:
