@@ -1108,7 +1108,7 @@ def test_wrong_database_hint_keeps_an_absolute_path_absolute(isolated_env):
     with pytest.raises(RagError) as e:
         B.run_batch(inp, offline(other, isolated_env), progress=False)
     msg = str(e.value)
-    assert f"hint: they exist under {first}, so try --db {first}" in msg, msg
+    assert f"hint: they exist under {first}, so try db={first}" in msg, msg
     result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(other), "--provider", "offline"])
     assert result.exit_code == 1 and f"--db {first}" in " ".join(result.output.split()), result.output
 

@@ -81,7 +81,8 @@ def test_other_encodings_are_refused_by_name_and_read_with_encoding(isolated_env
     with pytest.raises(RagError) as e:
         read_csv(path, required=("Question",))
     msg = str(e.value)
-    assert "\n" not in msg and f"it looks like {label}" in msg and f"--encoding {codec}" in msg, msg
+    assert "\n" not in msg and f"it looks like {label}" in msg and f"encoding={codec!r}" in msg, msg
+    assert f"read it with --encoding {codec}" in e.value.cli_message()  # as `rag` says it
     df = read_csv(path, encoding=codec)
     assert [list(df.columns), *df.values.tolist()] == rows
 

@@ -354,6 +354,22 @@ def test_forget_document_removes_its_pages_and_entry_and_a_later_ingest_brings_i
     assert (again.documents, again.pages, again.skipped) == (1, 3, 1)
 
 
+def test_forget_document_takes_one_page_as_a_str_or_path(isolated_env):
+    """A str is one page, not its characters (each a path under the database: "c" would be a file there)."""
+    from ragkit.ingest import forget_document
+
+    make_pdf(isolated_env / "s" / "cat" / "doc.pdf", body_pages(3))
+    db = isolated_env / "database"
+    ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    pages = sorted(p for p in iter_pages(db) if p.startswith("cat/doc/") and "page_" in p)
+    assert len(pages) == 3
+    removed, _ = forget_document(db, "cat/doc", pages[0])
+    assert removed == [pages[0]]
+    removed, _ = forget_document(str(db), "cat/doc", Path(pages[1]))
+    assert removed == [pages[1]]
+    assert sorted(p for p in iter_pages(db) if p.startswith("cat/doc/")) == [pages[2]]
+
+
 def _optimizer_copy(db: Path, original: str, folder: str) -> str:
     """A copy the optimizer made and kept (its own code: journaled, indexed, confirmed)."""
     from ragkit.optimize import CopyManager, Journal

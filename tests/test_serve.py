@@ -683,3 +683,17 @@ def test_upload_while_searching_and_chatting(sample_db_copy, tmp_path):
         assert counts["search"] >= 3 and counts["chat"] >= 3
         hits = get(srv.url + "/search", params={"query": "wombatite"}).json()
         assert len(hits) == 3 and all(h["path"].startswith("uploads/late/") for h in hits)
+
+
+def test_rag_serve_shows_the_indexing_of_a_fresh_database_before_it_listens(tmp_path, capfd):
+    """The app builds the index before listening: on a fresh database of over 200 pages `rag serve` (which passes
+    progress=True) shows its "indexing pages" lines; the app made from Python stays quiet by default."""
+    from pagetree import write_pages
+
+    from ragkit.serve.app import create_app
+
+    pages = {f"a/d/s/page_{i:03d}.md": ("d", "s", i, f"Pump {i} runs daily.") for i in range(1, 202)}
+    create_app(offline(write_pages(tmp_path / "quiet", pages)), ServeOptions())
+    assert "indexing pages" not in capfd.readouterr().err
+    create_app(offline(write_pages(tmp_path / "shown", pages)), ServeOptions(progress=True))
+    assert "indexing pages" in capfd.readouterr().err

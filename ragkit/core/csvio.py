@@ -34,6 +34,8 @@ MAX_CELL_CHARS = 131_072
 MAX_COLUMNS = 1_000
 
 
+ENCODING_FLAG = {"encoding=": "--encoding"}  # how `rag` spells the keyword a message names (errors.RagError)
+
 def escape_cell(value: object) -> str:
     s = "" if value is None else str(value)
     if s == "nan" and isinstance(value, float):
@@ -87,7 +89,7 @@ def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple
                                             f"{_LABELS[enc]}"), bom, writer
     if encoding:
         utf8 = codecs.lookup(encoding).name == "utf-8"
-        text = _strict(data, "utf-8-sig" if utf8 else encoding, name, f"is not valid {encoding} (--encoding)")
+        text = _strict(data, "utf-8-sig" if utf8 else encoding, name, f"is not valid {encoding} (encoding=)")
         return text.lstrip("\ufeff"), b"", "utf-8" if utf8 else encoding
     wide = _bomless_unicode(data)
     if wide:
@@ -103,7 +105,8 @@ def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple
             return text, b"", "cp932"
     except UnicodeDecodeError:
         pass
-    raise RagError(f"{name}: {_refusal(data)}")
+    why, codec = _refusal(data)
+    raise RagError(f"{name}: {why}", flags={f"encoding={codec!r}": f"--encoding {codec}", **ENCODING_FLAG})
 
 
 # A non-ASCII character or two inside a Latin word ("R鬆nion"), or a half-width katakana against a letter
@@ -128,9 +131,9 @@ def _strict(data: bytes, enc: str, name: str, what: str) -> str:
         read = e.object
         line = read[: e.start].decode(enc, "replace").count("\n") + 1
         raise RagError(f"{name}: {what} (line {line}, byte 0x{read[e.start]:02X}); save it as CSV UTF-8, or name "
-                       "its encoding with --encoding") from None
+                       "its encoding with encoding=", flags=ENCODING_FLAG) from None
     except LookupError:
-        raise RagError(f"{name}: unknown encoding {enc!r} (--encoding)") from None
+        raise RagError(f"{name}: unknown encoding {enc!r} (encoding=)", flags=ENCODING_FLAG) from None
 
 
 def _bomless_unicode(data: bytes) -> str | None:
@@ -148,24 +151,25 @@ def _bomless_unicode(data: bytes) -> str | None:
     return None
 
 
-def _refusal(data: bytes) -> str:
-    """Why a file cannot be read without a guess, naming the likely encoding and how to read it."""
+def _refusal(data: bytes) -> tuple[str, str]:
+    """Why a file cannot be read without a guess, naming the likely encoding and how to read it; and that
+    encoding's codec ("" when none is likely)."""
     likely = _likely(data)
     if likely is None:
         return ("cannot decode the text; it is not UTF-8, UTF-16/32 or Shift_JIS/CP932; save it as CSV UTF-8, or "
-                "name its encoding with --encoding")
+                "name its encoding with encoding="), ""
     label, codec = likely
     if codec == "utf-8":  # UTF-8 with a few damaged bytes: no other encoding reads it better
         e = _utf8_error(data)
         line = data[: e.start].count(b"\n") + 1
         return (f"not valid UTF-8 at line {line} (byte 0x{data[e.start]:02X}), though the rest of it is: a damaged "
-                "file? fix that line, or save it as CSV UTF-8 again")
+                "file? fix that line, or save it as CSV UTF-8 again"), codec
     text = data.decode(codec, "replace")
     line_no, line = next(((i, ln) for i, ln in enumerate(text.split("\n"), 1) if not ln.isascii()), (1, ""))
     where = next((i for i, ch in enumerate(line) if not ch.isascii()), 0)
     sample = line[max(0, where - 12): where + 20].strip()
     return (f"not UTF-8 or Shift_JIS/CP932; it looks like {label} (line {line_no}: {sample!r}); save it as CSV "
-            f"UTF-8, or read it with --encoding {codec}")
+            f"UTF-8, or read it with encoding={codec!r}"), codec
 
 
 def _likely(data: bytes) -> tuple[str, str] | None:

@@ -132,7 +132,7 @@ def ingest_sources(
     category: str | None = None,
     force: bool = False,
     workers: int | None = None,
-    progress: bool = True,
+    progress: bool = False,
     limits: Limits | None = None,
     prune: bool = False,
     check_index: bool = True,
@@ -157,7 +157,7 @@ def ingest_sources(
     if not sources:
         raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
     if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
+        raise UsageError(f"workers must be at least 1, got {workers}", flags={"workers": "--workers"})
     limits = limits or env_limits()
     db = Path(db)
     if db.exists() and not db.is_dir():

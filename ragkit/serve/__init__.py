@@ -34,8 +34,9 @@ def check_bind(host: str, token: str | None) -> None:
     """Listening beyond this machine without a token would hand the documents (and the model budget) to
     anyone on the network: refused."""
     if not is_loopback(host) and not token:
-        raise UsageError(f"--host {host}: refusing to listen beyond this machine without a token; "
-                         "set RAG_API_TOKEN or pass --token")
+        raise UsageError(f"host={host!r}: refusing to listen beyond this machine without a token; "
+                         "set RAG_API_TOKEN or pass token=",
+                         flags={f"host={host!r}:": f"--host {host}:", "token=": "--token"})
 
 
 def _warm_up(settings: Settings) -> None:
@@ -64,18 +65,21 @@ class _Quiet(logging.Filter):
 
 
 def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-               max_upload_mb: float = 100.0, announce: Any = print) -> None:
+               max_upload_mb: float = 100.0, announce: Any = print, progress: bool = False) -> None:
     """Serve until Ctrl-C or SIGTERM, then stop within a few seconds, whatever the requests are doing:
     conversions are killed at once, answers get STOP_SECONDS, and a thread still waiting on a model then
-    ends with the process."""
+    ends with the process. `progress`: the index's indexing lines on stderr while it is built before listening
+    (`rag serve` turns it on)."""
     check_bind(host, token)
     if not Path(settings.db).is_dir():
-        raise RagError(f"--db {settings.db}: no such folder; ingest documents into it first (rag ingest FILE "
-                       f"--db {settings.db}) or create it empty (mkdir) to fill it through POST /documents")
+        raise RagError(f"settings.db {settings.db}: no such folder; ingest documents into it first (rag ingest FILE "
+                       f"--db {settings.db}) or create it empty (mkdir) to fill it through POST /documents",
+                       flags={f"settings.db {settings.db}:": f"--db {settings.db}:"})
     if max_upload_mb <= 0:
-        raise UsageError(f"--max-upload-mb must be positive, got {max_upload_mb:g}")
+        raise UsageError(f"max_upload_mb must be positive, got {max_upload_mb:g}",
+                         flags={"max_upload_mb": "--max-upload-mb"})
     if not 0 <= port <= 65535:
-        raise UsageError(f"--port must be 0-65535, got {port}")
+        raise UsageError(f"port must be 0-65535, got {port}", flags={"port": "--port"})
     try:
         import uvicorn
 
@@ -84,7 +88,7 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
         raise RagError(f"rag serve needs FastAPI and uvicorn: pip install 'ragkit[serve]' ({e.name} missing)") from None
     from ragkit.serve.documents import stop_uploads
 
-    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb))
+    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb, progress=progress))
     if app.state.start_problem:
         announce(f"degraded: {app.state.start_problem}; serving anyway: /health answers 503, /search, /chat and "
                  "uploads 503 until the cluster answers (the document list and pages answer now)")

@@ -65,6 +65,7 @@ HEALTH_TTL = 5.0  # seconds a cluster check is reused: frequent probes cost the 
 class ServeOptions:
     token: str | None = None
     max_upload_mb: float = 100.0
+    progress: bool = False  # the index's indexing lines on stderr while it is built at start (`rag serve`)
 
 
 class ChatRequest(BaseModel):
@@ -138,7 +139,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     token = options.token or None
     provider = provider if provider is not None else get_provider(settings)
     try:
-        open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
+        open_index(db, progress=options.progress)  # built (or brought up to date) now, not at the first request
         start_problem = None
     except ClusterError as e:
         # a replica (re)started during an outage comes up degraded, as a running one goes degraded: /health says
