@@ -358,14 +358,17 @@ def test_a_phone_shows_one_column_without_sideways_scroll(sample_db_copy, browse
 
 def test_sources_once_page_rendered_quote_marked_and_panel_closes(sample_db_copy, browser):  # noqa: F811
     """M5/M6: the answer showed its sources twice (the raw "出典: [1] database/…/page_002.md" line and the links);
-    the cited page was raw markdown ("| 区分 | 一般社員 |"), the quoted row not marked, the panel without a close."""
+    the cited page was raw markdown ("| 区分 | 一般社員 |"), the quoted row not marked, the panel without a close.
+    L2: Enter on a citation left the focus on the link."""
     with LiveServer(_offline(sample_db_copy)) as srv:
         page = _page(browser, srv.url)
         _ask_in(page, DAILY)
         answer = page.inner_text(".msg.bot .answer")
         assert "2,000円" in answer and "出典" not in answer and ".md" not in answer, answer
-        page.locator(".msg.bot a.citation").first.click()
+        page.locator(".msg.bot a.citation").first.focus()  # L2: by keyboard, the focus follows to the page
+        page.keyboard.press("Enter")
         page.wait_for_selector("#page-body table")
+        assert page.evaluate("document.activeElement.id") == "page-title"
         assert "|" not in page.inner_text("#page-body")
         assert page.locator("#page-body h3").first.inner_text() == "第2章 旅費の種類と金額"
         assert page.locator("#page-body th").all_inner_texts()[:3] == ["区分", "一般社員", "管理職"]

@@ -302,6 +302,7 @@ async function openPage(path, excerpt) {
     }
   }
   panel.scrollIntoView({ block: "start" });
+  $("page-title").focus({ preventScroll: true });  // a keyboard user goes on reading where the page opened
   if (hit) {
     const body = $("page-body");
     body.scrollTop = Math.max(0, hit.offsetTop - body.offsetTop - 24);
