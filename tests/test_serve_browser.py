@@ -111,6 +111,7 @@ def test_token_box_is_what_the_page_asks_for_and_api_docs_open(sample_db_copy, b
         page.set_default_timeout(60_000)
         page.goto(srv.url + "/")
         page.wait_for_selector("#documents li >> text=error")
+        assert page.is_visible("#token-box")  # hidden until the server asks for its token
         message = page.inner_text("#documents")
         assert "type it into the token box" in message and "Authorization" not in message, message
         assert "needed" in page.get_attribute("#token-box", "class")
@@ -403,13 +404,15 @@ def test_page_text_is_never_html(sample_db_copy, browser):  # noqa: F811
 
 
 def test_upload_success_new_chat_confirm_copy_and_intro(sample_db_copy, browser, tmp_path):  # noqa: F811
-    """M7/M8/M9: the first screen did not say what the page is; an upload ended in a small grey line; New chat
-    cleared the chat without asking; an answer could not be copied with its sources."""
+    """M7/M8/M9: the first screen did not say what the page is (and showed a token box the server does not need);
+    an upload ended in a small grey line; New chat cleared the chat without asking; an answer could not be copied
+    with its sources."""
     from test_serve import make_pdf
 
     with LiveServer(_offline(sample_db_copy)) as srv:
         page = _page(browser, srv.url)
         page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=srv.url)
+        assert page.is_hidden("#token-box")  # M7: this server has no token: the box would only puzzle
         n = page.locator("#documents li").count()
         assert f"the {n} documents listed under Documents" in page.inner_text("#intro")
         pdf = make_pdf(tmp_path / "harbor.pdf", ["Zanzibarite harbor crane manual", "Crane zanzibarite maintenance"])

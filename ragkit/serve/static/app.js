@@ -122,6 +122,9 @@ let sessionId = null;
 sessionStorage.removeItem("ragkit.session");
 
 $("token").value = sessionStorage.getItem("ragkit.token") || "";
+// the token box only when this server asks for a token (a 401) or one was typed in this tab: a server without
+// one shows nothing the person at the page need understand
+$("token-box").hidden = !$("token").value;
 $("token").addEventListener("change", () => {
   sessionStorage.setItem("ragkit.token", $("token").value);
   refreshDocuments();
@@ -153,6 +156,7 @@ function authHeaders(extra = {}) {
 // a response that is not ok: an ApiError with the API's message (a 401 means the token box)
 async function failure(res) {
   $("token-box").classList.toggle("needed", res.status === 401);
+  if (res.status === 401) $("token-box").hidden = false;
   if (res.status === 401) {
     throw new ApiError(401, $("token").value.trim() ? t("tokenWrong") : t("tokenNeeded"));
   }
