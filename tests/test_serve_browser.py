@@ -364,6 +364,7 @@ def test_sources_once_page_rendered_quote_marked_and_panel_closes(sample_db_copy
     with LiveServer(_offline(sample_db_copy)) as srv:
         page = _page(browser, srv.url)
         _ask_in(page, DAILY)
+        assert page.is_hidden("#strategy")  # the engine's choices are folded away (Options)
         answer = page.inner_text(".msg.bot .answer")
         assert "2,000円" in answer and "出典" not in answer and ".md" not in answer, answer
         page.locator(".msg.bot a.citation").first.focus()  # L2: by keyboard, the focus follows to the page
