@@ -379,6 +379,12 @@ def test_sources_once_page_rendered_quote_marked_and_panel_closes(sample_db_copy
         assert not any("宿泊費" in q for q in quoted), quoted
         page.click("#page-close")
         assert page.is_hidden("#page-panel")
+        # search snippets: no table pipes either ("…| H1 | 霜取りヒーターの異常 |")
+        page.fill("#search-query", "霜取り")
+        page.click("#search-form button")
+        page.wait_for_selector("#search-results .snippet >> text=霜取りヒーター")
+        snippets = page.locator("#search-results div.snippet").all_inner_texts()
+        assert snippets and not any("|" in x for x in snippets), snippets
         page.context.close()
 
 

@@ -215,6 +215,12 @@ function pageUrl(path) {
   return "/pages/" + path.split("/").map(encodeURIComponent).join("/");
 }
 
+// a search snippet without the markdown's table pipes and heading marks: "…| H1 | 霜取り |" -> "…H1 · 霜取り"
+function plainSnippet(text) {
+  return text.replace(/\|\s*:?-{3,}:?\s*/g, "").replace(/\s*\|\s*\|\s*/g, " / ").replace(/\s*\|\s*/g, " · ")
+    .replace(/(^|…)\s*[·/]\s*/g, "$1").replace(/\s*[·/]\s*$/, "").replace(/(^|\s)#{1,6}\s+/g, "$1");
+}
+
 // ------------------------------------------------------------------------------ the cited page, rendered
 // A small markdown reader for page files (headings, tables, lists, paragraphs). It builds DOM nodes and sets
 // every text with textContent, so a page holding HTML shows it as text.
@@ -600,7 +606,7 @@ $("search-form").addEventListener("submit", async (ev) => {
       const li = el("li");
       li.appendChild(citationLink(h.path, pageLabel(h.path, h.page, h.printed_page)));
       if (h.title) li.appendChild(el("span", { className: "snippet", text: " · " + h.title }));
-      li.appendChild(el("div", { className: "snippet", text: h.snippet }));
+      li.appendChild(el("div", { className: "snippet", text: plainSnippet(h.snippet || "") }));
       list.appendChild(li);
     }
   } catch (e) {
