@@ -269,9 +269,13 @@ def test_a_slow_answer_shows_its_steps_a_clock_and_stop_and_a_second_question_wa
             page.press("#question", "Enter")
             page.wait_for_selector(".msg.bot.waiting")
             assert "still being answered" in page.inner_text(".msg.bot.waiting")
-            # Stop: the first question says it was stopped, and the second is asked now
-            page.click("#stop")
+            # Stop: the first question says it was stopped, and the second is asked now, in a new session (the
+            # server still finishes the stopped answer, which nobody saw)
+            with page.expect_request("**/chat") as second:
+                page.click("#stop")
+            assert "session_id" not in json.loads(second.value.post_data)
             page.wait_for_selector(".msg.error >> text=Stopped")
+            assert "new conversation" in page.inner_text(".msg.error")
             page.wait_for_selector(".msg.bot.pending")
             release.set()
             page.wait_for_selector(".msg.bot .answer")

@@ -27,7 +27,7 @@ const TEXT = {
     queued: "Waiting: the previous question is still being answered; this one is asked next.",
     starting: "Starting…", stepSearchAny: "Searching the documents…", stepSearch: (q) => `Searching “${q}”…`, stepRead: (what) => `Reading ${what}…`,
     stepModel: (n) => `Asking the model (call ${n})…`, stepTool: (name) => `Running ${name}…`,
-    elapsed: (s) => `${s} s`, stop: "Stop", stopped: "Stopped: this question was not answered.",
+    elapsed: (s) => `${s} s`, stop: "Stop", stopped: "Stopped: this question was not answered. The next question starts a new conversation.",
     retry: "Try again", copy: "Copy", copied: "Copied", copyFailed: "Could not copy",
     sources: "Sources", details: (n) => `How this answer was found (${n} steps)`,
     unreachable: "Cannot reach the server: it may be stopped or the network is down. Try again later, or tell whoever runs it.",
@@ -72,7 +72,7 @@ const TEXT = {
     queued: "待機中：前の質問に回答しています。終わり次第この質問をします。",
     starting: "開始しています…", stepSearchAny: "資料を検索しています…", stepSearch: (q) => `「${q}」を検索しています…`, stepRead: (what) => `${what} を読んでいます…`,
     stepModel: (n) => `モデルに問い合わせています（${n}回目）…`, stepTool: (name) => `${name} を実行しています…`,
-    elapsed: (s) => `${s} 秒`, stop: "中止", stopped: "中止しました。この質問には回答していません。",
+    elapsed: (s) => `${s} 秒`, stop: "中止", stopped: "中止しました。この質問には回答していません。次の質問から新しい会話になります。",
     retry: "再試行", copy: "コピー", copied: "コピーしました", copyFailed: "コピーできませんでした",
     sources: "出典", details: (n) => `回答の経緯（${n}ステップ）`,
     unreachable: "サーバーに接続できません。停止しているか、ネットワークの問題です。しばらくして再試行するか、管理者に連絡してください。",
@@ -388,7 +388,15 @@ function copyButton(text) {
       await navigator.clipboard.writeText(text);
       b.textContent = t("copied");
     } catch (e) {
-      b.textContent = t("copyFailed");
+      // no clipboard API (a page served over plain http from another machine): the older way
+      const area = el("textarea", { readonly: "", style: "position:fixed;opacity:0" });
+      area.value = text;
+      document.body.appendChild(area);
+      area.select();
+      let ok = false;
+      try { ok = document.execCommand("copy"); } catch (e2) { ok = false; }
+      area.remove();
+      b.textContent = ok ? t("copied") : t("copyFailed");
     }
   });
   return b;
@@ -525,6 +533,9 @@ async function send(query, box) {
     box.className = "msg error";
     box.textContent = "";
     if (e.name === "AbortError") {
+      // the server still finishes the stopped answer and keeps it in the session: a new session, said here, so
+      // that an answer nobody saw does not shape the next one
+      setSession(null);
       box.appendChild(el("div", { text: t("stopped") }));
     } else {
       if (e.status === 0) await checkHealth();  // the header says at once that the server is gone
