@@ -339,6 +339,12 @@ def test_failures_are_plain_keep_the_question_and_recheck_health(sample_db_copy,
         page.press("#question", "Enter")
         assert "at most 4000 characters" in page.inner_text("#question-hint")
         assert len(page.input_value("#question")) == 5000
+        # near the limit, a counter
+        page.fill("#question", "")
+        page.type("#question", "x")
+        page.evaluate("(q) => { q.value = 'あ'.repeat(3500); q.dispatchEvent(new Event('input')); }",
+                      page.query_selector("#question"))
+        assert "3500 / 4000" in page.inner_text("#question-hint")
         # an empty question says what to do (not the browser's own bubble)
         page.fill("#question", "   ")
         page.press("#question", "Enter")
