@@ -334,6 +334,7 @@ def test_failures_are_plain_keep_the_question_and_recheck_health(sample_db_copy,
         page.click(".msg.error .retry")
         page.wait_for_selector(".msg.bot .answer")
         assert "2,000円" in page.inner_text(".msg.bot .answer")
+        assert "degraded" not in page.get_attribute("#health", "class"), page.inner_text("#health")  # back: said
         # too long (set by a script: the box itself stops at 4000): the limit is named, nothing is sent
         page.evaluate("document.querySelector('#question').value = 'あ'.repeat(5000)")
         page.press("#question", "Enter")

@@ -175,6 +175,7 @@ async function api(path, options = {}) {
   }
   if (!res.ok) await failure(res);
   $("token-box").classList.remove("needed");
+  if ($("health").classList.contains("degraded")) await checkHealth();  // it answers again: the header says so
   return res.json();
 }
 
@@ -470,6 +471,7 @@ async function chatStream(body, signal, onStep) {
   }
   if (!res.ok) await failure(res);
   $("token-box").classList.remove("needed");
+  if ($("health").classList.contains("degraded")) await checkHealth();  // it answers again: the header says so
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
   let buffer = "";
