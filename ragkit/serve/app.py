@@ -515,6 +515,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         if not isinstance(record, dict) or record.get("event") == "answer":
             return None  # the answer itself comes last, in the response's shape
         record.pop("db", None)  # the start step's database as the server was started: its own file system
+        if isinstance(record.get("arguments"), dict):  # a tool's arguments (the query searched): one string
+            record["arguments"] = json.dumps(record["arguments"], ensure_ascii=False)
         for key in ("pages", "hits"):  # pages read or found: named as the API names them
             if isinstance(record.get(key), list):
                 record[key] = [docs.api_path(db, p) if isinstance(p, str) else p for p in record[key]]
