@@ -70,7 +70,8 @@ def features(an, required: set | None, pages: dict) -> dict:
             "years_absent": an.years_absent, "unnamed": round(an.unnamed, 4),
             "unnamed_names": round(an.unnamed_names, 4), "typed": an.typed, "kind": an.kind,
             "db_pages": an.db_pages, "support": None if an.support is None else round(an.support, 4),
-            "ambiguous": len(an.ambiguous), "said": an.said, "whole": an.whole, "right": bool(required and required & cited)}
+            "ambiguous": len(an.ambiguous), "said": an.said, "whole": an.whole, "named_only": an.named_only,
+            "right": bool(required and required & cited)}
 
 
 class _Found:
@@ -84,6 +85,7 @@ class _Found:
         self.said = r.get("said", False)  # the main quote holds the question's words in its order (rows before: no)
         self.ambiguous = r.get("ambiguous", 0)  # how many documents the question could mean (rows before: 0)
         self.whole = r.get("whole", True)  # the quote holds most of a CJK word of the question (rows before: yes)
+        self.named_only = r.get("named_only", False)  # its common words only inside names (rows before: no)
 
 
 def rule(c: dict) -> offline.RefusalRule:

@@ -1108,9 +1108,26 @@ def test_wrong_database_hint_keeps_an_absolute_path_absolute(isolated_env):
     with pytest.raises(RagError) as e:
         B.run_batch(inp, offline(other, isolated_env), progress=False)
     msg = str(e.value)
-    assert f"hint: they exist under {first}, so try --db {first}" in msg, msg
+    assert f"hint: they exist under {first}, so try db={first}" in msg, msg
     result = CliRunner().invoke(app, ["batch", str(inp), "--db", str(other), "--provider", "offline"])
     assert result.exit_code == 1 and f"--db {first}" in " ".join(result.output.split()), result.output
+
+
+def test_a_reference_that_is_a_link_out_of_the_database_is_named_so(isolated_env):
+    """Report s56-sec L4: a Reference Document that is a symlink out of the database (refused, rightly) got the hint
+    "they exist under ../db, so try --db ../db", the --db already given."""
+    db = make_db(isolated_env / "a")
+    outside = isolated_env / "outside.md"
+    outside.write_text("# Secret\nOUTSIDE-CANARY\n")
+    (db / "manuals/router/setup/leak.md").symlink_to(outside)
+    ref = "a/database/manuals/router/setup/leak.md"
+    inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"], ["How do I reset the router?", ref]])
+    with pytest.raises(RagError) as e:
+        B.run_batch(inp, offline(Path("a/database"), isolated_env), progress=False)
+    msg = str(e.value)
+    assert msg.endswith(f"; hint: {ref} is a symbolic link that leads out of the database, and only the pages inside "
+                        "it count; nothing was asked"), msg
+    assert "try --db" not in msg
 
 
 def test_refused_steps_and_latency_cover_the_answered_rows_when_some_failed(isolated_env):

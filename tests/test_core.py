@@ -98,6 +98,18 @@ def test_sanitize_name(raw, expected):
     assert paths.sanitize_name(raw) == expected
 
 
+@pytest.mark.parametrize("raw,expected", [
+    ("\u202e fdp.exe", "fdp.exe"), ("\u202eevil\u202c", "evil"), ("取扱\u2066説明書\u2069", "取扱説明書"),
+    ("a\u200bb\u200c\u200d\u200e\u200f", "ab"), ("\ufeffnotes", "notes"), ("\u200b", "untitled"),
+    (".\u0301.", "untitled"), ("\u0301x", "x"), ("x \u0301y", "x y"),
+    ("e\u0301te\u0301", "été"), ("か\u3099", "が"),  # a mark on a letter is part of it (NFC composes it)
+])
+def test_sanitize_name_drops_invisible_characters(raw, expected):
+    """Report s56-sec L3: bidi controls, zero-width characters, the BOM and lone combining marks survived, so
+    an upload named `\u202e fdp.exe.pdf` became a document shown as `exe.pdf`."""
+    assert paths.sanitize_name(raw) == expected
+
+
 def test_resolve_in_db_refuses_escapes(tmp_path):
     db = tmp_path / "db"
     (db / "a").mkdir(parents=True)

@@ -81,7 +81,8 @@ def test_other_encodings_are_refused_by_name_and_read_with_encoding(isolated_env
     with pytest.raises(RagError) as e:
         read_csv(path, required=("Question",))
     msg = str(e.value)
-    assert "\n" not in msg and f"it looks like {label}" in msg and f"--encoding {codec}" in msg, msg
+    assert "\n" not in msg and f"it looks like {label}" in msg and f"encoding={codec!r}" in msg, msg
+    assert f"read it with --encoding {codec}" in e.value.cli_message()  # as `rag` says it
     df = read_csv(path, encoding=codec)
     assert [list(df.columns), *df.values.tolist()] == rows
 
@@ -238,6 +239,38 @@ def test_a_cell_over_the_limit_is_named_by_row_and_column(isolated_env):
     code, out, err = run("batch", str(path), "--strategy", "search")
     assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) <= 2, err
     assert err.strip().splitlines()[-1] == f"error: {e.value}"
+
+
+def test_a_header_with_too_many_columns_is_refused_by_its_count(isolated_env):
+    """Report s56-sec M3: a question CSV with 20,000 columns ran for 76 s (80,000: over 200 s) and was accepted.
+    More named columns than MAX_COLUMNS are one line naming the file and the count; the limit itself reads, and a
+    spreadsheet's empty padding columns do not count."""
+    from ragkit.core.csvio import MAX_COLUMNS
+
+    def wide(name: str, columns: int, padding: int = 0) -> Path:
+        header = ["Question"] + [f"c{i}" for i in range(columns - 1)] + [""] * padding
+        return write(isolated_env / name, text([header, ["q?"] + ["v"] * (columns - 1) + [""] * padding]).encode())
+
+    assert read_csv(wide("ok.csv", MAX_COLUMNS, padding=3 * MAX_COLUMNS)).shape == (1, MAX_COLUMNS)
+    path = wide("w.csv", MAX_COLUMNS + 1)
+    with pytest.raises(RagError) as e:
+        read_csv(path)
+    assert str(e.value) == (f"{path}: row 1 (the header) has {MAX_COLUMNS + 1:,} columns, over the limit of "
+                            f"{MAX_COLUMNS:,}")
+    code, out, err = run("batch", str(path), "--strategy", "search", "--provider", "offline")
+    assert code == 1 and "Traceback" not in err and err.strip().splitlines()[-1] == f"error: {e.value}", err
+
+
+def test_a_duplicate_or_misspelt_column_is_still_named_among_many(isolated_env):
+    """The duplicate check (now one pass, was quadratic) and the near-miss check (now skipping names whose
+    length differs by more than the edits allowed) name what they named before."""
+    cols = [f"c{i}" for i in range(500)]
+    path = write(isolated_env / "dup.csv", text([["Question", *cols, "c7"], ["q?", *["v"] * 501]]).encode())
+    with pytest.raises(RagError, match=r"the column 'c7' appears twice; rename or remove one"):
+        read_csv(path)
+    path = write(isolated_env / "typo.csv", text([["Question", *cols, "Grund Truth"], ["q?", *["v"] * 501]]).encode())
+    with pytest.raises(RagError, match=r"column 'Grund Truth' looks like 'Ground Truth'"):
+        read_csv(path, known=("Question", "Ground Truth"))
 
 
 @pytest.mark.parametrize("command", ["batch", "report", "eval", "compare"])

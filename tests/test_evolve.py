@@ -521,3 +521,31 @@ def test_a_run_started_with_iter0_resumes_in_its_own_numbering(isolated_env):
     assert (root / "iter1/texts/text1.txt").read_text(encoding="utf-8") == kept
     log = (root / "logs/execution.log").read_text(encoding="utf-8")
     assert "iter0: complete, skipped" in log and "iter1: complete, skipped" in log and "iter2: done" in log
+
+
+def test_rag_evolve_shows_the_indexing_of_a_fresh_database(scripted_server, isolated_env, monkeypatch):
+    """ragkit_naive's index is opened by the evaluator, a library call quiet by default: on a fresh database of
+    over 200 pages `rag evolve` showed no "indexing pages" line. The command asks for its progress."""
+    from pagetree import write_pages
+
+    def responder(body: dict) -> dict:
+        system = body["messages"][0]["content"]
+        if system.startswith(GEN_SYSTEM):
+            return {"content": "Answer briefly."}
+        if body.get("response_format"):  # the checklist judge
+            return {"content": json.dumps({"items": [{"item": 1, "covered": True, "evidence": "e"}],
+                                           "extra_points": []})}
+        return {"content": json.dumps({"answer": "14 characters", "sources": [], "refused": False})}
+
+    scripted_server.set_responder(responder)
+    write_pages(isolated_env / "database", {f"policies/d/s/page_{i:03d}.md": ("d", "s", i, f"Pump {i} runs daily.")
+                                            for i in range(1, 202)})
+    train = isolated_env / "train.csv"
+    train.write_text("Question,Checklist\nHow often does pump 7 run?,daily\n", encoding="utf-8")
+    monkeypatch.setenv("OPENAI_API_KEY", TEST_KEY)
+    monkeypatch.setenv("OPENAI_API_BASE", scripted_server.base_url)
+    monkeypatch.setenv("RAG_CACHE_DIR", str(isolated_env / "cache"))
+    csv = write_csv(isolated_env / "exp.csv", f"naive,1,1,gpt-4o-mini,openai,Write instructions.,{train},ragkit_naive")
+    r = cli(str(csv), "--results", "out", "--db", "database")
+    assert r.exit_code == 0, r.output
+    assert "indexing pages" in r.stderr, r.stderr

@@ -312,9 +312,10 @@ def test_bad_sources_are_one_line_errors(tmp_path):
     (docs / "manual.pdf").write_bytes(b"%PDF-1.4")
     with pytest.raises(RagError, match=r"no page files .*run `rag ingest docs` first"):
         genqa.generate_questions(docs, offline_settings(), progress=False)
-    with pytest.raises(UsageError, match="--per-page"):
+    # a Python caller is told the argument it passed, `rag genqa` its flag (test_cli_genqa_offline_prints_kinds_and_path)
+    with pytest.raises(UsageError, match="^per_page must be at least 1, got 0$"):
         genqa.generate_questions(Path("database"), offline_settings(), per_page=0, progress=False)
-    with pytest.raises(UsageError, match="--max"):
+    with pytest.raises(UsageError, match="^max_questions must be at least 1, got 0$"):
         genqa.generate_questions(Path("database"), offline_settings(), max_questions=0, progress=False)
     assert not Path("results").exists()  # nothing written on bad input
 
@@ -328,7 +329,9 @@ def test_cli_genqa_offline_prints_kinds_and_path():
     assert len(written) == 1 and written[0].name in result.output.replace("\n", "")
     check_questions(written[0])
     bad = CliRunner().invoke(app, ["genqa", "database", "--provider", "offline", "--per-page", "0"])
-    assert bad.exit_code == 2
+    assert bad.exit_code == 2 and bad.stderr.splitlines()[-1] == "error: --per-page must be at least 1, got 0"
+    bad = CliRunner().invoke(app, ["genqa", "database", "--provider", "offline", "--max", "0"])
+    assert bad.exit_code == 2 and bad.stderr.splitlines()[-1] == "error: --max must be at least 1, got 0"
 
 
 def test_lang_keeps_the_pages_written_in_it_and_unknown_codes_are_usage_errors():

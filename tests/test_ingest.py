@@ -354,6 +354,22 @@ def test_forget_document_removes_its_pages_and_entry_and_a_later_ingest_brings_i
     assert (again.documents, again.pages, again.skipped) == (1, 3, 1)
 
 
+def test_forget_document_takes_one_page_as_a_str_or_path(isolated_env):
+    """A str is one page, not its characters (each a path under the database: "c" would be a file there)."""
+    from ragkit.ingest import forget_document
+
+    make_pdf(isolated_env / "s" / "cat" / "doc.pdf", body_pages(3))
+    db = isolated_env / "database"
+    ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    pages = sorted(p for p in iter_pages(db) if p.startswith("cat/doc/") and "page_" in p)
+    assert len(pages) == 3
+    removed, _ = forget_document(db, "cat/doc", pages[0])
+    assert removed == [pages[0]]
+    removed, _ = forget_document(str(db), "cat/doc", Path(pages[1]))
+    assert removed == [pages[1]]
+    assert sorted(p for p in iter_pages(db) if p.startswith("cat/doc/")) == [pages[2]]
+
+
 def _optimizer_copy(db: Path, original: str, folder: str) -> str:
     """A copy the optimizer made and kept (its own code: journaled, indexed, confirmed)."""
     from ragkit.optimize import CopyManager, Journal
@@ -658,6 +674,43 @@ def test_bad_inputs_one_line_each_others_ingested(isolated_env):
     assert read(db, "same/scan/pages_001-002/page_002.md")[1].strip() == NO_TEXT_MARKER
     assert read(db, "same/good/pages_001-002/page_001.md")[0].source == "bad/cat/good.pdf"
     assert other.exists()
+
+
+def test_nothing_is_written_through_a_folder_linked_out_of_the_database(isolated_env):
+    """Report s56-sec H1: a category folder that is a symlink out of the database took an ingest's pages (exit 0,
+    a manifest entry); so did a document or section folder. Each is refused before anything is written, with one
+    line naming the folder, and the other sources are ingested."""
+    from ragkit.ingest.manifest import MANIFEST, load_manifest
+
+    db = isolated_env / "database"
+    outside = isolated_env / "outside"
+    for name in ("cat", "doc", "section"):
+        (outside / name).mkdir(parents=True)
+    (db / "linked").mkdir(parents=True)
+    (db / "linked" / "doc2").symlink_to(outside / "doc")  # a document folder
+    (db / "linked" / "doc3" / "pages_001-002").parent.mkdir()
+    (db / "linked" / "doc3" / "pages_001-002").symlink_to(outside / "section")  # a section folder
+    (db / "real").mkdir()
+    (db / "inside").symlink_to(db / "real")  # a link that stays inside is a folder like any other
+    src = isolated_env / "in"
+    for stem in ("doc1", "doc2", "doc3"):
+        make_pdf(src / f"{stem}.pdf", body_pages(2))
+    (db / "linkcat").symlink_to(outside / "cat")
+    code, out = run_cli(str(src / "doc1.pdf"), "--category", "linkcat")
+    assert code == 1 and "failed: in/doc1.pdf: the folder 'linkcat' is a symbolic link that leads out of the " \
+        "database" in out, out
+    code, out = run_cli("in", "--category", "linked")
+    assert code == 1, out
+    fails = sorted(ln for ln in out.splitlines() if ln.startswith("failed: "))
+    assert fails == ["failed: in/doc2.pdf: the folder 'linked/doc2' is a symbolic link that leads out of the "
+                     "database; nothing is written through it",
+                     "failed: in/doc3.pdf: the folder 'linked/doc3/pages_001-002' is a symbolic link that leads "
+                     "out of the database; nothing is written through it"], out
+    assert iter_pages(db) == ["linked/doc1/pages_001-002/page_001.md", "linked/doc1/pages_001-002/page_002.md"]
+    assert not [p for p in outside.rglob("*") if p.is_file()]
+    assert [e["folder"] for e in load_manifest(db / ".ragkit" / MANIFEST)["sources"].values()] == ["linked/doc1"]
+    report = ingest_sources([src / "doc1.pdf"], db=db, category="inside", progress=False, workers=1)
+    assert not report.failed and report.pages == 2
 
 
 def test_a_clash_of_long_names_is_one_short_line_that_tells_them_apart(isolated_env):

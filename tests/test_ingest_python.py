@@ -36,6 +36,15 @@ def test_one_path_is_one_source_not_its_characters(tmp_path, monkeypatch):
     assert (rep.sources, rep.documents, rep.pages, rep.failed) == (1, 1, 2, [])
 
 
+def test_ingest_sources_is_quiet_by_default_as_the_other_calls(tmp_path, capfd):
+    """Like run_batch or open_index: no progress lines unless progress=True (`rag ingest` passes it)."""
+    _pdf(tmp_path / "docs" / "a.pdf", "quiet")
+    ingest_sources([tmp_path / "docs"], db=tmp_path / "db", workers=1)
+    assert capfd.readouterr() == ("", "")
+    ingest_sources([tmp_path / "docs"], db=tmp_path / "db", workers=1, force=True, progress=True)
+    assert "ingest" in capfd.readouterr().err
+
+
 def test_a_script_without_main_guard_is_told_to_add_one(tmp_path):
     """A plain script calling ingest at module level: conversion workers import it again. One RagError saying what
     to do, not a traceback per worker and every document failed 'perhaps out of memory'."""

@@ -351,3 +351,82 @@ def test_an_english_question_naming_a_japanese_document_is_answered_in_english(m
     assert T.detect_lang(a.answer.splitlines()[0]) == lang, a.answer
     other = T.REFUSALS["ja" if lang == "en" else "en"]
     assert other not in a.answer, a.answer
+
+
+QUALIFIED = {
+    "人事/育児休業規程/第2条 期間/page_003.md": (
+        "育児休業規程", "第2条 期間", 3,
+        "## 第2条 期間\n\n育児休業の期間は、子が1歳に達するまでの連続した期間とする。ただし、保育所に入所できない場合は、"
+        "子が2歳に達するまで延長できる。\n\n育児休業の申出は、休業開始予定日の1か月前までに人事部へ書面で行う。\n"),
+    "人事/育児休業規程/第3条 手当/page_004.md": (
+        "育児休業規程", "第3条 手当", 4,
+        "## 第3条 手当\n\n育児休業手当は月額5万円とする。\n\nなお、賞与の算定期間は別に定める。\n"),
+    "policy/security/Passwords/page_002.md": (
+        "Security Policy", "Passwords", 2,
+        "# Passwords\n\nPasswords must be at least 12 characters long. However, service accounts must use at "
+        "least 24 characters. Passwords are stored hashed.\n\n- Remote access requires the company VPN.\n"
+        "Unless a manager approves an exception in writing.\n"),
+}
+
+
+@pytest.mark.parametrize("question,quote", [
+    ("育児休業の期間はいつまでですか？",
+     "「育児休業の期間は、子が1歳に達するまでの連続した期間とする。ただし、保育所に入所できない場合は、子が2歳に達するまで延長できる。」"),
+    ("How long must passwords be?",
+     "\u201cPasswords must be at least 12 characters long. However, service accounts must use at least 24 characters.\u201d"),
+    ("What does remote access require?",
+     "\u201cRemote access requires the company VPN. Unless a manager approves an exception in writing.\u201d"),
+])
+def test_a_quote_brings_the_sentence_that_qualifies_it(tmp_path, question, quote):
+    """A sentence right after the quoted one in its paragraph (or list item) that opens with a qualifier (ただし,
+    However, Unless, ...) is quoted with it: "until age 1" without "but until 2 when no nursery place is found"
+    is wrong for some readers, and the citation makes it look checked."""
+    db = write_pages(tmp_path / "database", QUALIFIED, source="src/{document}.docx")
+    a = answer_offline(question, open_index(db, progress=False), db)
+    assert not a.refused and quote in a.answer, a.answer
+    assert "Passwords are stored hashed" not in a.answer  # not a qualifier: not brought along
+
+
+def test_a_qualifier_in_the_next_paragraph_is_not_brought_along(tmp_path):
+    """Only the same paragraph: a なお paragraph after the quoted one is another provision."""
+    db = write_pages(tmp_path / "database", QUALIFIED, source="src/{document}.docx")
+    a = answer_offline("育児休業手当はいくらですか？", open_index(db, progress=False), db)
+    assert not a.refused and "月額5万円" in a.answer, a.answer
+    assert "賞与" not in a.answer
+
+
+CLOUD = {
+    "uploads/クラウド利用方針/pages_001-010/page_003.md": (
+        "クラウド利用方針", "pages_001-010", 3,
+        "目次\n\n２.１ クラウド・バイ・デフォルト原則 .................................. 4\n\n"
+        "２.２ クラウドサービスの利用 .................................. 5\n"),
+    "uploads/クラウド利用方針/pages_001-010/page_008.md": (
+        "クラウド利用方針", "pages_001-010", 8,
+        "２ 基本方針\n\n２.１ クラウド・バイ・デフォルト原則\n\n"
+        "政府情報システムは、クラウド・バイ・デフォルト原則、すなわち、クラウドサービスの利用を第一候補として、"
+        "その検討を行うものとする。その際、情報システム化の対象となるサービス・業務、取り扱う情報等を明確化した上で、"
+        "メリット、開発の規模及び経費等を基に、検討するものとする。\n"),
+}
+
+
+def test_a_title_line_is_never_the_answer_alone(tmp_path):
+    """A PDF's section heading is a line of its own ("２.１ クラウド・バイ・デフォルト原則"), not a markdown heading:
+    it holds every word of "…原則とは何ですか？" and explains nothing. The sentence under it is quoted."""
+    db = write_pages(tmp_path / "database", CLOUD, source="src/{document}.pdf")
+    a = answer_offline("クラウド・バイ・デフォルト原則とは何ですか？", open_index(db, progress=False), db)
+    assert not a.refused, a.answer
+    assert "「政府情報システムは、クラウド・バイ・デフォルト原則、すなわち" in a.answer, a.answer
+    assert a.sources[0].page == 8
+
+
+def test_headings_with_nothing_under_them_are_refused(tmp_path):
+    """A table of contents' entry, or a heading with no text under it, is passed over; when nothing else holds the
+    question's words the engine refuses rather than quote a title."""
+    pages = {"uploads/クラウド利用方針/pages_001-010/page_003.md": CLOUD["uploads/クラウド利用方針/pages_001-010/page_003.md"],
+             "policy/security/Contents/page_001.md": (
+                 "Security Policy", "Contents", 1, "# Contents\n\n## Incident reporting\n\n## Backup retention\n")}
+    db = write_pages(tmp_path / "database", pages, source="src/{document}.pdf")
+    index = open_index(db, progress=False)
+    for q in ("クラウド・バイ・デフォルト原則とは何ですか？", "What is the backup retention?"):
+        a = answer_offline(q, index, db)
+        assert a.refused, a.answer

@@ -133,6 +133,20 @@ def test_symlink_out_of_the_scope_is_refused(db, tmp_path):
         validate_folder(db, "appliances/tofinance/x", original=ORIGINAL)
 
 
+def test_invisible_names_are_dropped_and_a_folder_that_is_the_scope_says_so(db):
+    """Report s56-sec L3: `\u202eevil`, `\u200b` and a lone combining mark (`.\u0301.` became `\u0301`) were
+    accepted as folder names, invisible or shown reversed. L6: `appliances/...` was refused with "'appliances'
+    leaves 'appliances'"."""
+    assert validate_folder(db, "appliances/\u202eevil\u202c", original=ORIGINAL) == "appliances/evil"
+    assert validate_folder(db, "appliances/.\u0301./x\u200b", original=ORIGINAL) == "appliances/x"
+    for raw, dropped in (("appliances/...", "..."), ("appliances/\u200b", "\u200b"),
+                         ("appliances/.\u0301.", ".\u0301.")):
+        with pytest.raises(ValueError) as e:
+            validate_folder(db, raw, original=ORIGINAL)
+        assert str(e.value) == (f"{raw!r} names 'appliances' itself once {dropped!r} (no usable folder name) is "
+                                "dropped; name a folder inside it")
+
+
 def test_key_phrase_per_language():
     assert key_phrase("How often does the freezer defrost automatically?") == "freezer defrost automatically"
     assert key_phrase("製氷機の掃除方法を教えてください") == "製氷機 掃除方法"

@@ -141,3 +141,29 @@ def test_the_cli_still_shows_progress(isolated_env):
                                    "--db", str(db), "--provider", "offline", "--results", str(isolated_env / "r2")])
     assert res.exit_code == 0, res.output
     assert "eval: 1/1" in res.stderr or "1/1" in res.stderr
+
+
+def test_errors_name_the_argument_a_caller_passed_and_rag_its_flag(isolated_env):
+    """A Python caller was told of flags it does not have (`pass --db`, `--max`, `(--encoding)`); the message now
+    names the argument, and `rag` prints the same error with its flag (RagError.cli_message)."""
+    from ragkit.cli import app
+    from ragkit.core.csvio import read_csv
+    from ragkit.search import open_index
+
+    with pytest.raises(RagError) as got:
+        open_index(isolated_env / "no_db")
+    assert str(got.value).endswith("(run `rag ingest` first or pass db=)")
+    assert got.value.cli_message().endswith("(run `rag ingest` first or pass --db)")
+    res = CliRunner().invoke(app, ["search", "pumps", "--db", "no_db"])
+    assert res.exit_code == 1 and res.stderr == "error: database folder not found: no_db (run `rag ingest` first or pass --db)\n"
+
+    sjis = isolated_env / "sjis.csv"
+    sjis.write_bytes("Question\n温度は？\n".encode("cp932"))
+    with pytest.raises(RagError) as got:
+        read_csv(sjis, encoding="utf-8")
+    assert "is not valid utf-8 (encoding=)" in str(got.value) and "--encoding" not in str(got.value)
+    assert "is not valid utf-8 (--encoding)" in got.value.cli_message()
+
+    with pytest.raises(UsageError) as got:
+        B.run_batch(["q"], offline(make_db(isolated_env), isolated_env), strategy="search", k=0)
+    assert (str(got.value), got.value.cli_message()) == ("k= must be at least 1, got 0", "-k must be at least 1, got 0")

@@ -6,6 +6,7 @@ End to end: real ingests of PDFs made here, a re-ingest that gives the document 
 
 from __future__ import annotations
 
+import codecs
 import re
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from ragkit.cli import app
 from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError
 from ragkit.core.paths import iter_pages
+from ragkit.core.text import one_line
 from ragkit.evaluate.refs import update_references
 from ragkit.evaluate.scoring import check_references, read_questions
 from ragkit.ingest import ingest_sources
@@ -192,3 +194,25 @@ def test_a_results_csv_for_rag_eval_gets_its_retrieved_files_moved_too(isolated_
     res = CliRunner().invoke(app, ["eval", str(csv), "--db", str(db), "--results", "r", "--print-path"])
     assert res.exit_code == 0, res.output
     assert read_csv(Path(res.stdout.strip()))["Ref TP"].tolist() == ["1"]
+
+
+def test_a_dry_run_says_the_file_would_become_utf8_as_the_real_run_does(isolated_env):
+    """A moved page's new path Shift_JIS cannot hold: writing turns the file into UTF-8 with a byte order mark, and
+    the dry run says so too (it said nothing of it)."""
+    src, db = isolated_env / "s", isolated_env / "database"
+    make_pdf(src / "規程" / "rules.pdf", body_pages(2))
+    ingest_sources([src], db=db, workers=1)
+    old = "規程/rules/pages_001-002"
+    (db / old).rename(db / "規程/rules/Café")  # as a re-ingest gives the pages a section named so
+    csv = isolated_env / "q.csv"
+    original = f"Question,Reference Document\r\n規程は？,{old}/page_002.md\r\n".encode("cp932")
+    csv.write_bytes(original)
+    code, out, err = run(str(csv), "--db", str(db), "--dry-run")
+    assert (code, err) == (0, "") and csv.read_bytes() == original
+    assert "1 references to update in 1 rows" in out
+    assert ("q.csv: 'é' cannot be written in Shift_JIS/CP932, the file's encoding: writing it would make it UTF-8 "
+            "with a byte order mark") in one_line(out)
+    code, out, err = run(str(csv), "--db", str(db), "-o", "new.csv")
+    assert (code, err) == (0, "") and "the file is now UTF-8 with a byte order mark" in one_line(out)
+    assert Path("new.csv").read_bytes() == codecs.BOM_UTF8 + original.decode("cp932").replace(
+        "pages_001-002", "Café").encode("utf-8")

@@ -442,6 +442,113 @@ def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isola
         assert not (isolated_env.parent / "escape").exists()
 
 
+def test_an_upload_into_a_category_linked_out_of_the_database_writes_nothing(sample_db_copy, tmp_path):
+    """Report s56-sec H1: a category folder (or .ragkit/uploads/<category>) that is a symlink out of the database
+    took an upload's pages and its original, and left a manifest entry, while the answer said 400. It is 400
+    naming the category, and nothing is written anywhere."""
+    from ragkit.ingest.manifest import MANIFEST
+
+    pdf = make_pdf(tmp_path / "z.pdf", ["Quokka observation notes"]).read_bytes()
+    outside = tmp_path / "outside"
+    for name in ("cat", "store", "doc"):
+        (outside / name).mkdir(parents=True)
+    (sample_db_copy / "linkcat").symlink_to(outside / "cat")
+    (sample_db_copy / ".ragkit" / "uploads" / "linkstore").mkdir(parents=True)  # not yet a category folder
+    (sample_db_copy / ".ragkit" / "uploads" / "linkstore").rmdir()
+    (sample_db_copy / ".ragkit" / "uploads" / "linkstore").symlink_to(outside / "store")
+    (sample_db_copy / "real").mkdir()
+    (sample_db_copy / "real" / "z").symlink_to(outside / "doc")
+    manifest = (sample_db_copy / ".ragkit" / MANIFEST).read_bytes()
+    with LiveServer(offline(sample_db_copy)) as srv:
+        for cat, folder in (("linkcat", "linkcat"), ("linkstore", "uploads/linkstore"), ("real", "real/z")):
+            r = post(srv.url + "/documents", files={"file": ("z.pdf", pdf)}, data={"category": cat})
+            assert r.status_code == 400, r.text
+            assert r.json()["error"].startswith(f"z.pdf: cannot store it in the category {cat!r}: the folder "
+                                                f"{folder!r} is a symbolic link that leads out of"), r.text
+        assert not [p for p in outside.rglob("*") if p.is_file()]
+        assert (sample_db_copy / ".ragkit" / MANIFEST).read_bytes() == manifest
+        assert not list((sample_db_copy / ".ragkit" / "uploads").rglob("z.pdf"))
+
+
+def test_the_document_list_leaves_out_a_page_linked_out_of_the_database(sample_db_copy, tmp_path):
+    """Report s56-sec H2 (fixed by iter_pages, 5c0e09f): GET /documents counted a page file symlinked to a file
+    outside the database, and GET /documents/{id} showed that file's first heading as the page's title."""
+    outside = tmp_path / "page_777.md"
+    outside.write_text("---\ntitle: x\n---\n# TOPSECRET-HEADING salary table\nOUTSIDE-CANARY payroll\n")
+    with LiveServer(offline(sample_db_copy)) as srv:
+        before = {d["path"]: d for d in get(srv.url + "/documents").json()["documents"]}
+        doc = next(d for d in before.values() if d["category"] == "공지")
+        first = next(p for p in sample_db_copy.glob(f"{doc['path']}/*/page_*.md"))
+        (first.parent / "page_003.md").symlink_to(outside)
+        after = {d["path"]: d for d in get(srv.url + "/documents").json()["documents"]}
+        assert after == before
+        r = get(srv.url + f"/documents/{doc['id']}")
+        assert r.status_code == 200 and r.json()["pages"] == doc["pages"]
+        assert "TOPSECRET" not in r.text and "page_003.md" not in r.text, r.text
+
+
+def test_a_page_lying_directly_in_a_category_is_a_document_named_by_its_file(sample_db_copy):
+    """Report s56-sec L7: `policies/hard.md` (a page put there by hand, which search and the agent's tools read) was
+    listed as a document with an empty name ("policies / (1 pages)" on the page). It is named by its file name,
+    opens, and deletes alone."""
+    (sample_db_copy / "policies" / "hard.md").write_text("# Hard rules\nNo USB sticks.\n", encoding="utf-8")
+    with LiveServer(offline(sample_db_copy)) as srv:
+        listed = get(srv.url + "/documents").json()["documents"]
+        assert all(d["name"] for d in listed), listed
+        stray = next(d for d in listed if d["path"] == "policies/hard.md")
+        assert (stray["category"], stray["name"], stray["pages"]) == ("policies", "hard.md", 1)
+        tree = get(srv.url + f"/documents/{stray['id']}").json()
+        assert [p["title"] for s in tree["sections"] for p in s["pages"]] == ["Hard rules"]
+        assert delete(srv.url + f"/documents/{stray['id']}").json()["deleted_pages"] == 1
+        assert not (sample_db_copy / "policies" / "hard.md").exists()
+        assert len(get(srv.url + "/documents").json()["documents"]) == len(listed) - 1
+
+
+def test_an_upload_of_another_file_with_the_same_name_is_refused_unless_it_replaces(sample_db_copy, tmp_path):
+    """Report s56-sec H4: a second upload named like an earlier one, with other content, replaced it (its pages
+    and its stored original) with 201 and nothing said. It is 409 naming the document, unless the form says
+    replace=true; the same file again stays unchanged."""
+    first = make_pdf(tmp_path / "a.pdf", ["Zanzibarite harbor crane manual", "Crane zanzibarite maintenance"])
+    second = make_pdf(tmp_path / "b.pdf", ["Quokka observation notes"])
+    stored = sample_db_copy / ".ragkit" / "uploads" / "uploads" / "report.pdf"
+    with LiveServer(offline(sample_db_copy)) as srv:
+        up = srv.url + "/documents"
+        r = post(up, files={"file": ("report.pdf", first.read_bytes())})
+        assert r.status_code == 201 and r.json()["replaced"] is False, r.text
+        doc = r.json()
+        r = post(up, files={"file": ("report.pdf", second.read_bytes())})
+        assert r.status_code == 409, r.text
+        assert r.json()["error"] == (f"report.pdf: the document 'uploads/report' (id {doc['id']}, 2 pages) already "
+                                     "exists with other content; upload it with replace=true to replace it, or "
+                                     "rename the file"), r.text
+        assert r.json()["existing"]["id"] == doc["id"] and r.json()["existing"]["pages"] == 2
+        assert stored.read_bytes() == first.read_bytes()
+        assert get(up + f"/{doc['id']}").json()["pages"] == 2
+        r = post(up, files={"file": ("report.pdf", first.read_bytes())}, data={"replace": "false"})
+        assert r.status_code == 200 and r.json()["unchanged"] is True, r.text
+        r = post(up, files={"file": ("report.pdf", second.read_bytes())}, data={"replace": "maybe"})
+        assert r.status_code == 422 and r.json()["error"] == "replace: 'maybe' is not true or false"
+        r = post(up, files={"file": ("report.pdf", second.read_bytes())}, data={"replace": "true"})
+        assert r.status_code == 201 and r.json()["replaced"] is True and r.json()["pages"] == 1, r.text
+        assert r.json()["id"] == doc["id"] and stored.read_bytes() == second.read_bytes()
+        assert [h["path"] for h in get(srv.url + "/search", params={"query": "zanzibarite"}).json()] == []
+        # another kind of file by the same name is its own upload: replacing it is deleting it first
+        r = post(up, files={"file": ("report.docx", _docx(tmp_path))}, data={"replace": "true"})
+        assert r.status_code == 409 and "existing" not in r.json(), r.text
+        assert r.json()["error"] == (f"report.docx: the document 'uploads/report' (id {doc['id']}, 1 pages) already "
+                                     "exists, uploaded as 'report.pdf'; delete it first (DELETE "
+                                     f"/documents/{doc['id']}), or rename the file"), r.text
+
+
+def _docx(tmp_path: Path) -> bytes:
+    import docx
+
+    d = docx.Document()
+    d.add_paragraph("Wombat burrow survey")
+    d.save(tmp_path / "w.docx")
+    return (tmp_path / "w.docx").read_bytes()
+
+
 # ------------------------------------------------------------------------------------------ security
 def test_token_is_required_by_the_api_not_by_its_description(sample_db_copy):
     """Every endpoint that reads or changes data needs the token; /docs and /openapi.json, which describe the API
@@ -577,3 +684,17 @@ def test_upload_while_searching_and_chatting(sample_db_copy, tmp_path):
         assert counts["search"] >= 3 and counts["chat"] >= 3
         hits = get(srv.url + "/search", params={"query": "wombatite"}).json()
         assert len(hits) == 3 and all(h["path"].startswith("uploads/late/") for h in hits)
+
+
+def test_rag_serve_shows_the_indexing_of_a_fresh_database_before_it_listens(tmp_path, capfd):
+    """The app builds the index before listening: on a fresh database of over 200 pages `rag serve` (which passes
+    progress=True) shows its "indexing pages" lines; the app made from Python stays quiet by default."""
+    from pagetree import write_pages
+
+    from ragkit.serve.app import create_app
+
+    pages = {f"a/d/s/page_{i:03d}.md": ("d", "s", i, f"Pump {i} runs daily.") for i in range(1, 202)}
+    create_app(offline(write_pages(tmp_path / "quiet", pages)), ServeOptions())
+    assert "indexing pages" not in capfd.readouterr().err
+    create_app(offline(write_pages(tmp_path / "shown", pages)), ServeOptions(progress=True))
+    assert "indexing pages" in capfd.readouterr().err

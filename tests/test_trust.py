@@ -82,8 +82,8 @@ def test_optimize_flags_are_checked(isolated_env):
     db = make_db(isolated_env)
     inp = write_input(isolated_env / "q.csv", QUESTIONS)
     s = offline(db, isolated_env)
-    for kw, msg in ((dict(holdout=0.5), "add --optimize or --enable-rl"),
-                    (dict(validate=inp), "add --optimize or --enable-rl"),
+    for kw, msg in ((dict(holdout=0.5), "add optimize=True or enable_rl=True"),
+                    (dict(validate=inp), "add optimize=True or enable_rl=True"),
                     (dict(optimize=True, enable_rl=True), "exclusive"),
                     (dict(optimize=True, holdout=0.5, validate=inp), "not both"),
                     (dict(optimize=True, holdout=1.0), r"\[0, 1\)")):
@@ -205,7 +205,7 @@ def test_utf16_semicolon_and_tab_files_are_read(isolated_env):
 
 def test_undecodable_file_names_the_likely_encoding_and_how_to_read_it(isolated_env):
     with pytest.raises(RagError, match=r"not UTF-8 or Shift_JIS/CP932; it looks like Windows-1252 \(CP1252\).*"
-                                       "read it with --encoding cp1252"):
+                                       "read it with encoding='cp1252'"):
         _run(isolated_env, b"Question\r\n\x82\xff\xfe\x80 bad\r\n")
 
 
@@ -317,7 +317,7 @@ def test_references_in_another_database_suggest_db(isolated_env):
     inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"],
                                                ["How do I reset the router?",
                                                 "elsewhere/database/manuals/router/setup/page_001.md"]])
-    with pytest.raises(RagError, match="try --db"):
+    with pytest.raises(RagError, match="try db="):
         B.run_batch(inp, offline(isolated_env / "database", isolated_env), progress=False)
 
 

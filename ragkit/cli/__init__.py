@@ -188,9 +188,9 @@ def handle_errors(fn: Callable | None = None, *, interrupted: str = RESUMABLE) -
         try:
             return fn(*args, **kwargs)
         except UsageError as e:
-            _fail(str(e), 2, json_out)
+            _fail(e.cli_message(), 2, json_out)
         except RagError as e:
-            _fail(str(e), 1, json_out)
+            _fail(e.cli_message(), 1, json_out)
         except KeyboardInterrupt:
             err.print(interrupted, markup=False, highlight=False)
             raise typer.Exit(130) from None
@@ -522,7 +522,7 @@ def evolve(
                                      encoding=settings.csv_encoding)
         console.print(f"wrote {escape(str(path))}", highlight=False)
         return
-    report = run_experiments(experiments_csv, settings, only=only, until=until)
+    report = run_experiments(experiments_csv, settings, only=only, until=until, progress=True)
     print_evolve_report(report, console)
     _item_errors(report.errors)
 
@@ -629,7 +629,8 @@ def serve(
     _say_provider(settings)
     token = token if token is not None else (env_value("RAG_API_TOKEN") or None)
     run_server(settings, host=host, port=port, token=token,
-               max_upload_mb=max_upload_mb, announce=lambda line: err.print(line, highlight=False, markup=False))
+               max_upload_mb=max_upload_mb, announce=lambda line: err.print(line, highlight=False, markup=False),
+               progress=True)
 
 
 def main() -> None:

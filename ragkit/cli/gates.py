@@ -18,7 +18,7 @@ def csv_encoding(flag: str | None) -> str | None:
     from ragkit.core.config import check_encoding, env_value
 
     if flag is not None:
-        return check_encoding(flag)
+        return check_encoding(flag, "--encoding")
     return check_encoding(env_value("RAG_CSV_ENCODING"), "RAG_CSV_ENCODING")
 
 

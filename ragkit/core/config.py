@@ -176,23 +176,24 @@ def load_settings(
     if chosen not in PROVIDERS:
         raise UsageError(f"unknown provider {chosen!r}: choose one of {', '.join(PROVIDERS)}")
     if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
+        raise UsageError(f"workers must be at least 1, got {workers}", flags={"workers": "--workers"})
     steps = max_steps if max_steps is not None else _positive_int(env.get("RAG_MAX_STEPS"), "RAG_MAX_STEPS", 12)
     tokens = (max_tokens if max_tokens is not None
               else _positive_int(env.get("RAG_MAX_TOKENS"), "RAG_MAX_TOKENS", 60_000))
     if steps < 1 or tokens < 1:
-        raise UsageError("--max-steps and --max-tokens must be at least 1")
+        raise UsageError("max_steps and max_tokens must be at least 1",
+                         flags={"max_steps": "--max-steps", "max_tokens": "--max-tokens"})
     context = (context_tokens if context_tokens is not None
                else _positive_int(env.get("RAG_CONTEXT_TOKENS"), "RAG_CONTEXT_TOKENS", 32_000))
     if context < 1:
-        raise UsageError(f"--context-tokens must be at least 1, got {context}")
+        raise UsageError(f"context_tokens must be at least 1, got {context}", flags={"context_tokens": "--context-tokens"})
     start = (start_pages if start_pages is not None
              else _positive_int(env.get("RAG_START_PAGES"), "RAG_START_PAGES", 5, minimum=0))
     if start < 0:
         raise UsageError(f"start_pages must be 0 or more, got {start}")
     default_model = env.get("RAG_MODEL") or DEFAULT_MODEL
     csv_encoding = check_encoding(encoding if encoding is not None else env.get("RAG_CSV_ENCODING"),
-                                  "--encoding" if encoding is not None else "RAG_CSV_ENCODING")
+                                  "encoding" if encoding is not None else "RAG_CSV_ENCODING")
     return Settings(
         db=Path(db or env.get("RAG_DB") or "database"),
         results=Path(results or env.get("RAG_RESULTS") or "results"),
@@ -240,7 +241,7 @@ def _limits(env: dict[str, str], flags: dict[str, float | None]) -> Limits:
     return Limits(**values)
 
 
-def check_encoding(name: str | None, where: str = "--encoding") -> str | None:
+def check_encoding(name: str | None, where: str = "encoding") -> str | None:
     """A codec name Python knows (`latin-1`, `cp1252`, `euc-jp`, `utf-16-le`), as given; None stays None."""
     import codecs
 
@@ -253,7 +254,7 @@ def check_encoding(name: str | None, where: str = "--encoding") -> str | None:
         return name.strip()
     except LookupError:
         raise UsageError(f"{where}: unknown encoding {name.strip()!r} (e.g. utf-8, cp932, latin-1, cp1252, "
-                         "euc-jp, utf-16-le)") from None
+                         "euc-jp, utf-16-le)", flags={"encoding:": "--encoding:"}) from None
 
 
 def _positive_float(raw: str | None, name: str, default: float) -> float:

@@ -9,6 +9,7 @@ as UTF-8 with a byte order mark and the edit says so. The previous file is kept 
 
     set_column(path, column, values, *, encoding=None) -> ColumnEdit | None   # values: row position -> text
     set_columns(path, {column: values}, *, encoding=None, output=None) -> ColumnEdit | None   # one backup
+    edit_notes(path, {column: values}, *, encoding=None) -> list[str]   # set_columns' notes, nothing written
     restore(path, backup) -> None   # the backup's bytes put back over path, atomically
     file_sha256(path) -> str"""
 
@@ -73,15 +74,8 @@ def set_columns(path: Path, columns: dict[str, dict[int, str]], *, encoding: str
     instead (a new file: an existing one is refused) and `path` is left as it is, with no backup. None when
     nothing would change (nothing is written)."""
     path = Path(path)
-    read_csv(path, encoding=encoding)  # the same checks as every read: a file it refuses is not edited
-    data = original = path.read_bytes()
-    notes: list[str] = []
-    for column, values in columns.items():
-        edited = _edit(data, str(path), column, values, encoding, notes)
-        if edited is not None:
-            data = edited
-            if notes:
-                encoding = None  # now UTF-8 with a byte order mark, whatever --encoding said
+    original = path.read_bytes()
+    data, notes, encoding = _edited(path, original, columns, encoding)
     if data == original:
         return None
     if output is not None:
@@ -97,10 +91,30 @@ def set_columns(path: Path, columns: dict[str, dict[int, str]], *, encoding: str
     return ColumnEdit(path, backup, hashlib.sha256(data).hexdigest(), file_sha256(backup), encoding, notes)
 
 
+def edit_notes(path: Path, columns: dict[str, dict[int, str]], *, encoding: str | None = None) -> list[str]:
+    """What set_columns would tell the user (the file would change its encoding), writing nothing: a dry run's."""
+    path = Path(path)
+    return _edited(path, path.read_bytes(), columns, encoding, dry_run=True)[1]
+
+
+def _edited(path: Path, data: bytes, columns: dict[str, dict[int, str]], encoding: str | None, *,
+            dry_run: bool = False) -> tuple[bytes, list[str], str | None]:
+    """The file's bytes with `columns` set, the notes for the user, and the encoding the result is read with."""
+    read_csv(path, encoding=encoding)  # the same checks as every read: a file it refuses is not edited
+    notes: list[str] = []
+    for column, values in columns.items():
+        edited = _edit(data, str(path), column, values, encoding, notes, dry_run=dry_run)
+        if edited is not None:
+            data = edited
+            if notes:
+                encoding = None  # now UTF-8 with a byte order mark, whatever --encoding said
+    return data, notes, encoding
+
+
 def _edit(data: bytes, name: str, column: str, values: dict[int, str], encoding: str | None,
-          notes: list[str]) -> bytes | None:
+          notes: list[str], *, dry_run: bool = False) -> bytes | None:
     """The file's bytes with `column` set as set_column says; None when nothing would change. A note is added
-    when the file had to become UTF-8 with a byte order mark."""
+    when the file had to become UTF-8 with a byte order mark (`dry_run`: would have to)."""
     text, bom, codec = sniff_encoding(data, name, encoding)
     body = data[len(bom):]
     sep = _separator(text)
@@ -140,8 +154,9 @@ def _edit(data: bytes, name: str, column: str, values: dict[int, str], encoding:
         return bom + _assemble(body, text, records, pieces, appended, codec)
     except UnicodeEncodeError as e:
         label = _LABELS.get(codecs.lookup(codec).name, codec)
+        now = "writing it would make it" if dry_run else "the file is now"
         notes.append(f"{name}: {e.object[e.start:e.end]!r} cannot be written in {label}, the file's encoding: "
-                     "the file is now UTF-8 with a byte order mark (Excel opens it)")
+                     f"{now} UTF-8 with a byte order mark (Excel opens it)")
         return codecs.BOM_UTF8 + _assemble(body, text, records, pieces, appended, None)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import codecs
 import csv
+import functools
 import io
 import re
 from collections.abc import Iterable
@@ -27,7 +28,13 @@ _ESCAPED = re.compile(r"^'(?:[=+@\t\r]|-(?=\S))")
 SEPARATORS = {",": "comma", ";": "semicolon", "\t": "tab"}
 # The longest cell read: the csv module's own default limit, checked here so that the error names the cell.
 MAX_CELL_CHARS = 131_072
+# The most named columns read. A question CSV has a few dozen (ragkit's own columns plus a user's notes); a
+# results CSV rewritten by a spreadsheet keeps them. Thousands are a generated or broken file, and each unknown
+# column is carried through every row and checked against the known names: 20 times this took over a minute.
+MAX_COLUMNS = 1_000
 
+
+ENCODING_FLAG = {"encoding=": "--encoding"}  # how `rag` spells the keyword a message names (errors.RagError)
 
 def escape_cell(value: object) -> str:
     s = "" if value is None else str(value)
@@ -82,7 +89,7 @@ def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple
                                             f"{_LABELS[enc]}"), bom, writer
     if encoding:
         utf8 = codecs.lookup(encoding).name == "utf-8"
-        text = _strict(data, "utf-8-sig" if utf8 else encoding, name, f"is not valid {encoding} (--encoding)")
+        text = _strict(data, "utf-8-sig" if utf8 else encoding, name, f"is not valid {encoding} (encoding=)")
         return text.lstrip("\ufeff"), b"", "utf-8" if utf8 else encoding
     wide = _bomless_unicode(data)
     if wide:
@@ -98,7 +105,8 @@ def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple
             return text, b"", "cp932"
     except UnicodeDecodeError:
         pass
-    raise RagError(f"{name}: {_refusal(data)}")
+    why, codec = _refusal(data)
+    raise RagError(f"{name}: {why}", flags={f"encoding={codec!r}": f"--encoding {codec}", **ENCODING_FLAG})
 
 
 # A non-ASCII character or two inside a Latin word ("R鬆nion"), or a half-width katakana against a letter
@@ -123,9 +131,9 @@ def _strict(data: bytes, enc: str, name: str, what: str) -> str:
         read = e.object
         line = read[: e.start].decode(enc, "replace").count("\n") + 1
         raise RagError(f"{name}: {what} (line {line}, byte 0x{read[e.start]:02X}); save it as CSV UTF-8, or name "
-                       "its encoding with --encoding") from None
+                       "its encoding with encoding=", flags=ENCODING_FLAG) from None
     except LookupError:
-        raise RagError(f"{name}: unknown encoding {enc!r} (--encoding)") from None
+        raise RagError(f"{name}: unknown encoding {enc!r} (encoding=)", flags=ENCODING_FLAG) from None
 
 
 def _bomless_unicode(data: bytes) -> str | None:
@@ -143,24 +151,25 @@ def _bomless_unicode(data: bytes) -> str | None:
     return None
 
 
-def _refusal(data: bytes) -> str:
-    """Why a file cannot be read without a guess, naming the likely encoding and how to read it."""
+def _refusal(data: bytes) -> tuple[str, str]:
+    """Why a file cannot be read without a guess, naming the likely encoding and how to read it; and that
+    encoding's codec ("" when none is likely)."""
     likely = _likely(data)
     if likely is None:
         return ("cannot decode the text; it is not UTF-8, UTF-16/32 or Shift_JIS/CP932; save it as CSV UTF-8, or "
-                "name its encoding with --encoding")
+                "name its encoding with encoding="), ""
     label, codec = likely
     if codec == "utf-8":  # UTF-8 with a few damaged bytes: no other encoding reads it better
         e = _utf8_error(data)
         line = data[: e.start].count(b"\n") + 1
         return (f"not valid UTF-8 at line {line} (byte 0x{data[e.start]:02X}), though the rest of it is: a damaged "
-                "file? fix that line, or save it as CSV UTF-8 again")
+                "file? fix that line, or save it as CSV UTF-8 again"), codec
     text = data.decode(codec, "replace")
     line_no, line = next(((i, ln) for i, ln in enumerate(text.split("\n"), 1) if not ln.isascii()), (1, ""))
     where = next((i for i, ch in enumerate(line) if not ch.isascii()), 0)
     sample = line[max(0, where - 12): where + 20].strip()
     return (f"not UTF-8 or Shift_JIS/CP932; it looks like {label} (line {line_no}: {sample!r}); save it as CSV "
-            f"UTF-8, or read it with --encoding {codec}")
+            f"UTF-8, or read it with encoding={codec!r}"), codec
 
 
 def _likely(data: bytes) -> tuple[str, str] | None:
@@ -216,6 +225,7 @@ def _edits(a: str, b: str) -> int:
     return prev[-1]
 
 
+@functools.lru_cache(maxsize=4096)  # near_miss squashes every known name once per column
 def _squash(name: str) -> str:
     return re.sub(r"[\s_\-]+", "", name).casefold()
 
@@ -225,12 +235,15 @@ def near_miss(name: str, known: Iterable[str]) -> str | None:
     if name in known:
         return None
     sq = _squash(name)
+    folded = name.casefold()
     best: tuple[int, str] | None = None
     for k in known:
         if _squash(k) == sq:
             return k
         limit = 1 if len(k) <= 5 else 2
-        d = _edits(name.casefold(), k.casefold())
+        if abs(len(folded) - len(k.casefold())) > limit:
+            continue  # the distance is at least the difference in length: no need to compute it
+        d = _edits(folded, k.casefold())
         if d <= limit and (best is None or d < best[0]):
             best = (d, k)
     return best[1] if best else None
@@ -324,6 +337,8 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         while named > 1 and not header[named - 1].strip():
             named -= 1  # a header that ends in empty columns: a spreadsheet's padding
         padded = named < len(header)
+        if named > MAX_COLUMNS:  # a spreadsheet's empty padding columns are not counted: they are dropped
+            raise RagError(f"{path}: row 1 (the header) has {named:,} columns, over the limit of {MAX_COLUMNS:,}")
         for fields in reader:
             row = f"{path}: row {len(records) + 2} (line {reader.line_num})"
             extra = fields[named:]
@@ -347,7 +362,8 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         csv.field_size_limit(limit)
     padding = [i for i, c in enumerate(header[:named]) if not c.strip() and not any(r[i].strip() for r in records)]
     if padding and len(padding) < named:
-        keep = [i for i in range(named) if i not in set(padding)]
+        drop = set(padding)
+        keep = [i for i in range(named) if i not in drop]
         header = [header[i] for i in keep]
         records = [[r[i] for i in keep] for r in records]
         named = len(keep)
@@ -359,9 +375,10 @@ def read_csv(path: Path, *, required: tuple[str, ...] = (), known: Iterable[str]
         # spelling is unambiguous, where a typo (two edits) is refused below
         canon = {_squash(k): k for k in known}
         columns = [c if c in known else canon.get(_squash(c), c) for c in columns]
-    dup = next((i for i, c in enumerate(columns) if c in columns[:i]), None)
+    seen: dict[str, int] = {}
+    dup = next((i for i, c in enumerate(columns) if seen.setdefault(c, i) != i), None)
     if dup is not None:
-        first = written[columns.index(columns[dup])]
+        first = written[seen[columns[dup]]]
         both = "" if first == written[dup] else f" (as {first!r} and {written[dup]!r})"
         raise RagError(f"{path}: the column {columns[dup]!r} appears twice{both}; rename or remove one")
     if known is not None:

@@ -1,8 +1,31 @@
-"""Errors a user can cause. The CLI prints them as one line, never as a traceback."""
+"""Errors a user can cause. The CLI prints them as one line, never as a traceback.
+
+A message names a parameter as a Python caller passes it (`max_questions`, `overwrite=True`, `db=`); `flags` says
+how the command line spells each (`--max`, `--force`, `--db`), and cli_message() is the message as `rag` prints
+it, so neither a script nor a shell user is told of an option they do not have."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+DB_FLAG = {"db=": "--db"}  # the database folder: `db=` (or Settings.db) from Python, `--db` for `rag`
 
 
 class RagError(Exception):
     """A user-facing failure: bad input, unusable file, unreachable provider. Exit status 1."""
+
+    def __init__(self, message: str = "", *, flags: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.flags = dict(flags or {})
+
+    def cli_message(self) -> str:
+        """The message with each parameter named as the command line's flag (a whole name, not part of one), in
+        the order of `flags` (a longer name first: `encoding='cp1252'` before `encoding=`)."""
+        text = str(self)
+        for name, flag in self.flags.items():
+            text = re.sub(rf"(?<![\w.-]){re.escape(name)}(?!\w)", lambda _, flag=flag: flag, text)
+        return text
 
 
 class UsageError(RagError):

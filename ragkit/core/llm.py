@@ -217,8 +217,9 @@ class OfflineProvider(Provider):
         self._cache = None
 
     def _complete(self, request: dict) -> Completion:
-        raise RagError("the offline provider has no chat model: set OPENAI_API_KEY (or --provider openai) "
-                       "for model answers; offline components use their deterministic path")
+        raise RagError("the offline provider has no chat model: set OPENAI_API_KEY (or provider='openai') "
+                       "for model answers; offline components use their deterministic path",
+                       flags={"provider='openai'": "--provider openai"})
 
 
 _REJECTED: dict[tuple[str, str], set[str]] = {}  # (base_url, model) -> features that endpoint rejected

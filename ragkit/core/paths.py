@@ -32,14 +32,29 @@ def path_list(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Pa
     return [Path(p) for p in paths]
 
 
+def _visible(s: str) -> str:
+    """`s` without invisible format characters (Unicode category Cf: bidi embeddings, overrides and isolates,
+    zero-width spaces and joiners, the byte order mark, the soft hyphen) and without combining marks that have
+    no letter to combine with (at the start, after a space or a dot): a name must look like what it is, where
+    `\u202e fdp.exe` shows as `exe.pdf` and `\u200b` as nothing."""
+    out: list[str] = []
+    for ch in s:
+        kind = unicodedata.category(ch)
+        if kind == "Cf" or (kind.startswith("M") and (not out or out[-1].isspace() or out[-1] == ".")):
+            continue
+        out.append(ch)
+    return "".join(out)
+
+
 def sanitize_name(name: str, *, fallback: str = "untitled", max_len: int = MAX_NAME) -> str:
-    """A safe, readable folder/file name: NFC, no separators/control/<>:"|?* chars, no dot-only names,
-    no Windows device names, at most `max_len` characters. Japanese stays Japanese."""
+    """A safe, readable folder/file name: NFC, no separators/control/<>:"|?* chars, no invisible characters
+    (_visible), no dot-only names, no Windows device names, at most `max_len` characters. Japanese stays
+    Japanese."""
     s = unicodedata.normalize("NFC", name)
     s = _BAD_CHARS.sub(" ", s)
     # no leading dot (a hidden folder is not part of the database: `../../x` must not become `.. .. x`),
     # no trailing dot or space (Windows drops them)
-    s = re.sub(r"\s+", " ", s)
+    s = _visible(re.sub(r"\s+", " ", s))
     s = re.sub(r"^[\s.]+|[\s.]+$", "", s)
     if _WINDOWS_RESERVED.match(s):
         s = f"_{s}"
@@ -93,6 +108,24 @@ def resolve_in_db(db_root: Path, rel: str) -> Path:
     if resolved != root and root not in resolved.parents:
         raise PathEscapeError(f"path leaves the database: {rel!r}")
     return resolved
+
+
+def confined_folder(root: Path, rel: str, *, inside: str = "the database") -> Path:
+    """The folder `rel` under `root` (made or not yet), to write into; PathEscapeError naming the first folder on
+    the way whose real place is outside `root` (a symbolic link out: ingest and uploads would write through it,
+    where reading refuses it). Checked before anything is written, so a refused document leaves nothing behind.
+    `inside` names `root` in the message."""
+    base = Path(root).resolve()
+    cur = base
+    for part in (p for p in rel.split("/") if p not in ("", ".")):
+        if part == "..":
+            raise PathEscapeError(f"'..' is not allowed in paths: {rel!r}")
+        cur = cur / part
+        real = cur.resolve()
+        if real != base and base not in real.parents:
+            raise PathEscapeError(f"the folder {cur.relative_to(base).as_posix()!r} is a symbolic link that leads "
+                                  f"out of {inside}; nothing is written through it")
+    return cur
 
 
 def strip_db_prefix(db_root: Path, path: str) -> str:

@@ -174,14 +174,19 @@ def _jsonable(v: Any) -> Any:
     return v if v is None or isinstance(v, str | int | float | bool) else str(v)
 
 
+# how `rag batch` spells the run_batch arguments its messages name (errors.RagError)
+BATCH_FLAGS = {"optimize=True": "--optimize", "enable_rl=True": "--enable-rl", "holdout=": "--holdout",
+               "validate=": "--validate", "k=": "-k", "strategy='search'": "--strategy search"}
+
+
 def check_k(strategy: str, k: int | None, settings: Settings) -> None:
     """A usage error when `k` is given to a strategy that does not take it, or is below 1 (before anything runs)."""
     if k is not None and strategy != "search":  # docs/commands.md: -k is the pages --strategy search retrieves
-        raise UsageError(f"-k sets the pages --strategy search retrieves; --strategy {strategy} does not take it "
+        raise UsageError(f"k= sets the pages strategy='search' retrieves; strategy={strategy!r} does not take it "
                          f"(it retrieves {retrieval_depth(strategy, settings, 0) or 'what it needs'} page(s) "
-                         "per search): drop -k")
+                         "per search): drop k=", flags={**BATCH_FLAGS, f"strategy={strategy!r}": f"--strategy {strategy}"})
     if k is not None and k < 1:
-        raise UsageError(f"-k must be at least 1, got {k}")
+        raise UsageError(f"k= must be at least 1, got {k}", flags=BATCH_FLAGS)
 
 
 def run_batch(
@@ -216,18 +221,19 @@ def run_batch(
     if strategy not in BATCH_STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(BATCH_STRATEGIES)}")
     if strategy == "search" and (optimize or enable_rl):
-        raise UsageError("--strategy search measures retrieval alone: it does not run --optimize or --enable-rl")
+        raise UsageError("strategy='search' measures retrieval alone: it does not run optimize=True or enable_rl=True",
+                         flags=BATCH_FLAGS)
     check_k(strategy, k, settings)
     opts = _options(optimize, enable_rl, holdout, validate)
     df, input_csv = read_input(input_csv, settings.csv_encoding)
     label = input_csv if input_csv is not None else IN_MEMORY  # what messages name
     if input_csv is None and opts.active:  # the optimizer writes its pages back into the question CSV
-        raise UsageError("--optimize and --enable-rl write `Optimized Reference Document` back into the question "
-                         "CSV: give run_batch a CSV path, not questions in memory")
+        raise UsageError("optimize=True and enable_rl=True write `Optimized Reference Document` back into the "
+                         "question CSV: give run_batch a CSV path, not questions in memory")
     input_cols = [c for c in df.columns if c not in _OUTPUT_SET]
     if opts.active and REFERENCE not in input_cols:
-        flag = "--enable-rl" if enable_rl else "--optimize"
-        raise UsageError(f"{flag} needs ground truth: {label} has no {REFERENCE!r} column")
+        flag = "enable_rl=True" if enable_rl else "optimize=True"
+        raise UsageError(f"{flag} needs ground truth: {label} has no {REFERENCE!r} column", flags=BATCH_FLAGS)
     records = df[input_cols].to_dict("records")
     jobs: list[_Job] = []
     blank = 0
@@ -271,7 +277,8 @@ def run_batch(
     if opts.validate is not None:
         vdf = read_questions(opts.validate, settings.csv_encoding)
         if REFERENCE not in vdf.columns:
-            raise RagError(f"{opts.validate}: --validate needs a {REFERENCE!r} column (the pages to find)")
+            raise RagError(f"{opts.validate}: validate= needs a {REFERENCE!r} column (the pages to find)",
+                           flags=BATCH_FLAGS)
         vrecords = vdf.to_dict("records")
         check_references(vrecords, Path(settings.db), opts.validate)
         opts.validate_items = [(str(r.get(QUESTION) or "").strip(), str(r.get(REFERENCE) or ""))
@@ -324,14 +331,15 @@ def run_batch(
 
 def _options(optimize: bool, enable_rl: bool, holdout: float | None, validate: Path | None) -> OptimizeOptions:
     if optimize and enable_rl:
-        raise UsageError("--optimize and --enable-rl are exclusive: --optimize makes one pass of copies, "
-                         "--enable-rl re-asks and keeps only the copies that help")
+        raise UsageError("optimize=True and enable_rl=True are exclusive: optimize=True makes one pass of copies, "
+                         "enable_rl=True re-asks and keeps only the copies that help", flags=BATCH_FLAGS)
     if not (optimize or enable_rl) and (holdout is not None or validate is not None):
-        raise UsageError("--holdout and --validate measure an optimization: add --optimize or --enable-rl")
+        raise UsageError("holdout= and validate= measure an optimization: add optimize=True or enable_rl=True",
+                         flags=BATCH_FLAGS)
     if holdout is not None and validate is not None:
-        raise UsageError("use --holdout F or --validate CSV, not both")
+        raise UsageError("use holdout= or validate=, not both", flags=BATCH_FLAGS)
     if holdout is not None and not 0 <= holdout < 1:
-        raise UsageError(f"--holdout must be a fraction in [0, 1), got {holdout}")
+        raise UsageError(f"holdout= must be a fraction in [0, 1), got {holdout}", flags=BATCH_FLAGS)
     if validate is None and (optimize or enable_rl) and holdout is None:
         holdout = DEFAULT_HOLDOUT
     return OptimizeOptions(optimize=optimize, enable_rl=enable_rl, holdout=holdout,

@@ -44,20 +44,25 @@ class GateResult:
         return f"{verdict}: {name} {self.value:.4f} {op} {self.gate.threshold:g} ({self.rows} rows)"
 
 
+def _bad_gate(spec: str, why: str) -> UsageError:
+    """A gate's error: `gate 'X': why` to a Python caller, `--fail-under 'X': why` from `rag` (errors.RagError)."""
+    return UsageError(f"gate {spec!r}: {why}", flags={f"gate {spec!r}:": f"--fail-under {spec!r}:"})
+
+
 def parse_gate(spec: str) -> Gate:
     """`"Ref Recall=0.9"` (also `ref_recall=0.9`, `ref-recall = 90%`) -> Gate; a usage error otherwise."""
     if "=" not in (spec or ""):
-        raise UsageError(f"--fail-under {spec!r}: write METRIC=VALUE, e.g. \"Ref Recall=0.8\"")
+        raise _bad_gate(spec, "write METRIC=VALUE, e.g. \"Ref Recall=0.8\"")
     name, _, raw = spec.rpartition("=")
     name, raw = name.strip(), raw.strip()
     if not name:
-        raise UsageError(f"--fail-under {spec!r}: the metric name is missing")
+        raise _bad_gate(spec, "the metric name is missing")
     try:
         value = float(raw[:-1]) / 100 if raw.endswith("%") else float(raw)
     except ValueError:
-        raise UsageError(f"--fail-under {spec!r}: {raw!r} is not a number") from None
+        raise _bad_gate(spec, f"{raw!r} is not a number") from None
     if not math.isfinite(value):
-        raise UsageError(f"--fail-under {spec!r}: {raw!r} is not a finite number")
+        raise _bad_gate(spec, f"{raw!r} is not a finite number")
     return Gate(name, value)
 
 
@@ -73,8 +78,7 @@ def check_gates(run: Run, gates: Sequence[Gate]) -> list[GateResult]:
         column = run.resolve(g.metric)
         if column is None:
             known = ", ".join(run.quality_metrics()) or "none"
-            raise UsageError(f"--fail-under {g.metric!r}: {run.path} has no such metric column "
-                             f"(metrics: {known})")
+            raise _bad_gate(g.metric, f"{run.path} has no such metric column (metrics: {known})")
         values = run.values(column)
         mean = sum(values) / len(values) if values else None
         out.append(GateResult(g, column, mean, len(values)))
@@ -98,5 +102,5 @@ def check_names(gates: Sequence[Gate], columns: Sequence[str] | None) -> None:
         return
     for g in gates:
         if not known_metric(g.metric, columns):
-            raise UsageError(f"--fail-under {g.metric!r}: no such metric; e.g. "
-                             + ", ".join(c for c in columns if c.endswith(("Recall", "Precision", "Overall"))))
+            raise _bad_gate(g.metric, "no such metric; e.g. "
+                            + ", ".join(c for c in columns if c.endswith(("Recall", "Precision", "Overall"))))

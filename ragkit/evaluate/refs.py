@@ -18,7 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ragkit.core.csvedit import set_columns
+from ragkit.core.csvedit import edit_notes, set_columns
 from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError, UsageError
 from ragkit.core.paths import normalize_ref, page_keys
@@ -88,11 +88,12 @@ def update_references(csv: Path, db: Path, *, output: Path | None = None, in_pla
     existing one is refused; written even when no path changed, so a script can go on with it), `in_place`, or
     `dry_run` (the report says what would change; nothing is written)."""
     csv, db = Path(csv), Path(db)
-    asked = [flag for flag, on in (("-o", output is not None), ("--in-place", in_place), ("--dry-run", dry_run))
-             if on]
+    asked = [name for name, on in (("output=", output is not None), ("in_place=True", in_place),
+                                   ("dry_run=True", dry_run)) if on]
     if len(asked) != 1:
-        raise UsageError("say what to do with the updated paths: one of -o FILE (a new CSV), --in-place (this CSV, "
-                         f"after a backup) or --dry-run (nothing written); got {' and '.join(asked) or 'none'}")
+        raise UsageError("say what to do with the updated paths: one of output= (a new CSV), in_place=True (this "
+                         f"CSV, after a backup) or dry_run=True (nothing written); got {' and '.join(asked) or 'none'}",
+                         flags={"output=": "-o FILE", "in_place=True": "--in-place", "dry_run=True": "--dry-run"})
     if output is not None and Path(output).exists():
         raise RagError(f"{output}: already exists; nothing was written (choose another file)")
     if not db.is_dir():
@@ -114,7 +115,8 @@ def update_references(csv: Path, db: Path, *, output: Path | None = None, in_pla
             new = _rewrite(text, lambda ref, pos=pos, column=column: _one(ref, pos, column, lookup, out))
             if new != text:
                 edits.setdefault(column, {})[pos] = new
-    if out.dry_run:
+    if out.dry_run:  # says what the real run would, the file's change of encoding too
+        out.notes = edit_notes(csv, edits, encoding=encoding) if edits else []
         return out
     edit = set_columns(csv, edits, encoding=encoding, output=output) if edits else None
     if edit is None and output is not None:  # nothing moved: the new file is the old one

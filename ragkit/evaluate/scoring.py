@@ -477,7 +477,8 @@ def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5,
     shown = "; ".join(f"row {i + 2}: {one_line(a, 100)}" for i, a in missing[:limit])
     more = f" and {len(missing) - limit} more" if len(missing) > limit else ""
     raise RagError(f"{path}: {len(missing)} reference page(s) not found in the database folder '{db}': "
-                   f"{shown}{more}{_reference_hint([a for _, a in missing], db, path)}; {outcome}")
+                   f"{shown}{more}{_reference_hint([a for _, a in missing], db, path)}; {outcome}",
+                   flags={"so try db=": "so try --db "})
 
 
 def _moved_page(refs: list[str], db: Path) -> tuple[str, str] | None:
@@ -507,15 +508,19 @@ def _reference_hint(refs: list[str], db: Path, csv: Path) -> str:
         lead = "/" if norm.startswith("/") else ""  # an absolute reference's prefix is absolute too
         parts = norm.lstrip("/").split("/")
         for k in range(1, len(parts) - 1):
-            if (root / "/".join(parts[k:])).is_file():
+            page = root / "/".join(parts[k:])
+            if page.is_file():
+                if not page.resolve().is_relative_to(root):  # not missing for want of another --db: refused
+                    return (f"; hint: {one_line(ref, 100)} is a symbolic link that leads out of the database, and "
+                            "only the pages inside it count")
                 prefix = lead + "/".join(parts[:k])
                 if Path(normalize_ref(ref)).is_file() or (Path.cwd() / prefix).is_dir():
-                    return f"; hint: they exist under {prefix}, so try --db {prefix}"
+                    return f"; hint: they exist under {prefix}, so try db={prefix}"
                 return (f"; hint: the pages exist in {db} under another prefix: write {here}/... instead of "
                         f"{prefix}/...")
         p = Path(normalize_ref(ref))
         if p.is_file():
             for parent in p.resolve().parents:
                 if (parent / ".ragkit").is_dir():
-                    return f"; hint: they exist in the database {parent}, so try --db {parent}"
+                    return f"; hint: they exist in the database {parent}, so try db={parent}"
     return ""

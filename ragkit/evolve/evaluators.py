@@ -1,7 +1,7 @@
 """Evaluators, the only code that sees an experiment's target preference: rule evaluators (`rule_keyword`,
 `rule_regex`), `llm` (a model scores and says why) and ragkit's own judges (rag_evaluators), by name.
 
-    make_evaluator(kind, *, target, adapter, task, experiment=None, settings=None) -> Evaluator"""
+    make_evaluator(kind, *, target, adapter, task, experiment=None, settings=None, progress=False) -> Evaluator"""
 
 from __future__ import annotations
 
@@ -126,13 +126,14 @@ def evaluator_names() -> tuple[str, ...]:
     return ("llm", *RULE_EVALUATORS, *RAG_EVALUATORS)
 
 
-def make_evaluator(kind: str, *, target: str, adapter: Adapter, task: str, experiment=None, settings=None) -> Evaluator:
-    """The evaluator for an experiment row (`experiment` and `settings` serve ragkit_naive)."""
+def make_evaluator(kind: str, *, target: str, adapter: Adapter, task: str, experiment=None, settings=None,
+                   progress: bool = False) -> Evaluator:
+    """The evaluator for an experiment row (`experiment`, `settings` and `progress` serve ragkit_naive)."""
     if kind in RULE_EVALUATORS:
         return RULE_EVALUATORS[kind](target)
     if kind == "llm":
         return LLMEvaluator(target, adapter, task)
     if kind in RAG_EVALUATORS:
         return RAG_EVALUATORS[kind](target=target, adapter=adapter, task=task, experiment=experiment,
-                                    settings=settings)
+                                    settings=settings, progress=progress)
     raise RagError(f"unknown evaluator_type {kind!r}: choose one of {', '.join(evaluator_names())}")

@@ -128,8 +128,8 @@ def read_experiments(path: Path, *, adapters: tuple[str, ...], evaluators: tuple
     if wanted is not None:
         missing = [o for o in only or () if unicodedata.normalize("NFC", o) not in ids]
         if missing:
-            raise UsageError(f"--only {', '.join(missing)}: no such experiment_id in {path} "
-                             f"(found: {', '.join(sorted(ids))})")
+            raise UsageError(f"only={missing}: no such experiment_id in {path} (found: {', '.join(sorted(ids))})",
+                             flags={f"only={missing}": f"--only {', '.join(missing)}"})
     if not out:
         raise RagError(f"{path}: no experiments (the CSV has a header but no rows)")
     return out

@@ -69,16 +69,18 @@ def _questions(path: Path, encoding: str | None = None) -> list[dict]:
     return rows
 
 
-def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Settings, provider) -> Score:
+def score_naive_prompt(prompt: str | None, questions: list[dict], settings: Settings, provider, *,
+                       progress: bool = False) -> Score:
     """Answer every question with the naive strategy under `prompt` (None = the built-in one) and score the
     answers with the checklist metrics of `rag batch`. A failed answer counts as an error in the reason and
-    leaves its row out; every row failing is a RagError (the experiment stops)."""
+    leaves its row out; every row failing is a RagError (the experiment stops). `progress`: the index's indexing
+    lines on stderr (`rag evolve` turns it on)."""
     from ragkit.answer import ask
     from ragkit.evaluate.judges import judge_checklist
     from ragkit.evaluate.metrics import checklist_metrics
     from ragkit.search import open_index
 
-    index = open_index(Path(settings.db))
+    index = open_index(Path(settings.db), progress=progress)
     index.ensure_embeddings(progress=False)  # every generation's answers rank on the same index state
     usage = Usage(cost_usd=0.0)
     f1s: list[float] = []
@@ -119,8 +121,9 @@ class NaivePromptEvaluator(Evaluator):
     name = "ragkit_naive"
 
     def __init__(self, *, target: str, adapter: Adapter, task: str, experiment=None, settings=None,
-                 **_: object) -> None:
+                 progress: bool = False, **_: object) -> None:
         super().__init__(target)
+        self.progress = progress
         if adapter.is_dummy:
             raise RagError("ragkit_naive needs a model to answer with (the naive strategy offline ignores its "
                            "prompt): use adapter_type openai")
@@ -135,15 +138,19 @@ class NaivePromptEvaluator(Evaluator):
         self.holdout = _questions(Path(holdout), base.csv_encoding) if holdout else None
 
     def evaluate(self, text: str, *, seed: str = "") -> Score:
-        return score_naive_prompt(text, self.train, self.settings, self.adapter.provider)
+        return score_naive_prompt(text, self.train, self.settings, self.adapter.provider,
+                                  progress=self.progress)
 
     def holdout_report(self, best_text: str) -> dict | None:
         """The best prompt and the built-in one on the held-out questions (None without a holdout CSV)."""
         if self.holdout is None:
             return None
-        best = score_naive_prompt(best_text, self.holdout, self.settings, self.adapter.provider)
-        base = score_naive_prompt(None, self.holdout, self.settings, self.adapter.provider)
-        train_base = score_naive_prompt(None, self.train, self.settings, self.adapter.provider)
+        best = score_naive_prompt(best_text, self.holdout, self.settings, self.adapter.provider,
+                                  progress=self.progress)
+        base = score_naive_prompt(None, self.holdout, self.settings, self.adapter.provider,
+                                  progress=self.progress)
+        train_base = score_naive_prompt(None, self.train, self.settings, self.adapter.provider,
+                                  progress=self.progress)
         usage = Usage(cost_usd=0.0)
         for s in (best, base, train_base):
             usage.add(s.usage or Usage())

@@ -51,7 +51,8 @@ class EvolveReport:
 class _Run:
     """One experiment's run: the generator side never touches `self.evaluator` or the target."""
 
-    def __init__(self, exp: Experiment, settings: Settings, root: Path, *, adapter: Adapter | None) -> None:
+    def __init__(self, exp: Experiment, settings: Settings, root: Path, *, adapter: Adapter | None,
+                 progress: bool = False) -> None:
         self.exp = exp
         self.dir = ExperimentDir(root / exp.experiment_id)
         self.secret = str(settings.api_key or "") or None
@@ -60,7 +61,7 @@ class _Run:
         # made before anything is generated, so a bad target (invalid regex, missing CSV) stops early
         self.evaluator: Evaluator = make_evaluator(exp.evaluator_type, target=exp.target_preference,
                                                    adapter=self.adapter, task=exp.task_definition,
-                                                   experiment=exp, settings=settings)
+                                                   experiment=exp, settings=settings, progress=progress)
         self.dir.root.mkdir(parents=True, exist_ok=True)
         self.dir.check_or_write_config(exp.fingerprint())
         self.log = ExecutionLog(self.dir.logs / "execution.log", self.secret)
@@ -200,9 +201,9 @@ class _Run:
 
 
 def run_experiment(exp: Experiment, settings: Settings, results: Path, *, until: int | None = None,
-                   adapter: Adapter | None = None) -> ExperimentResult:
+                   adapter: Adapter | None = None, progress: bool = False) -> ExperimentResult:
     try:
-        run = _Run(exp, settings, Path(results), adapter=adapter)
+        run = _Run(exp, settings, Path(results), adapter=adapter, progress=progress)
     except RagError as e:
         msg = scrub(str(e), str(settings.api_key or "") or None)
         if len(exp.target_preference.strip()) >= 3:
@@ -218,14 +219,16 @@ def load(csv_path: Path, only: list[str] | None = None, encoding: str | None = N
 
 
 def run_experiments(csv_path: Path, settings: Settings, *, results: Path | None = None,
-                    only: list[str] | None = None, until: int | None = None) -> EvolveReport:
+                    only: list[str] | None = None, until: int | None = None,
+                    progress: bool = False) -> EvolveReport:
     """`rag evolve`: every experiment of the CSV (or those in `only`), each in results/<experiment_id>/.
-    An experiment that fails stops with its error recorded; the others still run."""
+    An experiment that fails stops with its error recorded; the others still run. `progress`: the index's
+    indexing lines on stderr, for an evaluator that searches a database (the CLI turns it on)."""
     if until is not None and until < 1:
-        raise UsageError(f"--until must be at least 1 (generations 1..N), got {until}")
+        raise UsageError(f"until must be at least 1 (generations 1..N), got {until}", flags={"until": "--until"})
     experiments = load(csv_path, only, settings.csv_encoding)
     root = Path(results) if results is not None else Path(settings.results)
     report = EvolveReport()
     for exp in experiments:
-        report.results.append(run_experiment(exp, settings, root, until=until))
+        report.results.append(run_experiment(exp, settings, root, until=until, progress=progress))
     return report

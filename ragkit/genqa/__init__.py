@@ -56,8 +56,9 @@ def check_lang(lang: str | None, *, offline: bool) -> str | None:
     code = lang.strip().lower()
     known = OFFLINE_LANGS if offline else tuple(LANG_NAMES)
     if code not in known:
-        how = "offline questions are written in" if offline else "--lang must be one of"
-        raise UsageError(f"--lang {lang!r} is not supported: {how} {', '.join(known)}")
+        how = "offline questions are written in" if offline else "lang= must be one of"
+        raise UsageError(f"lang={lang!r} is not supported: {how} {', '.join(known)}",
+                         flags={f"lang={lang!r}": f"--lang {lang!r}", "lang=": "--lang"})
     return code
 
 
@@ -76,11 +77,11 @@ def generate_questions(
     from ragkit.core.llm import get_provider
 
     if task not in ("qa", "summarization"):
-        raise UsageError(f"--task must be qa or summarization, got {task!r}")
+        raise UsageError(f"task must be qa or summarization, got {task!r}", flags={"task": "--task"})
     if per_page < 1:
-        raise UsageError(f"--per-page must be at least 1, got {per_page}")
+        raise UsageError(f"per_page must be at least 1, got {per_page}", flags={"per_page": "--per-page"})
     if max_questions < 1:
-        raise UsageError(f"--max must be at least 1, got {max_questions}")
+        raise UsageError(f"max_questions must be at least 1, got {max_questions}", flags={"max_questions": "--max"})
     provider = get_provider(settings)
     lang = check_lang(lang, offline=provider.is_offline)
     source = Path(source)
@@ -91,7 +92,8 @@ def generate_questions(
         other = [p for p in pages if (p.lang if p.lang in ("ja", "ko", "zh") else "en") != lang]
         if len(other) == len(pages):
             raise RagError(f"{source}: no page is written in {LANG_NAMES[lang]} ({lang}); the offline generator "
-                           "asks in the page's language (a model can translate: --provider openai)")
+                           "asks in the page's language (a model can translate: provider='openai')",
+                           flags={"provider='openai'": "--provider openai"})
     report = GenqaReport(source=source, db=db, provider=provider.name, model=provider.model,
                          pages_total=len(pages))
     ctx = Context(db=db, pages=pages, settings=settings, lang=lang, per_page=per_page, seed=seed_for(source, db),

@@ -1,6 +1,6 @@
 """PDF/DOCX/PPTX -> one markdown file per page under DB/<category>/<document>/<section>/page_NNN.md.
 
-    ingest_sources(sources, *, db, category=None, force=False, workers=None, progress=True, limits=None,
+    ingest_sources(sources, *, db, category=None, force=False, workers=None, progress=False, limits=None,
                    prune=False, check_index=True) -> IngestReport   # sources: one path or a list; a
                    # cluster-indexed database is refused (ragkit.search.ingest_into keeps its index in step)
     forget_document(db, folder, pages) -> (removed page paths, removed copies of them)

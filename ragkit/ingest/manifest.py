@@ -12,9 +12,10 @@ import contextlib
 import hashlib
 import json
 import os
+from collections.abc import Iterable
 from pathlib import Path
 
-from ragkit.core.paths import INGEST_MANIFEST, atomic_write_text, file_lock, remove_empty_parents
+from ragkit.core.paths import INGEST_MANIFEST, atomic_write_text, file_lock, path_list, remove_empty_parents
 from ragkit.ingest.copies import find_copies, snapshot
 from ragkit.ingest.pages import IngestReport
 
@@ -158,13 +159,16 @@ def remove_pages(db: Path, rels: list[str], keep: set[str]) -> list[str]:
     return removed
 
 
-def forget_document(db: Path, folder: str, pages: list[str], *,
+def forget_document(db: Path, folder: str, pages: str | os.PathLike | Iterable[str | os.PathLike], *,
                     sources_under: Path | None = None) -> tuple[list[str], list[str]]:
     """Remove a document from `db`: its page files (only page files), their copies elsewhere in the category
     (ingest.copies: the optimizer's), the folders left empty, and its ingest-manifest entries, under the
     ingest lock, so a running ingest neither races nor re-adds it. A recorded source file is deleted too when
     it lies under `sources_under` (uploads `rag serve` keeps); a source in the user's own folders never is.
-    Returns (pages removed, copies removed); the caller updates its index."""
+    `pages` are database-relative; one str or Path is one page. Returns (pages removed, copies removed); the
+    caller updates its index."""
+    db = Path(db)
+    pages = [p.as_posix() for p in path_list(pages)]
     state = db / ".ragkit"
     with db_lock(state):
         old = snapshot(db, pages)

@@ -11,8 +11,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from ragkit.core.config import Limits, env_limits
-from ragkit.core.errors import RagError, UsageError
-from ragkit.core.paths import page_number, path_list, sanitize_name
+from ragkit.core.errors import PathEscapeError, RagError, UsageError
+from ragkit.core.paths import confined_folder, page_number, path_list, sanitize_name
 from ragkit.core.text import clip_middle
 from ragkit.ingest.copies import find_copies, refresh_copies, snapshot
 from ragkit.ingest.manifest import (
@@ -132,7 +132,7 @@ def ingest_sources(
     category: str | None = None,
     force: bool = False,
     workers: int | None = None,
-    progress: bool = True,
+    progress: bool = False,
     limits: Limits | None = None,
     prune: bool = False,
     check_index: bool = True,
@@ -157,7 +157,7 @@ def ingest_sources(
     if not sources:
         raise RagError("nothing to ingest: give one or more PDF/DOCX/PPTX files or folders")
     if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be at least 1, got {workers}")
+        raise UsageError(f"workers must be at least 1, got {workers}", flags={"workers": "--workers"})
     limits = limits or env_limits()
     db = Path(db)
     if db.exists() and not db.is_dir():
@@ -266,6 +266,11 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
             report.failed.append((shown, bad))
             continue
         folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
+        try:  # a category or document folder linked out of the database: refused before it is converted
+            confined_folder(db, folder)
+        except PathEscapeError as e:
+            report.failed.append((shown, str(e)))
+            continue
         prev_key = alias.get(key)
         owner = claimed.get(folder.casefold())
         if owner and owner != key:
@@ -358,6 +363,12 @@ class _Commit:
                                   and key_path(self.db, k).exists()), None)
                     if owner:  # another ingest took the folder while this one converted
                         report.failed.append((res.shown, _clash(res.folder, key_path(self.db, owner))))
+                        continue
+                    try:  # its section folders too, checked again under the lock: nothing written through a link
+                        for folder in sorted({rel.rpartition("/")[0] for rel in res.pages}):
+                            confined_folder(self.db, folder)
+                    except PathEscapeError as e:
+                        report.failed.append((res.shown, str(e)))
                         continue
                     previous = [p for k in mine for p in recorded.get(k, {}).get("pages", [])]
                     before = snapshot(self.db, previous)

@@ -118,6 +118,7 @@ def validate_folder(db: Path, raw: Any, *, original: str) -> str:
     parts = [p for p in rel.split("/") if p.strip() not in ("", ".")]
     if parts and parts[-1].lower().endswith(".md"):
         parts = parts[:-1]  # a page path: its folder is meant
+    unusable = [p for p in parts if not sanitize_name(p, fallback="", max_len=MAX_COMPONENT)]
     parts = [sanitize_name(p, fallback="", max_len=MAX_COMPONENT) for p in parts]
     parts = [p for p in parts if p]
     if not parts:
@@ -136,8 +137,13 @@ def validate_folder(db: Path, raw: Any, *, original: str) -> str:
         raise ValueError("the page is already in that folder")
     root = resolve_in_db(db, scope) if scope else Path(db).resolve()
     target = resolve_in_db(db, folder)
-    if root not in target.parents:
-        raise PathEscapeError(f"{folder!r} leaves {scope or 'the database'!r}")
+    where = repr(scope) if scope else "the database"
+    if target == root:  # `policies/...`: nothing left of the folder once its unusable names are dropped
+        why = f" once {', '.join(repr(p[:40]) for p in unusable)} (no usable folder name) is dropped" if unusable \
+            else ""
+        raise ValueError(f"{text[:80]!r} names {where} itself{why}; name a folder inside it")
+    if root not in target.parents:  # a symlink to another category
+        raise PathEscapeError(f"{folder!r} leads out of {where} (a symbolic link)")
     probe = target
     while probe != root:
         if probe.exists() and not probe.is_dir():

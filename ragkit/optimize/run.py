@@ -229,7 +229,7 @@ def optimize_missed(
     if index is None:
         from ragkit.search import open_index
 
-        index = open_index(db)
+        index = open_index(db, progress=progress)
     report = OptimizeReport(rows=[dict(r) for r in rows], enable_rl=enable_rl)
     try:
         report.recovered = recover_journal(db, index)

@@ -546,7 +546,8 @@ def write_report(paths: Path | str | Sequence[Path | str], output: Path | str | 
     if out.suffix.lower() not in (".html", ".htm"):
         raise RagError(f"{out}: the report is an HTML file; name it .html")
     if out.exists() and not overwrite:
-        raise RagError(f"{out}: already exists; use --force to replace it or -o to name another file")
+        raise RagError(f"{out}: already exists; use overwrite=True to replace it or output= to name another file",
+                       flags={"overwrite=True": "--force", "output=": "-o"})
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, build_report(runs, out.parent.resolve()))
     return out

@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ragkit.core.errors import RagError, UsageError
+from ragkit.core.errors import DB_FLAG, RagError, UsageError
 from ragkit.core.models import SearchHit
 from ragkit.core.paths import db_folder, path_list, reference_path
 from ragkit.search.indexconfig import IndexConfig, index_config, index_spec_from_env
@@ -24,10 +24,10 @@ log = logging.getLogger(__name__)
 def open_index(db: Path, *, refresh: bool = True, progress: bool = False) -> Any:
     """The shared index of `db` in this process: the embedded engine, or the OpenSearch index its configuration
     names. Both answer the same calls. `progress`: its indexing and embedding lines on stderr, now and on later
-    searches (the CLI turns it on; the first open of a database in the process decides)."""
+    searches (the CLI turns it on; once any open of the database in the process asked for them, they are shown)."""
     root = Path(db)
     if not root.is_dir():
-        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
+        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass db=)", flags=DB_FLAG)
     cfg = index_config(root)
     if cfg.backend == "opensearch":
         from ragkit.search.opensearch import open_opensearch
@@ -60,9 +60,10 @@ def require_database(db: Path) -> None:
 
     root = Path(db)
     if root.is_file():
-        raise RagError(f"{db}: is a file, not a database folder (--db names the folder `rag ingest` wrote)")
+        raise RagError(f"{db}: is a file, not a database folder (db= names the folder `rag ingest` wrote)",
+                       flags=DB_FLAG)
     if not root.is_dir():
-        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
+        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass db=)", flags=DB_FLAG)
     if (root / ".ragkit").is_dir():
         return
     for _here, dirs, files in os.walk(root):
@@ -85,7 +86,9 @@ def search_db(db: Path, query: str, *, k: int = 10, path: str | None = None, str
     idx = open_index(db, progress=progress)
     folder = db_folder(Path(db).resolve(), path) if path else ""
     if path and not (Path(db) / folder).exists():
-        raise RagError(f"--path {path!r}: no such folder in {db} (`rag search` without --path searches everything)")
+        raise RagError(f"path={path!r}: no such folder in {db} (a search without path= searches everything)",
+                       flags={f"path={path!r}": f"--path {path!r}",
+                              "a search without path=": "`rag search` without --path"})
     lacking = getattr(idx, "lacking_in_scope", None)  # the embedded engine; a cluster embeds when it syncs
     if embed_upto and lacking is not None and 0 < lacking(folder) <= embed_upto:
         idx.ensure_embeddings(progress=progress)
@@ -189,7 +192,8 @@ def ingest_into(sources: Sources, *, db: Path | str, index: str | None = None,
 
     refuse_in_worker_start()  # before the index is touched: a worker importing a script without a __main__ guard
     if Path(db).is_file():
-        raise RagError(f"{db}: is a file, not a database folder (--db names the folder to write the pages to)")
+        raise RagError(f"{db}: is a file, not a database folder (db= names the folder to write the pages to)",
+                       flags=DB_FLAG)
     sources = path_list(sources)
     kw.setdefault("progress", False)  # quiet from Python; `rag ingest` turns it on
     ix, moved = _point_at(Path(db), index or index_spec_from_env(), progress=kw["progress"])
@@ -290,8 +294,8 @@ def sync_index(db: Path, *, progress: bool = True, new_id: bool = False, index: 
     ingest's): the database is first pointed at that index (a cluster that moved to another address: every command
     and running `rag serve` replica then uses it), as `rag ingest --index` does, without a source to ingest."""
     if new_id and index:
-        raise UsageError("--new-id and --index: give one (--index names the prefix itself; --new-id makes one on "
-                         "the cluster the database has)")
+        raise UsageError("new_id=True and index=: give one (index= names the prefix itself; new_id=True makes one "
+                         "on the cluster the database has)", flags={"new_id=True": "--new-id", "index=": "--index"})
     if index:
         require_database(db)
         _point_at(Path(db), index, progress=progress)

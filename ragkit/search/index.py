@@ -13,7 +13,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ragkit.core.errors import RagError
+from ragkit.core.errors import DB_FLAG, RagError
 from ragkit.core.models import SearchHit
 from ragkit.core.pagefile import PageMeta, parse_page
 from ragkit.core.paths import INGEST_MANIFEST, db_folder, resolve_in_db, strip_db_prefix
@@ -418,15 +418,18 @@ def open_embedded(db: Path, *, refresh: bool = True, progress: bool = True) -> I
     first use."""
     root = Path(db).resolve()
     if not root.is_dir():
-        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass --db)")
+        raise RagError(f"database folder not found: {db} (run `rag ingest` first or pass db=)", flags=DB_FLAG)
     with _INSTANCES_LOCK:
         idx = _INSTANCES.get(root)
         if idx is None:
             idx = _INSTANCES[root] = Index(root, progress=progress)
+        # Once any caller asked for the progress lines (the CLI does), the shared instance shows them: a quiet
+        # library call opening it first (an evaluator, a scorer) must not silence the command's indexing.
+        idx.progress = idx.progress or progress
     # A later open in a long-lived process also notices files changed by hand or by `rag ingest` meanwhile
     # (a stat of every page; cheap, but not on every call).
     if refresh and (time.monotonic() - idx.last_refresh > REFRESH_EVERY or idx._ingested()):
-        idx.refresh(progress=progress)
+        idx.refresh()
     return idx
 
 

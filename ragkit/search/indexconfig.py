@@ -74,12 +74,19 @@ def _slug(name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", s).strip("-")[:40] or "db"
 
 
+def _bad_index(why: str, spec: str | None = None) -> UsageError:
+    """An index spec's error: `index='…': why` to a Python caller (ingest_into's and sync_index's `index`, as
+    RAG_INDEX), `--index '…': why` from `rag` (errors.RagError)."""
+    label, flag = ("index", "--index") if spec is None else (f"index={redact(spec)!r}", f"--index {redact(spec)!r}")
+    return UsageError(f"{label}: {why}", flags={f"{label}:": f"{flag}:"})
+
+
 def _split(spec: str) -> tuple[str, str, str]:
     """(scheme, host[:port], what follows the host) of an opensearch+http(s) spec; the scheme lowercased."""
     scheme, sep, rest = spec.partition("://")
     scheme = scheme.lower()
     if not sep or scheme not in SCHEMES:
-        raise UsageError(f"--index {redact(spec)!r}: {USAGE}")
+        raise _bad_index(USAGE, spec)
     cut = min((i for i in (rest.find(c) for c in "/?#") if i >= 0), default=len(rest))
     return scheme, rest[:cut], rest[cut:]
 
@@ -93,22 +100,22 @@ def parse_index(spec: str, db: Path | None = None) -> IndexConfig:
         return IndexConfig()
     scheme, netloc, tail = _split(spec)
     if "@" in spec.partition("://")[2]:
-        raise UsageError("--index: put credentials in RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD or "
-                         "RAG_OPENSEARCH_API_KEY, never in the address (it is stored in the database)")
+        raise _bad_index("put credentials in RAG_OPENSEARCH_USER / RAG_OPENSEARCH_PASSWORD or RAG_OPENSEARCH_API_KEY, "
+                         "never in the address (it is stored in the database)")
     parts = urlsplit(f"{scheme.split('+', 1)[1]}://{netloc}")
     if not parts.hostname:
-        raise UsageError(f"--index {redact(spec)!r}: no host")
+        raise _bad_index("no host", spec)
     try:
         port = parts.port
     except ValueError:
-        raise UsageError(f"--index {redact(spec)!r}: the port is not a number") from None
+        raise _bad_index("the port is not a number", spec) from None
     # everything after the host is the prefix: a '?' or '#' in it is refused, not read as a URL's query or fragment
     prefix = tail.strip("/")
     if len(prefix) > PREFIX_MAX:
-        raise UsageError(f"--index: the prefix is {len(prefix)} characters long; at most {PREFIX_MAX} "
+        raise _bad_index(f"the prefix is {len(prefix)} characters long; at most {PREFIX_MAX} "
                          "(index names are PREFIX-pages, PREFIX-documents, PREFIX-sessions)")
     if prefix and not _PREFIX.fullmatch(prefix):
-        raise UsageError(f"--index: the prefix {prefix!r} must be lowercase letters, digits, '-' or '_' "
+        raise _bad_index(f"the prefix {prefix!r} must be lowercase letters, digits, '-' or '_' "
                          "(starting with a letter or digit)")
     if not prefix:
         prefix = f"ragkit-{_slug(db.resolve().name if db else 'db')}-{secrets.token_hex(3)}"

@@ -32,12 +32,14 @@ def check_bind(host: str, token: str | None) -> str | None:
             raise UsageError("the token is empty (only spaces): set RAG_API_TOKEN to a long random value, or leave "
                              "it unset on loopback")
     if not is_loopback(host) and not token:
-        raise UsageError(f"--host {host}: refusing to listen beyond this machine without a token; "
-                         "set RAG_API_TOKEN or pass --token")
+        raise UsageError(f"host={host!r}: refusing to listen beyond this machine without a token; "
+                         "set RAG_API_TOKEN or pass token=",
+                         flags={f"host={host!r}:": f"--host {host}:", "token=": "--token"})
     if not is_loopback(host) and len(token) < MIN_TOKEN_CHARS:
-        raise UsageError(f"--host {host}: the token has {len(token)} character{'s' if len(token) != 1 else ''}; beyond this machine it needs "
-                         f"{MIN_TOKEN_CHARS} or more (e.g. RAG_API_TOKEN=$(python -c 'import secrets; "
-                         "print(secrets.token_urlsafe(24))'))")
+        raise UsageError(f"host={host!r}: the token has {len(token)} character{'s' if len(token) != 1 else ''}; "
+                         f"beyond this machine it needs {MIN_TOKEN_CHARS} or more (e.g. RAG_API_TOKEN=$(python -c "
+                         "'import secrets; print(secrets.token_urlsafe(24))'))",
+                         flags={f"host={host!r}:": f"--host {host}:"})
     return token
 
 
@@ -67,18 +69,21 @@ class _Quiet(logging.Filter):
 
 
 def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000, token: str | None = None,
-               max_upload_mb: float = 100.0, announce: Any = print) -> None:
+               max_upload_mb: float = 100.0, announce: Any = print, progress: bool = False) -> None:
     """Serve until Ctrl-C or SIGTERM, then stop within a few seconds, whatever the requests are doing:
     conversions are killed at once, answers get STOP_SECONDS, and a thread still waiting on a model then
-    ends with the process."""
+    ends with the process. `progress`: the index's indexing lines on stderr while it is built before listening
+    (`rag serve` turns it on)."""
     token = check_bind(host, token)
     if not Path(settings.db).is_dir():
-        raise RagError(f"--db {settings.db}: no such folder; ingest documents into it first (rag ingest FILE "
-                       f"--db {settings.db}) or create it empty (mkdir) to fill it through POST /documents")
+        raise RagError(f"settings.db {settings.db}: no such folder; ingest documents into it first (rag ingest FILE "
+                       f"--db {settings.db}) or create it empty (mkdir) to fill it through POST /documents",
+                       flags={f"settings.db {settings.db}:": f"--db {settings.db}:"})
     if max_upload_mb <= 0:
-        raise UsageError(f"--max-upload-mb must be positive, got {max_upload_mb:g}")
+        raise UsageError(f"max_upload_mb must be positive, got {max_upload_mb:g}",
+                         flags={"max_upload_mb": "--max-upload-mb"})
     if not 0 <= port <= 65535:
-        raise UsageError(f"--port must be 0-65535, got {port}")
+        raise UsageError(f"port must be 0-65535, got {port}", flags={"port": "--port"})
     try:
         import uvicorn
 
@@ -87,7 +92,7 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
         raise RagError(f"rag serve needs FastAPI and uvicorn: pip install 'ragkit[serve]' ({e.name} missing)") from None
     from ragkit.serve.documents import stop_uploads
 
-    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb, host=host))
+    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb, progress=progress, host=host))
     if app.state.start_problem:
         announce(f"degraded: {app.state.start_problem}; serving anyway: /health answers 503, /search, /chat and "
                  "uploads 503 until the cluster answers (the document list and pages answer now)")

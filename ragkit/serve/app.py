@@ -37,10 +37,12 @@ from ragkit.serve import documents as docs
 from ragkit.serve.guard import FAILED_TOKENS_PER_MINUTE, Guard, TokenFailures, is_loopback
 from ragkit.serve.guard import send_json as _send_json
 from ragkit.serve.sessions import (
+    CHECK_PAGES,
     HISTORY_FOR_REWRITE,
     ClusterSessionStore,
     SessionStore,
     Turn,
+    own_words_lead_elsewhere,
     rewrite_offline,
     rewrite_with_model,
     valid_session_id,
@@ -65,6 +67,7 @@ HEALTH_TTL = 5.0  # seconds a cluster check is reused: frequent probes cost the 
 class ServeOptions:
     token: str | None = None
     max_upload_mb: float = 100.0
+    progress: bool = False  # the index's indexing lines on stderr while it is built at start (`rag serve`)
     host: str = "127.0.0.1"  # the address listened on: on loopback without a token, Host and Origin are checked
     failed_tokens_per_minute: int = FAILED_TOKENS_PER_MINUTE  # per client; then 429 until its minute is over
 
@@ -134,7 +137,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     token = options.token or None
     provider = provider if provider is not None else get_provider(settings)
     try:
-        open_index(db, progress=False)  # built (or brought up to date) now, not during the first request
+        open_index(db, progress=options.progress)  # built (or brought up to date) now, not at the first request
         start_problem = None
     except ClusterError as e:
         # a replica (re)started during an outage comes up degraded, as a running one goes degraded: /health says
@@ -342,6 +345,13 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
 
     @app.post("/documents", status_code=201)
     async def upload(request: Request) -> JSONResponse:
+        """Ingest a PDF, DOCX or PPTX. Multipart form fields: `file` (required), `category` (a folder name,
+        default "uploads"), `replace` ("true" to replace a document of the same name and category that holds other
+        content; without it that upload is 409, with the `existing` document's summary when replace=true would
+        replace it). 201 ingested (`replaced`
+        says whether it replaced one), 200 `unchanged` (the same file again), 202 stored but not indexed, 400 a
+        category that leads out of the database, 409 a name in use, 413 too large, 415 not a document type, 422
+        not what its extension says."""
         from starlette.concurrency import run_in_threadpool
 
         form = await request.form(max_files=1, max_fields=5)
@@ -354,12 +364,20 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
                 raise docs.ClientError(413, _too_large_message(upload_limit, {"path": "/documents"}))
             category = form.get("category")
             category = category if isinstance(category, str) else None
+            replace = form.get("replace")
+            replace = replace.strip().lower() if isinstance(replace, str) else ""
+            if replace not in ("", "true", "false", "1", "0", "yes", "no", "on", "off"):
+                raise docs.ClientError(422, f"replace: {replace[:20]!r} is not true or false")
             name = file.filename or ""
         finally:
             await form.close()
         # in the thread pool: the conversion waits on another process, and index() may re-scan the files
-        result = await run_in_threadpool(
-            lambda: docs.upload_document(db, name, data, category, index(), settings.limits))
+        try:
+            result = await run_in_threadpool(
+                lambda: docs.upload_document(db, name, data, category, index(), settings.limits,
+                                             replace=replace in ("true", "1", "yes", "on")))
+        except docs.DocumentExists as e:
+            return error(409, e, existing=e.existing)
         # 202: stored, not yet indexed (the cluster failed after the pages were written; the body says what to do)
         status = 202 if not result["indexed"] else 200 if result.get("unchanged") else 201
         return JSONResponse(result, status_code=status)
@@ -367,6 +385,19 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     @app.get("/pages/{path:path}")
     def read_page(path: str) -> dict:
         return docs.read_page(db, path)
+
+    @app.get("/sessions/{session_id}")
+    def show_session(session_id: str) -> dict:
+        """A session's turns, oldest first (its last 20): what the user asked (`query`), what was searched
+        (`search_query`), the answer and its cited pages, so that a page can show the conversation again after a
+        reload. An unknown session, or one dropped as least recently used, is 404."""
+        sessions = store(index())
+        if not valid_session_id(session_id) or not sessions.exists(session_id):
+            raise docs.ClientError(404, f"session_id: no session {session_id[:80]!r} (start a new one by leaving "
+                                        "session_id out of /chat)")
+        return {"session_id": session_id,
+                "turns": [{"query": t.query, "search_query": t.search_query, "answer": t.answer,
+                           "sources": [_cited_page(db, p) for p in t.sources]} for t in sessions.history(session_id)]}
 
     @app.post("/chat")
     def chat(req: ChatRequest):
@@ -400,6 +431,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         history = store(ix).history(sid, HISTORY_FOR_REWRITE)
         if provider.is_offline:
             standalone, usage = rewrite_offline(query, history), None
+            if own_words_lead_elsewhere(query, standalone, lambda q: _best_pages(ix, q)):
+                standalone = query
         else:
             standalone, usage = rewrite_with_model(query, history, provider)
         question = standalone
@@ -408,6 +441,18 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
             convo = "\n".join(f"- Q: {t.query}\n  A: {t.answer[:300]}" for t in history)
             question = f"{standalone}\n\n(Earlier in this conversation:\n{convo})"
         return standalone, question, usage
+
+    def _best_pages(ix: Any, query: str) -> list[str]:
+        """The normalized text of the best CHECK_PAGES pages for `query` by its words (the rewrite's check)."""
+        from ragkit.core.text import normalize
+
+        texts = []
+        for hit in ix.search(query, k=CHECK_PAGES, mode="keyword"):
+            try:
+                texts.append(normalize((db / hit.path).read_text(encoding="utf-8")))
+            except OSError:  # deleted since it was indexed: it holds nothing
+                continue
+        return texts
 
     def _answer(sid: str, query: str, strategy: str, trace_path: Path | None, ix: Any) -> tuple[dict, int]:
         from ragkit.answer import ask
@@ -480,6 +525,8 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         if not isinstance(record, dict) or record.get("event") == "answer":
             return None  # the answer itself comes last, in the response's shape
         record.pop("db", None)  # the start step's database as the server was started: its own file system
+        if isinstance(record.get("arguments"), dict):  # a tool's arguments (the query searched): one string
+            record["arguments"] = json.dumps(record["arguments"], ensure_ascii=False)
         for key in ("pages", "hits"):  # pages read or found: named as the API names them
             if isinstance(record.get(key), list):
                 record[key] = [docs.api_path(db, p) if isinstance(p, str) else p for p in record[key]]
@@ -538,6 +585,20 @@ def _chat_json(db: Path, answer, sid: str, standalone: str, clean) -> dict:
             **({"closest_by_meaning": closest} if closest else {}),
         },
     }
+
+
+def _cited_page(db: Path, path: str) -> dict:
+    """{path, page, printed_page, title} of a page a turn cited, read from its file now, as /chat's `sources`
+    name it (without the excerpt and score of that answer); a page deleted since gives its path alone, with page
+    null."""
+    from ragkit.core.pagefile import first_heading, parse_page
+    from ragkit.core.paths import resolve_in_db
+
+    try:
+        meta, body = parse_page(resolve_in_db(db, path).read_text(encoding="utf-8"))
+    except (OSError, RagError, ValueError):
+        return {"path": path, "page": None, "printed_page": "", "title": ""}
+    return {"path": path, "page": meta.page, "printed_page": meta.printed_page, "title": first_heading(body)[:200]}
 
 
 def _version() -> str:

@@ -20,6 +20,7 @@ from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import (
     atomic_write_bytes,
+    confined_folder,
     iter_pages,
     page_number,
     resolve_in_db,
@@ -47,6 +48,15 @@ class ClientError(RagError):
         self.status = status
 
 
+class DocumentExists(ClientError):
+    """An upload named like a document that holds other content, which replace=true would replace (409):
+    `existing` is that document's summary."""
+
+    def __init__(self, message: str, existing: dict) -> None:
+        super().__init__(409, message)
+        self.existing = existing
+
+
 def api_path(db: Path, path: str) -> str:
     """The API's name of a page of `db` that the library gave as a Reference Document (relative to the working
     directory, or absolute): relative to the database, never the server's own file system layout."""
@@ -72,8 +82,11 @@ class DocInfo:
 
 
 def _folder_of(rel: str) -> str:
+    """The document a page belongs to: its `<category>/<document>` folder; a page lying directly in a category
+    (`policies/hard.md`, put there by hand) is a document of its own, named by its file name (a folder and a file
+    of one name cannot share a folder, so it never merges with a document); a page at the root, none."""
     parts = rel.split("/")
-    return "/".join(parts[:2]) if len(parts) >= 3 else parts[0] if len(parts) == 2 else ""
+    return "/".join(parts[:2]) if len(parts) >= 2 else ""
 
 
 def _copies(db: Path, pages: list[str]) -> dict[str, str]:
@@ -196,14 +209,38 @@ def stop_uploads() -> None:
     stop_all()
 
 
+def _in_the_way(db: Path, folder: str, digest: str, src: Path) -> tuple[DocInfo | None, str]:
+    """(the document an upload into `folder` would replace, the name it was uploaded under when that is another
+    file, which replace=true does not replace: "" when it may). None when the folder holds no document, or holds
+    this very file (an unchanged upload). A source `rag ingest` recorded that still exists is not in the way
+    here: ingest refuses that clash itself (409, "same folder")."""
+    from ragkit.ingest.manifest import MANIFEST, canonical_key, key_path, load_manifest
+
+    mine = [(key, e) for key, e in load_manifest(db / ".ragkit" / MANIFEST)["sources"].items()
+            if isinstance(e, dict) and str(e.get("folder", "")).casefold() == folder.casefold()]
+    if any(e.get("sha256") == digest for _, e in mine):
+        return None, True
+    keys = [canonical_key(db, key) for key, _ in mine]
+    if any(not k.startswith(".ragkit/") and key_path(db, k).exists() for k in keys):
+        return None, True
+    doc = next((d for d in list_documents(db) if d.folder.casefold() == folder.casefold()), None)
+    own = src.relative_to(db.resolve()).as_posix()
+    # another upload whose name gives the same folder (report.docx over report.pdf, Report.pdf over report.pdf)
+    # is still its own source: replacing it is deleting it first
+    other = next((k for k in keys if k != own and key_path(db, k).exists()), "")
+    return doc, other.rpartition("/")[2]
+
+
 def upload_document(db: Path, filename: str, data: bytes, category: str | None, index,
-                    limits: Limits | None = None) -> dict:
+                    limits: Limits | None = None, *, replace: bool = False) -> dict:
     """Store an upload under `.ragkit/uploads/`, ingest it with `rag ingest`'s code (converted in a worker
     process of its own, under the document limits, so uploads convert side by side and a hostile one fails
     alone), and bring the shared index up to date with the pages written and removed. Returns the document's
-    summary, with `indexed`. A cluster that does not answer check_index is a ClusterError (503) before anything is
-    written; one that fails after the pages are written leaves them (`indexed` false, and a `warning` saying how
-    they reach the index)."""
+    summary, with `indexed` and `replaced`. A document of the same name with other content is DocumentExists (409)
+    unless `replace`; the same file again is `unchanged`. A category or document folder that leads out of the
+    database (a symbolic link) is 400, before anything is written. A cluster that does not answer check_index is
+    a ClusterError (503) before anything is written; one that fails after the pages are written leaves them
+    (`indexed` false, and a `warning` saying how they reach the index)."""
     from ragkit.ingest.run import ingest_sources
     from ragkit.ingest.workers import Stopped
     from ragkit.search.backend import check_index
@@ -211,8 +248,31 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     stem, ext = safe_upload_name(filename)
     check_content(data, ext, f"{stem}{ext}")
     cat = safe_category(category)
-    check_index(index, timeout=INDEX_CHECK_TIMEOUT, pages=False)  # a cluster that is down: 503, nothing written
+    folder = f"{cat}/{stem}"
+    try:
+        confined_folder(db, folder)
+        confined_folder(db / ".ragkit", f"{UPLOADS}/{cat}", inside="the database's .ragkit folder")
+    except PathEscapeError as e:
+        raise ClientError(400, f"{stem}{ext}: cannot store it in the category {cat!r}: {e}") from None
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
+    existing, other = _in_the_way(db, folder, hashlib.sha256(data).hexdigest(), src)
+    if existing and not (replace and not other):
+        what = f"{stem}{ext}: the document {folder!r} (id {existing.id}, {len(existing.pages)} pages) already exists"
+        if other:  # no `existing` in the answer: replace=true would not help
+            raise ClientError(409, f"{what}, uploaded as {other!r}; delete it first (DELETE "
+                                   f"/documents/{existing.id}), or rename the file")
+        raise DocumentExists(f"{what} with other content; upload it with replace=true to replace it, or rename "
+                             "the file", existing.summary(db))
+    check_index(index, timeout=INDEX_CHECK_TIMEOUT, pages=False)  # a cluster that is down: 503, nothing written
+    # a replacement that fails to convert leaves the document as it was, its uploaded file included
+    before = src.read_bytes() if existing and src.is_file() else None
+
+    def restore() -> None:
+        if before is None:
+            src.unlink(missing_ok=True)
+        else:
+            atomic_write_bytes(src, before)
+
     atomic_write_bytes(src, data)
     try:
         report = ingest_sources([src], db=db.resolve(), category=cat, workers=1, progress=False, limits=limits,
@@ -220,23 +280,23 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     except Stopped:
         raise ClientError(503, "the server is stopping; upload the document again when it is back") from None
     except RagError as e:
-        src.unlink(missing_ok=True)
+        restore()
         raise ClientError(422, str(e)) from None
     written, removed = report.index_changes()
-    folder = f"{cat}/{stem}"
     if report.skipped and not written:
         # the same file again: its pages may be missing from the index (the cluster failed an earlier upload
         # after they were written); syncing them again changes nothing when they are there
         written = next((d.pages for d in list_documents(db) if d.folder == folder), [])
     not_indexed = _update_index(db, index, written, removed)
     if report.failed:
-        src.unlink(missing_ok=True)
+        restore()
         reason = report.failed[0][1]
-        status = 409 if "same folder" in reason else 422
+        status = 409 if "same folder" in reason else 400 if "leads out of" in reason else 422
         raise ClientError(status, f"{stem}{ext}: {reason}")
     doc = next((d for d in list_documents(db) if d.folder == folder), DocInfo(doc_id(folder), folder, []))
     out = doc.summary(db)
     out["unchanged"] = report.skipped > 0
+    out["replaced"] = existing is not None
     out["indexed"] = not_indexed is None
     if not_indexed:
         out["warning"] = (f"the pages are stored but not indexed ({not_indexed}): search and /chat find them once "

@@ -13,17 +13,19 @@ import secrets
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragkit.core.text import CJK_CLASS, STOPWORDS, normalize
+from ragkit.core.text import CJK_CLASS, HAN_KANA, HANGUL, STOPWORDS, normalize
 
 SESSIONS_FILE = "sessions.sqlite3"
 MAX_TURNS = 20  # turns kept per session (older ones are dropped)
 MAX_SESSIONS = 1000  # sessions kept per database (the least recently used are dropped)
 HISTORY_FOR_REWRITE = 3  # turns shown to the rewriter / answerer
 MAX_CARRIED_TERMS = 8
+CHECK_PAGES = 3  # pages of each search that the offline rewrite's check reads (own_words_lead_elsewhere)
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
@@ -149,11 +151,30 @@ class ClusterSessionStore:
 # Words that point back at something said before: a question holding one needs the earlier question's subject.
 _BACK_WORDS = frozenset("it its they them their this that these those there he she his her one ones same also "
                         "too else other another".split())
-_BACK_CJK = ("それ", "その", "これ", "この", "あれ", "あの", "そこ", "ここ", "そちら", "こちら", "では", "じゃあ",
-             "他に", "ほかに", "그것", "그거", "이것", "거기", "그럼", "그러면")
+_BACK_CJK = ("それ", "その", "これ", "この", "あれ", "あの", "そこ", "ここ", "そちら", "こちら", "他に", "ほかに",
+             "同じ", "同様", "그것", "그거", "그건", "그게", "이것", "이건", "거기", "그럼", "그러면",
+             "마찬가지")
+_BACK_KO_WORDS = frozenset(("그", "이", "저"))  # "that"/"this" before a noun, as a word of its own
+# An elliptical question, a topic and no predicate of its own: "What about X?", 「Xの場合は？」, "X은요?"
+_ELLIPSIS = re.compile("|".join((
+    r"^(?:and|what about|how about)\b",  # English
+    r"^(?:では|じゃあ|それでは)", r"(?:は|も|なら|って|では|には|だと)[?？]?$",  # Japanese
+    r"(?:は|では|だと|なら)どう(?:です|でしょう|なります)",
+    r"(?:은|는|도)요[?？]?$", r"(?:은|는)[?？]$", r"(?:경우|때)(?:는|에는)요?[?？]?$",  # Korean
+    r"(?:어때요?|어떤가요|어떻게 되나요)[?？]?$")))
 _WORDS = re.compile(f"[^\\W_{CJK_CLASS}][^\\W{CJK_CLASS}]*|[{CJK_CLASS}]+")
 _KANA_RUN = re.compile("[\u3040-\u309f]+")  # hiragana: particles and endings, not subjects
-_SHORT_QUESTION_TERMS = 3
+_HANGUL_RE = re.compile(f"[{HANGUL}]")
+_HAN_KANA_RE = re.compile(f"[{HAN_KANA}]")
+# what a Japanese question asks, not what it is about: 何 with its counter (何日, 何文字), 場合 ("in the case of")
+_JA_ASKING = re.compile("何[\u4e00-\u9fff]?|場合")
+# Korean question words, at a word's start (얼마인가요, 며칠, 어떻게): what is asked, not what it is about
+_KO_ASKING = ("언제", "어디", "무엇", "뭐", "뭔", "얼마", "몇", "며칠", "어떻", "어떤", "어때", "누구", "누가", "왜")
+# How much a question must say to stand alone (checked on a written-down set of follow-ups and standalone
+# questions in each language: tests/test_serve_sessions.py). Japanese is measured in content characters
+# (kanji, katakana, Latin letters and digits: 「出張の日当は」 holds 4), not in runs: one run may be a whole phrase.
+MIN_CONTENT_CHARS_JA = 4
+MIN_CONTENT_WORDS = 2  # English and Korean: words that are not function, question or pointing-back words
 
 
 def key_terms(text: str) -> list[str]:
@@ -171,23 +192,80 @@ def key_terms(text: str) -> list[str]:
     return out
 
 
-def is_follow_up(question: str) -> bool:
-    """A question that leans on an earlier one: it points back ("it", "その") or is too short to stand alone."""
+def language(text: str) -> str:
+    """"ja" (kanji or kana), "ko" (Hangul) or "latin": which words can match which (a carried term in another
+    script than the question's finds other documents than the question's)."""
+    if _HAN_KANA_RE.search(text):
+        return "ja"
+    return "ko" if _HANGUL_RE.search(text) else "latin"
+
+
+def content_size(question: str) -> int:
+    """How much `question` says about its subject: in Japanese, its content characters (kanji, katakana, Latin
+    letters and digits, less what it asks: 何日, 場合); in English and Korean, its words that are not function
+    words, question words or words that point back."""
     norm = normalize(question)
-    words = set(re.findall(r"[a-z0-9]+", norm))
-    if words & _BACK_WORDS or any(w in norm for w in _BACK_CJK):
+    if language(norm) == "ja":
+        text = _JA_ASKING.sub("", _KANA_RUN.sub(" ", norm))
+        return sum(1 for ch in text if ch.isalnum())
+    words = [w for w in _WORDS.findall(norm) if w not in _BACK_KO_WORDS]
+    if language(norm) == "ko":
+        return sum(1 for w in words if not w.startswith(_KO_ASKING))
+    return sum(1 for w in words if w not in STOPWORDS and w not in _BACK_WORDS and len(w) > 2)
+
+
+def is_follow_up(question: str) -> bool:
+    """A question that leans on an earlier one: it points back ("it", "その", "그건"), it names a topic and asks
+    nothing of its own ("What about email?", 「海外出張の場合は？」, "이메일은요?"), or it says too little to stand
+    alone (「価格はいくらですか？」)."""
+    norm = normalize(question).strip()
+    words = set(_WORDS.findall(norm))
+    if words & _BACK_WORDS or words & _BACK_KO_WORDS or any(w in norm for w in _BACK_CJK):
         return True
-    return len(key_terms(question)) <= _SHORT_QUESTION_TERMS - 1
+    if _ELLIPSIS.search(norm.rstrip(" .。!！")):
+        return True
+    least = MIN_CONTENT_CHARS_JA if language(norm) == "ja" else MIN_CONTENT_WORDS
+    return content_size(norm) < least
+
+
+def topic_terms(turn: Turn) -> list[str]:
+    """What a turn was about: a question that stood alone, its own key terms; a follow-up, the terms it carried
+    (not its own words), so that a chain of follow-ups carries its first question's subject and nothing piles up."""
+    own = key_terms(turn.query)
+    searched = key_terms(turn.search_query)
+    carried = [t for t in searched if t not in own]
+    return carried or own
 
 
 def rewrite_offline(question: str, history: list[Turn]) -> str:
-    """Deterministic step 1 without a model: a follow-up carries the key terms of the previous standalone
-    query that it does not already contain; a question that stands alone is left as it is."""
+    """Deterministic step 1 without a model: a follow-up carries the subject of the previous turn (topic_terms)
+    that it does not already contain, when both are in one language; a question that stands alone is searched
+    as it is."""
     if not history or not is_follow_up(question):
         return question
+    topic = topic_terms(history[-1])
+    if language(" ".join(topic)) != language(question):
+        return question  # 「育児休業は？」 after an English question: English words find English pages, not its answer
     have = set(key_terms(question))
-    carried = [t for t in key_terms(history[-1].search_query) if t not in have][:MAX_CARRIED_TERMS]
+    carried = [t for t in topic if t not in have][:MAX_CARRIED_TERMS]
     return f"{question} {' '.join(carried)}".strip() if carried else question
+
+
+def own_words_lead_elsewhere(question: str, searched: str, pages: Callable[[str], list[str]]) -> bool:
+    """The offline rewrite checked against the index: True when the carried search's best pages hold none of the
+    question's own key terms while the question's own search finds pages that do: the carried words led away from
+    what was asked (「製氷は？」 after a question on travel allowances: the travel rules do not hold 製氷, the
+    refrigerator's manual does). `pages(query)` gives the normalized text of the best pages for `query`."""
+    if searched == question:
+        return False
+    own = [t for t in (_JA_ASKING.sub("", w) for w in key_terms(question)) if len(t) >= 2]
+    if not own:
+        return False
+
+    def hold(texts: list[str]) -> bool:
+        return any(t in text for text in texts for t in own)
+
+    return not hold(pages(searched)) and hold(pages(question))
 
 
 REWRITE_SYSTEM = """You rewrite the user's latest question into ONE standalone question that can be understood

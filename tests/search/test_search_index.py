@@ -60,3 +60,17 @@ def test_cli_search_json(db, monkeypatch):
     for blank in ("", "  "):
         res = runner.invoke(app, ["search", blank, "--db", str(db)])
         assert res.exit_code == 2 and "give a QUERY" in res.output
+
+
+def test_the_first_quiet_open_does_not_silence_a_later_one_asking_for_progress(tmp_path, capfd):
+    """The shared index kept the `progress` of the first open in the process: a quiet library call opening it
+    first (an evaluator, a scorer) silenced the indexing lines of the command that asked for them."""
+    from pagetree import write_pages
+
+    db = write_pages(tmp_path / "db", {"a/d/s/page_001.md": ("d", "s", 1, "Pump one.")})
+    idx = open_index(db)
+    assert open_index(db, progress=True) is idx
+    write_pages(db, {f"a/d/s/page_{i:03d}.md": ("d", "s", i, f"Pump {i} runs daily.") for i in range(2, 203)})
+    capfd.readouterr()
+    idx.refresh()  # as a search finding the files changed does
+    assert "indexing pages" in capfd.readouterr().err

@@ -7,7 +7,7 @@ import logging
 import math
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from ragkit.answer.extractive.terms import (
     says_in_order,
     term_set,
 )
-from ragkit.answer.extractive.units import Unit, page_units
+from ragkit.answer.extractive.units import Unit, page_units, qualifies
 from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
@@ -183,13 +183,27 @@ def _phrase_bonus(unit_norm: str, q_words: list[str]) -> float:
 def _select(units: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]],
             page_doc: dict[str, str]) -> list[Unit]:
     """The best unit, then units of its document (`page_doc`: rel -> corpus.document_id) that add question words
-    it lacks (at most 3 units, 2 pages)."""
+    it lacks (at most 3 units, 2 pages). A heading or a title line is never the quote alone: it is quoted with the
+    line under it, and one with no text under it is passed over (nothing left: nothing is chosen, a refusal)."""
     ranked = sorted(units, key=lambda u: (-u.score, u.rank, u.pos))
-    best = ranked[0]
-    chosen = [best]
     by_key = {(u.rel, u.pos): u for u in units}
-    # A unit that only introduces what follows ("The settings are:") is quoted with its next line.
-    if best.text.rstrip().endswith((":", "：")) or best.is_heading:
+
+    def under(u: Unit) -> Unit | None:
+        """The text a heading or title line stands over: the next unit of the page, in another paragraph (the
+        page number of a table of contents' entry is no text under it), and no title itself."""
+        nxt = by_key.get((u.rel, u.pos + 1))
+        ok = nxt is not None and not (nxt.is_heading or nxt.title) and nxt.para != u.para
+        return nxt if ok else None
+
+    best = next((u for u in ranked if not (u.is_heading or u.title) or under(u) is not None), None)
+    if best is None:
+        return []
+    chosen = [best]
+    # A unit that only introduces what follows ("The settings are:", a heading) is quoted with its next line.
+    if best.is_heading or best.title:
+        if (body := under(best)) is not None:  # always: best was chosen for it
+            chosen.append(body)
+    elif best.text.rstrip().endswith((":", "：")):
         nxt = by_key.get((best.rel, best.pos + 1))
         if nxt is not None and not nxt.is_heading:
             chosen.append(nxt)
@@ -209,6 +223,26 @@ def _select(units: list[Unit], qwords: list[QWord], page_terms: dict[str, set[st
             chosen.append(u)
             current += gain
     return chosen
+
+
+def _qualified(chosen: list[Unit], units: list[Unit]) -> list[Unit]:
+    """The quoted units, each joined by the sentences right after it in its paragraph that open by qualifying it
+    (units.qualifies: ただし, なお, 다만, However, unless, ...): "…子が1歳に達するまで…とする。" quoted without
+    "ただし、保育所に入所できない場合は、子が2歳に達するまで延長できる。" is wrong for some readers, and its
+    citation makes it look checked. What decides the answer (the score) is measured without them."""
+    by_key = {(u.rel, u.pos): u for u in units}
+    taken = {(u.rel, u.pos) for u in chosen}
+    out = []
+    for u in chosen:
+        merged, pos = u, u.pos
+        while (nxt := by_key.get((u.rel, pos + 1))) is not None and nxt.para == u.para and u.para >= 0 \
+                and (u.rel, pos + 1) not in taken and qualifies(nxt.text):
+            glue = " " if merged.text[-1:].isascii() else ""  # "。ただし" but ". However"
+            merged = replace(merged, text=merged.text + glue + nxt.text, terms=merged.terms | nxt.terms)
+            taken.add((u.rel, pos + 1))
+            pos += 1
+        out.append(merged)
+    return out
 
 
 def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]]) -> float:
@@ -251,6 +285,7 @@ class _Analysis:
     support: float | None = None  # best question-sentence cosine on the pages read (None: no embedding model)
     said: bool = False  # the main quote holds the question's words as it writes them (terms.says_in_order)
     whole: bool = True  # the quote or its headings hold most of some CJK word of the question (holds_whole)
+    named_only: bool = False  # the quote holds the question's common words only inside names (names_only)
     ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
     by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
@@ -339,6 +374,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     if not units:
         return out
     out.chosen = _select(units, plain, page_terms, page_doc)
+    if not out.chosen:
+        return out  # only headings hold the question's words: they explain nothing
     out.coverage = _evidence(out.chosen, qwords, page_terms)
     cited = page_doc[out.chosen[0].rel]
     if named is None and (meant := _named(q, plain, cited, docs)):
@@ -360,6 +397,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
     out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)))
+    out.named_only = names_only(qwords, name_words(q), out.chosen)
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
     # income"), as the word check does: a statement's rows are about what the question asks
     said = also_said(q, rules)
@@ -369,6 +407,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
     out.ambiguous = _which(q, plain, docs.terms)
+    out.chosen = _qualified(out.chosen, units)
     return out
 
 
@@ -382,6 +421,53 @@ def holds_whole(qwords: list[QWord], terms: set[str]) -> bool:
     opening hours)."""
     cjk = [w for w in qwords if w.cjk and not HIRAGANA_ONLY.match(w.word)]
     return not cjk or any(w.found(terms) > 0.5 for w in cjk)
+
+
+# A name: capitalised words in a row ("Capital Safety Group EMEA", "3M Australia Pty. Ltd.")
+_NAME_RUN = re.compile(r"(?<![\w.])[A-Z][\w&'.-]*(?:[ \t]+[A-Z][\w&'.-]*)+")
+NAME_RUN = 3  # words: two are often a row label or a title ("Total Revenue", "Executive Chairman")
+
+
+def _names(text: str, qwords: list[QWord]) -> list[str]:
+    """The names in a text that hold one word of the question, and not as their last word: runs of NAME_RUN or
+    more capitalised words, not all in capitals (a heading: "F PSEUDOCODE FOR RETRIEVAL METHODS"). A run holding
+    two of its words is a label of what is asked ("EPS Geographic Market Name"), and one ending in the word is a
+    kind of it ("Executive Vice President", "Tree Traversal Algorithm"): the last word of an English noun phrase
+    says what it is. In "Capital Safety Group EMEA" the word only names a company."""
+    out = []
+    for m in _NAME_RUN.finditer(text):
+        run = m.group(0)
+        words = run.split()
+        if len(words) < NAME_RUN or run.upper() == run:
+            continue
+        terms = term_set(run)
+        held = [w for w in qwords if w.found(terms)]
+        if len(held) == 1 and not held[0].found(term_set(words[-1])):
+            out.append(run)
+    return out
+
+
+def names_only(qwords: list[QWord], q_names: set[str], chosen: list[Unit]) -> bool:
+    """Whether the quoted units hold every Latin word the question writes as a common word (not a name it
+    capitalises, `q_names`; three letters or more, not a figure) only inside names (`_names`), and neither
+    elsewhere in their text nor in their headings: "What is the capital of France?" answered from 3M's list of
+    subsidiaries, "Capital Safety Group EMEA | France". What is asked of the name is then nowhere in the quote.
+    False when the question has no such word, or when the quote lacks one of them (what the quote lacks the
+    word check weighs already: "What is the position of Ibrahim?" is answered by the heading "Ibrahim" over
+    "Core Assurance")."""
+    asked = [w for w in qwords if not w.cjk and w.word.isascii() and w.word.isalpha() and len(w.word) > 2
+             and w.word not in q_names]
+    if not asked:
+        return False
+    inside: set[str] = set()
+    plain: set[str] = set()
+    for u in chosen:
+        text = u.text
+        for run in _names(u.text, qwords):
+            inside |= term_set(run)
+            text = text.replace(run, " ")
+        plain |= term_set(text) | u.ctx_terms
+    return all(w.found(inside) for w in asked) and not any(w.found(plain) for w in asked)
 
 
 # A year a table abbreviates ("´08년 43척", "’08. 10. 27", "FY '19"): an apostrophe and its last two digits
@@ -505,8 +591,9 @@ class RefusalRule:
     (the engine's by default; benchmarks/offline_refusals.py tunes them through this same rule). `an` is
     anything with _Analysis's fields coverage, absent, years_absent, unnamed, unnamed_names, db_pages, typed
     and support, and optionally said (the quote says the question's words: meaning does not count), ambiguous
-    (the documents it could mean: any makes the score 0) and whole (False, the quote holds only pieces of the
-    question's CJK words: the score is 0)."""
+    (the documents it could mean: any makes the score 0), whole (False, the quote holds only pieces of the
+    question's CJK words: the score is 0) and named_only (True, the quote holds the question's common words only
+    inside names: the score is 0)."""
 
     refuse_below: float = REFUSE_BELOW
     absent_penalty: float = ABSENT_PENALTY
@@ -530,7 +617,7 @@ class RefusalRule:
         """The evidence coverage, less what the question asks about that the cited document or the whole
         database never names, an answer of the wrong kind and, when meaning counts, a question no sentence
         read is about (docs/answer.md says how the constants were tuned)."""
-        if getattr(an, "ambiguous", None) or not getattr(an, "whole", True):
+        if getattr(an, "ambiguous", None) or not getattr(an, "whole", True) or getattr(an, "named_only", False):
             return 0.0
         silence = min(1.0, max(UNNAMED_FLOOR, an.db_pages / UNNAMED_FULL_PAGES))
         unnamed = (an.unnamed - an.unnamed_names) * silence + an.unnamed_names

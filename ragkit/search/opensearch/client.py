@@ -6,9 +6,10 @@ answers).
     Client.bulk(actions, refresh=...) -> JSON; Client.close()
 
 A request that could not connect, or got 429/502/503/504, is tried again (RETRIES attempts in all); one the node
-took and did not answer in time is not (see request); the attempts share the request's timeout. RAG_OPENSEARCH_CA_BUNDLE (a PEM file) is trusted for https
-besides the system's certificate authorities; credentials about to go over plain http to another machine are one
-warning line (never the credentials)."""
+took and did not answer in time is not (see request); the attempts share the request's timeout, the back-off
+shortened when little of it is left, and the error says how many were made. RAG_OPENSEARCH_CA_BUNDLE (a PEM
+file) is trusted for https besides the system's certificate authorities; credentials about to go over plain http
+to another machine are one warning line (never the credentials)."""
 
 from __future__ import annotations
 
@@ -29,6 +30,10 @@ from ragkit.core.text import one_line
 
 TIMEOUT = 30.0  # seconds per request; a bulk of a few hundred pages takes well under that
 RETRIES = 3  # attempts for a request that failed to connect or got 429/502/503/504 (not for one left unanswered)
+RETRY_STATUSES = (429, 502, 503, 504)  # a busy or restarting cluster: asking again may be answered
+# The least of the deadline worth another attempt: a node that answers at all does so in milliseconds, so an answer
+# arriving late is retried with a shorter back-off rather than reported while time is left
+MIN_ATTEMPT = 0.1
 CA_BUNDLE_ENV = "RAG_OPENSEARCH_CA_BUNDLE"  # a PEM file of certificate authorities to trust besides the system's
 
 log = logging.getLogger(__name__)
@@ -128,6 +133,21 @@ def _refuses_credentials(r: httpx.Response) -> bool:
     return isinstance(err, dict) and "security_exception" in json.dumps(err)
 
 
+def _wait_to_retry(deadline: float, backoff: float) -> bool:
+    """Sleep before another attempt and say whether to make it: the back-off, shortened to half of what is left of
+    the deadline when that is less (the attempt gets the other half), as long as an attempt still gets MIN_ATTEMPT."""
+    left = deadline - time.monotonic()
+    wait = min(backoff, left / 2)
+    if left - wait < MIN_ATTEMPT:
+        return False
+    time.sleep(wait)
+    return True
+
+
+def _attempts(n: int) -> str:
+    return f"{n} attempt{'s' if n > 1 else ''}"
+
+
 class Client:
     def __init__(self, url: str, *, timeout: float = TIMEOUT, prefix: str = "") -> None:
         """`prefix`: the database's index prefix, named in the command an unreachable cluster's message gives."""
@@ -183,17 +203,14 @@ class Client:
                     raise ClusterError(f"OpenSearch at {self.url}: its TLS certificate is not trusted "
                                        f"({self._clean(cert.verify_message or str(cert))}); set {CA_BUNDLE_ENV} to "
                                        "the PEM file of the CA that signed it") from None
-                if attempt < retries and deadline - time.monotonic() > 0.2 * attempt:
-                    time.sleep(0.2 * attempt)
+                if attempt < retries and _wait_to_retry(deadline, 0.2 * attempt):
                     continue
-                raise ClusterError(f"OpenSearch at {self.url} is unreachable ({self._clean(str(e) or type(e).__name__)}); "
-                                   "is the cluster running? If it moved to another address, point the database "
-                                   "at it: rag index sync --index "
+                raise ClusterError(f"OpenSearch at {self.url} is unreachable ({self._clean(str(e) or type(e).__name__)}"
+                                   f"; {_attempts(attempt)}); is the cluster running? If it moved to another address, "
+                                   "point the database at it: rag index sync --index "
                                    f"opensearch+{urlsplit(self.url).scheme or 'http'}://NEW-HOST:PORT/"
                                    f"{self.prefix or 'PREFIX'}") from None
-            if r.status_code in (429, 502, 503, 504) and attempt < retries \
-                    and deadline - time.monotonic() > 0.5 * attempt:
-                time.sleep(0.5 * attempt)
+            if r.status_code in RETRY_STATUSES and attempt < retries and _wait_to_retry(deadline, 0.5 * attempt):
                 continue
             break
         if r.status_code in ok:
@@ -215,8 +232,9 @@ class Client:
             err = data.get("error") if isinstance(data, dict) else None
             reason = err.get("reason") if isinstance(err, dict) else err
             cause = (err.get("root_cause") or [{}])[0].get("reason") if isinstance(err, dict) else None
+            tried = f" ({_attempts(attempt)})" if r.status_code in RETRY_STATUSES else ""
             raise ClusterError(f"OpenSearch at {self.url}: {method} {path} failed ({r.status_code}): "
-                               f"{self._clean(str(cause or reason or data))}", r.status_code, data)
+                               f"{self._clean(str(cause or reason or data))}{tried}", r.status_code, data)
         return data
 
     def bulk(self, actions: list[tuple[dict, dict | None]], *, refresh: str | bool = False) -> dict:

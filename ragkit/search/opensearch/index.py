@@ -141,7 +141,9 @@ class OpenSearchIndex:
             free = f"{self.cfg.prefix[:PREFIX_MAX - 7]}-{secrets.token_hex(3)}"
             raise UsageError(f"the OpenSearch index prefix {self.cfg.prefix!r} at {self.cfg.url} holds another "
                              f"database's pages (database {owner}; this one is {mine or 'without an id'}): choose "
-                             f"another prefix for this database, e.g. --index opensearch+{self.cfg.url}/{free}")
+                             f"another prefix for this database, e.g. index='opensearch+{self.cfg.url}/{free}'",
+                             flags={f"index='opensearch+{self.cfg.url}/{free}'":
+                                    f"--index opensearch+{self.cfg.url}/{free}"})
 
     @property
     def synced_key(self) -> str:
@@ -572,4 +574,5 @@ def open_opensearch(db: Path, cfg: IndexConfig, *, refresh: bool = True, progres
             except ClusterError:
                 raise
             _INSTANCES[root] = ix
+        ix.progress = ix.progress or progress  # as open_embedded: once asked for, shown
     return ix
