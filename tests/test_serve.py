@@ -553,7 +553,8 @@ def _docx(tmp_path: Path) -> bytes:
 def test_token_is_required_by_the_api_not_by_its_description(sample_db_copy):
     """Every endpoint that reads or changes data needs the token; /docs and /openapi.json, which describe the API
     and hold no data, open in a browser (which cannot send the header) and say how to send it."""
-    with LiveServer(offline(sample_db_copy), ServeOptions(token="s3cret-token")) as srv:
+    # 16 wrong tokens follow: more than a client may send in a minute before 429 (test_serve_guard.py)
+    with LiveServer(offline(sample_db_copy), ServeOptions(token="s3cret-token", failed_tokens_per_minute=100)) as srv:
         health = get(srv.url + "/health")
         assert health.status_code == 200 and health.json()["status"] == "ok" and health.json()["index"] == "embedded"
         for method, path in (("GET", "/search?query=password"), ("GET", "/documents"), ("POST", "/chat"),
@@ -579,7 +580,7 @@ def test_token_is_required_by_the_api_not_by_its_description(sample_db_copy):
 def test_refuses_to_listen_beyond_loopback_without_a_token(sample_db_copy):
     check_bind("127.0.0.1", None)
     check_bind("::1", None)
-    check_bind("0.0.0.0", "tok")
+    check_bind("0.0.0.0", "a-token-of-16+chars")
     with pytest.raises(UsageError):
         check_bind("0.0.0.0", None)
     from ragkit.cli import app

@@ -129,7 +129,9 @@ def ask(
         if not provider.is_offline:
             answer.pages_read = [reference_path(db, p) for p in toolbox.pages_read]
         if secret:
-            answer.answer = answer.answer.replace(secret, "***")
+            from ragkit.core.secrets import mask
+
+            answer.answer = mask(answer.answer, secret)
         trace.write("answer", **{**answer.to_json(), "error": answer.error}, pages_read=answer.pages_read)
         trace.close()
     return answer

@@ -17,6 +17,7 @@ from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Completion, Source, Usage
 from ragkit.core.pagefile import first_heading, parse_page
 from ragkit.core.paths import page_number, reference_path, resolve_in_db, strip_db_prefix
+from ragkit.core.secrets import mask
 from ragkit.core.text import (
     is_refusal,
     join_cjk_breaks,
@@ -54,7 +55,7 @@ class Trace:
         record = {"event": event, "t_ms": round((time.perf_counter() - self._t0) * 1000, 1), **fields}
         line = json.dumps(record, ensure_ascii=False, default=str)
         if self._secret:
-            line = line.replace(self._secret, "***")
+            line = mask(line, self._secret)
         with self._lock:
             self._fh.write(line + "\n")
             self._fh.flush()

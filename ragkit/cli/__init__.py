@@ -609,7 +609,8 @@ def serve(
     port: Annotated[int, typer.Option("--port", metavar="PORT", help="Port to listen on.")] = 8000,
     token: Annotated[str | None, typer.Option(
         "--token", metavar="TOKEN", help="Require Authorization: Bearer TOKEN on the API; the web page sends the "
-        "one typed into its token box (/, /health and the API docs /docs stay open)."
+        "one typed into its token box (/, /health and the API docs /docs stay open). Prefer env RAG_API_TOKEN: "
+        "a command line shows in ps. Beyond loopback: 16 characters or more."
         "  [default: env RAG_API_TOKEN, else none]", show_default=False)] = None,
     max_upload_mb: Annotated[float, typer.Option(
         "--max-upload-mb", metavar="MB", help="Largest accepted upload.")] = 100.0,
@@ -622,8 +623,12 @@ def serve(
     from ragkit.serve import run_server
 
     settings = load_settings(db=db, provider=provider, model=model, cache=not no_cache)
+    if token is not None:
+        err.print("warning: --token shows in the process list (ps) to every user of this machine; set "
+                  "RAG_API_TOKEN instead", highlight=False, markup=False)
     _say_provider(settings)
-    run_server(settings, host=host, port=port, token=token or env_value("RAG_API_TOKEN") or None,
+    token = token if token is not None else (env_value("RAG_API_TOKEN") or None)
+    run_server(settings, host=host, port=port, token=token,
                max_upload_mb=max_upload_mb, announce=lambda line: err.print(line, highlight=False, markup=False),
                progress=True)
 

@@ -80,7 +80,7 @@ class Settings:
     model: str = DEFAULT_MODEL
     judge_model: str = DEFAULT_MODEL
     api_key: Secret = field(default=Secret(""), repr=False)
-    api_base: str | None = None
+    api_base: str | None = field(default=None, repr=False)  # may hold a password: shown via provenance.endpoint
     workers: int = 5
     cache: bool = True
     cache_dir: Path = Path(".ragkit/cache")

@@ -17,12 +17,13 @@ from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
 from ragkit.core.config import Settings
 from ragkit.core.errors import RagError
 from ragkit.core.models import Completion, ToolCall, Usage
-from ragkit.core.paths import atomic_write_text
+from ragkit.core.paths import atomic_write_bytes
+from ragkit.core.provenance import endpoint, url_problem, url_secrets
+from ragkit.core.secrets import mask, scrub  # noqa: F401 - scrub: imported from here by many modules
 
 MAX_ATTEMPTS = 3  # DESIGN §3: at most 3 attempts per call
 
@@ -69,15 +70,6 @@ def rough_tokens(text: str) -> int:
     return max(1, len(text) // 4) if text else 0
 
 
-# -- secrets ------------------------------------------------------------------------------------------
-def scrub(text: str, secret: str | None) -> str:
-    """Remove a secret from text we pass on (error messages), and keep it to one line."""
-    out = str(text)
-    if secret and len(secret) >= 4:
-        out = out.replace(secret, "***")
-    return " ".join(out.split())
-
-
 # -- registry -----------------------------------------------------------------------------------------
 REGISTRY: dict[str, type[Provider]] = {}
 
@@ -103,20 +95,14 @@ def get_provider(settings: Settings, *, role: str = "answer") -> Provider:
 
 
 # -- response cache -----------------------------------------------------------------------------------
-def _public_url(url: str | None) -> str:
-    """A base URL without any user:password part, so credentials never reach a cache key or message."""
-    if not url:
-        return ""
-    parts = urlsplit(url)
-    netloc = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
-
-
 class ResponseCache:
-    """Exact-match on-disk cache: one JSON file per request hash, written atomically (threads/processes)."""
+    """Exact-match on-disk cache: one JSON file per request hash, written atomically (threads/processes), readable
+    by its owner only (files 0600, folders 0700: a reply may quote a confidential page). `secrets` are masked in
+    what is stored (a reply that echoes the API key must not keep it on disk)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, secrets: tuple[str, ...] = ()) -> None:
         self.dir = Path(directory)
+        self.secrets = secrets
 
     @staticmethod
     def key(request: dict) -> str:
@@ -139,16 +125,23 @@ class ResponseCache:
                           finish_reason=finish, cached=True)
 
     def put(self, key: str, completion: Completion, *, model: str) -> None:
+        def hide(text: str | None) -> str | None:
+            return text if text is None else mask(text, *self.secrets)
+
         doc = {
             "model": model,
-            "content": completion.content,
-            "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in completion.tool_calls],
+            "content": hide(completion.content),
+            "tool_calls": [{"id": c.id, "name": c.name, "arguments": hide(c.arguments)}
+                           for c in completion.tool_calls],
             "finish_reason": completion.finish_reason,
             "original_usage": {"input_tokens": completion.usage.input_tokens,
                                "output_tokens": completion.usage.output_tokens},
         }
+        path = self._path(key)
         try:
-            atomic_write_text(self._path(key), json.dumps(doc, ensure_ascii=False))
+            for folder in (self.dir, path.parent):
+                folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+            atomic_write_bytes(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"), mode=0o600)
         except OSError:
             pass  # a cache that cannot be written must not fail the call
 
@@ -163,14 +156,20 @@ class Provider:
     def __init__(self, settings: Settings | None = None, *, model: str | None = None) -> None:
         self.settings = settings if settings is not None else Settings()
         self.model = model or self.settings.model
-        self._cache = ResponseCache(self.settings.cache_dir) if self.settings.cache else None
+        self._cache = ResponseCache(self.settings.cache_dir, self.secrets) if self.settings.cache else None
 
     def __repr__(self) -> str:  # never shows settings (and so never the key)
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r})"
 
     @property
     def base_url(self) -> str:
-        return _public_url(self.settings.api_base)
+        """The endpoint as messages and cache keys show it: never a credential of the URL (provenance.endpoint)."""
+        return endpoint(self.settings.api_base)
+
+    @property
+    def secrets(self) -> tuple[str, ...]:
+        """What must never be shown or stored: the API key and the secret parts of the base URL."""
+        return tuple(s for s in (str(self.settings.api_key or ""), *url_secrets(self.settings.api_base)) if s)
 
     def cache_key(self, request: dict) -> str:
         return ResponseCache.key({"provider": self.name, "model": self.model, "base_url": self.base_url,
@@ -297,6 +296,7 @@ class OpenAIProvider(Provider):
         if not s.api_key and not s.api_base:
             raise RagError("provider openai needs OPENAI_API_KEY (or OPENAI_API_BASE for a local server)")
         self.max_attempts = MAX_ATTEMPTS
+        self._malformed = url_problem(s.api_base)
         # features this endpoint rejected: "json_schema", "json_object", "tool_choice", "temperature",
         # "max_tokens"; seeded from what other instances learnt about the same endpoint and model
         # The set is shared by every instance (and so every thread) talking to the same endpoint and model:
@@ -376,6 +376,8 @@ class OpenAIProvider(Provider):
         learnt is rejected while this request was in flight is dropped from its retry too (a request
         built before the lesson is never re-sent unchanged): such a failure is not counted as an attempt.
         """
+        if self._malformed:  # no request can reach it: say so now, not after 3 "connection failed" attempts
+            raise self._error(f"the base URL (OPENAI_API_BASE / OPENAI_BASE_URL) is malformed: {self._malformed}")
         attempt, downgrades, reason = 0, 0, ""
         while True:
             kwargs, blame = self._shape(request)
@@ -421,7 +423,7 @@ class OpenAIProvider(Provider):
 
     def _error(self, reason: str) -> RagError:
         return RagError(scrub(f"openai ({self.model} at {self.base_url or 'api.openai.com'}): {reason}",
-                              self.settings.api_key))
+                              *self.secrets))
 
     def _once(self, kwargs: dict, blame: str | None) -> Completion:
         import openai

@@ -3,6 +3,9 @@
     questions_sha256(rows) -> str            the question set (question, answer key, references, task)
     database_state(db) -> DatabaseState      page count, a fingerprint of the page files, converter version(s)
     api_host(url) -> str | None              an endpoint's scheme://host:port (never a key, user, path or query)
+    endpoint(url) -> str                     a base URL as shown or stored: scheme://host[:port]/path, nothing else
+    url_secrets(url) -> list[str]            the secret parts endpoint() leaves out (password, query, fragment)
+    url_problem(url) -> str | None           why a base URL cannot work (scheme, host, port, query), naming no secret
     ragkit_commit() -> str | None            ragkit's git commit when it runs from a checkout
 
 docs/evaluation.md ("The run record") says what each covers and what it costs."""
@@ -15,7 +18,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
 
 # the cells of a question row that decide what its scores mean: the question, its answer key and its task
 QUESTION_KEY_COLUMNS = ("Question", "Ground Truth", "Reference Document", "Page", "Checklist", "Task",
@@ -89,17 +92,86 @@ def api_host(url: str | None, *, offline: bool = False) -> str | None:
         return None
     if not url:
         return DEFAULT_OPENAI_HOST
-    try:
-        parts = urlsplit(url if "//" in url else f"http://{url}")
-        host, port = parts.hostname, parts.port
-    except ValueError:
-        return None
-    if not host:
+    parts = _split(url)
+    if parts is None or not parts.hostname:
         return None
     scheme = parts.scheme or "http"
-    port = port or (443 if scheme == "https" else 80)
-    host = f"[{host}]" if ":" in host else host
-    return f"{scheme}://{host}:{port}"
+    port = parts.port or (443 if scheme == "https" else 80)
+    return f"{scheme}://{_host(parts.hostname)}:{port}"
+
+
+def endpoint(url: str | None) -> str:
+    """A base URL as every message, cache key and checkpoint shows or stores it: `scheme://host[:port]/path` as
+    typed, without the user, password, query or fragment that may hold a credential. "" for none."""
+    if not url:
+        return ""
+    try:
+        parts = urlsplit(url)
+    except ValueError:  # an unclosed IPv6 bracket
+        return "(an unreadable URL)"
+    return urlunsplit((parts.scheme, parts.netloc.rpartition("@")[2], parts.path, "", ""))
+
+
+def url_secrets(url: str | None) -> list[str]:
+    """The secret parts endpoint() leaves out of `url` (password, query and its values, fragment; the user name is
+    no secret), for scrubbing text a server or a library may have echoed them into."""
+    if not url:
+        return []
+    try:
+        raw = urlsplit(url)
+    except ValueError:
+        return [url]
+    password = raw.netloc.rpartition("@")[0].partition(":")[2]
+    found = [password, raw.query, raw.fragment, *(v for part in raw.query.split("&") for v in part.split("=", 1)[1:])]
+    return list(dict.fromkeys(x for s in found if s for x in (s, unquote(s))))
+
+
+_HOST_CHARS = re.compile(r"[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\]")
+
+
+def url_problem(url: str | None) -> str | None:
+    """Why `url` cannot be an OpenAI-compatible endpoint (a scheme other than http/https, no host, a host with a
+    space, a port that is no number, a query string), None when it can. The message names the scheme, host and
+    port, never a secret part."""
+    if not url:
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError as e:
+        return f"it cannot be read as a URL ({e})"
+    problems = []
+    if parts.scheme.lower() not in ("http", "https"):
+        problems.append(f"the scheme is {parts.scheme!r}, not http or https" if parts.scheme
+                        else "it has no scheme (write http:// or https://)")
+    host = parts.netloc.rpartition("@")[2]
+    host = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+    if not host:
+        problems.append("it has no host")
+    elif not _HOST_CHARS.fullmatch(host):
+        odd = "a space" if any(c.isspace() for c in host) else "characters a host name cannot hold"
+        problems.append(f"the host {host!r} holds {odd}")
+    try:
+        parts.port  # noqa: B018 - it raises for a port that is no number or out of range
+    except ValueError:
+        problems.append("the port is not a number from 0 to 65535")
+    if parts.query:  # the openai client appends its path after it: every request would be a 404
+        problems.append("it has a query string (not shown), which the openai client cannot send; a key goes in "
+                        "OPENAI_API_KEY")
+    return "; ".join(problems) or None
+
+
+def _split(url: str) -> SplitResult | None:
+    """`url` split (a bare `host:port` read as http), None when it cannot be read (a bad port, a bad IPv6)."""
+    try:
+        parts = urlsplit(url if "//" in url else f"http://{url}")
+        parts.port  # noqa: B018 - raises for a bad port
+    except ValueError:
+        return None
+    return parts
+
+
+def _host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
 
 
 _SHA = re.compile(r"[0-9a-f]{40}")

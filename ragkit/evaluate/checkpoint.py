@@ -18,6 +18,7 @@ import pandas as pd
 
 from ragkit.core.config import Settings
 from ragkit.core.errors import RagError
+from ragkit.core.provenance import endpoint
 from ragkit.evaluate.scoring import OPTIMIZED
 
 CHECKPOINT_DIR = ".checkpoints"
@@ -154,7 +155,7 @@ def checkpoint_material(settings: Settings, input_csv: Path | None, df: pd.DataF
         "provider": settings.provider,
         "model": settings.model,
         "judge_model": settings.judge_model,
-        "api_base": settings.api_base or "",
+        "api_base": endpoint(settings.api_base),  # never its credentials (the settings are stored beside the run)
         "k": k,
         "context_tokens": settings.context_tokens,
         "max_steps": settings.max_steps,
@@ -216,8 +217,12 @@ def unfinished_note(input_csv: Path | str, material: dict, others: list[Path], *
         return f"note: {what}; starting a new run" if starting else what
     p, theirs = same_input[0]
     diff = [k for k in material if theirs.get(k) != material[k]]  # "content": the input was edited
-    shown = ", ".join("the input's content" if k == "content" else f"{k} {theirs.get(k)} -> {material[k]}"
-                      for k in diff) or "nothing recorded"
+
+    def value(k: str, v: object) -> object:  # a record written before api_base was stored bare may hold a password
+        return endpoint(v) if k == "api_base" and isinstance(v, str) else v
+
+    shown = ", ".join("the input's content" if k == "content" else
+                      f"{k} {value(k, theirs.get(k))} -> {value(k, material[k])}" for k in diff) or "nothing recorded"
     more = f" (and {len(others) - 1} other unfinished run(s))" if len(others) > 1 else ""
     if not starting:
         return f"the unfinished run {p} has other settings ({shown}){more}"

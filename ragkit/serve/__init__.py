@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ipaddress
 import logging
 import os
 import signal
@@ -17,26 +16,31 @@ from typing import Any
 
 from ragkit.core.config import Settings
 from ragkit.core.errors import RagError, UsageError
+from ragkit.serve.guard import is_loopback
 
-LOOPBACK_NAMES = ("localhost",)
-
-
-def is_loopback(host: str) -> bool:
-    if host in LOOPBACK_NAMES:
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
+MIN_TOKEN_CHARS = 16  # beyond loopback: a shorter token is guessed too soon (even at 10 tries a minute)
 
 
-def check_bind(host: str, token: str | None) -> None:
-    """Listening beyond this machine without a token would hand the documents (and the model budget) to
-    anyone on the network: refused."""
+def check_bind(host: str, token: str | None) -> str | None:
+    """The token to require (stripped, as the server compares what clients send), None for none. Refused: a
+    token of spaces only (nobody could ever send it), listening beyond this machine without a token (it would
+    hand the documents and the model budget to anyone on the network) or with one shorter than
+    MIN_TOKEN_CHARS."""
+    if token is not None:
+        token = token.strip()
+        if not token:
+            raise UsageError("the token is empty (only spaces): set RAG_API_TOKEN to a long random value, or leave "
+                             "it unset on loopback")
     if not is_loopback(host) and not token:
         raise UsageError(f"host={host!r}: refusing to listen beyond this machine without a token; "
                          "set RAG_API_TOKEN or pass token=",
                          flags={f"host={host!r}:": f"--host {host}:", "token=": "--token"})
+    if not is_loopback(host) and len(token) < MIN_TOKEN_CHARS:
+        raise UsageError(f"host={host!r}: the token has {len(token)} character{'s' if len(token) != 1 else ''}; "
+                         f"beyond this machine it needs {MIN_TOKEN_CHARS} or more (e.g. RAG_API_TOKEN=$(python -c "
+                         "'import secrets; print(secrets.token_urlsafe(24))'))",
+                         flags={f"host={host!r}:": f"--host {host}:"})
+    return token
 
 
 def _warm_up(settings: Settings) -> None:
@@ -70,7 +74,7 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
     conversions are killed at once, answers get STOP_SECONDS, and a thread still waiting on a model then
     ends with the process. `progress`: the index's indexing lines on stderr while it is built before listening
     (`rag serve` turns it on)."""
-    check_bind(host, token)
+    token = check_bind(host, token)
     if not Path(settings.db).is_dir():
         raise RagError(f"settings.db {settings.db}: no such folder; ingest documents into it first (rag ingest FILE "
                        f"--db {settings.db}) or create it empty (mkdir) to fill it through POST /documents",
@@ -88,7 +92,7 @@ def run_server(settings: Settings, *, host: str = "127.0.0.1", port: int = 8000,
         raise RagError(f"rag serve needs FastAPI and uvicorn: pip install 'ragkit[serve]' ({e.name} missing)") from None
     from ragkit.serve.documents import stop_uploads
 
-    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb, progress=progress))
+    app = create_app(settings, ServeOptions(token=token, max_upload_mb=max_upload_mb, progress=progress, host=host))
     if app.state.start_problem:
         announce(f"degraded: {app.state.start_problem}; serving anyway: /health answers 503, /search, /chat and "
                  "uploads 503 until the cluster answers (the document list and pages answer now)")

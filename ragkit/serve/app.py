@@ -34,6 +34,8 @@ from ragkit.core.errors import PathEscapeError, RagError, UsageError
 from ragkit.core.text import clean_json
 from ragkit.search.opensearch.client import ClusterError
 from ragkit.serve import documents as docs
+from ragkit.serve.guard import FAILED_TOKENS_PER_MINUTE, Guard, TokenFailures, is_loopback
+from ragkit.serve.guard import send_json as _send_json
 from ragkit.serve.sessions import (
     CHECK_PAGES,
     HISTORY_FOR_REWRITE,
@@ -66,6 +68,8 @@ class ServeOptions:
     token: str | None = None
     max_upload_mb: float = 100.0
     progress: bool = False  # the index's indexing lines on stderr while it is built at start (`rag serve`)
+    host: str = "127.0.0.1"  # the address listened on: on loopback without a token, Host and Origin are checked
+    failed_tokens_per_minute: int = FAILED_TOKENS_PER_MINUTE  # per client; then 429 until its minute is over
 
 
 class ChatRequest(BaseModel):
@@ -117,14 +121,6 @@ def _too_large_message(upload_limit: int, scope) -> str:
     return f"the request body is larger than {MAX_JSON_BODY // 1024} KB"
 
 
-async def _send_json(send, status: int, message: str) -> None:
-    body = json.dumps({"error": message}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
-
-
 def create_app(settings: Settings, options: ServeOptions | None = None, *, provider: Any = None) -> FastAPI:
     """The app over the database at settings.db. `provider` overrides the one settings choose (tests)."""
     from ragkit.core.llm import get_provider, scrub
@@ -135,7 +131,9 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     db = Path(settings.db).resolve()
     if not db.is_dir():
         raise RagError(f"{settings.db}: no such folder (the database to serve)")
-    secret = str(settings.api_key or "") or None
+    from ragkit.core.provenance import url_secrets
+
+    secrets = (str(settings.api_key or ""), *url_secrets(settings.api_base))
     token = options.token or None
     provider = provider if provider is not None else get_provider(settings)
     try:
@@ -154,7 +152,7 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     app.add_middleware(BodyLimit, upload_limit=upload_limit)
 
     def clean(message: object) -> str:
-        return scrub(" ".join(str(message).split())[:500], secret)
+        return scrub(" ".join(str(message).split())[:500], *secrets)
 
     def error(status: int, message: object, **extra: Any) -> JSONResponse:
         return JSONResponse({"error": clean(message), **extra}, status_code=status)
@@ -185,15 +183,27 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         return Response(body, status_code=response.status_code, headers=dict(response.headers),
                         background=response.background)
 
+    failures_by_client = TokenFailures(options.failed_tokens_per_minute)
+
     @app.middleware("http")
     async def auth(request: Request, call_next):
         path = request.url.path
         if token and not ((path.rstrip("/") or "/") in OPEN_PATHS or path.startswith(OPEN_PREFIXES)):
+            client = request.client.host if request.client else "?"
+            wait = failures_by_client.blocked(client)
+            if wait:
+                return JSONResponse({"error": f"too many wrong tokens from {client[:60]}: try again in {wait:.0f} s"},
+                                    status_code=429, headers={"Retry-After": str(max(1, round(wait)))})
             given = request.headers.get("authorization", "")
             scheme, _, value = given.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token.encode()):
+                if given:  # a guess (the page, before its token box is filled, sends none: not counted)
+                    failures_by_client.failed(client)
                 return JSONResponse({"error": TOKEN_NEEDED}, status_code=401, headers={"WWW-Authenticate": "Bearer"})
         return await call_next(request)
+
+    # outermost: its headers go on every response (a 413, a 401 too), and a foreign request is refused first
+    app.add_middleware(Guard, check_origin=not token and is_loopback(options.host))
 
     @app.exception_handler(docs.ClientError)
     async def _client_error(_: Request, e: docs.ClientError):
