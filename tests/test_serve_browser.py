@@ -213,23 +213,56 @@ def _ask_in(page, question: str) -> None:
     page.wait_for_function(f"document.querySelectorAll('.msg.bot .answer').length > {before}")
 
 
-def test_a_reload_starts_a_new_conversation(sample_db_copy, browser):  # noqa: F811
-    """H2: after a reload the chat was empty but the page sent the old session_id, so turns no longer on the screen
-    shaped the next answer. A reload now starts a new session: the next /chat carries no session_id."""
+def test_a_reload_shows_the_conversation_and_goes_on_with_it(sample_db_copy, browser):  # noqa: F811
+    """H2, then the request after it: a reload showed an empty chat (first while sending the old session_id, then
+    starting a new session, so the conversation was lost). Now the page keeps its session for the tab and shows its
+    turns again after a reload (GET /sessions/{id}), answers rendered as live ones, and a follow-up goes on in the
+    same session. New chat still starts a new one; a session the server no longer has is left silently."""
     import json
+
+    import httpx
 
     with LiveServer(_offline(sample_db_copy)) as srv:
         page = _page(browser, srv.url)
         _ask_in(page, DAILY)
-        with page.expect_request("**/chat") as second:  # within one page the conversation goes on
+        with page.expect_request("**/chat") as second:
             _ask_in(page, "海外出張の場合は？")
-        assert "session_id" in json.loads(second.value.post_data)
+        sid = json.loads(second.value.post_data)["session_id"]
+        answers = page.locator(".msg.bot .answer").all_inner_texts()
+        links = page.locator(".msg.bot a.citation").all_inner_texts()
         page.reload()
-        page.wait_for_selector("#documents li button")
-        assert page.locator(".msg").count() == 0
+        page.wait_for_function("document.querySelectorAll('.msg.bot .answer').length === 2")
+        assert page.locator(".msg.user").all_inner_texts() == [DAILY, "海外出張の場合は？"]
+        assert page.locator(".msg.bot .answer").all_inner_texts() == answers
+        assert all("出典" not in a and ".md" not in a for a in answers), answers
+        assert page.locator(".msg.bot a.citation").all_inner_texts() == links and links, links
+        assert page.is_hidden("#intro")
+        page.locator(".msg.bot a.citation").first.click()
+        page.wait_for_function("document.querySelector('#page-body').textContent.includes('2,000円')")
         with page.expect_request("**/chat") as after:
             _ask_in(page, "それはいつまでに精算しますか？")
-        assert "session_id" not in json.loads(after.value.post_data), after.value.post_data
+        assert json.loads(after.value.post_data).get("session_id") == sid, after.value.post_data
+        turns = httpx.get(f"{srv.url}/sessions/{sid}").json()["turns"]
+        assert [t["query"] for t in turns][-1] == "それはいつまでに精算しますか？" and len(turns) == 3, turns
+        # New chat: a new session, and a reload shows nothing of the old one
+        page.once("dialog", lambda d: d.accept())
+        page.click("#new-session")
+        page.reload()
+        page.wait_for_selector("#documents li button")
+        with page.expect_request("**/chat") as fresh:
+            _ask_in(page, DAILY)
+        assert "session_id" not in json.loads(fresh.value.post_data)
+        assert page.locator(".msg").count() == 2
+        # a session the server no longer has: an empty chat, no error, a new session
+        page.evaluate("sessionStorage.setItem('ragkit.session', 'nosuchsessionxx')")
+        with page.expect_response("**/sessions/nosuchsessionxx") as gone:
+            page.reload()
+        assert gone.value.status == 404
+        page.wait_for_selector("#documents li button")
+        with page.expect_request("**/chat") as new:
+            _ask_in(page, DAILY)
+        assert "session_id" not in json.loads(new.value.post_data), new.value.post_data
+        assert page.locator(".msg").count() == 2 and page.locator(".msg.error").count() == 0
         page.context.close()
 
 
@@ -501,4 +534,59 @@ def test_small_grey_text_has_enough_contrast(sample_db_copy, browser):  # noqa: 
         for sel in ("#health", ".msg.bot .meta", ".msg.bot .snippet"):
             ratio = page.evaluate(script, sel)
             assert ratio >= 4.5, (sel, ratio)
+        page.context.close()
+
+
+def test_an_upload_named_like_a_document_asks_before_replacing_it(sample_db_copy, browser, tmp_path):  # noqa: F811
+    """An upload of another file with the name of a document is 409 with the `existing` document: the page asks
+    (in its language) whether to replace it; dismissed, the document stays; accepted, it is sent again with
+    replace=true and the success line says it was replaced. A 409 that cannot be replaced shows its error."""
+    from test_serve import _docx, make_pdf
+
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = make_pdf(tmp_path / "a" / "harbor.pdf", ["Zanzibarite harbor crane manual", "Crane maintenance"])
+    other = make_pdf(tmp_path / "b" / "harbor.pdf", ["Zanzibarite harbor crane manual, 2nd edition", "Crane",
+                                                      "Crane zanzibarite inspection"])
+
+    def upload(page, path) -> None:
+        page.set_input_files("#upload-file", str(path))
+        page.fill("#upload-category", "港湾")
+        page.click("#upload-form button")
+
+    with LiveServer(_offline(sample_db_copy)) as srv:
+        page = _page(browser, srv.url)
+        upload(page, first)
+        page.wait_for_selector("#upload-status.success")
+        page.wait_for_selector("#documents li >> text=港湾 / harbor (2 pages)")
+        asked: list[str] = []
+        # dismissed: nothing changes
+        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+        upload(page, other)
+        page.wait_for_selector("#upload-status >> text=not uploaded")
+        assert asked == ["Replace 港湾 / harbor (2 pages) with harbor.pdf?"], asked
+        assert "kept as it was" in page.inner_text("#upload-status")
+        page.wait_for_selector("#documents li >> text=港湾 / harbor (2 pages)")
+        # accepted: replaced, and said so
+        page.once("dialog", lambda d: (asked.append(d.message), d.accept()))
+        upload(page, other)
+        page.wait_for_selector("#upload-status.success >> text=replaced")
+        assert len(asked) == 2
+        assert page.inner_text("#upload-status").startswith("✓ 港湾 / harbor replaced (now 3 pages)")
+        page.wait_for_selector("#documents li >> text=港湾 / harbor (3 pages)")
+        assert page.locator("#documents li >> text=港湾 / harbor").count() == 1
+        # the same name from another kind of file: no question (replace would not help), its error
+        (tmp_path / "harbor.docx").write_bytes(_docx(tmp_path))
+        upload(page, tmp_path / "harbor.docx")
+        page.wait_for_selector("#upload-status.warning")
+        assert len(asked) == 2
+        assert "already exists" in page.inner_text("#upload-status"), page.inner_text("#upload-status")
+        page.wait_for_selector("#documents li >> text=港湾 / harbor (3 pages)")
+        page.context.close()
+        # in Japanese
+        page = _page(browser, srv.url, locale="ja-JP")
+        page.once("dialog", lambda d: (asked.append(d.message), d.dismiss()))
+        upload(page, first)
+        page.wait_for_selector("#upload-status >> text=追加しませんでした")
+        assert asked[-1] == "港湾 / harbor（3ページ）を harbor.pdf で差し替えますか？", asked
         page.context.close()

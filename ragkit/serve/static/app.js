@@ -40,13 +40,16 @@ const TEXT = {
     closest: "no sentence answers in the question's words; closest in meaning, not checked to answer it:",
     noAnswer: "the documents do not contain the answer",
     confirmNewChat: "Start a new chat? The conversation on the screen will be cleared.",
-    loading: "loading…", printed: (p) => ` (printed ${p})`, pageWord: "page",
+    loading: "loading…", printed: (p) => ` (printed ${p})`, pageWord: "page", pageGone: "page deleted",
     pageDeleted: "This page is no longer in the database: its document was deleted (or replaced).",
     noHits: "no matching pages", noDocuments: "no documents yet: upload one",
     pages: (n) => `${n} pages`, del: "delete", delLabel: (name) => `Delete ${name}`,
     confirmDelete: (name, n) => `Delete ${name} and its ${n} page files?`,
     uploading: (name) => `Adding ${name}…`,
     uploaded: (name, n) => `✓ ${name} added (${n} pages): you can ask about it now.`,
+    replaced: (name, n) => `✓ ${name} replaced (now ${n} pages): you can ask about it now.`,
+    confirmReplace: (name, n, file) => `Replace ${name} (${n} pages) with ${file}?`,
+    notReplaced: (name, file) => `${file} was not uploaded: ${name} is kept as it was.`,
     unchanged: (name) => `✓ ${name} is already in the database (unchanged).`,
     notSearchable: (what, why) => `${what}: NOT searchable yet: ${why}`,
     notIndexed: "the pages are not indexed",
@@ -85,13 +88,16 @@ const TEXT = {
     closest: "質問の言葉で答える文はありません。意味が近いページ（回答かどうかは未確認）：",
     noAnswer: "資料に回答が含まれていません",
     confirmNewChat: "新しいチャットを始めますか？画面の会話は消えます。",
-    loading: "読み込み中…", printed: (p) => `（印刷ページ ${p}）`, pageWord: "ページ",
+    loading: "読み込み中…", printed: (p) => `（印刷ページ ${p}）`, pageWord: "ページ", pageGone: "削除されたページ",
     pageDeleted: "このページはもうありません。文書が削除（または差し替え）されました。",
     noHits: "該当するページはありません", noDocuments: "資料がありません。追加してください",
     pages: (n) => `${n}ページ`, del: "削除", delLabel: (name) => `${name} を削除`,
     confirmDelete: (name, n) => `${name}（${n}ページ）を削除しますか？`,
     uploading: (name) => `${name} を追加しています…`,
     uploaded: (name, n) => `✓ ${name} を追加しました（${n}ページ）。質問できます。`,
+    replaced: (name, n) => `✓ ${name} を差し替えました（${n}ページ）。質問できます。`,
+    confirmReplace: (name, n, file) => `${name}（${n}ページ）を ${file} で差し替えますか？`,
+    notReplaced: (name, file) => `${file} は追加しませんでした。${name} はそのままです。`,
     unchanged: (name) => `✓ ${name} はすでに追加されています（変更なし）。`,
     notSearchable: (what, why) => `${what}：まだ検索できません：${why}`,
     notIndexed: "ページが索引に入っていません",
@@ -116,10 +122,10 @@ for (const [attr, key] of [["placeholder", "tPlaceholder"], ["title", "tTitle"],
 }
 document.documentElement.lang = LANG;
 
-// A reload starts a new conversation: the one before it is no longer on the screen, so it must not shape the
-// next answer (report s56-web H2).
-let sessionId = null;
-sessionStorage.removeItem("ragkit.session");
+// The conversation is kept for the tab (sessionStorage): a reload shows its turns again (GET /sessions/{id},
+// restoreSession below) and goes on with it. What is not on the screen must not shape the next answer (report
+// s56-web H2), so a session that cannot be shown again is left for a new one.
+let sessionId = sessionStorage.getItem("ragkit.session");
 
 $("token").value = sessionStorage.getItem("ragkit.token") || "";
 // the token box only when this server asks for a token (a 401) or one was typed in this tab: a server without
@@ -128,6 +134,7 @@ $("token-box").hidden = !$("token").value;
 $("token").addEventListener("change", () => {
   sessionStorage.setItem("ragkit.token", $("token").value);
   refreshDocuments();
+  if (sessionId && restored !== sessionId && !$("messages").children.length) restoring = restoreSession();
 });
 
 function el(tag, props = {}, children = []) {
@@ -142,8 +149,9 @@ function el(tag, props = {}, children = []) {
 }
 
 // an answer the server refused or failed: its status (0: the connection itself failed) and its message
+// (and the parsed JSON body, when there is one: a 409 upload names the `existing` document)
 class ApiError extends Error {
-  constructor(status, message) { super(message); this.status = status; }
+  constructor(status, message, body = null) { super(message); this.status = status; this.body = body; }
 }
 
 function authHeaders(extra = {}) {
@@ -162,7 +170,7 @@ async function failure(res) {
   }
   let data = null;
   try { data = await res.json(); } catch (e) { data = null; }
-  throw new ApiError(res.status, (data && data.error) || res.status + " " + res.statusText);
+  throw new ApiError(res.status, (data && data.error) || res.status + " " + res.statusText, data);
 }
 
 async function api(path, options = {}) {
@@ -200,7 +208,8 @@ function documentOf(path) {
 
 // "家電 / 冷蔵庫_取扱説明書 — p. 18 (printed 16)": a citation or a search hit names its document
 function pageLabel(path, page, printed) {
-  const where = `p. ${page}` + (printed ? t("printed", printed) : "");
+  // page null: a restored turn's page that was deleted since (GET /sessions reads the page files now)
+  const where = page === null || page === undefined ? t("pageGone") : `p. ${page}` + (printed ? t("printed", printed) : "");
   return `${documentOf(path) || path.split("/").slice(0, -1).join("/")} — ${where}`;
 }
 
@@ -409,10 +418,10 @@ function showAnswer(box, r, steps) {
   if (r.general_knowledge) box.appendChild(el("div", { className: "note", text: t("generalKnowledge") }));
   const answer = withoutSourceLines(r.answer);
   box.appendChild(el("div", { className: "answer", text: answer }));
-  const meant = r.metadata.documents_meant || [];
+  const meant = (r.metadata && r.metadata.documents_meant) || [];
   if (r.refused && meant.length) {
     box.appendChild(el("div", { className: "note", text: t("meant", meant.length, meant.join(", ")) }));
-  } else if (r.refused && (r.metadata.closest_by_meaning || []).length) {
+  } else if (r.refused && ((r.metadata && r.metadata.closest_by_meaning) || []).length) {
     box.appendChild(el("div", { className: "note", text: t("closest") }));
     box.appendChild(pageList(r.metadata.closest_by_meaning, "cites closest"));
   } else if (r.refused) box.appendChild(el("div", { className: "note", text: t("noAnswer") }));
@@ -423,8 +432,9 @@ function showAnswer(box, r, steps) {
   const copied = [answer, ...r.sources.map((s, i) => `[${i + 1}] ${pageLabel(s.path, s.page, s.printed_page || "")} (${s.path})`)];
   const tools = el("div", { className: "tools" }, [copyButton(copied.join("\n"))]);
   box.appendChild(tools);
-  // the engine's details (and the steps it took) are for whoever wants them, folded away
   const md = r.metadata;
+  if (!md) return;  // a turn shown again after a reload: its steps and the engine's details were not kept
+  // the engine's details (and the steps it took) are for whoever wants them, folded away
   const cost = md.cost_usd === null ? "cost unknown" : "$" + md.cost_usd.toFixed(4);
   const details = el("details", { className: "details" }, [el("summary", { text: t("details", steps.length) })]);
   if (steps.length) details.appendChild(el("ol", { className: "steps" }, steps.map((s) => el("li", { text: s }))));
@@ -435,7 +445,39 @@ function showAnswer(box, r, steps) {
 
 function setSession(id) {
   sessionId = id;
+  if (id) sessionStorage.setItem("ragkit.session", id);
+  else sessionStorage.removeItem("ragkit.session");
 }
+
+// After a reload: the stored session's turns (GET /sessions/{id}), shown as the chat, each answer as a live one is
+// (its sources as links, the raw 出典 lines left out). They go before anything asked meanwhile. A session the
+// server no longer has (404), or that cannot be read, is left for a new one; a missing or wrong token keeps it
+// until the token box is filled in (the token's "change" calls this again).
+async function restoreSession() {
+  if (!sessionId) return;
+  const id = sessionId;
+  let r;
+  try {
+    r = await api("/sessions/" + encodeURIComponent(id));
+  } catch (e) {
+    if (e.status !== 401 && sessionId === id) setSession(null);
+    return;
+  }
+  if (sessionId !== id || restored === id) return;  // New chat or Stop meanwhile, or shown already
+  restored = id;
+  if (r.turns.some((turn) => turn.sources.some((s) => !documentOf(s.path)))) await refreshDocuments();
+  const shown = document.createDocumentFragment();
+  for (const turn of r.turns) {
+    shown.appendChild(el("div", { className: "msg user", text: turn.query }));
+    const box = el("div");
+    showAnswer(box, { answer: turn.answer, sources: turn.sources, refused: false, general_knowledge: false }, []);
+    shown.appendChild(box);
+  }
+  $("messages").insertBefore(shown, $("messages").firstChild);
+  $("messages").scrollTop = $("messages").scrollHeight;
+  updateIntro();
+}
+let restored = null;  // the session whose turns are on the screen after a reload
 
 // a streamed step as one line for a person: "Searching “日当 出張”…", "Reading 出張旅費規程 p. 2…"
 let modelCalls = 0;
@@ -522,6 +564,7 @@ async function send(query, box) {
   const timer = setInterval(tick, 1000);
   $("ask").classList.add("busy");
   try {
+    await restoring;  // a question asked while the turns are being read goes on with their session
     const body = { query, strategy: $("strategy").value };
     if (sessionId) body.session_id = sessionId;
     const r = await chatStream(body, controller.signal, (text) => {
@@ -669,7 +712,23 @@ $("upload-form").addEventListener("submit", async (ev) => {
   status.className = "busy";
   justAdded = null;
   try {
-    const d = await api("/documents", { method: "POST", body: form });
+    let d;
+    try {
+      d = await api("/documents", { method: "POST", body: form });
+    } catch (e) {
+      // 409 with `existing`: a document of that name holds other content; replace=true replaces it (a 409 without
+      // it cannot be replaced: its error is shown)
+      const old = e.status === 409 && e.body && e.body.existing;
+      if (!old) throw e;
+      const oldName = `${old.category} / ${old.name}`;
+      if (!confirm(t("confirmReplace", oldName, old.pages, file.name))) {
+        status.textContent = t("notReplaced", oldName, file.name);
+        status.className = "muted";
+        return;
+      }
+      form.append("replace", "true");
+      d = await api("/documents", { method: "POST", body: form });
+    }
     const name = `${d.category} / ${d.name}`;
     // 202: stored, but the index did not take the pages (the cluster failed): not a success to search or ask
     const stored = d.indexed === false || d.warning;
@@ -677,7 +736,8 @@ $("upload-form").addEventListener("submit", async (ev) => {
       status.textContent = t("notSearchable", `${name}: ${t("pages", d.pages)}`, d.warning || t("notIndexed"));
       status.className = "warning";
     } else {
-      status.textContent = d.unchanged ? t("unchanged", name) : t("uploaded", name, d.pages);
+      status.textContent = d.unchanged ? t("unchanged", name) : d.replaced ? t("replaced", name, d.pages)
+        : t("uploaded", name, d.pages);
       status.className = "success";
       justAdded = d.path || null;
     }
@@ -704,4 +764,4 @@ async function checkHealth() {
 setInterval(checkHealth, 30000);
 checkHealth();
 updateIntro();
-refreshDocuments();
+let restoring = refreshDocuments().then(restoreSession);
