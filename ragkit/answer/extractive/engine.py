@@ -70,6 +70,9 @@ CALIBRATION: tuple[tuple[float, float], ...] = (
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
 MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
+# A word the search carried from an earlier question (serve's follow-up rewrite, `search`) weighs this much of its
+# weight when quotes are ranked and chosen: it found the pages, but the answer need not cover it (a tie-break)
+CARRIED_WEIGHT = 0.01
 RANK_DECAY = 0.05  # position prior: the page ranked r-th (0-based) multiplies scores by 1/(1 + 0.05 r)
 MAX_QUESTION_CHARS = 2000  # longer questions are cut (retrieval and scoring only)
 MAX_SELECTED = 3
@@ -291,33 +294,41 @@ class _Analysis:
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = None, trace: Any = None
-             ) -> _Analysis:
+def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = None, trace: Any = None,
+             search: str | None = None) -> _Analysis:
     """Retrieve, select the evidence and measure it; only in the documents `named` (document_id) when given. When
     the question names a document other than the one its evidence came from (_named), it is analysed again
-    within the documents it names. Its searches and the pages it read are steps of `trace`."""
+    within the documents it names. Its searches and the pages it read are steps of `trace`. `search`: the query
+    the pages are found by when it is not the question itself (a follow-up with an earlier question's words
+    carried): the evidence is measured against it, but the quotes are ranked and chosen by the question's own
+    words, the carried ones weighing CARRIED_WEIGHT."""
     q = question_core(question.strip()[:MAX_QUESTION_CHARS])
+    sq = question_core(search.strip()[:MAX_QUESTION_CHARS]) if search and search.strip() else q
     lang = _lang(q)
-    words = question_words(q)
+    own_words = question_words(q)
+    words = question_words(sq) if sq != q else own_words
     if not words:
         return _Analysis(lang, [])
     n, df = corpus_stats(db, index)
     rules = Synonyms(db).written()
-    alts = alternatives(q, rules)
+    alts = alternatives(sq, rules)
     # A synonym holds the word in full when the quote is measured, and SYNONYM_FOUND of it when units are
     # ranked: the words as written choose what is quoted
-    plain = weigh(words, n, df, alts=alts, alt_found=SYNONYM_FOUND)
+    found_by = weigh(words, n, df, alts=alts, alt_found=SYNONYM_FOUND)
     qwords = weigh(words, n, df, alts=alts)
-    key_terms = [w.word for w in sorted(plain, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
+    key_terms = [w.word for w in sorted(found_by, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
+    own = {w for w, _ in own_words}
+    plain = found_by if sq == q else [w if w.word in own else replace(w, weight=w.weight * CARRIED_WEIGHT)
+                                      for w in found_by]
     docs = documents(db, index)  # every document's terms, first pages, names and folders (with the statistics)
     scope = None if named is None else sorted(set().union(*(docs.folders.get(d, ()) for d in named)))
     # a quarter, a half or a period's end the question names, when some document reports it: then the same
     # company's reports for other periods only share its words (without one, a later report's comparative
     # figures may still answer it)
-    asked = specific_periods(period_terms(q))
+    asked = specific_periods(period_terms(sq))
     if not any(set(asked) & p for p in docs.periods.values()):
         asked = []
-    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope, trace)
+    candidates = _retrieve(index, sq, " ".join(key_terms), max(1, int(k)), scope, trace)
     out = _Analysis(lang, [reference_path(db, rel) for rel, *_ in candidates])
     if not candidates:
         return out
@@ -325,7 +336,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 
     kind = answer_kind(q)
     out.kind, out.unnamed, out.db_pages = kind, unnamed_share(qwords, df), n
-    out.unnamed_names = unnamed_share(qwords, df, only=name_words(q))
+    out.unnamed_names = unnamed_share(qwords, df, only=name_words(sq))
     q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
@@ -378,8 +389,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         return out  # only headings hold the question's words: they explain nothing
     out.coverage = _evidence(out.chosen, qwords, page_terms)
     cited = page_doc[out.chosen[0].rel]
-    if named is None and (meant := _named(q, plain, cited, docs)):
-        again = _analyse(question, index, db, k, meant, trace)
+    if named is None and (meant := _named(sq, found_by, cited, docs)):
+        again = _analyse(question, index, db, k, meant, trace, search)
         again.named = meant
         return again
     doc = docs.terms.get(cited, set())
@@ -390,23 +401,23 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # A year is looked for on the pages quoted and on the cited document's first pages (the years it reports), not
     # anywhere in it: a 2015 filing that names 2023 only in a note on its debt holds no 2023 revenue.
     seen = set().union(*(page_terms[u.rel] for u in out.chosen), docs.front_years.get(cited, ()))
-    out.years_missing = sorted(y for y in years_named(q) if y not in seen)
+    out.years_missing = sorted(y for y in years_named(sq) if y not in seen)
     out.years_absent = len(out.years_missing)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
-    out.said = says_in_order(q, out.chosen[0].text)
+    out.said = says_in_order(sq, out.chosen[0].text)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
     out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)))
-    out.named_only = names_only(qwords, name_words(q), out.chosen)
+    out.named_only = names_only(qwords, name_words(sq), out.chosen)
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
     # income"), as the word check does: a statement's rows are about what the question asks
-    said = also_said(q, rules)
-    asked = respelt(q, df) + (f" ({'; '.join(said)})" if said else "")
+    said = also_said(sq, rules)
+    asked = respelt(sq, df) + (f" ({'; '.join(said)})" if said else "")
     out.support = meaning_support(asked, db, [rel for rel, *_ in candidates if page_doc.get(rel) == cited],
                                   (out.chosen[0].rel, out.chosen[0].text))
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
-    out.ambiguous = _which(q, plain, docs.terms)
+    out.ambiguous = _which(sq, found_by, docs.terms)
     out.chosen = _qualified(out.chosen, units)
     return out
 
@@ -653,17 +664,21 @@ def calibrated(raw: float, table: tuple[tuple[float, float], ...] | None = None)
     return table[-1][1]
 
 
-def answer_offline(question: str, index, db: Path, *, k: int = 5, trace: Any = None) -> Answer:
+def answer_offline(question: str, index, db: Path, *, k: int = 5, trace: Any = None, search: str | None = None
+                   ) -> Answer:
     """Answer from the database without a model: quote the best-matching sentences and cite their pages,
     or refuse (text.refusal_text in the question's language) when the evidence is weak. `trace` (answer.run's
-    Trace) gets a `search` step per search and a `read` step with the pages read (db-relative), as they happen."""
+    Trace) gets a `search` step per search and a `read` step with the pages read (db-relative), as they happen.
+    `search`: what to search when it is not the question (a chat's follow-up with an earlier question's words
+    carried, serve.sessions.rewrite_offline): those words find the pages and count in the refusal, but what is
+    quoted answers the question's own words (_analyse)."""
     t0 = time.perf_counter()
     db = Path(db)
     question = question if isinstance(question, str) else str(question)
     # one engine serves every strategy offline: metadata.engine says so, whatever strategy was asked for
     answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
                     steps=1, usage=Usage(0, 0, 0.0, 0), engine=ENGINE)
-    an = _analyse(question, index, db, k, trace=trace)
+    an = _analyse(question, index, db, k, trace=trace, search=search)
     lang, note = an.lang, NOTES[an.lang]
     answer.pages_read = an.pages_read
     confidence = _confidence(an) if an.chosen else 0.0
