@@ -230,7 +230,7 @@ def test_a_follow_up_quotes_what_its_own_words_ask_not_the_words_it_carried(samp
     """Report L6: a follow-up is searched with the previous question's words carried (「出張 日当」), and the
     engine took them for words the answer must cover: after the 14日以内 or 海外出張規程 sentence it quoted the
     domestic 日当 row as well, which a reader takes for the answer to what they asked now. The carried words
-    still find the pages (and the right page is cited), but only the user's own words choose the quotes."""
+    still find the pages (and the right page is cited), but a further quote is added only for the user's own words."""
     with LiveServer(offline(sample_db_copy)) as srv:
         first = _chat(srv, "出張の日当はいくらですか？")
         sid = first["session_id"]

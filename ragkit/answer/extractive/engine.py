@@ -71,7 +71,7 @@ CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
 MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
 # A word the search carried from an earlier question (serve's follow-up rewrite, `search`) weighs this much of its
-# weight when quotes are ranked and chosen: it found the pages, but the answer need not cover it (a tie-break)
+# weight when further quotes are chosen: it found the pages, but a quote need not be added to cover it
 CARRIED_WEIGHT = 0.01
 RANK_DECAY = 0.05  # position prior: the page ranked r-th (0-based) multiplies scores by 1/(1 + 0.05 r)
 MAX_QUESTION_CHARS = 2000  # longer questions are cut (retrieval and scoring only)
@@ -248,8 +248,11 @@ def _qualified(chosen: list[Unit], units: list[Unit]) -> list[Unit]:
     return out
 
 
-def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]]) -> float:
-    """Coverage of the question by a set of quoted units, their headings and their pages."""
+def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]],
+              carried: frozenset[str] = frozenset()) -> float:
+    """Coverage of the question by a set of quoted units, their headings and their pages. A `carried` word (an
+    earlier question's, carried into a follow-up's search) counts in full wherever a quoted page holds it: it says
+    what the pages are about, not what the quote must say."""
     own: set[str] = set()
     ctx: set[str] = set()
     page: set[str] = set()
@@ -257,7 +260,16 @@ def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set
         own |= u.terms
         ctx |= u.ctx_terms
         page |= page_terms.get(u.rel, set())
-    return coverage(qwords, [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)])
+    levels = [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)]
+    subject = [w for w in qwords if w.word in carried]
+    if not subject:
+        return coverage(qwords, levels)
+    asked = [w for w in qwords if w.word not in carried]
+    weight = sum(w.weight for w in asked)
+    total = weight + sum(w.weight for w in subject)
+    if total <= 0:
+        return 0.0
+    return (coverage(asked, levels) * weight + coverage(subject, [(own | ctx | page, 1.0)]) * (total - weight)) / total
 
 
 def _quote(u: Unit, lang: str) -> str:
@@ -300,8 +312,10 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     the question names a document other than the one its evidence came from (_named), it is analysed again
     within the documents it names. Its searches and the pages it read are steps of `trace`. `search`: the query
     the pages are found by when it is not the question itself (a follow-up with an earlier question's words
-    carried): the evidence is measured against it, but the quotes are ranked and chosen by the question's own
-    words, the carried ones weighing CARRIED_WEIGHT."""
+    carried): units are ranked by it and the evidence is measured against it, the carried words found anywhere on
+    a quoted page (_evidence), but a further quote is added only for the question's own words (the carried ones
+    weigh CARRIED_WEIGHT there): ranking by the own words alone was tried and quoted a table's header row for
+    「管理職は？」 and the wrong sentence for 「その後どうなりますか？」."""
     q = question_core(question.strip()[:MAX_QUESTION_CHARS])
     sq = question_core(search.strip()[:MAX_QUESTION_CHARS]) if search and search.strip() else q
     lang = _lang(q)
@@ -318,8 +332,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     qwords = weigh(words, n, df, alts=alts)
     key_terms = [w.word for w in sorted(found_by, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
     own = {w for w, _ in own_words}
-    plain = found_by if sq == q else [w if w.word in own else replace(w, weight=w.weight * CARRIED_WEIGHT)
-                                      for w in found_by]
+    carried = frozenset() if sq == q else frozenset(w.word for w in found_by if w.word not in own)
+    chosen_by = [replace(w, weight=w.weight * CARRIED_WEIGHT) if w.word in carried else w for w in found_by]
     docs = documents(db, index)  # every document's terms, first pages, names and folders (with the statistics)
     scope = None if named is None else sorted(set().union(*(docs.folders.get(d, ()) for d in named)))
     # a quarter, a half or a period's end the question names, when some document reports it: then the same
@@ -369,8 +383,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         for u in found:
             u.terms = term_set(u.text)
             u.ctx_terms = term_set(u.context)
-            u.coverage = coverage(plain, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
-                                          (page_terms[rel], PAGE_WEIGHT)])
+            u.coverage = _evidence([u], found_by, page_terms)
             score = u.coverage * prior
             if kind and holds_kind(u.text, kind):
                 score += TYPE_BONUS
@@ -384,10 +397,10 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     (trace or _NoTrace()).write("read", pages=read)
     if not units:
         return out
-    out.chosen = _select(units, plain, page_terms, page_doc)
+    out.chosen = _select(units, chosen_by, page_terms, page_doc)
     if not out.chosen:
         return out  # only headings hold the question's words: they explain nothing
-    out.coverage = _evidence(out.chosen, qwords, page_terms)
+    out.coverage = _evidence(out.chosen, qwords, page_terms, carried)
     cited = page_doc[out.chosen[0].rel]
     if named is None and (meant := _named(sq, found_by, cited, docs)):
         again = _analyse(question, index, db, k, meant, trace, search)
@@ -407,7 +420,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     out.said = says_in_order(sq, out.chosen[0].text)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
-    out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)))
+    quoted = own | set().union(*(u.ctx_terms for u in out.chosen))
+    out.whole = holds_whole(qwords, quoted, carried, quoted.union(*(page_terms[u.rel] for u in out.chosen)))
     out.named_only = names_only(qwords, name_words(sq), out.chosen)
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
     # income"), as the word check does: a statement's rows are about what the question asks
@@ -425,13 +439,14 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 _SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
 
 
-def holds_whole(qwords: list[QWord], terms: set[str]) -> bool:
+def holds_whole(qwords: list[QWord], terms: set[str], carried: frozenset[str] = frozenset(),
+                pages: set[str] | None = None) -> bool:
     """Whether `terms` hold more than half of some CJK word of the question (not a hiragana-only one); True when
     it has none. A CJK word is found by its bigrams and characters: "発売日" is 5/6 found in "…10日全国発売", but
     "営業時間" only half in "短時間" (時間), and pieces of words are other words ("短時間で済ませてください" is no
-    opening hours)."""
+    opening hours). A `carried` word (_evidence) is looked for in `pages`, the quoted pages' terms."""
     cjk = [w for w in qwords if w.cjk and not HIRAGANA_ONLY.match(w.word)]
-    return not cjk or any(w.found(terms) > 0.5 for w in cjk)
+    return not cjk or any(w.found(pages if w.word in carried and pages is not None else terms) > 0.5 for w in cjk)
 
 
 # A name: capitalised words in a row ("Capital Safety Group EMEA", "3M Australia Pty. Ltd.")
