@@ -226,6 +226,27 @@ def test_a_follow_up_whose_carried_words_lead_elsewhere_is_searched_as_asked(sam
         assert "authentication" in r["metadata"]["search_query"]
 
 
+def test_a_follow_up_quotes_what_its_own_words_ask_not_the_words_it_carried(sample_db_copy):
+    """Report L6: a follow-up is searched with the previous question's words carried (「出張 日当」), and the
+    engine took them for words the answer must cover: after the 14日以内 or 海外出張規程 sentence it quoted the
+    domestic 日当 row as well, which a reader takes for the answer to what they asked now. The carried words
+    still find the pages (and the right page is cited), but a further quote is added only for the user's own words."""
+    with LiveServer(offline(sample_db_copy)) as srv:
+        first = _chat(srv, "出張の日当はいくらですか？")
+        sid = first["session_id"]
+        assert "2,000円" in first["answer"]  # the row the follow-ups must not repeat
+        for q, page, said in (("それはいつまでに精算しますか？", "出張旅費規程/第3章 精算/page_003.md", "14日以内"),
+                              ("海外出張の場合は？", RULES_PAGE, "海外出張規程")):
+            r = _chat(srv, q, sid)
+            assert "日当" in r["metadata"]["search_query"], r  # carried: it needed the subject to find the page
+            assert not r["refused"] and _cites(r, page) and said in r["answer"], r
+            assert "2,000円" not in r["answer"] and "日当（" not in r["answer"], r["answer"]
+        # an English follow-up that needs the carried subject is still answered from it
+        sid = _chat(srv, "Is multi-factor authentication required for VPN access?")["session_id"]
+        r = _chat(srv, "What about for email?", sid)
+        assert not r["refused"] and "mandatory for email" in r["answer"], r
+
+
 def test_a_session_can_be_read_back_for_a_page_to_show_it_again(sample_db_copy):
     """Report H2: after a reload the page showed an empty chat while the session still shaped the next answer.
     GET /sessions/{id} gives its turns (question, search, answer, cited pages), with the token like /chat."""

@@ -51,6 +51,7 @@ def ask(
     naive_prompt: str | None = None,
     task: str = "qa",
     progress: bool = False,
+    search: str | None = None,
 ) -> Answer:
     """Answer `question` from the database at settings.db with the chosen strategy (DESIGN §2).
 
@@ -60,9 +61,14 @@ def ask(
     API key scrubbed) and whatever usage was spent; `error_kind` is "index" when the search index's cluster
     failed (a BackendError), which a server answers as unavailable (503), not as a failed answer.
     `progress`: the index's indexing and embedding lines on stderr when this call opens it (the CLI's).
+    `search`: what to search when it is not the question itself (a chat's offline follow-up, the user's words
+    with an earlier question's carried): the extractive engine finds pages by it and quotes what answers the
+    question; every other path is given it as the question, as it cannot take the two apart.
     """
     if strategy not in STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(STRATEGIES)}")
+    if search is not None and not str(search).strip():
+        search = None
     if not str(question or "").strip():
         raise UsageError("the question is empty")
     if task not in TASKS:
@@ -92,6 +98,9 @@ def ask(
         from ragkit.core.llm import get_provider
 
         provider = get_provider(settings)
+    extractive = provider.is_offline and strategy not in OWN_OFFLINE
+    if search is not None and not extractive:
+        question = search
     secret = str(settings.api_key or "") or None
     trace = Trace(trace_path, secret)
     t0 = time.perf_counter()
@@ -107,10 +116,10 @@ def ask(
 
     toolbox = TOOLBOXES.get(strategy, Toolbox)(db, index)
     try:
-        if provider.is_offline and strategy not in OWN_OFFLINE:
+        if extractive:
             from ragkit.answer.extractive import answer_offline
 
-            answer = answer_offline(question, index, db, k=5, trace=trace)
+            answer = answer_offline(question, index, db, k=5, trace=trace, search=search)
             answer.strategy = strategy
             run.usage = answer.usage
         else:

@@ -458,8 +458,11 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
         from ragkit.answer import ask
 
         standalone, question, rewrite_usage = _prepare(sid, query, strategy, ix)
-        answer = ask(question, settings, strategy=strategy, index=ix, provider=provider,
-                     trace_path=trace_path)
+        # offline, the rewrite only adds an earlier question's words to the user's: they find the pages, the
+        # user's own words choose the quotes (ask's `search`); a model's rewrite is a whole question of its own
+        carried = provider.is_offline and standalone != query
+        answer = ask(query if carried else question, settings, strategy=strategy, index=ix, provider=provider,
+                     trace_path=trace_path, search=standalone if carried else None)
         if rewrite_usage is not None:
             answer.usage.add(rewrite_usage)
         if answer.error:

@@ -70,6 +70,9 @@ CALIBRATION: tuple[tuple[float, float], ...] = (
 CONTEXT_WEIGHT = 0.6  # a question word found only in the unit's headings counts this much
 PAGE_WEIGHT = 0.3  # ... and found only elsewhere on the unit's page
 MIN_GAIN = 0.05  # a further quoted unit must add this much coverage
+# A word the search carried from an earlier question (serve's follow-up rewrite, `search`) weighs this much of its
+# weight when further quotes are chosen: it found the pages, but a quote need not be added to cover it
+CARRIED_WEIGHT = 0.01
 RANK_DECAY = 0.05  # position prior: the page ranked r-th (0-based) multiplies scores by 1/(1 + 0.05 r)
 MAX_QUESTION_CHARS = 2000  # longer questions are cut (retrieval and scoring only)
 MAX_SELECTED = 3
@@ -245,8 +248,11 @@ def _qualified(chosen: list[Unit], units: list[Unit]) -> list[Unit]:
     return out
 
 
-def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]]) -> float:
-    """Coverage of the question by a set of quoted units, their headings and their pages."""
+def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set[str]],
+              carried: frozenset[str] = frozenset()) -> float:
+    """Coverage of the question by a set of quoted units, their headings and their pages. A `carried` word (an
+    earlier question's, carried into a follow-up's search) counts in full wherever a quoted page holds it: it says
+    what the pages are about, not what the quote must say."""
     own: set[str] = set()
     ctx: set[str] = set()
     page: set[str] = set()
@@ -254,7 +260,16 @@ def _evidence(chosen: list[Unit], qwords: list[QWord], page_terms: dict[str, set
         own |= u.terms
         ctx |= u.ctx_terms
         page |= page_terms.get(u.rel, set())
-    return coverage(qwords, [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)])
+    levels = [(own, 1.0), (ctx, CONTEXT_WEIGHT), (page, PAGE_WEIGHT)]
+    subject = [w for w in qwords if w.word in carried]
+    if not subject:
+        return coverage(qwords, levels)
+    asked = [w for w in qwords if w.word not in carried]
+    weight = sum(w.weight for w in asked)
+    total = weight + sum(w.weight for w in subject)
+    if total <= 0:
+        return 0.0
+    return (coverage(asked, levels) * weight + coverage(subject, [(own | ctx | page, 1.0)]) * (total - weight)) / total
 
 
 def _quote(u: Unit, lang: str) -> str:
@@ -291,33 +306,43 @@ class _Analysis:
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
-def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = None, trace: Any = None
-             ) -> _Analysis:
+def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = None, trace: Any = None,
+             search: str | None = None) -> _Analysis:
     """Retrieve, select the evidence and measure it; only in the documents `named` (document_id) when given. When
     the question names a document other than the one its evidence came from (_named), it is analysed again
-    within the documents it names. Its searches and the pages it read are steps of `trace`."""
+    within the documents it names. Its searches and the pages it read are steps of `trace`. `search`: the query
+    the pages are found by when it is not the question itself (a follow-up with an earlier question's words
+    carried): units are ranked by it and the evidence is measured against it, the carried words found anywhere on
+    a quoted page (_evidence), but a further quote is added only for the question's own words (the carried ones
+    weigh CARRIED_WEIGHT there): ranking by the own words alone was tried and quoted a table's header row for
+    「管理職は？」 and the wrong sentence for 「その後どうなりますか？」."""
     q = question_core(question.strip()[:MAX_QUESTION_CHARS])
+    sq = question_core(search.strip()[:MAX_QUESTION_CHARS]) if search and search.strip() else q
     lang = _lang(q)
-    words = question_words(q)
+    own_words = question_words(q)
+    words = question_words(sq) if sq != q else own_words
     if not words:
         return _Analysis(lang, [])
     n, df = corpus_stats(db, index)
     rules = Synonyms(db).written()
-    alts = alternatives(q, rules)
+    alts = alternatives(sq, rules)
     # A synonym holds the word in full when the quote is measured, and SYNONYM_FOUND of it when units are
     # ranked: the words as written choose what is quoted
-    plain = weigh(words, n, df, alts=alts, alt_found=SYNONYM_FOUND)
+    found_by = weigh(words, n, df, alts=alts, alt_found=SYNONYM_FOUND)
     qwords = weigh(words, n, df, alts=alts)
-    key_terms = [w.word for w in sorted(plain, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
+    key_terms = [w.word for w in sorted(found_by, key=lambda w: -w.weight)[:8]]  # stable: ties keep order
+    own = {w for w, _ in own_words}
+    carried = frozenset() if sq == q else frozenset(w.word for w in found_by if w.word not in own)
+    chosen_by = [replace(w, weight=w.weight * CARRIED_WEIGHT) if w.word in carried else w for w in found_by]
     docs = documents(db, index)  # every document's terms, first pages, names and folders (with the statistics)
     scope = None if named is None else sorted(set().union(*(docs.folders.get(d, ()) for d in named)))
     # a quarter, a half or a period's end the question names, when some document reports it: then the same
     # company's reports for other periods only share its words (without one, a later report's comparative
     # figures may still answer it)
-    asked = specific_periods(period_terms(q))
+    asked = specific_periods(period_terms(sq))
     if not any(set(asked) & p for p in docs.periods.values()):
         asked = []
-    candidates = _retrieve(index, q, " ".join(key_terms), max(1, int(k)), scope, trace)
+    candidates = _retrieve(index, sq, " ".join(key_terms), max(1, int(k)), scope, trace)
     out = _Analysis(lang, [reference_path(db, rel) for rel, *_ in candidates])
     if not candidates:
         return out
@@ -325,7 +350,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 
     kind = answer_kind(q)
     out.kind, out.unnamed, out.db_pages = kind, unnamed_share(qwords, df), n
-    out.unnamed_names = unnamed_share(qwords, df, only=name_words(q))
+    out.unnamed_names = unnamed_share(qwords, df, only=name_words(sq))
     q_latin = [w for w in re.findall(r"[a-z0-9]+", T.normalize(q)) if w not in T.STOPWORDS]
     units: list[Unit] = []
     page_terms: dict[str, set[str]] = {}
@@ -358,8 +383,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         for u in found:
             u.terms = term_set(u.text)
             u.ctx_terms = term_set(u.context)
-            u.coverage = coverage(plain, [(u.terms, 1.0), (u.ctx_terms, CONTEXT_WEIGHT),
-                                          (page_terms[rel], PAGE_WEIGHT)])
+            u.coverage = _evidence([u], found_by, page_terms)
             score = u.coverage * prior
             if kind and holds_kind(u.text, kind):
                 score += TYPE_BONUS
@@ -373,13 +397,13 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     (trace or _NoTrace()).write("read", pages=read)
     if not units:
         return out
-    out.chosen = _select(units, plain, page_terms, page_doc)
+    out.chosen = _select(units, chosen_by, page_terms, page_doc)
     if not out.chosen:
         return out  # only headings hold the question's words: they explain nothing
-    out.coverage = _evidence(out.chosen, qwords, page_terms)
+    out.coverage = _evidence(out.chosen, qwords, page_terms, carried)
     cited = page_doc[out.chosen[0].rel]
-    if named is None and (meant := _named(q, plain, cited, docs)):
-        again = _analyse(question, index, db, k, meant, trace)
+    if named is None and (meant := _named(sq, found_by, cited, docs)):
+        again = _analyse(question, index, db, k, meant, trace, search)
         again.named = meant
         return again
     doc = docs.terms.get(cited, set())
@@ -390,23 +414,24 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
     # A year is looked for on the pages quoted and on the cited document's first pages (the years it reports), not
     # anywhere in it: a 2015 filing that names 2023 only in a note on its debt holds no 2023 revenue.
     seen = set().union(*(page_terms[u.rel] for u in out.chosen), docs.front_years.get(cited, ()))
-    out.years_missing = sorted(y for y in years_named(q) if y not in seen)
+    out.years_missing = sorted(y for y in years_named(sq) if y not in seen)
     out.years_absent = len(out.years_missing)
     out.typed = holds_kind(" ".join(u.text for u in out.chosen), kind)
-    out.said = says_in_order(q, out.chosen[0].text)
+    out.said = says_in_order(sq, out.chosen[0].text)
     own: set[str] = set().union(*(u.terms for u in out.chosen))
     out.own = coverage(qwords, [(own, 1.0)])
-    out.whole = holds_whole(qwords, own | set().union(*(u.ctx_terms for u in out.chosen)))
-    out.named_only = names_only(qwords, name_words(q), out.chosen)
+    quoted = own | set().union(*(u.ctx_terms for u in out.chosen))
+    out.whole = holds_whole(qwords, quoted, carried, quoted.union(*(page_terms[u.rel] for u in out.chosen)))
+    out.named_only = names_only(qwords, name_words(sq), out.chosen)
     # the meaning check reads the question with what it asks said as the pages say it ("EBITDA": "operating
     # income"), as the word check does: a statement's rows are about what the question asks
-    said = also_said(q, rules)
-    asked = respelt(q, df) + (f" ({'; '.join(said)})" if said else "")
+    said = also_said(sq, rules)
+    asked = respelt(sq, df) + (f" ({'; '.join(said)})" if said else "")
     out.support = meaning_support(asked, db, [rel for rel, *_ in candidates if page_doc.get(rel) == cited],
                                   (out.chosen[0].rel, out.chosen[0].text))
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
-    out.ambiguous = _which(q, plain, docs.terms)
+    out.ambiguous = _which(sq, found_by, docs.terms)
     out.chosen = _qualified(out.chosen, units)
     return out
 
@@ -414,13 +439,14 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
 _SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
 
 
-def holds_whole(qwords: list[QWord], terms: set[str]) -> bool:
+def holds_whole(qwords: list[QWord], terms: set[str], carried: frozenset[str] = frozenset(),
+                pages: set[str] | None = None) -> bool:
     """Whether `terms` hold more than half of some CJK word of the question (not a hiragana-only one); True when
     it has none. A CJK word is found by its bigrams and characters: "発売日" is 5/6 found in "…10日全国発売", but
     "営業時間" only half in "短時間" (時間), and pieces of words are other words ("短時間で済ませてください" is no
-    opening hours)."""
+    opening hours). A `carried` word (_evidence) is looked for in `pages`, the quoted pages' terms."""
     cjk = [w for w in qwords if w.cjk and not HIRAGANA_ONLY.match(w.word)]
-    return not cjk or any(w.found(terms) > 0.5 for w in cjk)
+    return not cjk or any(w.found(pages if w.word in carried and pages is not None else terms) > 0.5 for w in cjk)
 
 
 # A name: capitalised words in a row ("Capital Safety Group EMEA", "3M Australia Pty. Ltd.")
@@ -653,17 +679,21 @@ def calibrated(raw: float, table: tuple[tuple[float, float], ...] | None = None)
     return table[-1][1]
 
 
-def answer_offline(question: str, index, db: Path, *, k: int = 5, trace: Any = None) -> Answer:
+def answer_offline(question: str, index, db: Path, *, k: int = 5, trace: Any = None, search: str | None = None
+                   ) -> Answer:
     """Answer from the database without a model: quote the best-matching sentences and cite their pages,
     or refuse (text.refusal_text in the question's language) when the evidence is weak. `trace` (answer.run's
-    Trace) gets a `search` step per search and a `read` step with the pages read (db-relative), as they happen."""
+    Trace) gets a `search` step per search and a `read` step with the pages read (db-relative), as they happen.
+    `search`: what to search when it is not the question (a chat's follow-up with an earlier question's words
+    carried, serve.sessions.rewrite_offline): those words find the pages and count in the refusal, but what is
+    quoted answers the question's own words (_analyse)."""
     t0 = time.perf_counter()
     db = Path(db)
     question = question if isinstance(question, str) else str(question)
     # one engine serves every strategy offline: metadata.engine says so, whatever strategy was asked for
     answer = Answer(question=question, answer="", refused=True, provider="offline", model="offline",
                     steps=1, usage=Usage(0, 0, 0.0, 0), engine=ENGINE)
-    an = _analyse(question, index, db, k, trace=trace)
+    an = _analyse(question, index, db, k, trace=trace, search=search)
     lang, note = an.lang, NOTES[an.lang]
     answer.pages_read = an.pages_read
     confidence = _confidence(an) if an.chosen else 0.0
