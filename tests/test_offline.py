@@ -325,7 +325,7 @@ def test_an_optimizer_copy_is_quoted_with_the_rest_of_its_document(tmp_path, mon
 def test_an_example_of_the_answers_form_names_no_year(mini):
     """Years in an example of the answer's form ("list them like ['2014', '2018']") are not years the question asks
     about: the answer is the one the question gets without the example, not a refusal for years no page holds."""
-    from ragkit.answer.extractive.engine import years_named
+    from ragkit.answer.extractive.checks import years_named
 
     assert years_named("Which years? List all of them like ['2014', '2018', '2020'].") == set()
     assert years_named("Revenue in 2019? Answer as a list, e.g. [1, 2]") == {"2019"}

@@ -13,6 +13,7 @@ from liveserver import LiveServer
 from pagetree import write_pages
 
 from ragkit.answer.extractive import answer_offline
+from ragkit.answer.extractive import checks as C
 from ragkit.answer.extractive import engine as E
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
 from ragkit.answer.extractive.corpus import documents
@@ -202,8 +203,8 @@ def test_a_year_a_table_abbreviates_is_the_year_asked_for(tmp_path):
     assert an.chosen and "´08년 43척" in an.chosen[0].text and an.years_absent == 0
     an = E._analyse("소말리아 해역에서 피랍된 선박은 2012년에 몇 척이었나요?", index, db, 1)
     assert an.years_missing == ["2012"]
-    assert E.short_years("FY '19, ’08. 10. 27") == {"1919", "2019", "1908", "2008"}
-    assert E.short_years("the company's 10 stores; rock'n'roll 99") == set()
+    assert C.short_years("FY '19, ’08. 10. 27") == {"1919", "2019", "1908", "2008"}
+    assert C.short_years("the company's 10 stores; rock'n'roll 99") == set()
 
 
 def test_a_japanese_era_year_is_its_western_year(tmp_path):
@@ -473,7 +474,7 @@ def test_a_question_that_names_one_company_is_answered_from_that_companys_filing
     for question, cited in (("Who is the plaintiff from Kennebunk?", "docs/Netflix 2015 Form 10-K.pdf"),
                             ("How fast is the Internet in 2021?", "docs/Costco 2021 Form 10-K.pdf")):
         words = weigh(question_words(question), 4, Counter())
-        assert E._named(question, words, cited, documents(db, index)) == [], question
+        assert C.named_documents(question, words, cited, documents(db, index)) == [], question
 
 
 def test_a_question_that_points_at_the_report_but_whose_words_one_document_holds_is_answered(tmp_path, monkeypatch):
@@ -556,7 +557,7 @@ def test_a_question_no_page_shares_a_word_with_is_refused_naming_the_pages_close
 def test_what_points_at_a_document(question, points):
     """Words with an everyday sense ("the phone case", "save the file") and a kanji compound that holds 本書
     (日本書紀) do not point at a document."""
-    assert bool(E._POINTS_AT_DOCUMENT.search(question)) is points
+    assert bool(C._POINTS_AT_DOCUMENT.search(question)) is points
 
 
 # a statement's rows: the lines EBITDA is computed from, never the word

@@ -12,10 +12,17 @@ from pathlib import Path
 from typing import Any
 
 from ragkit.answer.extractive.answertype import answer_kind, holds_kind
-from ragkit.answer.extractive.corpus import YEAR as _YEAR
-from ragkit.answer.extractive.corpus import Documents, corpus_stats, document_id, documents, read_page
+from ragkit.answer.extractive.checks import (
+    document_name,
+    held_terms,
+    holds_whole,
+    named_documents,
+    names_only,
+    which_documents,
+    years_named,
+)
+from ragkit.answer.extractive.corpus import corpus_stats, document_id, documents, read_page
 from ragkit.answer.extractive.qwords import (
-    HIRAGANA_ONLY,
     QWord,
     coverage,
     name_words,
@@ -36,8 +43,7 @@ from ragkit.core import text as T
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.pagefile import parse_page
 from ragkit.core.paths import reference_path
-from ragkit.search.periods import era_years, period_terms, reports_another, specific_periods
-from ragkit.search.query import without_examples
+from ragkit.search.periods import period_terms, reports_another, specific_periods
 from ragkit.search.synonyms import Synonyms
 
 log = logging.getLogger(__name__)
@@ -113,21 +119,6 @@ YEARS_MISSING = {"en": "Neither its first pages nor the pages read mention {year
                  "ja": "その資料の最初のページにも読んだページにも {years} はありません。",
                  "ko": "그 문서의 첫 페이지에도 읽은 페이지에도 {years}이(가) 없습니다.",
                  "zh": "其前几页和所读页面都没有提到 {years}。"}
-_POINTS_AT_DOCUMENT = re.compile(
-    r"\b(?:the|this|these)\s+(?:[\w-]+\s+)?(?:report|document|paper|article|brochure|guide|guidebook|manual"
-    r"|presentation|slides|deck|study|survey|filing|booklet|handbook|leaflet|newsletter|proposal|agreement"
-    r"|contract|pdf)s?\b"
-    # words with an everyday sense ("the phone case", "in that case", "save the file") point only after "this"
-    r"|\bthis\s+(?:case|file|letter|book|slide)\b"
-    r"|\b(?:page|slide)\s*\(?\d+|\b(?:first|second|third|last|final|cover)\s+(?:page|slide)\b"
-    r"|(?<![\u3400-\u9fff])(?:この|本|当該|同)(?:資料|文書|書類|報告書|レポート|論文|冊子|ガイド|マニュアル|書)"
-    r"|이\s*(?:문서|보고서|자료|논문|책자|안내서)|这份|该(?:报告|文件|文档)|(?<![\u3400-\u9fff])本(?:报告|文件)",
-    re.IGNORECASE)
-# Words that only say where in the document to look: they never tell the documents apart.
-_DOCUMENT_WORDS = frozenset(
-    "report document paper article case file pdf brochure guide manual presentation slide deck book study survey "
-    "filing letter booklet handbook leaflet newsletter proposal agreement contract page mention according "
-    "資料 文書 書類 報告書 レポート 論文 冊子 ガイド マニュアル ページ 문서 보고서 자료 논문 책자 안내서 페이지".split())
 SOURCES_LABEL = {"en": "Sources:", "ja": "出典:", "ko": "출처:", "zh": "来源:"}
 QUOTES = {"en": ("\u201c", "\u201d"), "ja": ("「", "」"), "ko": ("\u201c", "\u201d"), "zh": ("「", "」")}
 
@@ -301,7 +292,7 @@ class _Analysis:
     said: bool = False  # the main quote holds the question's words as it writes them (terms.says_in_order)
     whole: bool = True  # the quote or its headings hold most of some CJK word of the question (holds_whole)
     named_only: bool = False  # the quote holds the question's common words only inside names (names_only)
-    ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (_which)
+    ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (which_documents)
     by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
@@ -402,7 +393,7 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         return out  # only headings hold the question's words: they explain nothing
     out.coverage = _evidence(out.chosen, qwords, page_terms, carried)
     cited = page_doc[out.chosen[0].rel]
-    if named is None and (meant := _named(sq, found_by, cited, docs)):
+    if named is None and (meant := named_documents(sq, found_by, cited, docs)):
         again = _analyse(question, index, db, k, meant, trace, search)
         again.named = meant
         return again
@@ -431,130 +422,15 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
                                   (out.chosen[0].rel, out.chosen[0].text))
     # which documents it could mean, by the words it writes: a synonym ("revenue" for its "net sales") does not
     # make another company's report one it points at
-    out.ambiguous = _which(sq, found_by, docs.terms)
+    out.ambiguous = which_documents(sq, found_by, docs.terms)
     out.chosen = _qualified(out.chosen, units)
     return out
-
-
-_SUFFIX = re.compile(r"\.(?:pdf|docx|pptx)$", re.IGNORECASE)
-
-
-def holds_whole(qwords: list[QWord], terms: set[str], carried: frozenset[str] = frozenset(),
-                pages: set[str] | None = None) -> bool:
-    """Whether `terms` hold more than half of some CJK word of the question (not a hiragana-only one); True when
-    it has none. A CJK word is found by its bigrams and characters: "発売日" is 5/6 found in "…10日全国発売", but
-    "営業時間" only half in "短時間" (時間), and pieces of words are other words ("短時間で済ませてください" is no
-    opening hours). A `carried` word (_evidence) is looked for in `pages`, the quoted pages' terms."""
-    cjk = [w for w in qwords if w.cjk and not HIRAGANA_ONLY.match(w.word)]
-    return not cjk or any(w.found(pages if w.word in carried and pages is not None else terms) > 0.5 for w in cjk)
-
-
-# A name: capitalised words in a row ("Capital Safety Group EMEA", "3M Australia Pty. Ltd.")
-_NAME_RUN = re.compile(r"(?<![\w.])[A-Z][\w&'.-]*(?:[ \t]+[A-Z][\w&'.-]*)+")
-NAME_RUN = 3  # words: two are often a row label or a title ("Total Revenue", "Executive Chairman")
-
-
-def _names(text: str, qwords: list[QWord]) -> list[str]:
-    """The names in a text that hold one word of the question, and not as their last word: runs of NAME_RUN or
-    more capitalised words, not all in capitals (a heading: "F PSEUDOCODE FOR RETRIEVAL METHODS"). A run holding
-    two of its words is a label of what is asked ("EPS Geographic Market Name"), and one ending in the word is a
-    kind of it ("Executive Vice President", "Tree Traversal Algorithm"): the last word of an English noun phrase
-    says what it is. In "Capital Safety Group EMEA" the word only names a company."""
-    out = []
-    for m in _NAME_RUN.finditer(text):
-        run = m.group(0)
-        words = run.split()
-        if len(words) < NAME_RUN or run.upper() == run:
-            continue
-        terms = term_set(run)
-        held = [w for w in qwords if w.found(terms)]
-        if len(held) == 1 and not held[0].found(term_set(words[-1])):
-            out.append(run)
-    return out
-
-
-def names_only(qwords: list[QWord], q_names: set[str], chosen: list[Unit]) -> bool:
-    """Whether the quoted units hold every Latin word the question writes as a common word (not a name it
-    capitalises, `q_names`; three letters or more, not a figure) only inside names (`_names`), and neither
-    elsewhere in their text nor in their headings: "What is the capital of France?" answered from 3M's list of
-    subsidiaries, "Capital Safety Group EMEA | France". What is asked of the name is then nowhere in the quote.
-    False when the question has no such word, or when the quote lacks one of them (what the quote lacks the
-    word check weighs already: "What is the position of Ibrahim?" is answered by the heading "Ibrahim" over
-    "Core Assurance")."""
-    asked = [w for w in qwords if not w.cjk and w.word.isascii() and w.word.isalpha() and len(w.word) > 2
-             and w.word not in q_names]
-    if not asked:
-        return False
-    inside: set[str] = set()
-    plain: set[str] = set()
-    for u in chosen:
-        text = u.text
-        for run in _names(u.text, qwords):
-            inside |= term_set(run)
-            text = text.replace(run, " ")
-        plain |= term_set(text) | u.ctx_terms
-    return all(w.found(inside) for w in asked) and not any(w.found(plain) for w in asked)
-
-
-# A year a table abbreviates ("´08년 43척", "’08. 10. 27", "FY '19"): an apostrophe and its last two digits
-_SHORT_YEAR = re.compile(r"(?<![\w'´’‘`])['´’‘`](\d\d)(?!\d)")
-
-
-def short_years(text: str) -> set[str]:
-    """The years a text writes with an apostrophe and two digits, in both centuries ("’08" -> 1908, 2008)."""
-    return {c + d for d in _SHORT_YEAR.findall(text) for c in ("19", "20")}
-
-
-def held_terms(text: str) -> set[str]:
-    """What a page holds, as a question's words and years are looked up in it: its terms, and the Western years
-    of the years it abbreviates ("FY '19") or writes by era (令和5年)."""
-    return term_set(text) | short_years(text) | era_years(text)
-
-
-def years_named(question: str) -> set[str]:
-    """The years (1900-2099) a question names, Western or by Japanese era (not in an example of the answer's
-    form: "list them like ['2014', '2018']")."""
-    question = without_examples(question)
-    return set(_YEAR.findall(question)) | era_years(question)
-
-
-def document_name(doc: str) -> str:
-    """How a document (corpus.document_id) is named to the user: its file name without the extension."""
-    return _SUFFIX.sub("", Path(doc).name)
 
 
 def _which_text(names: list[str], lang: str) -> str:
     """The refusal's line for an ambiguous question: how many documents it could mean, the first three named."""
     shown = ", ".join(names[:3]) + (", …" if len(names) > 3 else "")
     return WHICH_DOCUMENT.get(lang, WHICH_DOCUMENT["en"]).format(n=len(names), docs=shown)
-
-
-def _which(question: str, qwords: list[QWord], docs: dict[str, set[str]]) -> list[str]:
-    """The documents a question could mean when it points at one ("the report", "page 3", この資料) without
-    naming it: every document that holds all of its other words, when that is two or more. Empty otherwise
-    (it points at none, names one, or only one document could be meant)."""
-    if not _POINTS_AT_DOCUMENT.search(question) or len(docs) < 2:
-        return []
-    words = [w for w in qwords if w.word.lower() not in _DOCUMENT_WORDS and T.stem(w.word.lower()) not in
-             _DOCUMENT_WORDS and not w.word.isdigit() and not HIRAGANA_ONLY.match(w.word)]
-    holding = [d for d in sorted(docs) if all(w.found(docs[d]) >= 1.0 for w in words)]
-    return holding if len(holding) >= 2 else []
-
-
-def _named(question: str, qwords: list[QWord], cited: str, docs: Documents) -> list[str]:
-    """The documents a question names by a name the cited document never holds ("What was Netflix's revenue
-    in 2023?" answered from Best Buy's 10-K): a word the question capitalises (qwords.name_words) that is in the names
-    some documents go by (title, folder, file) and that no other document holds anywhere, so it names them,
-    not a subject ("Earth" on Amazon's cover). Empty when there is none."""
-    names = name_words(question)
-    out: set[str] = set()
-    for w in qwords:
-        if w.cjk or w.word not in names or w.found(docs.terms.get(cited, set())):
-            continue
-        holders = {d for d, terms in docs.terms.items() if w.found(terms)}
-        if holders and all(w.found(docs.names.get(d, set())) for d in holders):
-            out |= holders
-    return sorted(out)
 
 
 def meaning_support(question: str, db: Path, rels: list[str], quoted: tuple[str, str] | None = None
