@@ -78,6 +78,7 @@ def test_without_a_token_a_foreign_host_is_refused(sample_db_copy):
         port = srv.port
         r = request("GET", srv.url + "/documents", headers={"Host": f"evil.example:{port}"})
         assert r.status_code == 421 and "evil.example" in one_line_error(r) and "documents" not in r.json()
+        assert "RAG_API_TOKEN" in one_line_error(r)  # the way to serve under another name
         for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"127.0.0.2:{port}", "localhost"):
             assert request("GET", srv.url + "/documents", headers={"Host": host}).status_code == 200, host
     # with a token, the token keeps a foreign page out (and a proxy may pass its own Host)
