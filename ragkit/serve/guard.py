@@ -80,8 +80,8 @@ def _foreign_request(scope) -> tuple[int, str] | None:
         name = ""
     if not is_loopback(name):
         return 421, (f"Host {host[:80]!r} is not this server's: it answers localhost, 127.0.0.1 or [::1] only "
-                     "(a page on another site cannot reach it through its own name; to serve it under another name or behind "
-                     "a proxy, give it a token: RAG_API_TOKEN)")
+                     "(a page on another site cannot reach it through its own name; to serve it under another "
+                     "name or behind a proxy, give it a token: RAG_API_TOKEN)")
     if scope.get("method", "GET") not in STATE_CHANGING:
         return None
     origin = headers.get("origin")
