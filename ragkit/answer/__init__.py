@@ -125,7 +125,7 @@ def ask(
         else:
             answer = STRATEGIES[strategy](run, answer, toolbox)
     except Exception as e:  # a model/provider failure (or a bug) must not sink a batch of questions
-        from ragkit.core.llm import scrub
+        from ragkit.core.secrets import scrub
 
         answer.error = scrub(error_line(e), secret)
         answer.error_kind = "index" if isinstance(e, BackendError) else None

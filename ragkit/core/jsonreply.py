@@ -13,8 +13,9 @@ import re
 from collections.abc import Callable
 
 from ragkit.core.errors import RagError
-from ragkit.core.llm import Provider, scrub
+from ragkit.core.llm import Provider
 from ragkit.core.models import Usage
+from ragkit.core.secrets import scrub
 
 # The cap of one JSON reply: a judge's reasons and scores or a batch of generated questions fit; a weak local
 # model that loops stops there instead of writing for minutes.

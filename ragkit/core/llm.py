@@ -23,7 +23,7 @@ from ragkit.core.errors import RagError
 from ragkit.core.models import Completion, ToolCall, Usage
 from ragkit.core.paths import atomic_write_bytes
 from ragkit.core.provenance import endpoint, url_problem, url_secrets
-from ragkit.core.secrets import mask, scrub  # noqa: F401 - scrub: imported from here by many modules
+from ragkit.core.secrets import mask, scrub
 
 MAX_ATTEMPTS = 3  # DESIGN §3: at most 3 attempts per call
 

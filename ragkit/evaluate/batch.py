@@ -154,7 +154,7 @@ def _run_job(job: _Job, scorer: Scorer, asker: Callable[..., Answer]) -> dict:
                 "judge_error": "; ".join(problems) or None, "judge_usage": asdict(usage),
                 "opt": str(job.row.get(OPTIMIZED) or "")}
     except Exception as e:  # noqa: BLE001 - a bug in one row must not stop the batch
-        from ragkit.core.llm import scrub
+        from ragkit.core.secrets import scrub
 
         msg = scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)
         answer = Answer(question=job.question, answer="", refused=False, error=msg)

@@ -92,7 +92,7 @@ def _eval_job(row: dict, scorer: Scorer, recorded: set[str] | None = None) -> tu
     try:
         cols, usage, _ = _score(scorer, row, answer)
     except Exception as e:  # noqa: BLE001 - one row's failure must not stop the others
-        from ragkit.core.llm import scrub
+        from ragkit.core.secrets import scrub
 
         return {"Judge Error": scrub(f"{type(e).__name__}: {_one_line(e)}", scorer.settings.api_key)}, Usage()
     for k in CARRIED:

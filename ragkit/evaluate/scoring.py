@@ -255,7 +255,7 @@ class Scorer:
                 problems.append(f"LLM-Accuracy judge failed: {_one_line(e)}")
             measured = rubric is not None or llm_ok is not None
             out[JUDGED_BY] = (self.judge.model or "judge") if measured else ""
-        from ragkit.core.llm import scrub
+        from ragkit.core.secrets import scrub
 
         problems = [scrub(p, self.settings.api_key) for p in problems]
         out["Judge Input Tokens"] = usage.input_tokens

@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from ragkit.core.errors import RagError
-from ragkit.core.llm import scrub
 from ragkit.core.models import Usage
 from ragkit.core.paths import atomic_write_text
+from ragkit.core.secrets import scrub
 
 
 def _usage_dict(u: Usage, cached: int = 0) -> dict:

@@ -9,8 +9,8 @@ from statistics import mean
 
 from ragkit.core.config import Settings
 from ragkit.core.errors import RagError, UsageError
-from ragkit.core.llm import scrub
 from ragkit.core.paths import atomic_write_text
+from ragkit.core.secrets import scrub
 from ragkit.evolve.adapters import Adapter, adapter_names, make_adapter
 from ragkit.evolve.evaluators import evaluator_names, make_evaluator
 from ragkit.evolve.experiments import Experiment, read_experiments

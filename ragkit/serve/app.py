@@ -123,7 +123,8 @@ def _too_large_message(upload_limit: int, scope) -> str:
 
 def create_app(settings: Settings, options: ServeOptions | None = None, *, provider: Any = None) -> FastAPI:
     """The app over the database at settings.db. `provider` overrides the one settings choose (tests)."""
-    from ragkit.core.llm import get_provider, scrub
+    from ragkit.core.llm import get_provider
+    from ragkit.core.secrets import scrub
     from ragkit.search import open_index
     from ragkit.search.indexconfig import index_config
 
