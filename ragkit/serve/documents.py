@@ -219,10 +219,10 @@ def _in_the_way(db: Path, folder: str, digest: str, src: Path) -> tuple[DocInfo 
     mine = [(key, e) for key, e in load_manifest(db / ".ragkit" / MANIFEST)["sources"].items()
             if isinstance(e, dict) and str(e.get("folder", "")).casefold() == folder.casefold()]
     if any(e.get("sha256") == digest for _, e in mine):
-        return None, True
+        return None, ""
     keys = [canonical_key(db, key) for key, _ in mine]
     if any(not k.startswith(".ragkit/") and key_path(db, k).exists() for k in keys):
-        return None, True
+        return None, ""
     doc = next((d for d in list_documents(db) if d.folder.casefold() == folder.casefold()), None)
     own = src.relative_to(db.resolve()).as_posix()
     # another upload whose name gives the same folder (report.docx over report.pdf, Report.pdf over report.pdf)
