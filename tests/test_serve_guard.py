@@ -48,6 +48,23 @@ def test_every_response_carries_the_security_headers(sample_db_copy):
             assert r.headers.get("content-security-policy") == CSP, (path, r.headers)
 
 
+def test_a_server_bug_answers_500_with_the_security_headers(sample_db_copy, monkeypatch):
+    """A bug (an exception no handler expects) is answered by the app's last handler outside the middleware
+    stack: its 500 carries the same headers as every other response, and one line naming the exception only."""
+    import ragkit.serve.documents as docs
+
+    def broken(db):
+        raise KeyError("secret-internal-detail")
+
+    monkeypatch.setattr(docs, "list_documents", broken)
+    with LiveServer(offline(sample_db_copy)) as srv:
+        r = request("GET", srv.url + "/documents")
+    assert r.status_code == 500
+    assert one_line_error(r) == "internal error (KeyError)"
+    assert r.headers.get("x-content-type-options") == "nosniff" and r.headers.get("x-frame-options") == "DENY"
+    assert r.headers.get("content-security-policy") == CSP and r.headers.get("referrer-policy") == "no-referrer"
+
+
 def test_the_page_works_under_its_content_security_policy(sample_db_copy, plain_browser):  # noqa: F811
     """The page asks, cites, opens the cited page and searches in Chromium with the CSP enforced (no bypass): it
     loads nothing but the server's own app.js and style.css, and the browser reports no CSP violation."""

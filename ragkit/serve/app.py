@@ -34,7 +34,7 @@ from ragkit.core.errors import PathEscapeError, RagError, UsageError
 from ragkit.core.text import clean_json
 from ragkit.search.opensearch.client import ClusterError
 from ragkit.serve import documents as docs
-from ragkit.serve.guard import FAILED_TOKENS_PER_MINUTE, Guard, TokenFailures, is_loopback
+from ragkit.serve.guard import FAILED_TOKENS_PER_MINUTE, SECURITY_HEADERS, Guard, TokenFailures, is_loopback
 from ragkit.serve.guard import send_json as _send_json
 from ragkit.serve.sessions import (
     CHECK_PAGES,
@@ -250,7 +250,10 @@ def create_app(settings: Settings, options: ServeOptions | None = None, *, provi
     @app.exception_handler(Exception)
     async def _bug(_: Request, e: Exception):  # a bug: logged here, one line (no traceback) to the client
         log.exception("internal error")
-        return error(500, f"internal error ({type(e).__name__})")
+        # answered from outside the middleware stack (Starlette's last handler), where Guard adds no headers
+        response = error(500, f"internal error ({type(e).__name__})")
+        response.headers.update({k.decode(): v.decode() for k, v in SECURITY_HEADERS})
+        return response
 
     def index():
         return open_index(db, progress=False)
