@@ -4,6 +4,7 @@ client against a scripted server on 127.0.0.1 (tests/fakeserver.py)."""
 
 from __future__ import annotations
 
+import os
 import stat
 from dataclasses import replace
 from urllib.parse import quote
@@ -64,6 +65,21 @@ def test_the_response_cache_stores_no_key_and_only_its_owner_reads_it(scripted_s
     again = p.chat(USER, tools=TOOLS)
     assert again.cached and again.content == "The key is ***." and len(scripted_server.requests) == 1
 
+
+
+def test_a_cache_written_by_an_older_ragkit_is_closed_to_others_at_the_next_reply(scripted_server, tmp_path):
+    """A cache an older ragkit wrote (folders 0755, files 0644) is readable by every user of the machine: the first
+    reply stored in it closes its own folders (0700), so the old files can no longer be reached by others."""
+    cache = tmp_path / "cache"
+    old_shard = cache / "ab"
+    old_shard.mkdir(parents=True, mode=0o755)
+    os.chmod(cache, 0o755)
+    os.chmod(old_shard, 0o755)
+    (old_shard / ("ab" + "0" * 62 + ".json")).write_text('{"content": "a confidential page"}', encoding="utf-8")
+    scripted_server.enqueue(content="Fine.")
+    get_provider(openai_settings(scripted_server, cache=True, cache_dir=cache)).chat(USER, tools=TOOLS)
+    for folder in (cache, old_shard, *[d for d in cache.iterdir() if d.is_dir()]):
+        assert stat.S_IMODE(folder.stat().st_mode) == 0o700, (folder, oct(folder.stat().st_mode))
 
 # -- H3: credentials in the base URL ---------------------------------------------------------------------------
 def test_base_url_credentials_never_show_in_a_provider_error(scripted_server):

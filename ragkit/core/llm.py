@@ -103,6 +103,15 @@ class ResponseCache:
     def __init__(self, directory: Path, secrets: tuple[str, ...] = ()) -> None:
         self.dir = Path(directory)
         self.secrets = secrets
+        self._closed = False  # whether _close_old_folders ran
+
+    def _close_old_folders(self) -> None:
+        """Once per cache: the folders an older ragkit made 0755 (their files 0644) become 0700, so what it
+        stored is no longer readable by other users either."""
+        self._closed = True
+        for folder in (self.dir, *(d for d in self.dir.iterdir() if d.is_dir() and len(d.name) == 2)):
+            if folder.stat().st_mode & 0o077:
+                folder.chmod(0o700)
 
     @staticmethod
     def key(request: dict) -> str:
@@ -142,6 +151,8 @@ class ResponseCache:
             for folder in (self.dir, path.parent):
                 folder.mkdir(mode=0o700, parents=True, exist_ok=True)
             atomic_write_bytes(path, json.dumps(doc, ensure_ascii=False).encode("utf-8"), mode=0o600)
+            if not self._closed:
+                self._close_old_folders()
         except OSError:
             pass  # a cache that cannot be written must not fail the call
 
