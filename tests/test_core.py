@@ -103,6 +103,8 @@ def test_sanitize_name(raw, expected):
     ("a\u200bb\u200c\u200d\u200e\u200f", "ab"), ("\ufeffnotes", "notes"), ("\u200b", "untitled"),
     (".\u0301.", "untitled"), ("\u0301x", "x"), ("x \u0301y", "x y"),
     ("e\u0301te\u0301", "été"), ("か\u3099", "が"),  # a mark on a letter is part of it (NFC composes it)
+    # Hangul fillers are letters that draw nothing; composed syllables and jamo stay
+    ("\u3164", "untitled"), ("휴가\u3164규정", "휴가규정"), ("\uffa0공지\u115f\u1160", "공지"), ("ᄀ한ㄱ", "ᄀ한ㄱ"),
 ])
 def test_sanitize_name_drops_invisible_characters(raw, expected):
     """Report s56-sec L3: bidi controls, zero-width characters, the BOM and lone combining marks survived, so

@@ -32,15 +32,20 @@ def path_list(paths: str | os.PathLike | Iterable[str | os.PathLike]) -> list[Pa
     return [Path(p) for p in paths]
 
 
+# letters that draw nothing: the Hangul fillers (a name of nothing but them looks empty)
+_BLANK_LETTERS = frozenset("\u115f\u1160\u3164\uffa0")
+
+
 def _visible(s: str) -> str:
     """`s` without invisible format characters (Unicode category Cf: bidi embeddings, overrides and isolates,
-    zero-width spaces and joiners, the byte order mark, the soft hyphen) and without combining marks that have
-    no letter to combine with (at the start, after a space or a dot): a name must look like what it is, where
+    zero-width spaces and joiners, the byte order mark, the soft hyphen), without the Hangul fillers, and
+    without combining marks that have no letter to combine with (at the start, after a space or a dot): a name
+    must look like what it is, where
     `\u202e fdp.exe` shows as `exe.pdf` and `\u200b` as nothing."""
     out: list[str] = []
     for ch in s:
         kind = unicodedata.category(ch)
-        if kind == "Cf" or (kind.startswith("M") and (not out or out[-1].isspace() or out[-1] == ".")):
+        if kind == "Cf" or ch in _BLANK_LETTERS or (kind.startswith("M") and (not out or out[-1].isspace() or out[-1] == ".")):
             continue
         out.append(ch)
     return "".join(out)
