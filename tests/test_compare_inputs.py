@@ -165,3 +165,30 @@ def test_labels_show_a_digest_commit_or_setting_short_and_named():
     assert run_labels([a, b], ["x", "y"]) == [
         "agent · m · max 4 steps · embeddings usem3 · pages aaaaaaaa · converter 9 · questions cccccccc · commit eeeeeeee",
         "agent · m · max 8 steps · no embeddings · pages bbbbbbbb · converter 9+10 · questions dddddddd · commit ffffffff"]
+
+
+def test_a_run_made_with_uncommitted_code_says_so(tmp_path):
+    """The record's commit is `<sha>+dirty` once a tracked file of the package differs from the commit (a change
+    outside the package, a test or a benchmark, does not count), and the label keeps the mark."""
+    import subprocess
+
+    from ragkit.core.provenance import ragkit_commit
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(tmp_path), *args], check=True, capture_output=True,
+                              text=True).stdout.strip()
+
+    git("init", "-q")
+    (tmp_path / "ragkit").mkdir()
+    (tmp_path / "ragkit" / "m.py").write_text("A = 1\n", encoding="utf-8")
+    (tmp_path / "notes.md").write_text("x\n", encoding="utf-8")
+    git("add", "ragkit/m.py", "notes.md")
+    git("-c", "user.name=t", "-c", "user.email=t@e", "commit", "-qm", "one")
+    sha = git("rev-parse", "HEAD")
+    assert ragkit_commit(tmp_path) == sha
+    (tmp_path / "notes.md").write_text("y\n", encoding="utf-8")
+    assert ragkit_commit(tmp_path) == sha
+    (tmp_path / "ragkit" / "m.py").write_text("A = 2\n", encoding="utf-8")
+    assert ragkit_commit(tmp_path) == f"{sha}+dirty"
+    a, b = RunInfo(strategy="agent", model="m", commit=f"{sha}+dirty"), RunInfo(strategy="agent", model="m", commit=sha)
+    assert run_labels([a, b], ["x", "y"]) == [f"agent · m · commit {sha[:8]}+dirty", f"agent · m · commit {sha[:8]}"]

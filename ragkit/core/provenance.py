@@ -1,4 +1,4 @@
-"""What a run's record needs to say which inputs it measured, cheaply and without a subprocess:
+"""What a run's record needs to say which inputs it measured, cheaply:
 
     questions_sha256(rows) -> str            the question set (question, answer key, references, task)
     database_state(db) -> DatabaseState      page count, a fingerprint of the page files, converter version(s)
@@ -6,7 +6,7 @@
     endpoint(url) -> str                     a base URL as shown or stored: scheme://host[:port]/path, nothing else
     url_secrets(url) -> list[str]            the secret parts endpoint() leaves out (password, query, fragment)
     url_problem(url) -> str | None           why a base URL cannot work (scheme, host, port, query), naming no secret
-    ragkit_commit() -> str | None            ragkit's git commit when it runs from a checkout
+    ragkit_commit() -> str | None            ragkit's git commit when it runs from a checkout (+dirty)
 
 docs/evaluation.md ("The run record") says what each covers and what it costs."""
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -177,10 +178,29 @@ def _host(host: str) -> str:
 _SHA = re.compile(r"[0-9a-f]{40}")
 
 
-def ragkit_commit() -> str | None:
-    """The commit of the checkout ragkit runs from (read from .git, no `git` process), None when it is installed
-    from a package or the checkout cannot be read. A worktree's `.git` file and packed refs are followed."""
-    root = Path(__file__).resolve().parents[2]
+def ragkit_commit(root: Path | None = None) -> str | None:
+    """The commit of the checkout ragkit runs from (read from .git), None when it is installed from a package or
+    the checkout cannot be read; `<sha>+dirty` when the package's own files (ragkit/, pyproject.toml, uv.lock)
+    differ from it, so a run made with uncommitted code does not claim the commit's. A worktree's `.git` file and
+    packed refs are followed. `root`: the checkout (default: the one this module lies in)."""
+    root = root or Path(__file__).resolve().parents[2]
+    sha = _head_commit(root)
+    return f"{sha}+dirty" if sha and _modified(root) else sha
+
+
+def _modified(root: Path) -> bool:
+    """Whether a tracked file of the package differs from the checkout's commit (`git diff --quiet`: one
+    subprocess per run record); False when git is missing or fails, as a commit read from .git still says
+    what most runs need."""
+    try:
+        done = subprocess.run(["git", "-C", str(root), "diff", "HEAD", "--quiet", "--", "ragkit", "pyproject.toml",
+                               "uv.lock"], capture_output=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 1
+
+
+def _head_commit(root: Path) -> str | None:
     dot = root / ".git"
     try:
         if dot.is_file():  # a worktree: "gitdir: <path>"

@@ -155,7 +155,8 @@ def _show(name: str, value, tails: dict[str, str] | None = None) -> str:
     if name in ("database_sha256", "questions_sha256"):  # a digest's first characters tell two runs apart
         return f"{'pages' if name == 'database_sha256' else 'questions'} {str(value)[:8]}"
     if name == "commit":
-        return f"commit {str(value)[:8]}"
+        sha, _, dirty = str(value).partition("+")
+        return f"commit {sha[:8]}" + (f"+{dirty}" if dirty else "")
     if name == "converter":
         return f"converter {'+'.join(map(str, value)) if isinstance(value, list) else value}"
     if name == "max_steps":
