@@ -540,6 +540,40 @@ def test_an_upload_of_another_file_with_the_same_name_is_refused_unless_it_repla
                                      f"/documents/{doc['id']}), or rename the file"), r.text
 
 
+
+def test_two_uploads_of_one_name_racing_do_not_both_pass_the_check(sample_db_copy, tmp_path, monkeypatch):
+    """Two uploads of the same name with other content, at once: each looked for a document in the way before
+    either had written one, so both passed and the second silently replaced the first. The check and the write
+    are one step per document folder now: one is stored (201), the other refused (409). The race is forced: each
+    upload waits, after its check, for the other to have checked too (up to 3 s)."""
+    import threading
+
+    import ragkit.serve.documents as docs
+
+    both_checked = threading.Barrier(2, timeout=3)
+    checked = docs._in_the_way
+
+    def check_then_wait(*args, **kw):
+        found = checked(*args, **kw)
+        try:
+            both_checked.wait()
+        except threading.BrokenBarrierError:
+            pass  # the other upload could not check meanwhile: it waits for this one's write
+        return found
+
+    monkeypatch.setattr(docs, "_in_the_way", check_then_wait)
+    files = [make_pdf(tmp_path / "a.pdf", ["Zanzibarite harbor crane manual"]),
+             make_pdf(tmp_path / "b.pdf", ["Quokka observation notes"])]
+    statuses: list[int] = []
+    with LiveServer(offline(sample_db_copy)) as srv:
+        threads = [threading.Thread(target=lambda f=f: statuses.append(
+            post(srv.url + "/documents", files={"file": ("race.pdf", f.read_bytes())}).status_code)) for f in files]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert sorted(statuses) == [201, 409], statuses
+
 def _docx(tmp_path: Path) -> bytes:
     import docx
 

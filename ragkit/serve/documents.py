@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -231,6 +232,22 @@ def _in_the_way(db: Path, folder: str, digest: str, src: Path) -> tuple[DocInfo 
     return doc, other.rpartition("/")[2]
 
 
+class _FolderLocks:
+    """One lock per document folder: an upload's check for a document in the way and its write are one step, so
+    two uploads of one name at once cannot both pass the check (not the ingest lock: ingest takes that itself)."""
+
+    def __init__(self) -> None:
+        self._guard = threading.Lock()
+        self._locks: dict[str, threading.Lock] = {}
+
+    def __call__(self, key: str) -> threading.Lock:
+        with self._guard:
+            return self._locks.setdefault(key, threading.Lock())
+
+
+_folder_lock = _FolderLocks()
+
+
 def upload_document(db: Path, filename: str, data: bytes, category: str | None, index,
                     limits: Limits | None = None, *, replace: bool = False) -> dict:
     """Store an upload under `.ragkit/uploads/`, ingest it with `rag ingest`'s code (converted in a worker
@@ -241,10 +258,6 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     database (a symbolic link) is 400, before anything is written. A cluster that does not answer check_index is
     a ClusterError (503) before anything is written; one that fails after the pages are written leaves them
     (`indexed` false, and a `warning` saying how they reach the index)."""
-    from ragkit.ingest.run import ingest_sources
-    from ragkit.ingest.workers import Stopped
-    from ragkit.search.backend import check_index
-
     stem, ext = safe_upload_name(filename)
     check_content(data, ext, f"{stem}{ext}")
     cat = safe_category(category)
@@ -255,6 +268,17 @@ def upload_document(db: Path, filename: str, data: bytes, category: str | None, 
     except PathEscapeError as e:
         raise ClientError(400, f"{stem}{ext}: cannot store it in the category {cat!r}: {e}") from None
     src = db.resolve() / ".ragkit" / UPLOADS / cat / f"{stem}{ext}"
+    with _folder_lock(f"{db.resolve()}\0{folder}"):
+        return _store_upload(db, folder, stem, ext, cat, src, data, index, limits, replace)
+
+
+def _store_upload(db: Path, folder: str, stem: str, ext: str, cat: str, src: Path, data: bytes, index,
+                  limits: Limits | None, replace: bool) -> dict:
+    """upload_document's check, write and ingest, under the folder's lock."""
+    from ragkit.ingest.run import ingest_sources
+    from ragkit.ingest.workers import Stopped
+    from ragkit.search.backend import check_index
+
     existing, other = _in_the_way(db, folder, hashlib.sha256(data).hexdigest(), src)
     if existing and not (replace and not other):
         what = f"{stem}{ext}: the document {folder!r} (id {existing.id}, {len(existing.pages)} pages) already exists"
