@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ragkit.core.paths import INGEST_MANIFEST, atomic_write_text, file_lock, path_list, remove_empty_parents
 from ragkit.ingest.copies import find_copies, snapshot
+from ragkit.ingest.office import OLE_MAGIC, ole_reason
 from ragkit.ingest.pages import IngestReport
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
@@ -69,6 +70,8 @@ def sniff(head: bytes, kind: str) -> str | None:
         return "empty file (0 bytes)"
     if kind == ".pdf" and b"%PDF-" not in head:
         return "not a PDF file (no %PDF header)"
+    if kind in (".docx", ".pptx") and head.startswith(OLE_MAGIC):
+        return ole_reason(kind[1:].upper())
     if kind in (".docx", ".pptx") and not head.startswith(b"PK"):
         return f"not a {kind[1:].upper()} file (not a zip archive)"
     return None
