@@ -278,6 +278,32 @@ def test_password_protected_or_old_format_office_file_says_so(isolated_env):
         convert_docx(job)
 
 
+def test_a_new_office_converter_outdates_office_pages_only(isolated_env):
+    """Converter 11 changed DOCX and PPTX pages only: a PDF converted by converter 10 is not named as outdated (its
+    pages would not change with --force), a DOCX converted by it is."""
+    import json
+
+    import pymupdf
+
+    from ragkit.ingest import ingest_sources
+
+    src = isolated_env / "s" / "cat"
+    src.mkdir(parents=True)
+    pdf = pymupdf.open()
+    pdf.new_page().insert_text((72, 72), "A page of text.")
+    pdf.save(src / "a.pdf")
+    _rules(src / "b.docx", footnote=False)
+    db = isolated_env / "database"
+    assert not ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1).failed
+    path = db / ".ragkit" / "ingest-manifest.json"
+    manifest = json.loads(path.read_text(encoding="utf-8"))
+    for entry in manifest["sources"].values():
+        entry["converter"] = 10
+    path.write_text(json.dumps(manifest), encoding="utf-8")
+    again = ingest_sources([isolated_env / "s"], db=db, progress=False, workers=1)
+    assert again.skipped == 2 and again.outdated == [str(Path("s/cat/b.docx"))]
+
+
 def test_footnote_marks_are_no_words_to_quote_or_ask_about():
     """A footnote at the foot of its page (`[^1]: …`, after a list that ends without a full stop, as on the
     report's page 1) is a paragraph of its own for question generation, and neither it nor its mark in the text
