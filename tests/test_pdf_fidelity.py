@@ -654,10 +654,11 @@ def test_the_running_field_round_trips_and_the_converter_version_says_what_chang
     assert "printed_page: 1\nrunning: ACME Annual Report · 1 Getting Started\n---\n" in text
     assert parse_page(text)[0] == meta
     assert "running" not in render_page(PageMeta(source="a.pdf", page=1), "Body")
-    assert CONVERTER_VERSION == 10 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
+    assert CONVERTER_VERSION == 11 and "running" in CONVERTER_CHANGES[3] and "ruled" in CONVERTER_CHANGES[4]
     assert "heading" in CONVERTER_CHANGES[5] and "figure table" in CONVERTER_CHANGES[6]
     assert "column by column" in CONVERTER_CHANGES[7]
     assert "marked with letters" in CONVERTER_CHANGES[8] and "first chapter" in CONVERTER_CHANGES[8]
     assert "label" in CONVERTER_CHANGES[9] and "chapter headings" in CONVERTER_CHANGES[9] \
         and "sections" in CONVERTER_CHANGES[9]
     assert "page_011" in CONVERTER_CHANGES[10] and "item" in CONVERTER_CHANGES[10]
+    assert "running" in CONVERTER_CHANGES[11] and "(DOCX, PPTX)" in CONVERTER_CHANGES[11]

@@ -12,7 +12,9 @@ from ragkit.core.text import STOPWORDS, join_cjk_breaks, normalize
 HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s+(.+?)\s*#*\s*$")
 _BOLD_LINE = re.compile(r"^\s*(?:\*\*|__)(.+?)(?:\*\*|__)\s*:?\s*$")
 _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
-_BULLET = re.compile(r"^\s*(?:[-*+•・·●■□◆◇○]|\d{1,2}[.)])\s+")
+# a list item's mark, or a footnote's ("[^1]: ", a DOCX's footnote at the foot of its page): a paragraph of its own
+_BULLET = re.compile(r"^\s*(?:[-*+•・·●■□◆◇○]|\d{1,2}[.)]|\[\^[^\]\s]{1,12}\]:)\s+")
+_NOTE_MARK = re.compile(r"\[\^[^\]\s]{1,12}\]")  # a footnote's mark in the text: "定める。[^1]"
 _INLINE_BULLET = re.compile(r"(?<=\S)\s+(?=[·•●▪]\s)")  # "... quarter. · Managers ..." on one line
 _LEADER = re.compile(r"(\.{4,}|…{2,}|・{4,}|_{4,}|-{4,}|\s\.\s\.\s)")
 
@@ -24,7 +26,7 @@ def _clean_inline(s: str) -> str:
     s = re.sub(r"<br\s*/?>", " ", s, flags=re.I)
     s = re.sub(r"(\*\*|__|`)", "", s)
     s = re.sub(r"(?<![\w*])\*(?=\S)([^*]+)(?<=\S)\*", r"\1", s)
-    s = _BULLET.sub("", s)
+    s = _NOTE_MARK.sub("", _BULLET.sub("", s))
     return re.sub(r"\s+", " ", join_cjk_breaks(s)).strip()
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from ragkit.core.paths import INGEST_MANIFEST, atomic_write_text, file_lock, path_list, remove_empty_parents
 from ragkit.ingest.copies import find_copies, snapshot
+from ragkit.ingest.office import OLE_MAGIC, ole_reason
 from ragkit.ingest.pages import IngestReport
 
 SUPPORTED = (".pdf", ".docx", ".pptx")
@@ -24,7 +25,9 @@ MANIFEST = INGEST_MANIFEST
 # What the page files written for one unchanged source look like. Bump it when that changes, and say what in
 # CONVERTER_CHANGES: a database ingested by an earlier ragkit is then told that `--force` brings it up to date
 # (an unchanged source is still never rewritten unasked). Manifest entries without the field are version 1.
-CONVERTER_VERSION = 10
+CONVERTER_VERSION = 11
+# the last version that changed each format's pages: a PDF converted by converter 10 is not outdated by 11
+FORMAT_CHANGED = {".pdf": 10, ".docx": 11, ".pptx": 11}
 CONVERTER_CHANGES = {
     2: "printed page numbers",
     3: "financial statements as tables, running headers and footers out of the text (kept in `running`), "
@@ -45,6 +48,10 @@ CONVERTER_CHANGES = {
     10: "a page range of one page is the folder page_011, not pages_011-011 (a one-page document, the last page "
         "of an 11-page one); a list item's number at a line's start keeps its space and starts a paragraph "
         "(\"一 都道府県知事\", \"イ 事業所得\"; was \"一都道府県知事\") (PDF)",
+    11: "a slide's bullets are list items and its tables and charts blocks of their own; text on most slides (a "
+        "社外秘 box, a footer) and a Word document's headers and footers are running lines (`running`), not body "
+        "text; a footnote sits on the page that cites it; chapters set in body text (\"第1章\") are sections, and a "
+        "DOCX without Word's page marks is cut into pages of at most 3,000 characters (DOCX, PPTX)",
 }
 
 
@@ -69,6 +76,8 @@ def sniff(head: bytes, kind: str) -> str | None:
         return "empty file (0 bytes)"
     if kind == ".pdf" and b"%PDF-" not in head:
         return "not a PDF file (no %PDF header)"
+    if kind in (".docx", ".pptx") and head.startswith(OLE_MAGIC):
+        return ole_reason(kind[1:].upper())
     if kind in (".docx", ".pptx") and not head.startswith(b"PK"):
         return f"not a {kind[1:].upper()} file (not a zip archive)"
     return None
@@ -77,6 +86,11 @@ def sniff(head: bytes, kind: str) -> str | None:
 def converter_of(entry: dict) -> int:
     v = entry.get("converter", 1)
     return v if isinstance(v, int) else 1
+
+
+def outdated(entry: dict, kind: str) -> bool:
+    """Whether a source's recorded pages were written by a converter older than its format's last change."""
+    return converter_of(entry) < FORMAT_CHANGED.get(kind, CONVERTER_VERSION)
 
 
 def outdated_note(report: IngestReport) -> str:

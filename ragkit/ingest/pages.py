@@ -198,7 +198,7 @@ def _kanji_number(s: str) -> int | None:
     return _KANJI_DIGITS.get(s) if len(s) == 1 else None
 
 
-def _chapter(text: str) -> tuple[str, int, bool] | None:
+def chapter_of(text: str) -> tuple[str, int, bool] | None:
     """(numbering scheme, chapter number, the heading is the label alone) of a heading, or None."""
     t = unicodedata.normalize("NFKC", text).replace("*", "").strip()
     m = _CHAPTER.match(t)
@@ -231,12 +231,12 @@ def heading_sections(bodies: list[str]) -> list[str] | None:
         heads = [(len(m[1]), m[2]) for m in _MD_HEADING.finditer(body or "")]
         found: list[tuple[int, str, int, str]] = []
         for j, (level, text) in enumerate(heads):
-            c = _chapter(text)
+            c = chapter_of(text)
             if c is None:
                 continue
             scheme, n, bare = c
             title = " ".join(text.replace("*", "").split())
-            if bare and j + 1 < len(heads) and _chapter(heads[j + 1][1]) is None:
+            if bare and j + 1 < len(heads) and chapter_of(heads[j + 1][1]) is None:
                 title = f"{title} {' '.join(heads[j + 1][1].replace('*', '').split())}"
             found.append((level, scheme, n, title))
         per_scheme: dict[tuple[int, str], int] = {}

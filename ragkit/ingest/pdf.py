@@ -27,7 +27,7 @@ from ragkit.ingest.pdf_rules import page_rules, tables
 from ragkit.ingest.pdf_tables import aligned_table, figure_tables
 from ragkit.ingest.pdf_tables import rows as table_rows
 
-__all__ = ["convert_pdf", "document_title", "printed_numbers", "title_like"]
+__all__ = ["convert_pdf", "document_title", "part_heading", "printed_numbers", "title_like"]
 
 _BULLET_RE = re.compile(f"^\\s*[{BULLETS}]\\s*|^\\s*[-*]\\s+")
 _HEADING_RATIO = 1.15
@@ -331,6 +331,11 @@ _PART_HEADING = re.compile(
     r"|第\s*[0-9０-９一二三四五六七八九十百]+\s*[章節条編部款項]|제\s*\d+\s*[장절조편부관항])", re.I)
 
 
+def part_heading(text: str) -> bool:
+    """Whether a heading is numbered as one part of a document ("1. Passwords", "Chapter 1", "第1章 総則")."""
+    return bool(_PART_HEADING.match(text))
+
+
 def document_title(meta_title: str, first_page: str, stem: str) -> str:
     """The front matter's `document`: the PDF metadata title when it is title-like, else the first page's
     dominant heading (its largest, then first), else the file name, which is also the title when that heading
@@ -341,7 +346,7 @@ def document_title(meta_title: str, first_page: str, stem: str) -> str:
     heads = [h for h in heads if title_like(h[1])]
     if heads:
         top = min(heads, key=lambda h: h[0])[1]
-        if not _PART_HEADING.match(top):  # else the first page opens with chapter 1: no title printed on it
+        if not part_heading(top):  # else the first page opens with chapter 1: no title printed on it
             return top[:200]
     return stem
 

@@ -20,12 +20,12 @@ from ragkit.ingest.manifest import (
     MANIFEST,
     SUPPORTED,
     canonical_key,
-    converter_of,
     db_lock,
     forget_document,
     hash_file,
     key_path,
     load_manifest,
+    outdated,
     remove_pages,
     save_manifest,
     sniff,
@@ -288,7 +288,7 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
         if prev and not force and prev.get("sha256") == digest and prev.get("folder") == folder \
                 and all((db / rel).is_file() for rel in prev.get("pages") or ()):
             report.skipped += 1
-            if converter_of(prev) < CONVERTER_VERSION:
+            if outdated(prev, kind):
                 report.outdated.append(shown)
             continue
         if prev_key and prev_key != key:  # recorded under another name: the new record replaces that one

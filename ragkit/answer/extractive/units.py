@@ -23,7 +23,8 @@ _TABLE_SEP = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$")
 _LIST_ITEM = re.compile(r"^\s*([-*+•·・●○■□◆◇▪▶►※]|\d{1,3}[.)）]|[①-⑳]|\(\d{1,3}\))\s*")
 _BULLET = re.compile(r"^\s*(?:[-*+]\s+|[•·・●○■□◆◇▪▶►]\s*)")  # a bullet is dropped from the quote; numbers stay
-_MD_NOISE = re.compile(r"\*\*|__|`|<br\s*/?>|<!--.*?-->", re.IGNORECASE)
+# a footnote's marks ("定める。[^1]", "[^1]: 本規則でいう…", as a DOCX's footnotes are written) are no words either
+_MD_NOISE = re.compile(r"\*\*|__|`|<br\s*/?>|<!--.*?-->|\[\^[^\]\s]{1,12}\](?::\s*)?", re.IGNORECASE)
 TITLE_CHARS = 80  # a line titling what follows is short; a longer line without a full stop is text
 _SENTENCE_DONE = re.compile(r"[.!?。！？」』)）\]]\s*$")
 _DOT_LEADER = re.compile(r"(?:\.\s?){4,}|…{2,}|‥{2,}|・{4,}|·{4,}")  # a table of contents' entry
