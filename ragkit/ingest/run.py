@@ -12,6 +12,7 @@ from pathlib import Path
 
 from ragkit.core.config import Limits, env_limits
 from ragkit.core.errors import PathEscapeError, RagError, UsageError
+from ragkit.core.pagehistory import replaced_history
 from ragkit.core.paths import confined_folder, page_number, path_list, sanitize_name
 from ragkit.core.text import clip_middle
 from ragkit.ingest.copies import find_copies, refresh_copies, snapshot
@@ -389,6 +390,10 @@ class _Commit:
                     report.pages_without_text += res.no_text
                     report.written.extend(res.pages)
                     self.written.update(res.pages)
+                    replaced = [recorded[k] for k in mine if isinstance(recorded.get(k), dict)]
+                    # what the pages it removes held: a question naming one is followed by its text (pagehistory)
+                    history = replaced_history(replaced, before, res.pages,
+                                               any(e.get("sha256") == digest for e in replaced))
                     for k in mine:
                         stale.extend(recorded.pop(k, {}).get("pages", []))
                     recorded[key] = {
@@ -398,6 +403,8 @@ class _Commit:
                         "converter": CONVERTER_VERSION,
                         "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     }
+                    if history:
+                        recorded[key]["replaced"] = history
             finally:
                 self.pending, self.pending_bytes = [], 0
                 # the copies of the pages just replaced (the optimizer's) must not go on serving the old text
