@@ -6,6 +6,7 @@ import csv
 import json
 import os
 import re
+import shlex
 from pathlib import Path
 
 import pymupdf
@@ -724,8 +725,11 @@ def test_a_clash_of_long_names_is_one_short_line_that_tells_them_apart(isolated_
     failing, reason = line.removeprefix("failed: ").split(": ", 1)
     owner = next(n for n in names if n not in failing)
     assert failing.startswith("long/") and Path(failing).stem in names  # named in full, as every failure is
-    # the folder's and the other file's names clipped (each 80+ characters, 400+ in all before)
-    assert len(reason) < 180 and reason.count("…") == 2, reason
+    # the folder's and the other file's names clipped (each 80+ characters, 400+ in all before); the command that
+    # follows names the failing file in full, as a command must
+    said, command = reason.split("`rag ingest ", 1)
+    assert len(said) < 230 and said.count("…") == 2, reason
+    assert command.startswith(f"{failing} --db database --category ")
     assert reason.startswith(f"would go to the same folder long/{'가' * 20}…")
     assert f"{owner[-10:]}.pdf; rename one of them" in reason  # the other file's end tells it apart
 
@@ -805,6 +809,39 @@ def test_a_shared_folder_mounted_elsewhere_is_the_same_document(isolated_env):
     other = make_pdf(isolated_env / "mnt-c" / "docs" / "manual.pdf", body_pages(1))
     clash = ingest_sources([other], db=db, progress=False, workers=1)
     assert len(clash.failed) == 1 and "would go to the same folder docs/manual" in clash.failed[0][1], clash.failed
+
+
+def test_nested_folders_the_recorded_source_keeps_its_folder_and_the_hint_works_inside_a_walk(isolated_env):
+    """Report s57-office M1: src/規程/人事/通達.pdf (ingested earlier) and a new src/大阪支社/人事/通達.pdf both map to
+    人事/通達. The walk meets the new one first: it took the folder, then failed at the write, and the recorded one
+    failed too, on every run. Now the recorded one keeps its folder (skipped, unchanged) and the new one fails with
+    a command for that file alone; once followed, later walks of src/ keep it in its category, with no failure."""
+    src, db = isolated_env / "src", isolated_env / "database"
+    make_pdf(src / "規程" / "人事" / "通達.pdf", body_pages(2, "本社"))
+    first = ingest_sources([src], db=db, progress=False, workers=1)
+    assert (first.failed, first.documents) == ([], 1)
+    make_pdf(src / "大阪支社" / "人事" / "通達.pdf", body_pages(1, "支社"))
+    for _ in range(2):
+        run = ingest_sources([src], db=db, progress=False, workers=1)
+        assert [f[0] for f in run.failed] == ["src/大阪支社/人事/通達.pdf"] and run.skipped == 1, run.failed
+        assert "would go to the same folder 人事/通達 as src/規程/人事/通達.pdf" in run.failed[0][1]
+        assert "本社1" in " ".join(p.read_text(encoding="utf-8") for p in (db / "人事/通達").rglob("*.md"))
+    command = re.search(r"`rag ingest (.+?)` \(later ingests", run.failed[0][1]).group(1)
+    assert command == "src/大阪支社/人事/通達.pdf --db database --category 大阪支社_人事"
+    code, out = run_cli(*shlex.split(command), "--workers", "1")
+    assert code == 0, out
+    assert [p for p in iter_pages(db) if p.startswith("大阪支社_人事/")] == ["大阪支社_人事/通達/page_001/page_001.md"]
+    again = ingest_sources([src], db=db, progress=False, workers=1)  # the routine walk: nothing fails or moves
+    assert (again.failed, again.skipped, again.documents) == ([], 2, 0)
+    make_pdf(src / "大阪支社" / "人事" / "通達.pdf", body_pages(2, "支社"))  # edited: updated where it is
+    edited = ingest_sources([src], db=db, progress=False, workers=1)
+    assert (edited.failed, edited.documents) == ([], 1)
+    assert sorted(p.split("/")[0] for p in iter_pages(db)) == ["人事"] * 2 + ["大阪支社_人事"] * 2
+    copy = src / "東京" / "人事" / "通達.pdf"  # an identical copy of the recorded one: the same document, no clash
+    copy.parent.mkdir(parents=True)
+    copy.write_bytes((src / "規程" / "人事" / "通達.pdf").read_bytes())
+    same = ingest_sources([src], db=db, progress=False, workers=1)
+    assert (same.failed, same.skipped, same.documents) == ([], 3, 0)
 
 
 def test_pages_without_text_are_counted_not_failed(isolated_env):

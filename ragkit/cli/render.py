@@ -366,7 +366,8 @@ def print_refs_report(report, console) -> None:
                       soft_wrap=True)
     verb = "to update" if report.dry_run else "updated"
     console.print(f"{report.csv}: {report.rows} rows, {len(report.changes)} references {verb} in "
-                  f"{report.rows_changed} rows, {len(report.missing)} not found"
+                  f"{report.rows_changed} rows, {len(report.missing) - report.to_check} not found"
+                  + (f", {report.to_check} to check by hand" if report.to_check else "")
                   + (" (dry run: nothing written)" if report.dry_run else ""), highlight=False, markup=False)
     if report.written and report.backup:
         undo = f"mv {shlex.quote(str(report.backup))} {shlex.quote(str(report.written))}"

@@ -1,6 +1,6 @@
 """The Reference Document cell (DESIGN §1): required pages separated by a newline or `;`, each a group of
-equivalent alias paths joined by `|` (a page and its optimized copies); and where a page a reference names is now
-when a re-ingest moved it to another section folder (page_now: the lookup behind `rag batch`'s hint and
+equivalent alias paths joined by `|` (a page and its optimized copies); and where the page a reference names is now
+when a re-ingest moved it (page_now, by its text: core/pagehistory.py; the lookup behind `rag batch`'s hint and
 `rag refs update`)."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ragkit.core.csvio import split_multi
+from ragkit.core.pagehistory import PageHistory, Whereabouts
 from ragkit.core.paths import normalize_ref, page_keys
 
 REF_COL = "Reference Document"  # the required pages of a question (DESIGN §4)
@@ -86,25 +87,18 @@ def page_exists(db: Path, ref: str, key: Callable[[str], str] | None = None) -> 
         return False
 
 
-_PAGE_FILE = re.compile(r"page_\d+\.md")
-
-
-def page_now(db: Path, ref: str, key: Callable[[str], str] | None = None) -> list[str]:
-    """Where the page a missing reference names is now: every `page_NNN.md` of the same number in another
-    section folder of its document (DB/<category>/<document>/<section>/page_NNN.md, DESIGN §1), written in the
-    reference's own form (db-relative, `database/...` or absolute). One path: the page moved (a re-ingest whose
-    converter made other sections); none: it is gone; several: it cannot be told which. Only for references
-    that name no page (page_exists is False); a path outside the database or not a page file gives []."""
-    root = Path(db).resolve()
+def page_now(db: Path, ref: str, key: Callable[[str], str] | None = None,
+             history: PageHistory | None = None) -> Whereabouts:
+    """Where the page a missing reference names is now (core/pagehistory.py: the page that holds its text, as
+    the ingest manifest recorded it, or why that cannot be told), its paths written in the reference's own form
+    (db-relative, `database/...` or absolute). Only for references that name no page (page_exists is False); a
+    path outside the database or not a page file gives Whereabouts() (nothing found). `history`:
+    PageHistory(db), when many references are looked up."""
     rel = (key or page_keys(Path(db)))(ref)
-    parts = rel.split("/")
-    if rel.startswith("/") or len(parts) < 3 or not _PAGE_FILE.fullmatch(parts[-1]):
-        return []
-    doc = root.joinpath(*parts[:-2])
-    try:
-        found = sorted(p for p in doc.glob(f"*/{parts[-1]}") if p.is_file()) if doc.is_dir() else []
-    except OSError:
-        return []
+    if rel.startswith("/"):
+        return Whereabouts()
+    found = (history or PageHistory(Path(db))).where(rel)
     written = normalize_ref(ref)  # named as the CSV names its pages: the same prefix
     head = written[: len(written) - len(rel)] if written.endswith(rel) else ""
-    return [head + p.relative_to(root).as_posix() for p in found]
+    return Whereabouts(page=head + found.page if found.page else "", reason=found.reason,
+                       candidates=[head + p for p in found.candidates])

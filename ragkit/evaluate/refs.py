@@ -1,11 +1,13 @@
 """Rewriting a question CSV's references to pages a re-ingest moved (`rag refs update`).
 
-A re-ingest with a newer converter can put a document's pages in other section folders (`pages_001-010/page_003.md`
--> `第1章_総則/page_003.md`); `rag batch` and `rag eval` then stop on the CSV's old paths. update_references
+A re-ingest can put a document's pages in other section folders (a newer converter's sections: `pages_001-010/
+page_003.md` -> `第1章_総則/page_003.md`; a slide added to a deck: `pages_001-005/page_003.md` ->
+`pages_001-006/page_004.md`); `rag batch` and `rag eval` then stop on the CSV's old paths. update_references
 rewrites every path of `Reference Document`, `Optimized Reference Document` and `Retrieved Files` that names no
-page but whose page moved to exactly one other section folder of its document (references.page_now, the lookup
-behind batch's hint), in the path's own form. A path that stays unresolved (the page or its document is gone, or
-several section folders hold its number) is listed and left as it is. The file keeps its bytes apart from the
+page but whose page's text is on exactly one page of its document now (references.page_now, the lookup behind
+batch's hint: the ingest manifest records what the pages it replaced held), in the path's own form. A path that
+cannot be followed so (its text changed or is on several pages, no record says what it held, the page or its
+document is gone) is listed, with the pages to check by hand, and left as it is. The file keeps its bytes apart from the
 paths rewritten (csvedit): written to a new file (`output`), or in place after a `<name>.bak-*` backup.
 
     update_references(csv, db, *, output=None, in_place=False, dry_run=False, encoding=None) -> RefsUpdate
@@ -21,6 +23,7 @@ from pathlib import Path
 from ragkit.core.csvedit import edit_notes, set_columns
 from ragkit.core.csvio import read_csv
 from ragkit.core.errors import RagError, UsageError
+from ragkit.core.pagehistory import KEEP, PageHistory, Whereabouts
 from ragkit.core.paths import normalize_ref, page_keys
 from ragkit.core.references import OPT_COL, REF_COL, page_exists, page_now
 from ragkit.core.text import one_line
@@ -43,20 +46,34 @@ class RefMissing:
     row: int
     column: str
     ref: str
-    candidates: list[str] = field(default_factory=list)  # several section folders hold its page number
+    candidates: list[str] = field(default_factory=list)  # the pages to check by hand
     document: str = ""  # its document's folder (db-relative) when that folder is gone too
+    reason: str = ""  # Whereabouts.reason: "changed", "several", "unrecorded", or "" (gone)
 
     def message(self, csv: Path) -> str:
         """One line naming the file, row and field, and why the path was left as it is."""
-        ref = one_line(self.ref, 120)
-        if self.candidates:
-            why = (f"{len(self.candidates)} section folders hold its page now ({', '.join(self.candidates)}): "
-                   "left unchanged, write the right one by hand")
-        elif self.document:
-            why = f"its document {self.document} is no longer in the database: left unchanged"
-        else:
-            why = "not in the database, and no other section folder of its document holds it: left unchanged"
-        return f"{csv}: row {self.row}, column {self.column!r}: {ref}: {why}"
+        return f"{csv}: row {self.row}, column {self.column!r}: {one_line(self.ref, 120)}: {self.why()}"
+
+    def why(self) -> str:
+        return why_unresolved(Whereabouts(reason=self.reason, candidates=self.candidates), self.document)
+
+
+def why_unresolved(found: Whereabouts, document: str = "") -> str:
+    """Why a missing reference's page cannot be told (`found` from references.page_now), and what to do."""
+    if document:
+        return f"its document {document} is no longer in the database: left unchanged"
+    pages = ", ".join(found.candidates)
+    if found.reason == "changed":
+        return ("its document was re-ingested and the text of that page is on none of its pages now (the page was "
+                "edited or removed): left unchanged, check it by hand")
+    if found.reason == "several":
+        return (f"its document was re-ingested and the text of that page is on {len(found.candidates)} of its pages "
+                f"now ({pages}): left unchanged, write the right one by hand")
+    if found.reason == "unrecorded":
+        return (f"its document's pages moved, and no record says what that page held (moved by hand, by an older "
+                f"ragkit or more than {KEEP} re-ingests ago): left unchanged, check by hand whether it is now "
+                f"{' or '.join(found.candidates)} (the same page number)")
+    return "not in the database, and no other page of its document holds it: left unchanged"
 
 
 @dataclass
@@ -77,6 +94,11 @@ class RefsUpdate:
     @property
     def rows_changed(self) -> int:
         return len({c.row for c in self.changes})
+
+    @property
+    def to_check(self) -> int:
+        """Paths left as they are whose page may be in the database still (their lines say where to look)."""
+        return sum(1 for m in self.missing if m.reason and not m.document)
 
     def errors(self) -> list[str]:
         return [m.message(self.csv) for m in self.missing]
@@ -101,11 +123,12 @@ def update_references(csv: Path, db: Path, *, output: Path | None = None, in_pla
     df = read_csv(csv, encoding=encoding)
     out = RefsUpdate(csv=csv, db=db, rows=len(df), dry_run=dry_run)
     key = page_keys(db)
-    cache: dict[str, list[str] | None] = {}  # a path -> None (a page), or where its page is now
+    cache: dict[str, Whereabouts | None] = {}  # a path -> None (a page), or where its page is now
+    history = PageHistory(db)
 
-    def lookup(ref: str) -> list[str] | None:
+    def lookup(ref: str) -> Whereabouts | None:
         if ref not in cache:
-            cache[ref] = None if page_exists(db, ref, key) else page_now(db, ref, key)
+            cache[ref] = None if page_exists(db, ref, key) else page_now(db, ref, key, history)
         return cache[ref]
 
     edits: dict[str, dict[int, str]] = {}
@@ -128,18 +151,18 @@ def update_references(csv: Path, db: Path, *, output: Path | None = None, in_pla
     return out
 
 
-def _one(ref: str, pos: int, column: str, lookup: Callable[[str], list[str] | None], out: RefsUpdate
+def _one(ref: str, pos: int, column: str, lookup: Callable[[str], Whereabouts | None], out: RefsUpdate
          ) -> str | None:
     """The path `ref` should become (None: as it is), recording the change or why there is none."""
     out.checked += 1
     now = lookup(ref)
     if now is None:
         return None
-    if len(now) == 1:
-        new = _like(ref, now[0])
+    if now.page:
+        new = _like(ref, now.page)
         out.changes.append(RefChange(pos + 2, column, ref, new))
         return new
-    out.missing.append(RefMissing(pos + 2, column, ref, now, _gone_document(out.db, ref)))
+    out.missing.append(RefMissing(pos + 2, column, ref, now.candidates, _gone_document(out.db, ref), now.reason))
     return None
 
 

@@ -481,28 +481,43 @@ def check_references(rows: list[dict], db: Path, path: Path, *, limit: int = 5,
                    flags={"so try db=": "so try --db "})
 
 
-def _moved_page(refs: list[str], db: Path) -> tuple[str, str] | None:
-    """(reference, the page it names now) for the first missing reference whose page moved to exactly one other
-    section folder of its document (references.page_now, which `rag refs update` applies to a whole CSV)."""
+def _moved_pages(refs: list[str], db: Path) -> tuple[tuple[str, str] | None, tuple[str, str] | None]:
+    """(reference, the page that holds its text now) for the first missing reference a re-ingest moved, and
+    (reference, why it cannot be told) for the first whose page a re-ingest replaced but cannot be followed to
+    one page (references.page_now, which `rag refs update` applies to a whole CSV)."""
+    from ragkit.core.pagehistory import PageHistory
     from ragkit.core.references import page_now
+    from ragkit.evaluate.refs import why_unresolved
 
     key = page_keys(db)
+    history = PageHistory(db)
+    moved = check = None
     for ref in refs:
-        now = page_now(db, ref, key)
-        if len(now) == 1:
-            return ref, now[0]
-    return None
+        now = page_now(db, ref, key, history)
+        if now.page and moved is None:
+            moved = ref, now.page
+        elif now.reason and check is None:
+            check = ref, why_unresolved(now).replace(": left unchanged", "")
+        if moved and check:
+            break
+    return moved, check
 
 
 def _reference_hint(refs: list[str], db: Path, csv: Path) -> str:
-    """`; hint: ...` when a prefix swap or another database folder resolves the first missing reference."""
+    """`; hint: ...` when a re-ingest moved the first missing reference's page, or a prefix swap or another
+    database folder resolves it."""
     root = db.resolve()
     here = reference_path(db, "").rstrip("/")
-    moved = _moved_page(refs, db)
+    moved, check = _moved_pages(refs, db)
+    command = f"rag refs update {shlex.quote(str(csv))} --db {shlex.quote(str(db))}"
     if moved:
-        return (f"; hint: {moved[0]} is now {moved[1]} (re-ingesting its document moved its pages to other "
-                f"section folders, docs/ingest.md): `rag refs update {shlex.quote(str(csv))} --db {shlex.quote(str(db))} --in-place` rewrites the CSV's "
-                "paths")
+        hand = (f"; but {one_line(check[0], 100)}: {check[1]} (`--dry-run` lists every such reference first)"
+                if check else "")
+        return (f"; hint: {moved[0]} is now {moved[1]} (re-ingesting its document moved its pages, docs/ingest.md): "
+                f"`{command} --in-place` rewrites the CSV's paths to the pages that hold their text{hand}")
+    if check:
+        return (f"; hint: {one_line(check[0], 100)}: {check[1]}; `{command} --dry-run` lists every such reference "
+                "and rewrites none")
     for ref in refs:
         norm = normalize_ref(ref)
         lead = "/" if norm.startswith("/") else ""  # an absolute reference's prefix is absolute too

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shlex
 import stat
 import time
 from collections.abc import Iterable
@@ -12,6 +14,7 @@ from pathlib import Path
 
 from ragkit.core.config import Limits, env_limits
 from ragkit.core.errors import PathEscapeError, RagError, UsageError
+from ragkit.core.pagehistory import replaced_history
 from ragkit.core.paths import confined_folder, page_number, path_list, sanitize_name
 from ragkit.core.text import clip_middle
 from ragkit.ingest.copies import find_copies, refresh_copies, snapshot
@@ -176,7 +179,7 @@ def ingest_sources(
     with db_lock(state):
         report.temporaries = remove_temporaries(db)
         recorded: dict = load_manifest(state / MANIFEST)["sources"]
-        jobs, commit = _plan(docs, recorded, db, force, limits, report)
+        jobs, commit = _plan(docs, recorded, db, force, limits, report, category_given=bool(category))
     try:
         for res in run_jobs(jobs, workers, progress, done=report.skipped + len(report.failed)):
             if res.worker[0]:
@@ -228,15 +231,25 @@ def _same_source(db: Path, key: str, path: Path, digest: str, other: str, entry:
 
 
 def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bool, limits: Limits,
-          report: IngestReport) -> tuple[list[Job], _Commit]:
+          report: IngestReport, *, category_given: bool = False) -> tuple[list[Job], _Commit]:
     """The documents to convert (unchanged ones skipped, folder clashes failed), read under the lock."""
-    keyed = [(path, kind, cat, source_key(db, path)) for path, kind, cat in docs]
-    run_keys = {key for *_, key in keyed}
     canon = {key: canonical_key(db, key) for key in recorded}
     alias: dict[str, str] = {}  # a source's key -> the key it is recorded under (the same, or an older spelling)
     for key, c in canon.items():
         if c not in alias or key == c:
             alias[c] = key
+    keyed = []
+    for path, kind, cat, key in ((p, k, c, source_key(db, p)) for p, k, c in docs):
+        folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
+        if not category_given:  # a source recorded under a category given once (--category) keeps it
+            was = str((recorded.get(alias.get(key, "")) or {}).get("folder") or "")
+            if was.count("/") == 1 and was.split("/")[1] == folder.split("/")[1]:
+                folder = was
+        keyed.append((path, kind, folder, key))
+    run_keys = {key for *_, key in keyed}
+    # a folder recorded for a source of this run stays that source's, whichever file the walk meets first
+    reserved = {folder.casefold(): key for _, _, folder, key in keyed
+                if (recorded.get(alias.get(key, "")) or {}).get("folder") == folder}
     # folders owned by sources outside this run that still exist
     claimed: dict[str, str] = {}
     stale_owner: dict[str, str] = {}
@@ -250,8 +263,10 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
             stale_owner[folder.casefold()] = key
     jobs: list[Job] = []
     commit = _Commit(db, report)
-    for path, kind, cat, key in keyed:
+    for path, kind, folder, key in keyed:
         shown = shown_path(path)
+        # a clash's way out for this file alone; a category given (a run's, an upload's) has its own message
+        fix = None if category_given else (path, report.db)
         try:
             st = path.stat()
             if not stat.S_ISREG(st.st_mode):
@@ -265,18 +280,24 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
         if bad:  # checked before the folder is claimed, so a non-document never blocks a real one
             report.failed.append((shown, bad))
             continue
-        folder = f"{cat}/{sanitize_name(path.stem, fallback='document')}"
         try:  # a category or document folder linked out of the database: refused before it is converted
             confined_folder(db, folder)
         except PathEscapeError as e:
             report.failed.append((shown, str(e)))
             continue
         prev_key = alias.get(key)
+        held = reserved.get(folder.casefold())
+        if held and held != key and not _same_file(db, held, path):
+            if recorded.get(alias.get(held, "")) and recorded[alias[held]].get("sha256") == digest:
+                report.skipped += 1  # an identical copy: the same document, whose pages are there
+            else:
+                report.failed.append((shown, _clash(folder, key_path(db, held), fix)))
+            continue
         owner = claimed.get(folder.casefold())
         if owner and owner != key:
             # an owner from this run is another file (one file named twice is one document: _collect)
             if owner not in recorded or not _same_source(db, key, path, digest, owner, recorded[owner]):
-                report.failed.append((shown, _clash(folder, key_path(db, owner))))
+                report.failed.append((shown, _clash(folder, key_path(db, owner), fix)))
                 continue
             prev_key = prev_key if prev_key and recorded[prev_key].get("folder") == folder else owner
         claimed[folder.casefold()] = key
@@ -302,15 +323,38 @@ def _plan(docs: list[tuple[Path, str, str]], recorded: dict, db: Path, force: bo
 _CLASH_NAME = 40  # characters of a name shown in a clash: sanitize_name cuts names at 80, so clashing ones are long
 
 
-def _clash(folder: str, owner: Path) -> str:
+def _same_file(db: Path, key: str, path: Path) -> bool:
+    try:
+        return os.path.samefile(key_path(db, key), path)
+    except OSError:
+        return False
+
+
+def _clash(folder: str, owner: Path, fix: tuple[Path, str] | None = None) -> str:
     """The one-line reason a source fails when its folder is another's: the folder and the other source, their last
-    names clipped in the middle (the failing source is named in full before it)."""
+    names clipped in the middle (the failing source is named in full before it), and the command that gives this
+    one a folder of its own (`--category` for this file alone; later ingests of its folder keep it there)."""
     def short(path: str) -> str:
         parent, sep, name = path.rpartition("/")
         return parent + sep + clip_middle(name, _CLASH_NAME)
 
-    return (f"would go to the same folder {short(folder)} as {short(shown_path(owner))}; rename one of them or "
-            "ingest it with --category")
+    head = f"would go to the same folder {short(folder)} as {short(shown_path(owner))}; rename one of them or"
+    if fix is None:
+        return f"{head} ingest it with --category"
+    path, db = fix
+    names = [n for n in (path.parent.parent.name, path.parent.name) if n]
+    category = sanitize_name("_".join(names), fallback="documents")
+    where = f" --db {_word(db)}" if db else ""
+    return (f"{head} ingest this file on its own with a category: `rag ingest {_word(shown_path(path))}"
+            f"{where} --category {_word(category)}` (later ingests of its folder keep it there)")
+
+
+_SHELL_SPECIAL = re.compile(r"[\s'\"\\$`!*?&;|<>()\[\]{}#~=%^]")
+
+
+def _word(text: str) -> str:
+    """`text` as one shell word: as it is (Japanese names stay readable) unless the shell would read it otherwise."""
+    return shlex.quote(text) if not text or _SHELL_SPECIAL.search(text) else text
 
 
 class _Commit:
@@ -389,6 +433,10 @@ class _Commit:
                     report.pages_without_text += res.no_text
                     report.written.extend(res.pages)
                     self.written.update(res.pages)
+                    replaced = [recorded[k] for k in mine if isinstance(recorded.get(k), dict)]
+                    # what the pages it removes held: a question naming one is followed by its text (pagehistory)
+                    history = replaced_history(replaced, before, res.pages,
+                                               any(e.get("sha256") == digest for e in replaced))
                     for k in mine:
                         stale.extend(recorded.pop(k, {}).get("pages", []))
                     recorded[key] = {
@@ -398,6 +446,8 @@ class _Commit:
                         "converter": CONVERTER_VERSION,
                         "ingested_at": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                     }
+                    if history:
+                        recorded[key]["replaced"] = history
             finally:
                 self.pending, self.pending_bytes = [], 0
                 # the copies of the pages just replaced (the optimizer's) must not go on serving the old text
