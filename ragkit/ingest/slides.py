@@ -180,7 +180,9 @@ def _items(shapes, title_id: int | None) -> list[_Item]:
             else:
                 text = _frame_markdown(shape.text_frame, ph in _BULLETED)
                 if text:
-                    out.append(_Item("text", text, _key(shape.text_frame.text)))
+                    # a placeholder holds the slide's own content (slides 1-3 may read "内容1".."内容3"): only a
+                    # shape put on the slides besides their layout can be a running line
+                    out.append(_Item("text", text, "" if ph else _key(shape.text_frame.text)))
     return out
 
 
@@ -230,7 +232,7 @@ def read_slides(data: bytes) -> list[Slide]:
         per_slide.append((_items(slide.shapes, title.shape_id if title is not None else None), _notes(slide)))
     counts: dict[str, int] = {}
     for items, _notes_md in per_slide:
-        for key in {it.key for it in items if it.kind == "text"}:
+        for key in {it.key for it in items if it.kind == "text" and it.key}:
             counts[key] = counts.get(key, 0) + 1
     n = len(per_slide)
     repeated = {k for k, c in counts.items() if c >= _RUNNING_MIN and c * 2 > n}
