@@ -104,6 +104,7 @@ class BatchReport:
     measure: Any = None  # ragkit.evaluate.heldout.OptimizeMeasure when the optimizer ran
     run: RunInfo = field(default_factory=RunInfo)  # what made this run, written as <results>.run.json
     run_path: Path | None = None
+    gates: list = field(default_factory=list)  # gates.GateResult of the gates asked (also in the run record)
 
     def records(self) -> list[dict]:
         """The result rows as typed data (`rows` holds the CSV's cells): typed_row of each."""

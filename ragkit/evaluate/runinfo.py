@@ -68,6 +68,9 @@ class RunInfo:
     engine: str | None = None  # "offline-extractive" when the offline engine answered
     checklists_by: str | None = None  # "offline genqa" when every checklist came from offline genqa
     notes: list[str] = field(default_factory=list)
+    # the --fail-under gates checked on this file (gates.GateResult.to_json: metric, value, threshold, rows, failed);
+    # None when none was asked
+    gates: list[dict] | None = None
     # answer_fingerprint of every row as written: `rag eval` tells an answer a user edited from the recorded one
     answers: list[str] = field(default_factory=list)
 
