@@ -192,3 +192,44 @@ def test_a_run_made_with_uncommitted_code_says_so(tmp_path):
     assert ragkit_commit(tmp_path) == f"{sha}+dirty"
     a, b = RunInfo(strategy="agent", model="m", commit=f"{sha}+dirty"), RunInfo(strategy="agent", model="m", commit=sha)
     assert run_labels([a, b], ["x", "y"]) == [f"agent · m · commit {sha[:8]}+dirty", f"agent · m · commit {sha[:8]}"]
+
+
+def test_the_database_fingerprint_does_not_depend_on_where_ingest_ran(isolated_env, monkeypatch):
+    """ops s57 M4: the same PDF ingested from two working directories wrote `source: mm/pdfs/x.pdf` and `source:
+    pdfs/x.pdf` into every page, so database_sha256 differed and compare said the pages differed. The source path
+    is left out of the fingerprint; the pages' text (and document, section, page) still count."""
+    import shutil
+
+    from ragkit.core.provenance import FINGERPRINT, database_state
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    project = isolated_env / "project"
+    (project / "mm" / "pdfs").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "corpus" / "policies" / "information_security_policy.pdf", project / "mm" / "pdfs")
+    monkeypatch.chdir(project)
+    cli("ingest", "mm/pdfs", "--db", "mm/db")
+    monkeypatch.chdir(project / "mm")
+    cli("ingest", "pdfs", "--db", "db2")
+    a, b = database_state(project / "mm" / "db"), database_state(project / "mm" / "db2")
+    page = sorted((project / "mm" / "db").rglob("page_*.md"))[0]
+    twin = project / "mm" / "db2" / page.relative_to(project / "mm" / "db")
+    assert "source: mm/pdfs/" in page.read_text(encoding="utf-8")  # stored as typed (DESIGN §1), not rewritten
+    assert "source: pdfs/" in twin.read_text(encoding="utf-8")
+    assert a.pages == b.pages > 0 and a.sha256 == b.sha256 and a.fingerprint == FINGERPRINT
+    twin.write_text(twin.read_text(encoding="utf-8") + "\nedited\n", encoding="utf-8")
+    assert database_state(project / "mm" / "db2").sha256 != a.sha256  # content still counts
+
+
+def test_digests_of_two_fingerprint_recipes_are_not_compared():
+    """A record written before the source path was left out (no database_fingerprint) against a new one: their
+    digests differ whatever the pages, so neither a caveat nor a label claims the pages differ."""
+    from ragkit.evaluate.runinfo import differing_fields
+    from ragkit.reports.compare import input_caveats
+
+    old = RunInfo(strategy="agent", model="m", database_sha256="a" * 64, database_pages=43)
+    new = RunInfo(strategy="agent", model="m", database_sha256="b" * 64, database_pages=43, database_fingerprint=2)
+    assert input_caveats(old, new) == [] and "database_sha256" not in differing_fields([old, new])
+    new.database_pages = 44  # the page count still tells
+    assert input_caveats(old, new) and "database 43 -> 44 pages" in input_caveats(old, new)[0]
+    old.database_fingerprint = 2  # one recipe: the digests tell
+    assert "database_sha256" in differing_fields([old, new])

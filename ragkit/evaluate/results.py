@@ -406,6 +406,7 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
                   commit=ragkit_commit(),
                   database=str(db.resolve()), index=index_label(db),
                   database_pages=state.pages if state else None, database_sha256=state.sha256 if state else None,
+                  database_fingerprint=state.fingerprint if state else None,
                   converter=state.converter if state else None,
                   # questions given in memory (run_batch) have no file: the digest still says which they were
                   input=str(input_path) if input_path is not None else "(in memory)",

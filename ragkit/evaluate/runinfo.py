@@ -52,6 +52,8 @@ class RunInfo:
     database: str = ""
     database_pages: int | None = None  # page files in the database (the universe) when the run started
     database_sha256: str | None = None  # ragkit.core.provenance.database_state: page paths and content
+    # its recipe (provenance.FINGERPRINT); None: a record written before, recipe 1 (the `source:` path counted)
+    database_fingerprint: int | None = None
     converter: int | list[int] | None = None  # the ingest manifest's converter version(s)
     answered_database: str | None = None  # eval: the database the answers came from, when not `database`
     # the backend that searched: "embedded" or "opensearch URL/PREFIX (analysis NAME)" (search.backend.index_label);
@@ -200,9 +202,17 @@ def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
     return out
 
 
+def same_fingerprint_recipe(infos: list[RunInfo | None]) -> bool:
+    """Whether the records' database_sha256 were computed alike (provenance.FINGERPRINT; a record without the
+    field: recipe 1): digests of two recipes differ whatever the pages, so they tell nothing."""
+    return len({i.database_fingerprint or 1 for i in infos if i is not None and i.database_sha256}) <= 1
+
+
 def differing_fields(infos: list[RunInfo | None]) -> list[str]:
-    """The fields whose values differ between the runs that have a record."""
+    """The fields whose values differ between the runs that have a record (database_sha256 only when the records
+    computed it alike)."""
     known = [i for i in infos if i is not None]
     return [f for f in _LABEL_FIELDS
-            if len({json.dumps(getattr(i, f), default=str) for i in known
-                    if not (f in _UNKNOWN_WHEN_NONE and getattr(i, f) is None)}) > 1]
+            if not (f == "database_sha256" and not same_fingerprint_recipe(known))
+            and len({json.dumps(getattr(i, f), default=str) for i in known
+                     if not (f in _UNKNOWN_WHEN_NONE and getattr(i, f) is None)}) > 1]

@@ -25,7 +25,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ragkit.core.text import clean_json
-from ragkit.evaluate.runinfo import ANSWER_FIELDS, RunInfo, differing_fields, run_labels
+from ragkit.evaluate.runinfo import (
+    ANSWER_FIELDS,
+    RunInfo,
+    differing_fields,
+    run_labels,
+    same_fingerprint_recipe,
+)
 from ragkit.evaluate.runs import BINARY, HEADLINE, RULE_METRICS, Row, Run, load_run, mcnemar, paired_bootstrap
 
 # Per-question outcome: what "this question got better / worse" is judged on.
@@ -196,9 +202,10 @@ def input_caveats(old: RunInfo | None, new: RunInfo | None) -> list[str]:
     parts = []
     if both("questions_sha256"):
         parts.append("the same questions")
-    db, conv = both("database_sha256"), both("converter")
-    if db or conv:
-        pages = both("database_pages")
+    # digests of two recipes (a record written before the `source:` path was left out) tell nothing
+    db = both("database_sha256") if same_fingerprint_recipe([old, new]) else None
+    conv, pages = both("converter"), both("database_pages")
+    if db or conv or pages:
         details = ([f"database {pages[0]} -> {pages[1]} pages"] if pages else
                    ["database content differs"] if db else [])
         if conv:
