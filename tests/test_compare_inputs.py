@@ -147,11 +147,11 @@ def test_labels_tell_same_named_databases_apart_and_say_a_value_once():
     b = RunInfo(strategy="agent", provider="offline", model="offline", database="/w/dbchg/database", kind="eval")
     assert run_labels([a, b], ["x", "y"]) == ["agent · offline · sample/database · batch",
                                               "agent · offline · dbchg/database · eval"]
-    c = RunInfo(strategy="agent", provider="offline", model="offline", context_tokens=32_000)
-    d = RunInfo(strategy="agent", provider="openai", model="offline", context_tokens=3_000)
-    # provider and model both "offline": once, not "agent · offline · offline"
-    assert run_labels([c, d], ["x", "y"]) == ["agent · offline · 32,000 context tokens",
-                                              "agent · offline · openai · 3,000 context tokens"]
+    c = RunInfo(strategy="longctx", provider="offline", model="offline", context_tokens=32_000)
+    d = RunInfo(strategy="longctx", provider="openai", model="offline", context_tokens=3_000)
+    # provider and model both "offline": once, not "longctx · offline · offline"
+    assert run_labels([c, d], ["x", "y"]) == ["longctx · offline · 32,000 context tokens",
+                                              "longctx · offline · openai · 3,000 context tokens"]
     e = RunInfo(strategy="agent", model="m", database="/data/a/database")
     f = RunInfo(strategy="agent", model="m", database="/data/b/db")
     assert run_labels([e, f], ["x", "y"]) == ["agent · m · database", "agent · m · db"]
@@ -233,3 +233,24 @@ def test_digests_of_two_fingerprint_recipes_are_not_compared():
     assert input_caveats(old, new) and "database 43 -> 44 pages" in input_caveats(old, new)[0]
     old.database_fingerprint = 2  # one recipe: the digests tell
     assert "database_sha256" in differing_fields([old, new])
+
+
+def test_a_strategy_without_a_context_budget_shows_none():
+    """ops s57 L4: an agent's label read "agent · offline · 32,000 context tokens", a budget only longctx uses; a
+    record written before (it holds the setting) reads alike."""
+    from ragkit.reports.compare import run_line
+
+    old = RunInfo.from_json({"strategy": "agent", "provider": "offline", "model": "offline", "context_tokens": 32_000})
+    new = RunInfo(strategy="agent", provider="offline", model="offline", context_tokens=3_000)
+    assert old.context_tokens is None and new.context_tokens is None
+    assert "context tokens" not in " ".join(run_labels([old, new], ["x", "y"]) + [run_line(old)])
+    assert RunInfo(strategy="longctx", context_tokens=3_000).context_tokens == 3_000
+
+
+def test_run_lines_show_commit_and_fingerprints_short():
+    from ragkit.reports.compare import run_line
+
+    info = RunInfo(strategy="agent", model="m", commit="1a2b3c4d5e6f" + "0" * 28 + "+dirty",
+                   database_sha256="dd7caff6" + "0" * 56, questions_sha256="0f1e2d3c" + "1" * 56)
+    assert run_line(info).endswith(", commit 1a2b3c4d+dirty, pages dd7caff6, questions 0f1e2d3c")
+    assert "commit" not in run_line(RunInfo(strategy="agent", model="m"))  # an older record: nothing claimed

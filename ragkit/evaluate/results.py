@@ -19,7 +19,13 @@ from ragkit.core.csvio import write_csv as _write_csv
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.evaluate.heldout import SPLIT_COLUMN
 from ragkit.evaluate.retrieval import SEARCH, SEARCH_COLUMNS, is_retrieval_metric
-from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, answer_fingerprint, write_run_info
+from ragkit.evaluate.runinfo import (
+    CONTEXT_BUDGETED,
+    QUOTING_NOTE,
+    RunInfo,
+    answer_fingerprint,
+    write_run_info,
+)
 from ragkit.evaluate.scoring import (
     ATTEMPTS,
     BY_RULE,
@@ -398,7 +404,8 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
     endpoint = None if settings.provider == "offline" or strategy == "search" else api_host(settings.api_base)
     run = RunInfo(kind=kind, strategy=strategy, provider=provider, model=model,
                   judge_model=None if getattr(judge, "is_offline", False) else judge.model,
-                  k=k, context_tokens=settings.context_tokens, version=__version__,
+                  k=k, version=__version__,
+                  context_tokens=settings.context_tokens if strategy in CONTEXT_BUDGETED else None,
                   # the step and token budgets bind the strategies that loop over model calls
                   max_steps=settings.max_steps if strategy == "agent" else None,
                   max_tokens=settings.max_tokens if strategy in _TOKEN_BUDGETED else None,

@@ -18,8 +18,10 @@ _LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_t
                  "embeddings", "api_host", "index", "database", "database_sha256", "converter", "questions_sha256",
                  "version", "commit", "kind", "date")
 # fields a record written before them lacks (None): unknown, so never what tells two runs apart
+# (context_tokens: None is a strategy without that budget, so it tells nothing either)
 _UNKNOWN_WHEN_NONE = ("index", "max_steps", "max_tokens", "embeddings", "api_host", "database_sha256", "converter",
-                      "questions_sha256", "commit")
+                      "questions_sha256", "commit", "context_tokens")
+CONTEXT_BUDGETED = ("longctx",)  # the strategies that use context_tokens (answer/longctx.py, online and offline)
 RETRIEVAL_ONLY = "search"  # the strategy that only retrieves (ragkit.evaluate.retrieval.SEARCH)
 # what only a run that answers has: a retrieval-only run's record holds none of these
 ANSWER_FIELDS = ("provider", "model", "judge_model", "context_tokens", "engine", "checklists_by")
@@ -82,6 +84,10 @@ class RunInfo:
             # --provider given, its model, the judge and context size it never used); none of that is this run's
             for name in ANSWER_FIELDS:
                 setattr(self, name, None)
+        if self.strategy is not None and self.strategy not in CONTEXT_BUDGETED:
+            # only longctx fills a context up to a budget: a record of another strategy (written before this was
+            # known) named a setting it never used, and labels showed it ("agent · offline · 32,000 context tokens")
+            self.context_tokens = None
 
     @property
     def retrieval_only(self) -> bool:
@@ -171,6 +177,11 @@ def _show(name: str, value, tails: dict[str, str] | None = None) -> str:
     if name == "embeddings":
         return "no embeddings" if value == "off" else f"embeddings {value}"
     return str(value)
+
+
+def show_field(name: str, value) -> str:
+    """A record's field as labels show it: `commit 1a2b3c4d+dirty`, `pages dd7caff6`, `questions 0f1e2d3c`."""
+    return _show(name, value)
 
 
 def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:

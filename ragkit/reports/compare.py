@@ -31,6 +31,7 @@ from ragkit.evaluate.runinfo import (
     differing_fields,
     run_labels,
     same_fingerprint_recipe,
+    show_field,
 )
 from ragkit.evaluate.runs import BINARY, HEADLINE, RULE_METRICS, Row, Run, load_run, mcnemar, paired_bootstrap
 
@@ -344,7 +345,11 @@ def run_line(info: RunInfo | None) -> str:
         return "no run record (<results>.run.json): who answered is unknown"
     parts = [f"{label} {'–' if getattr(info, f) in (None, '') else getattr(info, f)}" for f, label in RUN_FIELDS
              if not (info.retrieval_only and f in ANSWER_FIELDS)  # no model or judge was asked
-             and not (f == "index" and info.index is None)]  # a record written before the index was recorded
+             and not (f == "index" and info.index is None)  # a record written before the index was recorded
+             and not (f == "context_tokens" and info.context_tokens is None)]  # a strategy that has no such budget
+    # what a reviewer checks first in a CI summary: the code, and which pages and questions, short (as in labels)
+    parts += [show_field(f, getattr(info, f)) for f in ("commit", "database_sha256", "questions_sha256")
+              if getattr(info, f)]
     return ", ".join(parts)
 
 
