@@ -261,15 +261,113 @@ def test_batch_fail_under_exits_3_with_one_line_per_failed_gate(isolated_env, mo
     r = runner.invoke(app, ["batch", str(q), "--provider", "offline", "--fail-under", "Ref Recall=0.5"])
     assert r.exit_code == 0, r.output
     assert "gate passed: Ref Recall 1.0000 >= 0.5" in r.output
-    # the offline engine cannot reach these: two failed gates, two lines, exit 3
-    r = runner.invoke(app, ["batch", str(q), "--provider", "offline", "--fail-under", "Ref Recall=1.01",
-                            "--fail-under", "checklist_recall=1.5", "--fail-under", "Checklist Recall=0"])
+    # the offline engine answers (Refused 0) short of certain (Confidence below 1): two failed gates, two lines,
+    # exit 3
+    r = runner.invoke(app, ["batch", str(q), "--provider", "offline", "--fail-under", "Refused=1",
+                            "--fail-under", "confidence=1", "--fail-under", "Checklist Recall=0"])
     assert r.exit_code == 3, r.output
     lines = [ln for ln in r.stderr.splitlines() if ln.startswith("gate failed")]
-    assert len(lines) == 2 and "Ref Recall 1.0000 < 1.01" in lines[0] and "Checklist Recall" in lines[1]
+    assert len(lines) == 2 and "Refused 0.0000 < 1" in lines[0] and "Confidence" in lines[1]
     results = sorted((isolated_env / "results").glob("q_results_*[0-9].csv"))
+    # the verdicts are in the run record too, for a CI step that reads JSON (the same figures as the lines)
+    record = json.loads(results[-1].with_name(results[-1].stem + ".run.json").read_text(encoding="utf-8"))
+    assert [(g["metric"], g["threshold"], g["failed"]) for g in record["gates"]] == [
+        ("Refused", 1.0, True), ("Confidence", 1.0, True), ("Checklist Recall", 0.0, False)]
+    assert record["gates"][0]["value"] == 0.0 and record["gates"][0]["rows"] == 1
     # eval takes the same gates on the re-scored file
-    r = runner.invoke(app, ["eval", str(results[-1]), "--provider", "offline", "--fail-under", "Ref Recall=1.01"])
-    assert r.exit_code == 3 and "gate failed: Ref Recall" in r.stderr
+    r = runner.invoke(app, ["eval", str(results[-1]), "--provider", "offline", "--fail-under", "Refused=1"])
+    assert r.exit_code == 3 and "gate failed: Refused" in r.stderr
     r = runner.invoke(app, ["eval", str(results[-1]), "--provider", "offline", "--fail-under", "Ref Recall=1"])
     assert r.exit_code == 0, r.output
+    evaluated = sorted((isolated_env / "results").glob("*.run.json"), key=lambda p: p.stat().st_mtime)[-1]
+    assert json.loads(evaluated.read_text(encoding="utf-8"))["gates"] == [
+        {"metric": "Ref Recall", "value": 1.0, "threshold": 1.0, "rows": 1, "failed": False}]
+
+
+def test_run_batch_returns_and_records_its_gates(isolated_env, monkeypatch):
+    """The library does the gate work: run_batch(gates=...) gives the verdicts, and a run without gates records none."""
+    from ragkit.core.config import load_settings
+    from ragkit.evaluate.batch import run_batch
+    from ragkit.evaluate.runinfo import read_run_info
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    q = _batch_setup(isolated_env)
+    settings = load_settings(db=isolated_env / "database", results=isolated_env / "results", provider="offline")
+    report = run_batch(q, settings, gates=["Ref Recall=90%", G.Gate("Refused", 1.0)])
+    assert [(r.column, r.passed) for r in report.gates] == [("Ref Recall", True), ("Refused", False)]
+    assert read_run_info(report.results_path).gates == [r.to_json() for r in report.gates]
+    plain = run_batch(q, settings)
+    assert plain.gates == [] and read_run_info(plain.results_path).gates is None
+
+
+@pytest.mark.parametrize(("spec", "says"), [
+    ("Ref Recall=80", "write 80% or 0.8"),  # a percent without % (the likely CI typo)
+    ("Ref Recall=2", "can never be met"),
+    ("judge_overall=1.5", "can never be met"),
+    ("Contain Match=-0.1", "always passes"),
+    ("G-Eval Faithfulness=6", "score from 1 to 5"),
+    ("G-Eval Coverage=0.5", "always passes"),
+    ("Steps=-1", "0 or more"),
+    ("Ref FN=-2", "0 or more"),
+])
+def test_a_threshold_outside_the_metric_range_is_a_usage_error(spec, says):
+    with pytest.raises(UsageError, match=says):
+        G.as_gates([spec])
+
+
+def test_thresholds_inside_the_range_pass_the_check():
+    gates = G.as_gates(["Ref Recall=80%", "Ref Recall=1", "Ref Recall=0", "Latency ms=5000", "Steps=3",
+                        "Input Tokens=120000", "G-Eval Coverage=4", "Judge Cost USD=0.5"])
+    assert len(gates) == 8
+
+
+def test_batch_refuses_a_percent_without_sign_before_running(isolated_env, monkeypatch):
+    monkeypatch.setenv("RAG_EMBED", "0")
+    q = _batch_setup(isolated_env)
+    r = CliRunner().invoke(app, ["batch", str(q), "--provider", "offline", "--fail-under", "Ref Recall=80"])
+    assert r.exit_code == 2, r.output
+    assert r.stderr.strip().splitlines() == [
+        "error: --fail-under 'Ref Recall=80': Ref Recall is a share from 0 to 1, so 80 can never be met; "
+        "write 80% or 0.8"]
+    assert not (isolated_env / "results").exists()  # nothing ran
+
+
+def test_compare_json_carries_the_gate_verdicts(two_runs):
+    """A CI step reads what failed from the JSON, not from stderr: one gate per quality metric with a delta."""
+    old, new = two_runs
+    r = CliRunner().invoke(app, ["compare", str(old), str(new), "--format", "json", "--fail-on-regression", "0.2"])
+    assert r.exit_code == 3
+    data = json.loads(r.stdout)
+    assert data["gate_failed"] is True
+    gates = {g["metric"]: g for g in data["gates"]}
+    assert set(gates) == {"Ref Recall", "Checklist Recall", "Contain Match"}  # Refused has no direction
+    cm = gates["Contain Match"]
+    assert cm["failed"] and cm["threshold"] == 0.2 and cm["n"] == 5
+    assert (cm["old"], cm["new"]) == (0.6, 0.0) and abs(cm["delta"] + 0.6) < 1e-9 and cm["p"] == 0.25
+    assert not gates["Checklist Recall"]["failed"] and abs(gates["Checklist Recall"]["delta"] + 0.125) < 1e-9
+    assert not gates["Ref Recall"]["failed"]
+    # the stderr lines are the failed gates, one each
+    assert [ln for ln in r.stderr.splitlines() if ln.startswith("gate failed")] == [
+        "gate failed: Contain Match fell 0.6000 -> 0.0000 (-0.6000, more than 0.2; p=0.25, 5 paired)"]
+    # no gate asked: none checked
+    plain = json.loads(CliRunner().invoke(app, ["compare", str(old), str(new), "--format", "json"]).stdout)
+    assert plain["gates"] == [] and plain["gate_failed"] is None
+
+
+def test_compare_files_checks_the_gates_itself(two_runs):
+    cmp = compare_files(*two_runs, fail_on_regression=0)
+    assert cmp.gate_failed and [g.metric for g in cmp.gates if g.failed] == ["Checklist Recall", "Contain Match"]
+    assert compare_files(*two_runs, fail_on_regression=0.7).gate_failed is False
+    with pytest.raises(UsageError, match="0 or more"):
+        compare_files(*two_runs, fail_on_regression=-0.1)
+
+
+@pytest.mark.parametrize("where", ["after", "before"])
+def test_a_delta_that_is_no_number_says_so(two_runs, where):
+    old, new = two_runs
+    args = ([str(old), str(new), "--fail-on-regression", "abc"] if where == "after"
+            else ["--fail-on-regression", "abc", str(old), str(new)])
+    r = CliRunner().invoke(app, ["compare", *args])
+    assert r.exit_code == 2
+    assert r.stderr.strip().startswith("error: --fail-on-regression: 'abc' is not a number (see ")
+    assert len(r.stderr.strip().splitlines()) == 1

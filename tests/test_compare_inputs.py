@@ -147,11 +147,11 @@ def test_labels_tell_same_named_databases_apart_and_say_a_value_once():
     b = RunInfo(strategy="agent", provider="offline", model="offline", database="/w/dbchg/database", kind="eval")
     assert run_labels([a, b], ["x", "y"]) == ["agent · offline · sample/database · batch",
                                               "agent · offline · dbchg/database · eval"]
-    c = RunInfo(strategy="agent", provider="offline", model="offline", context_tokens=32_000)
-    d = RunInfo(strategy="agent", provider="openai", model="offline", context_tokens=3_000)
-    # provider and model both "offline": once, not "agent · offline · offline"
-    assert run_labels([c, d], ["x", "y"]) == ["agent · offline · 32,000 context tokens",
-                                              "agent · offline · openai · 3,000 context tokens"]
+    c = RunInfo(strategy="longctx", provider="offline", model="offline", context_tokens=32_000)
+    d = RunInfo(strategy="longctx", provider="openai", model="offline", context_tokens=3_000)
+    # provider and model both "offline": once, not "longctx · offline · offline"
+    assert run_labels([c, d], ["x", "y"]) == ["longctx · offline · 32,000 context tokens",
+                                              "longctx · offline · openai · 3,000 context tokens"]
     e = RunInfo(strategy="agent", model="m", database="/data/a/database")
     f = RunInfo(strategy="agent", model="m", database="/data/b/db")
     assert run_labels([e, f], ["x", "y"]) == ["agent · m · database", "agent · m · db"]
@@ -192,3 +192,65 @@ def test_a_run_made_with_uncommitted_code_says_so(tmp_path):
     assert ragkit_commit(tmp_path) == f"{sha}+dirty"
     a, b = RunInfo(strategy="agent", model="m", commit=f"{sha}+dirty"), RunInfo(strategy="agent", model="m", commit=sha)
     assert run_labels([a, b], ["x", "y"]) == [f"agent · m · commit {sha[:8]}+dirty", f"agent · m · commit {sha[:8]}"]
+
+
+def test_the_database_fingerprint_does_not_depend_on_where_ingest_ran(isolated_env, monkeypatch):
+    """ops s57 M4: the same PDF ingested from two working directories wrote `source: mm/pdfs/x.pdf` and `source:
+    pdfs/x.pdf` into every page, so database_sha256 differed and compare said the pages differed. The source path
+    is left out of the fingerprint; the pages' text (and document, section, page) still count."""
+    import shutil
+
+    from ragkit.core.provenance import FINGERPRINT, database_state
+
+    monkeypatch.setenv("RAG_EMBED", "0")
+    project = isolated_env / "project"
+    (project / "mm" / "pdfs").mkdir(parents=True)
+    shutil.copy(EXAMPLES / "corpus" / "policies" / "information_security_policy.pdf", project / "mm" / "pdfs")
+    monkeypatch.chdir(project)
+    cli("ingest", "mm/pdfs", "--db", "mm/db")
+    monkeypatch.chdir(project / "mm")
+    cli("ingest", "pdfs", "--db", "db2")
+    a, b = database_state(project / "mm" / "db"), database_state(project / "mm" / "db2")
+    page = sorted((project / "mm" / "db").rglob("page_*.md"))[0]
+    twin = project / "mm" / "db2" / page.relative_to(project / "mm" / "db")
+    assert "source: mm/pdfs/" in page.read_text(encoding="utf-8")  # stored as typed (DESIGN §1), not rewritten
+    assert "source: pdfs/" in twin.read_text(encoding="utf-8")
+    assert a.pages == b.pages > 0 and a.sha256 == b.sha256 and a.fingerprint == FINGERPRINT
+    twin.write_text(twin.read_text(encoding="utf-8") + "\nedited\n", encoding="utf-8")
+    assert database_state(project / "mm" / "db2").sha256 != a.sha256  # content still counts
+
+
+def test_digests_of_two_fingerprint_recipes_are_not_compared():
+    """A record written before the source path was left out (no database_fingerprint) against a new one: their
+    digests differ whatever the pages, so neither a caveat nor a label claims the pages differ."""
+    from ragkit.evaluate.runinfo import differing_fields
+    from ragkit.reports.compare import input_caveats
+
+    old = RunInfo(strategy="agent", model="m", database_sha256="a" * 64, database_pages=43)
+    new = RunInfo(strategy="agent", model="m", database_sha256="b" * 64, database_pages=43, database_fingerprint=2)
+    assert input_caveats(old, new) == [] and "database_sha256" not in differing_fields([old, new])
+    new.database_pages = 44  # the page count still tells
+    assert input_caveats(old, new) and "database 43 -> 44 pages" in input_caveats(old, new)[0]
+    old.database_fingerprint = 2  # one recipe: the digests tell
+    assert "database_sha256" in differing_fields([old, new])
+
+
+def test_a_strategy_without_a_context_budget_shows_none():
+    """ops s57 L4: an agent's label read "agent · offline · 32,000 context tokens", a budget only longctx uses; a
+    record written before (it holds the setting) reads alike."""
+    from ragkit.reports.compare import run_line
+
+    old = RunInfo.from_json({"strategy": "agent", "provider": "offline", "model": "offline", "context_tokens": 32_000})
+    new = RunInfo(strategy="agent", provider="offline", model="offline", context_tokens=3_000)
+    assert old.context_tokens is None and new.context_tokens is None
+    assert "context tokens" not in " ".join(run_labels([old, new], ["x", "y"]) + [run_line(old)])
+    assert RunInfo(strategy="longctx", context_tokens=3_000).context_tokens == 3_000
+
+
+def test_run_lines_show_commit_and_fingerprints_short():
+    from ragkit.reports.compare import run_line
+
+    info = RunInfo(strategy="agent", model="m", commit="1a2b3c4d5e6f" + "0" * 28 + "+dirty",
+                   database_sha256="dd7caff6" + "0" * 56, questions_sha256="0f1e2d3c" + "1" * 56)
+    assert run_line(info).endswith(", commit 1a2b3c4d+dirty, pages dd7caff6, questions 0f1e2d3c")
+    assert "commit" not in run_line(RunInfo(strategy="agent", model="m"))  # an older record: nothing claimed

@@ -44,7 +44,9 @@ def test_a_batch_writes_its_run_record_and_separates_rule_from_judge(two_runs, s
     info = read_run_info(agent)
     assert run_info_path(agent) == agent.with_name(agent.stem + ".run.json") and run_info_path(agent).is_file()
     assert (info.kind, info.strategy, info.provider, info.model) == ("batch", "agent", "offline", "offline")
-    assert info.judge_model is None and info.k == 5 and info.context_tokens == 32_000
+    # the agent fills no context up to a budget: no context tokens in its record (only longctx's)
+    assert info.judge_model is None and info.k == 5 and info.context_tokens is None
+    assert read_run_info(longctx).context_tokens == 32_000
     assert info.version == __version__ and info.database == str(sample_db_copy.resolve())
     assert info.date and info.engine == "offline-extractive" and info.questions == 18
     assert read_run_info(longctx).strategy == "longctx" and read_run_info(longctx).k is None
@@ -70,7 +72,13 @@ def test_compare_labels_the_runs_by_what_differs_and_shows_their_records(two_run
     out = cli("compare", str(agent), str(longctx)).stdout
     assert out.splitlines()[0].startswith("old: agent · offline  (") and agent.name in out.splitlines()[0]
     assert out.splitlines()[2].startswith("new: longctx · offline  (")
-    assert "strategy agent, provider offline, model offline, judge –, k 5, context tokens 32000" in out
+    old_line, new_line = out.splitlines()[1], out.splitlines()[3]
+    assert old_line.startswith("     strategy agent, provider offline, model offline, judge –, k 5, ragkit ")
+    assert "context tokens" not in old_line and "context tokens 32000" in new_line
+    # each run's code, pages and questions, short as in labels (ops s57 L4)
+    rec = read_run_info(agent)
+    assert old_line.endswith(f", pages {rec.database_sha256[:8]}, questions {rec.questions_sha256[:8]}")
+    assert rec.commit is None or f", commit {rec.commit[:8]}" in old_line
     assert "Judge Overall: not measured in agent · offline and longctx · offline" in out
     assert "\nJudge Overall " not in out  # no row of figures for it
     doc = json.loads(cli("compare", str(agent), str(longctx), "--format", "json").stdout)

@@ -14,7 +14,7 @@ from rich.markup import escape
 from typer.core import TyperArgument
 
 from ragkit.answer import STRATEGIES
-from ragkit.cli.gates import OptionalDeltaCommand, csv_encoding, finish_with_gates, gates_for, write_path
+from ragkit.cli.gates import OptionalDeltaCommand, csv_encoding, finish_with_gates, write_path
 from ragkit.cli.options import DbOpt, EncodingOpt
 from ragkit.cli.refs import refs_update
 from ragkit.core.config import LIMIT_BY_FIELD, Limits, load_settings
@@ -410,19 +410,19 @@ def batch(
     --optimize or --enable-rl)."""
     from ragkit.cli.render import print_batch_report
     from ragkit.evaluate.batch import check_k, run_batch
-    from ragkit.evaluate.scoring import OUTPUT_COLUMNS
+    from ragkit.evaluate.gates import as_gates
 
-    gates = gates_for(fail_under, OUTPUT_COLUMNS)
+    gates = as_gates(fail_under)  # a usage error is the only line: before the settings' and the provider's
     settings = load_settings(db=db, results=results, provider=provider, model=model, workers=workers,
                              cache=not no_cache, max_steps=max_steps, max_tokens=max_tokens,
                              context_tokens=context_tokens, encoding=encoding)
     check_k(strategy, k, settings)  # a usage error is the only line: before the provider's
     _say_provider(settings)
     report = run_batch(input_csv, settings, strategy=strategy, enable_rl=enable_rl, resume=resume, optimize=optimize,
-                       holdout=holdout, validate=validate, k=k, progress=True)
+                       holdout=holdout, validate=validate, k=k, gates=gates, progress=True)
     print_batch_report(report, err if print_path else console)
     write_path(report.results_path, print_path)
-    finish_with_gates(report, gates, err if print_path else console)
+    finish_with_gates(report, err if print_path else console)
 
 
 @app.command("eval")
@@ -446,17 +446,17 @@ def eval_(
 ) -> None:
     """Re-score an existing results CSV (checklist, references, LLM-as-judge) without asking again."""
     from ragkit.cli.render import print_batch_report
+    from ragkit.evaluate.gates import as_gates
     from ragkit.evaluate.rescore import run_eval
-    from ragkit.evaluate.scoring import OUTPUT_COLUMNS
 
-    gates = gates_for(fail_under, OUTPUT_COLUMNS)
+    gates = as_gates(fail_under)
     settings = load_settings(db=db, results=results, provider=provider, judge_model=judge_model,
                              workers=workers, cache=not no_cache, encoding=encoding)
     _say_provider(settings)
-    report = run_eval(results_csv, settings, progress=True)
+    report = run_eval(results_csv, settings, gates=gates, progress=True)
     print_batch_report(report, err if print_path else console)
     write_path(report.results_path, print_path)
-    finish_with_gates(report, gates, err if print_path else console)
+    finish_with_gates(report, err if print_path else console)
 
 
 @app.command()
@@ -564,18 +564,13 @@ def compare(
 
     if fmt not in FORMATS:
         raise UsageError(f"--format must be one of {', '.join(FORMATS)}, got {fmt!r}")
-    if fail_on_regression is not None and fail_on_regression < 0:
-        raise UsageError(f"--fail-on-regression must be 0 or more, got {fail_on_regression}")
-    cmp = compare_files(old, new, encoding=csv_encoding(encoding))
+    cmp = compare_files(old, new, encoding=csv_encoding(encoding), fail_on_regression=fail_on_regression)
     console.out(FORMATS[fmt](cmp), highlight=False)
-    if fail_on_regression is not None:
-        failed = cmp.regressions(fail_on_regression)
-        for m in failed:
-            err.print(f"gate failed: {m.metric} fell {m.old:.4f} -> {m.new:.4f} ({m.delta:+.4f}, more than "
-                      f"{fail_on_regression:g}; p={m.p if m.p is not None else float('nan'):.3g}, {m.n} paired)",
-                      markup=False, highlight=False)
-        if failed:
-            raise typer.Exit(EXIT_GATE)
+    for g in cmp.gates:
+        if g.failed:
+            err.print(g.line(), markup=False, highlight=False)
+    if cmp.gate_failed:
+        raise typer.Exit(EXIT_GATE)
 
 
 @app.command()

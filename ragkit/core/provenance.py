@@ -46,17 +46,37 @@ def questions_sha256(rows: Iterable[dict]) -> str:
     return hashlib.sha256("\n".join(digests).encode()).hexdigest()
 
 
+# database_sha256's recipe, recorded beside it (RunInfo.database_fingerprint): 2 leaves out the front matter's
+# `source:` line; 1 (records without the field) hashed it, so the same PDFs ingested from another working directory
+# (`mm/pdfs/x.pdf` against `pdfs/x.pdf`) fingerprinted differently. Digests of two recipes are not compared.
+FINGERPRINT = 2
+_FRONT = re.compile(rb"\A---\r?\n(.*?\r?\n)---(?:\r?\n|\Z)", re.DOTALL)
+_SOURCE_LINE = re.compile(rb"(?im)^source:[^\n]*\n")
+
+
+def without_source(page: bytes) -> bytes:
+    """A page file's bytes without its front matter's `source:` line: where the document was found when it was
+    ingested, as typed (relative to the directory `rag ingest` ran in), not what the page says. The body, and every
+    other front-matter field (document, section, page), count."""
+    m = _FRONT.match(page)
+    if not m:
+        return page
+    return page[:m.start(1)] + _SOURCE_LINE.sub(b"", m.group(1), count=1) + page[m.end(1):]
+
+
 @dataclass
 class DatabaseState:
     pages: int  # page files in the database
-    sha256: str  # over every page's db-relative path and content
+    sha256: str  # over every page's db-relative path and content (without_source: the source path aside)
     converter: int | list[int] | None  # the ingest manifest's converter version(s); None without a manifest
+    fingerprint: int = FINGERPRINT  # the recipe of sha256
 
 
 def database_state(db: Path) -> DatabaseState:
     """The universe a run scores against (DESIGN §5: every page file in the database), fingerprinted by each page
     file's db-relative path and content (3,194 pages, 16 MB: ~0.07 s from the page cache, docs/evaluation.md).
-    A page edited, added, removed or moved changes it; a copy of the database, or an unchanged source ingested again, does not."""
+    A page edited, added, removed or moved changes it; a copy of the database, or an unchanged source ingested again,
+    from any working directory (the front matter's `source:` path is left out: without_source), does not."""
     from ragkit.core.paths import iter_pages
 
     db = Path(db).resolve()
@@ -64,7 +84,7 @@ def database_state(db: Path) -> DatabaseState:
     pages = iter_pages(db)
     for rel in pages:
         try:
-            body = (db / rel).read_bytes()
+            body = without_source((db / rel).read_bytes())
             h.update(f"{rel}\0{len(body)}\0".encode())
             h.update(body)
         except OSError:  # removed while listed: it is not part of the universe

@@ -204,6 +204,7 @@ def run_batch(
     holdout: float | None = None,
     validate: Path | None = None,
     k: int | None = None,
+    gates: Sequence[Any] | None = None,
 ) -> BatchReport:
     """Answer and score every question of `input_csv` (a CSV path, or the questions in memory: read_input);
     see the module docstring. `provider` answers instead of the one `settings` names (as `ask(provider=...)`,
@@ -216,8 +217,15 @@ def run_batch(
     benchmarks may pass another). Raises RagError for unusable input (one line); row failures go to
     `report.errors` and the other rows still run. KeyboardInterrupt propagates after the pool is stopped;
     finished rows are in the checkpoint.
+
+    `gates`: quality gates, "METRIC=VALUE" or gates.Gate (`rag batch --fail-under`), checked before anything runs
+    (a metric no run writes, a value out of its range: UsageError) and on the results written: the verdicts are in
+    `report.gates` and the run record's "gates" (a failed one is not an error here; the CLI exits 3 on it).
     """
+    from ragkit.evaluate.gates import as_gates, record_gates
+
     t0 = time.monotonic()
+    gate_list = as_gates(gates)
     if strategy not in BATCH_STRATEGIES:
         raise UsageError(f"unknown strategy {strategy!r}: choose one of {', '.join(BATCH_STRATEGIES)}")
     if strategy == "search" and (optimize or enable_rl):
@@ -324,9 +332,11 @@ def run_batch(
     ck.open()  # lock first, then read: a second process cannot interleave
     write_material(ck.path, material)
     try:
-        return _run(report, ck, jobs, input_cols, scorer, asker, settings, strategy, opts, progress, t0)
+        report = _run(report, ck, jobs, input_cols, scorer, asker, settings, strategy, opts, progress, t0)
     finally:
         ck.close()
+    record_gates(report, gate_list)
+    return report
 
 
 def _options(optimize: bool, enable_rl: bool, holdout: float | None, validate: Path | None) -> OptimizeOptions:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from pathlib import Path
 from typing import Any
@@ -119,10 +119,15 @@ def answer_usage(rows: list[dict], columns: Iterable[str]) -> Usage | None:
     return total
 
 
-def run_eval(results_csv: Path, settings: Settings, *, progress: bool = False, index: Any = None) -> BatchReport:
+def run_eval(results_csv: Path, settings: Settings, *, progress: bool = False, index: Any = None,
+             gates: Sequence[Any] | None = None) -> BatchReport:
     """Re-score an existing results CSV without asking again (another judge, provider or database). `progress`:
-    lines on stderr (the CLI turns it on)."""
+    lines on stderr (the CLI turns it on). `gates`: as run_batch's (checked first, verdicts in `report.gates` and
+    the run record)."""
     from ragkit.core.progress import progress_bar
+    from ragkit.evaluate.gates import as_gates, record_gates
+
+    gate_list = as_gates(gates)
 
     t0 = time.monotonic()
     results_csv = Path(results_csv)
@@ -198,6 +203,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = False, i
     columns = result_columns(input_cols, optimized=OPTIMIZED in input_cols, attempts=has_attempts,
                              split=SPLIT_COLUMN in df.columns, search=run.retrieval_only)
     write_outputs(report, columns, stem=results_csv.stem, kind="eval", results_dir=settings.results)
+    record_gates(report, gate_list)
     return report
 
 

@@ -19,7 +19,13 @@ from ragkit.core.csvio import write_csv as _write_csv
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.evaluate.heldout import SPLIT_COLUMN
 from ragkit.evaluate.retrieval import SEARCH, SEARCH_COLUMNS, is_retrieval_metric
-from ragkit.evaluate.runinfo import QUOTING_NOTE, RunInfo, answer_fingerprint, write_run_info
+from ragkit.evaluate.runinfo import (
+    CONTEXT_BUDGETED,
+    QUOTING_NOTE,
+    RunInfo,
+    answer_fingerprint,
+    write_run_info,
+)
 from ragkit.evaluate.scoring import (
     ATTEMPTS,
     BY_RULE,
@@ -104,6 +110,7 @@ class BatchReport:
     measure: Any = None  # ragkit.evaluate.heldout.OptimizeMeasure when the optimizer ran
     run: RunInfo = field(default_factory=RunInfo)  # what made this run, written as <results>.run.json
     run_path: Path | None = None
+    gates: list = field(default_factory=list)  # gates.GateResult of the gates asked (also in the run record)
 
     def records(self) -> list[dict]:
         """The result rows as typed data (`rows` holds the CSV's cells): typed_row of each."""
@@ -397,7 +404,8 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
     endpoint = None if settings.provider == "offline" or strategy == "search" else api_host(settings.api_base)
     run = RunInfo(kind=kind, strategy=strategy, provider=provider, model=model,
                   judge_model=None if getattr(judge, "is_offline", False) else judge.model,
-                  k=k, context_tokens=settings.context_tokens, version=__version__,
+                  k=k, version=__version__,
+                  context_tokens=settings.context_tokens if strategy in CONTEXT_BUDGETED else None,
                   # the step and token budgets bind the strategies that loop over model calls
                   max_steps=settings.max_steps if strategy == "agent" else None,
                   max_tokens=settings.max_tokens if strategy in _TOKEN_BUDGETED else None,
@@ -405,6 +413,7 @@ def run_record(kind: str, settings: Any, *, strategy: str | None, provider: str 
                   commit=ragkit_commit(),
                   database=str(db.resolve()), index=index_label(db),
                   database_pages=state.pages if state else None, database_sha256=state.sha256 if state else None,
+                  database_fingerprint=state.fingerprint if state else None,
                   converter=state.converter if state else None,
                   # questions given in memory (run_batch) have no file: the digest still says which they were
                   input=str(input_path) if input_path is not None else "(in memory)",

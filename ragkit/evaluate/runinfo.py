@@ -18,8 +18,10 @@ _LABEL_FIELDS = ("strategy", "model", "provider", "judge_model", "k", "context_t
                  "embeddings", "api_host", "index", "database", "database_sha256", "converter", "questions_sha256",
                  "version", "commit", "kind", "date")
 # fields a record written before them lacks (None): unknown, so never what tells two runs apart
+# (context_tokens: None is a strategy without that budget, so it tells nothing either)
 _UNKNOWN_WHEN_NONE = ("index", "max_steps", "max_tokens", "embeddings", "api_host", "database_sha256", "converter",
-                      "questions_sha256", "commit")
+                      "questions_sha256", "commit", "context_tokens")
+CONTEXT_BUDGETED = ("longctx",)  # the strategies that use context_tokens (answer/longctx.py, online and offline)
 RETRIEVAL_ONLY = "search"  # the strategy that only retrieves (ragkit.evaluate.retrieval.SEARCH)
 # what only a run that answers has: a retrieval-only run's record holds none of these
 ANSWER_FIELDS = ("provider", "model", "judge_model", "context_tokens", "engine", "checklists_by")
@@ -52,6 +54,8 @@ class RunInfo:
     database: str = ""
     database_pages: int | None = None  # page files in the database (the universe) when the run started
     database_sha256: str | None = None  # ragkit.core.provenance.database_state: page paths and content
+    # its recipe (provenance.FINGERPRINT); None: a record written before, recipe 1 (the `source:` path counted)
+    database_fingerprint: int | None = None
     converter: int | list[int] | None = None  # the ingest manifest's converter version(s)
     answered_database: str | None = None  # eval: the database the answers came from, when not `database`
     # the backend that searched: "embedded" or "opensearch URL/PREFIX (analysis NAME)" (search.backend.index_label);
@@ -68,6 +72,9 @@ class RunInfo:
     engine: str | None = None  # "offline-extractive" when the offline engine answered
     checklists_by: str | None = None  # "offline genqa" when every checklist came from offline genqa
     notes: list[str] = field(default_factory=list)
+    # the --fail-under gates checked on this file (gates.GateResult.to_json: metric, value, threshold, rows, failed);
+    # None when none was asked
+    gates: list[dict] | None = None
     # answer_fingerprint of every row as written: `rag eval` tells an answer a user edited from the recorded one
     answers: list[str] = field(default_factory=list)
 
@@ -77,6 +84,10 @@ class RunInfo:
             # --provider given, its model, the judge and context size it never used); none of that is this run's
             for name in ANSWER_FIELDS:
                 setattr(self, name, None)
+        if self.strategy is not None and self.strategy not in CONTEXT_BUDGETED:
+            # only longctx fills a context up to a budget: a record of another strategy (written before this was
+            # known) named a setting it never used, and labels showed it ("agent · offline · 32,000 context tokens")
+            self.context_tokens = None
 
     @property
     def retrieval_only(self) -> bool:
@@ -168,6 +179,11 @@ def _show(name: str, value, tails: dict[str, str] | None = None) -> str:
     return str(value)
 
 
+def show_field(name: str, value) -> str:
+    """A record's field as labels show it: `commit 1a2b3c4d+dirty`, `pages dd7caff6`, `questions 0f1e2d3c`."""
+    return _show(name, value)
+
+
 def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
     """A label per run: its strategy and model, then every other field whose value differs between the runs
     (a run without a record keeps its fallback name). Labels stay unique."""
@@ -197,9 +213,17 @@ def run_labels(infos: list[RunInfo | None], fallbacks: list[str]) -> list[str]:
     return out
 
 
+def same_fingerprint_recipe(infos: list[RunInfo | None]) -> bool:
+    """Whether the records' database_sha256 were computed alike (provenance.FINGERPRINT; a record without the
+    field: recipe 1): digests of two recipes differ whatever the pages, so they tell nothing."""
+    return len({i.database_fingerprint or 1 for i in infos if i is not None and i.database_sha256}) <= 1
+
+
 def differing_fields(infos: list[RunInfo | None]) -> list[str]:
-    """The fields whose values differ between the runs that have a record."""
+    """The fields whose values differ between the runs that have a record (database_sha256 only when the records
+    computed it alike)."""
     known = [i for i in infos if i is not None]
     return [f for f in _LABEL_FIELDS
-            if len({json.dumps(getattr(i, f), default=str) for i in known
-                    if not (f in _UNKNOWN_WHEN_NONE and getattr(i, f) is None)}) > 1]
+            if not (f == "database_sha256" and not same_fingerprint_recipe(known))
+            and len({json.dumps(getattr(i, f), default=str) for i in known
+                     if not (f in _UNKNOWN_WHEN_NONE and getattr(i, f) is None)}) > 1]

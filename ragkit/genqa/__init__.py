@@ -137,7 +137,7 @@ def _write_record(report: GenqaReport, ctx: Context, df: pd.DataFrame, provider,
     source = Path(report.source)
     run = RunInfo(kind="genqa", provider=provider.name, model=provider.model, version=__version__,
                   commit=ragkit_commit(), database=str(Path(ctx.db).resolve()), database_pages=state.pages,
-                  database_sha256=state.sha256, converter=state.converter,
+                  database_sha256=state.sha256, database_fingerprint=state.fingerprint, converter=state.converter,
                   api_host=None if provider.is_offline else api_host(ctx.settings.api_base),
                   date=datetime.now(UTC).isoformat(timespec="seconds"), input=str(source),
                   input_path=str(source.resolve()), questions=len(df),

@@ -12,6 +12,10 @@ a question only one run asked is, and `left_out` says which and why. A judge col
 the pairs a judge measured on both sides (a refusal of an unanswerable question passed by rule is no measurement),
 the rows the summary and the HTML report count. When the run records say the runs answered different question
 sets or over different database pages, `caveats` says a difference may come from the inputs.
+
+`compare_files(old, new, fail_on_regression=DELTA)` (`rag compare --fail-on-regression`) also checks every quality
+metric's fall against DELTA: `gates` holds one RegressionGate per metric (metric, old, new, delta, threshold, p,
+failed) and `gate_failed` whether any failed (None when no gate was asked), in `--format json` too.
 """
 
 from __future__ import annotations
@@ -21,7 +25,14 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from ragkit.core.text import clean_json
-from ragkit.evaluate.runinfo import ANSWER_FIELDS, RunInfo, differing_fields, run_labels
+from ragkit.evaluate.runinfo import (
+    ANSWER_FIELDS,
+    RunInfo,
+    differing_fields,
+    run_labels,
+    same_fingerprint_recipe,
+    show_field,
+)
 from ragkit.evaluate.runs import BINARY, HEADLINE, RULE_METRICS, Row, Run, load_run, mcnemar, paired_bootstrap
 
 # Per-question outcome: what "this question got better / worse" is judged on.
@@ -48,6 +59,25 @@ class MetricDelta:
     @property
     def significant(self) -> bool:
         return self.p is not None and self.p < 0.05
+
+
+@dataclass
+class RegressionGate:
+    """--fail-on-regression on one quality metric: failed when its mean fell by more than `threshold`."""
+    metric: str
+    old: float
+    new: float
+    delta: float
+    threshold: float
+    p: float | None  # the paired test's p-value (reported, not used: the gate is on the delta)
+    n: int  # paired questions
+    failed: bool
+
+    def line(self) -> str:
+        """`gate failed: Ref Recall fell 0.9667 -> 0.5667 (-0.4000, more than 0.02; p=0.003, 15 paired)`."""
+        p = self.p if self.p is not None else float("nan")
+        return (f"gate failed: {self.metric} fell {self.old:.4f} -> {self.new:.4f} ({self.delta:+.4f}, more than "
+                f"{self.threshold:g}; p={p:.3g}, {self.n} paired)")
 
 
 @dataclass
@@ -87,6 +117,8 @@ class Comparison:
     mixed: list[QuestionChange] = field(default_factory=list)
     left_out: list[LeftOut] = field(default_factory=list)  # paired by text, but their gold differs
     caveats: list[str] = field(default_factory=list)  # the records say the inputs differ
+    gates: list[RegressionGate] = field(default_factory=list)  # check_gates: every quality metric's verdict
+    gate_failed: bool | None = None  # None: no gate was checked
 
     def metric(self, name: str) -> MetricDelta | None:
         return next((m for m in self.metrics if m.metric == name), None)
@@ -95,6 +127,17 @@ class Comparison:
         """Quality metrics whose mean fell by more than `tolerance`."""
         return [m for m in self.metrics if m.metric not in _NO_DIRECTION and m.delta is not None
                 and m.delta < -tolerance - 1e-12]
+
+    def check_gates(self, tolerance: float) -> list[RegressionGate]:
+        """--fail-on-regression: a gate per quality metric with a delta (a fall of more than `tolerance` fails it);
+        sets `gates` and `gate_failed` and returns the failed ones. A negative tolerance is a usage error."""
+        check_tolerance(tolerance)
+        failing = {id(m) for m in self.regressions(tolerance)}
+        self.gates = [RegressionGate(m.metric, m.old, m.new, m.delta, tolerance, m.p, m.n, id(m) in failing)
+                      for m in self.metrics if m.metric not in _NO_DIRECTION and m.delta is not None
+                      and m.old is not None and m.new is not None]
+        self.gate_failed = any(g.failed for g in self.gates)
+        return [g for g in self.gates if g.failed]
 
     def to_json(self) -> dict:
         d = asdict(self)
@@ -108,6 +151,15 @@ class Comparison:
             for q in d[kind]:
                 q["changes"] = {k: {"old": a, "new": b} for k, (a, b) in q["changes"].items()}
         return d
+
+
+def check_tolerance(tolerance: float) -> None:
+    """--fail-on-regression's DELTA: 0 or more (a usage error otherwise, also NaN)."""
+    from ragkit.core.errors import UsageError
+
+    if not tolerance >= 0:
+        raise UsageError(f"fail_on_regression must be 0 or more, got {tolerance}",
+                         flags={"fail_on_regression": "--fail-on-regression"})
 
 
 # What a question asks for: a pair whose cells differ in one of these measures two different questions.
@@ -151,9 +203,10 @@ def input_caveats(old: RunInfo | None, new: RunInfo | None) -> list[str]:
     parts = []
     if both("questions_sha256"):
         parts.append("the same questions")
-    db, conv = both("database_sha256"), both("converter")
-    if db or conv:
-        pages = both("database_pages")
+    # digests of two recipes (a record written before the `source:` path was left out) tell nothing
+    db = both("database_sha256") if same_fingerprint_recipe([old, new]) else None
+    conv, pages = both("converter"), both("database_pages")
+    if db or conv or pages:
         details = ([f"database {pages[0]} -> {pages[1]} pages"] if pages else
                    ["database content differs"] if db else [])
         if conv:
@@ -230,10 +283,15 @@ def compare_runs(old: Run, new: Run, *, resamples: int = 2000, seed: int = 0) ->
     return cmp
 
 
-def compare_files(old: Path | str, new: Path | str, *, encoding: str | None = None) -> Comparison:
-    """Compare two results CSVs; two files without a question in common are an error (not "no change")."""
+def compare_files(old: Path | str, new: Path | str, *, encoding: str | None = None,
+                  fail_on_regression: float | None = None) -> Comparison:
+    """Compare two results CSVs; two files without a question in common are an error (not "no change").
+    `fail_on_regression`: check the gates (Comparison.check_gates; a negative value is a usage error, raised before
+    the files are read)."""
     from ragkit.core.errors import RagError
 
+    if fail_on_regression is not None:
+        check_tolerance(fail_on_regression)  # the usage error before the files are read
     runs = [load_run(old, encoding=encoding), load_run(new, encoding=encoding)]
     for r, label in zip(runs, run_labels([r.info for r in runs], [r.name for r in runs]), strict=True):
         r.name = label
@@ -243,6 +301,8 @@ def compare_files(old: Path | str, new: Path | str, *, encoding: str | None = No
                        "compare two runs of the same question CSV")
     if not cmp.paired:
         raise RagError(f"{new}: no question in common with {old}; compare two runs of the same question CSV")
+    if fail_on_regression is not None:
+        cmp.check_gates(fail_on_regression)
     return cmp
 
 
@@ -285,7 +345,11 @@ def run_line(info: RunInfo | None) -> str:
         return "no run record (<results>.run.json): who answered is unknown"
     parts = [f"{label} {'–' if getattr(info, f) in (None, '') else getattr(info, f)}" for f, label in RUN_FIELDS
              if not (info.retrieval_only and f in ANSWER_FIELDS)  # no model or judge was asked
-             and not (f == "index" and info.index is None)]  # a record written before the index was recorded
+             and not (f == "index" and info.index is None)  # a record written before the index was recorded
+             and not (f == "context_tokens" and info.context_tokens is None)]  # a strategy that has no such budget
+    # what a reviewer checks first in a CI summary: the code, and which pages and questions, short (as in labels)
+    parts += [show_field(f, getattr(info, f)) for f in ("commit", "database_sha256", "questions_sha256")
+              if getattr(info, f)]
     return ", ".join(parts)
 
 
