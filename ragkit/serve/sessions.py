@@ -35,8 +35,8 @@ MAX_SESSIONS = 1000  # sessions kept per database (the least recently used are d
 HISTORY_FOR_REWRITE = 3  # turns shown to the rewriter / answerer
 MAX_CARRIED_TERMS = 8
 CHECK_PAGES = 3  # pages of each search that the offline rewrite's check reads (own_words_lead_elsewhere)
-# ... and the share of the carried words that a page holding the question's own words must hold too (the same
-# on both halves of the written-down follow-ups; 2/3 lost 7 of them, docs/serve.md)
+# ... and the share of the carried words that a page holding the question's own words must hold too (chosen on
+# both halves of the written-down follow-ups: docs/serve.md)
 SUBJECT_SHARE = 0.5
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
