@@ -19,6 +19,8 @@ ROWS = [["Question", "Ground Truth"], ["Wie groß ist die Größe?", "Größe 5"
 JA = [["Question", "Ground Truth"], ["パスワードは何文字以上ですか？", "十二文字以上です。"]]
 JA_HEADER = [["質問", "回答"], ["パスワードは何文字以上ですか？", "十二文字以上です。"]]
 CP1252_ROWS = [["Question", "Ground Truth"], ["What is a “smart” quote – or €?", "Typographic"]]
+KO = [["Question", "Ground Truth", "담당자 메모"], ["연차는 며칠인가요?", "연차 15일을 부여한다.", "확인 완료"]]
+DEV = Path(__file__).resolve().parents[1] / "benchmarks" / "data"
 
 
 def text(rows: list[list[str]]) -> str:
@@ -51,6 +53,8 @@ READ_UNASKED = [
     ("cp932", text(JA_HEADER).encode("cp932"), JA_HEADER),
     ("cp932 without kana", text([["質問", "Answer"], ["東京都庁", "y"]]).encode("cp932"),
      [["質問", "Answer"], ["東京都庁", "y"]]),
+    ("cp949", text(KO).encode("cp949"), KO),  # Excel on Korean Windows: "CSV (쉼표로 분리)"
+    ("euc-kr", text(KO).encode("euc-kr"), KO),
 ]
 
 
@@ -85,6 +89,70 @@ def test_other_encodings_are_refused_by_name_and_read_with_encoding(isolated_env
     assert f"read it with --encoding {codec}" in e.value.cli_message()  # as `rag` says it
     df = read_csv(path, encoding=codec)
     assert [list(df.columns), *df.values.tolist()] == rows
+
+
+def _dev_sheets(name: str, codec: str) -> list[tuple[str, bytes]]:
+    """One question CSV per dev-set question (and one of them all) in `codec`; questions it cannot hold are left
+    out (Shift_JIS has no ①…)."""
+    import json
+
+    items = [json.loads(line) for line in (DEV / name).read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for unit in [[it] for it in items] + [items]:
+        try:
+            out.append((unit[0]["question"], text([["Question", "Ground Truth"],
+                                                   *([it["question"], it["answer"]] for it in unit)]).encode(codec)))
+        except UnicodeEncodeError:
+            continue
+    return out
+
+
+@pytest.mark.parametrize(("name", "codec", "refused"), [("ja_dev.jsonl", "cp932", None), ("ko_dev.jsonl", "cp949", None),
+                                                        ("ko_dev.jsonl", "euc-kr", None),
+                                                        ("ja_dev.jsonl", "euc-jp", "EUC-JP")])
+def test_japanese_and_korean_sheets_are_told_apart(isolated_env, name, codec, refused):
+    """Report s57-ko M1: CP949 was refused (naming CP949) while CP932 was read. Many files decode as both: each
+    dev-set question as its own CSV, and the whole set as one, is read in its own encoding and gives its text
+    back; EUC-JP is still refused by name (it decodes as CP949 too). Measured: ja 100/100 CP932, ko 29/29 CP949."""
+    from ragkit.core.csvio import sniff_encoding
+
+    sheets = _dev_sheets(name, codec)
+    assert len(sheets) >= 20
+    for question, data in sheets:
+        if refused:
+            with pytest.raises(RagError) as e:
+                sniff_encoding(data, "q.csv")
+            assert f"looks like {refused}" in str(e.value) or "Latin-1" in str(e.value), (question, str(e.value))
+            continue
+        got, _, used = sniff_encoding(data, "q.csv")
+        assert used == codec.replace("euc-kr", "cp949") and question in got, question
+
+
+def test_a_korean_sheet_through_rag_batch_and_back_in_its_encoding(isolated_env, sample_db_copy):
+    """The tester's CP949 sheet (CRLF, a Korean column of notes): `rag batch` reads it without --encoding, and
+    a column written into it keeps it CP949."""
+    from ragkit.core.csvedit import set_column
+
+    path = write(isolated_env / "질문.csv", text(KO).encode("cp949"))
+    code, out, err = run("batch", str(path), "--strategy", "search", "--provider", "offline")
+    assert code == 0, err
+    results = next((isolated_env / "results").glob("질문_results_*[0-9].csv"))
+    assert read_csv(results)["Question"].tolist() == ["연차는 며칠인가요?"]
+    edit = set_column(path, "Optimized Reference Document", {0: "database/휴가/page_001.md"})
+    assert edit is not None and edit.notes == []
+    assert path.read_bytes().decode("cp949").startswith("Question,Ground Truth,담당자 메모,Optimized Reference")
+
+
+def test_a_utf8_file_is_read_as_utf8_under_another_encoding(isolated_env):
+    """Report s57-ko M1: with RAG_CSV_ENCODING=cp949 set for colleagues' sheets, a plain UTF-8 file was refused
+    ("is not valid cp949"). Valid UTF-8 with non-ASCII text is UTF-8 (legacy text never is), as a byte order
+    mark wins; the named encoding still reads what UTF-8 cannot."""
+    utf8 = write(isolated_env / "u.csv", text(KO).encode("utf-8"))
+    for enc in ("cp949", "cp932", "latin-1"):
+        df = read_csv(utf8, encoding=enc)
+        assert [list(df.columns), *df.values.tolist()] == KO, enc
+    df = read_csv(write(isolated_env / "k.csv", text(KO).encode("cp949")), encoding="cp949")
+    assert [list(df.columns), *df.values.tolist()] == KO
 
 
 def test_a_latin1_question_csv_through_rag_batch(isolated_env, sample_db_copy):

@@ -871,6 +871,20 @@ def test_unsupported_given_explicitly_next_to_good_file(isolated_env):
     assert (isolated_env / "database" / "d" / "ok").is_dir()
 
 
+def test_an_hwp_file_says_to_convert_it_first(isolated_env):
+    """Report s57-ko M5: `.hwp`, the format most Korean regulations come in, got "use PDF, DOCX or PPTX", and in a
+    folder only "ignored 1 file(s) of other types": nothing said what to do with it."""
+    good = make_pdf(isolated_env / "d" / "ok.pdf", body_pages(1))
+    (isolated_env / "d" / "업무 보고서.hwp").write_bytes(b"HWP Document File")
+    code, out = run_cli(str(good), "d/업무 보고서.hwp", "--workers", "1")
+    assert code == 1 and "failed: d/업무 보고서.hwp: unsupported file type '.hwp': HWP (Hangul word processor) is " \
+        "not read; save it as PDF or DOCX first" in " ".join(out.split()), out
+    (isolated_env / "d" / "규정.hwpx").write_bytes(b"PK")
+    code, out = run_cli("d", "--workers", "1")
+    assert code == 0 and "ignored 2 file(s) of other types" in out, out
+    assert "HWP/HWPX files are not read: save them as PDF or DOCX first" in " ".join(out.split()), out
+
+
 def test_unreadable_file_reports_reason(isolated_env):
     src = make_pdf(isolated_env / "u" / "secret.pdf", body_pages(1))
     if os.geteuid() == 0:  # root reads anything: a directory named like a PDF cannot be read as a file

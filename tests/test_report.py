@@ -101,6 +101,27 @@ def test_report_file_is_self_contained_and_refuses_to_overwrite(runs, isolated_e
     assert r.exit_code == 1 and "not a results CSV" in r.stderr and "Traceback" not in r.output
 
 
+def test_the_report_says_its_datas_language_and_lists_that_languages_font_first(isolated_env):
+    """Report s57-ko L3: a report of Korean questions said lang="en" and listed no Korean font (Hangul was drawn
+    with whatever font the browser fell back to, a Japanese one where one is installed)."""
+    import re
+
+    def report_of(name: str, questions: list[str]) -> str:
+        rows = [_row(q, P1, P1, "1.0", "1.0", "2", "0", "checklist 2/2 covered") for q in questions]
+        out = write_report(_write(isolated_env / f"{name}.csv", rows), isolated_env / f"{name}.html")
+        return out.read_text(encoding="utf-8")
+
+    for name, questions, lang, first in (
+            ("ko", ["연차는 며칠인가요?", "USB를 써도 되나요?", "What is CSAT?"], "ko", "Noto Sans CJK KR"),
+            ("ja", ["年休は何日ですか？", "USBは使えますか？"], "ja", "Noto Sans CJK JP"),
+            ("en", ["How long must passwords be?", "年休は何日ですか？", "What is MFA?"], "en", "Noto Sans CJK JP")):
+        text = report_of(name, questions)
+        assert f'<html lang="{lang}">' in text, name
+        fonts = re.search(r"body\{font:[^;]*;", text).group(0)
+        other = "Noto Sans CJK JP" if first.endswith("KR") else "Noto Sans CJK KR"
+        assert fonts.index(first) < fonts.index(other), (name, fonts)
+
+
 def test_a_comparison_report_is_named_after_both_runs_beside_the_newest(runs, isolated_env):
     """`rag report OLD NEW` was OLD.html beside OLD: it said nothing of NEW and took the name of OLD's own report.
     Now OLD_vs_NEW.html beside NEW (the newest run; a baseline is often kept elsewhere)."""

@@ -419,6 +419,8 @@ def test_hostile_uploads_are_refused_or_confined(sample_db_copy, tmp_path, isola
         assert r.status_code == 422 and r.json()["error"] == "empty.docx: the uploaded file is empty", r.text
         r = post(up, files={"file": ("run.exe", pdf)})
         assert r.status_code == 415
+        r = post(up, files={"file": ("업무 보고서.hwp", b"HWP Document File")})  # s57-ko M5: what to do with it
+        assert r.status_code == 415 and "save it as PDF or DOCX first" in r.json()["error"], r.text
         r = post(up, files={"file": ("big.pdf", pdf + b"0" * 60_000)})
         assert r.status_code == 413 and "limit" in r.json()["error"]
         # the same body streamed without a Content-Length

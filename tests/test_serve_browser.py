@@ -514,6 +514,35 @@ def test_japanese_browser_japanese_labels_named_controls_and_a_deleted_citation(
         page.context.close()
 
 
+def test_korean_browser_korean_labels_its_lang_and_the_kr_font_first(sample_db_copy, browser):  # noqa: F811
+    """Report s57-ko M3: a ko-KR browser got the English page, the HTML as served said lang="ja", and the fonts
+    listed JP ones first, so Hangul took a Japanese font's shapes where both are installed."""
+    script = "(l) => Object.keys(TEXT.en).filter((k) => !(k in TEXT[l]))"
+    font = "getComputedStyle(document.documentElement).fontFamily"
+    with LiveServer(_offline(sample_db_copy)) as srv:
+        page = _page(browser, srv.url, locale="ko-KR")
+        assert page.evaluate(script, "ko") == [] and page.evaluate(script, "ja") == []  # every string, both
+        assert page.evaluate("document.documentElement.lang") == "ko"
+        assert page.inner_text("#ask") == "질문하기" and page.inner_text("#new-session") == "새 채팅"
+        assert "개 문서에 대해 질문할 수 있습니다" in page.inner_text("#intro")
+        assert page.get_attribute("#question", "placeholder") == "문서에 대해 질문하세요…"
+        names = page.locator("#documents button").evaluate_all("bs => bs.map(b => b.getAttribute('aria-label'))")
+        assert "공지 / 사무실_이전_안내 삭제" in names, names
+        fonts = page.evaluate(font)
+        assert fonts.index("Noto Sans CJK KR") < fonts.index("Noto Sans CJK JP"), fonts
+        _ask_in(page, "새 사무실 주소는 어디인가요?")
+        assert page.inner_text(".msg.bot .sources-head") == "출처"
+        page.context.close()
+        for locale, lang in (("ja-JP", "ja"), ("en-US", "en")):
+            page = _page(browser, srv.url, locale=locale)
+            assert page.evaluate("document.documentElement.lang") == lang
+            fonts = page.evaluate(font)
+            assert fonts.index("Noto Sans CJK JP") < fonts.index("Noto Sans CJK KR"), (locale, fonts)
+            page.context.close()
+    served = (Path(__file__).resolve().parents[1] / "ragkit" / "serve" / "static" / "index.html").read_text()
+    assert '<html lang="en">' in served  # what the page says before app.js runs: its labels are English
+
+
 def test_small_grey_text_has_enough_contrast(sample_db_copy, browser):  # noqa: F811
     """L3: the version in the header (#667085 on #1d2330, 3.2:1) and the grey meta text (4.47:1) were under the
     4.5:1 that small text needs."""

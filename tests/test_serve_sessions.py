@@ -12,7 +12,7 @@ from liveserver import LiveServer
 
 from ragkit.core.config import Settings
 from ragkit.serve.app import ServeOptions
-from ragkit.serve.sessions import Turn, is_follow_up, key_terms, rewrite_offline
+from ragkit.serve.sessions import Turn, is_follow_up, key_terms, own_words_lead_elsewhere, rewrite_offline
 
 get = partial(httpx.get, timeout=120)
 post = partial(httpx.post, timeout=120)
@@ -174,6 +174,44 @@ def test_terms_are_not_carried_into_another_language():
     assert rewrite_offline("管理職は？", en) == "管理職は？"
     ja = [Turn("出張の日当はいくらですか？", "出張の日当はいくらですか？", "…")]
     assert rewrite_offline("What about managers?", ja) == "What about managers?"
+
+
+def test_a_korean_question_is_measured_by_its_words_as_spaced_with_particles_and_endings_off():
+    """Report s57-ko H2: 「연차는 며칠인가요?」 ("how many days of annual leave?") after a refund question was
+    taken for a follow-up and searched with the refund question's words: 며칠 counted as a bare question word,
+    though it is 몇 일 ("how many days") written as one, and 「연차는 몇 일인가요?」 stood alone. A particle written
+    onto a Latin word ("USB를") was a word of its own, and the carried terms kept their particles and endings
+    (「환불은 며칠 이내에 가능한가요」)."""
+    before = [Turn("환불은 며칠 이내에 가능한가요?", "환불은 며칠 이내에 가능한가요?", "…")]
+    for q in ("연차는 며칠인가요?", "연차는 며칠입니까?", "연차는 몇 일인가요?", "직원은 몇명인가요?"):
+        assert not is_follow_up(q) and rewrite_offline(q, before) == q, q
+    for q in ("이유는 뭔가요?", "가격은 얼마인가요?", "USB는요?", "USB는 언제?"):  # one word and what it asks
+        assert is_follow_up(q), q
+    assert key_terms("환불은 며칠 이내에 가능한가요?") == ["환불", "이내", "가능"]
+    assert key_terms("USB는요?") == ["usb"] and key_terms("그건 누구에게 신청하나요?") == ["신청"]
+    assert rewrite_offline("USB는요?", before) == "USB는요? 환불 이내 가능"
+    # the counter after 몇 says what was counted, and is carried as 何文字 is in Japanese
+    assert key_terms("새 건물 주차 공간은 몇 면인가요?") == ["건물", "주차", "공간", "면"]
+
+
+def test_a_carried_search_whose_pages_hold_the_words_asked_only_apart_from_the_subject_is_not_used():
+    """Report s57-ko H2: "USB는요?" after 「환불은 며칠 이내에 가능한가요?」 was searched with the refund words; the
+    refund page came first and the security notice, which holds USB, second, so the check (does any best page
+    hold the question's own words?) passed, and the refund rule was quoted as the answer. A page must hold the
+    words asked together with the subject carried (half its words at least)."""
+    refund = "제품 수령 후 14일 이내에는 전액 환불이 가능하다."
+    security = "usb 저장장치 사용은 원칙적으로 금지됩니다. 분실 시 1시간 이내에 신고합니다."
+    pages = {"USB는요? 환불 이내 가능": [refund, security], "USB는요?": [security]}
+    assert own_words_lead_elsewhere("USB는요?", "USB는요? 환불 이내 가능", pages.__getitem__)
+    # a page on USB refunds holds both: the carried search stands
+    both = "usb 제품은 개봉 후 7일 이내 환불이 가능합니다."
+    pages = {"USB는요? 환불 이내 가능": [refund, both], "USB는요?": [both]}
+    assert not own_words_lead_elsewhere("USB는요?", "USB는요? 환불 이내 가능", pages.__getitem__)
+    # the carried words as the index reads them: "reported" is held by "report"
+    incident = "report any suspected incident to the security team within 1 hour, by calling extension 4111."
+    pages = {"Who do I call? quickly must security incident reported": [incident], "Who do I call?": [incident]}
+    assert not own_words_lead_elsewhere("Who do I call?", "Who do I call? quickly must security incident reported",
+                                        pages.__getitem__)
 
 
 # ------------------------------------------------------------------------------------ the real app, offline

@@ -204,7 +204,7 @@ def test_utf16_semicolon_and_tab_files_are_read(isolated_env):
 
 
 def test_undecodable_file_names_the_likely_encoding_and_how_to_read_it(isolated_env):
-    with pytest.raises(RagError, match=r"not UTF-8 or Shift_JIS/CP932; it looks like Windows-1252 \(CP1252\).*"
+    with pytest.raises(RagError, match=r"not UTF-8, Shift_JIS/CP932 or CP949; it looks like Windows-1252 \(CP1252\).*"
                                        "read it with encoding='cp1252'"):
         _run(isolated_env, b"Question\r\n\x82\xff\xfe\x80 bad\r\n")
 

@@ -134,6 +134,10 @@ def print_ingest_report(report: IngestReport, console, err_console=None) -> None
         more = f" and {len(report.ignored) - _SHOW_IGNORED} more" if len(report.ignored) > _SHOW_IGNORED else ""
         console.print(f"ignored {len(report.ignored)} file(s) of other types: {strip_controls(shown)}{more}",
                       highlight=False, markup=False)
+        from ragkit.ingest.run import convert_first
+
+        if hint := convert_first(report.ignored):
+            console.print(f"  {hint}", highlight=False, markup=False)
     if report.hidden:
         shown = ", ".join(report.hidden[:_SHOW_IGNORED])
         more = f" and {len(report.hidden) - _SHOW_IGNORED} more" if len(report.hidden) > _SHOW_IGNORED else ""

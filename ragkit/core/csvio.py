@@ -1,8 +1,8 @@
 """CSV in and out, the way spreadsheet users need it (DESIGN §4).
 
-In: UTF-8 (with or without BOM), UTF-16/32 with a BOM (or without one, when the header is ASCII), Shift_JIS/CP932;
-any other encoding is refused by name unless `--encoding` names it; comma, semicolon or tab separated; a row that
-would shift its cells is refused. Out: utf-8-sig, formula-looking cells escaped with a leading apostrophe
+In: UTF-8 (with or without BOM), UTF-16/32 with a BOM (or without one, when the header is ASCII), Shift_JIS/CP932,
+CP949/EUC-KR; any other encoding is refused by name unless `--encoding` names it; comma, semicolon or tab
+separated; a row that would shift its cells is refused. Out: utf-8-sig, formula-looking cells escaped with a leading apostrophe
 (stripped again when we read our own files), never over an existing file.
 """
 
@@ -59,6 +59,7 @@ _HANGUL = re.compile(r"[\uac00-\ud7a3]")
 _HAN = re.compile(r"[\u4e00-\u9fff]")
 _SJIS_COMMON = object()  # marks the Shift_JIS candidate, judged from its bytes
 _KOREAN = frozenset("이다의는에하을를고가서지한로기수도사리자어있나정대그인시면일것해우적주")  # frequent syllables
+KOREAN_COMMON = 0.15  # the share of a Korean text's syllables among them (docs/evaluation.md: measured)
 
 
 def _utf8_error(data: bytes) -> UnicodeDecodeError:
@@ -72,10 +73,11 @@ def _utf8_error(data: bytes) -> UnicodeDecodeError:
 def decode_bytes(data: bytes, name: str, encoding: str | None = None) -> str:
     """The text of a CSV file, never by a guess that could corrupt it (DESIGN §4).
 
-    Read: a byte order mark's encoding (UTF-8, UTF-16, UTF-32; a mark always wins), else `encoding` when given,
-    else UTF-16/32 without a mark when the header line is plain ASCII (its NUL bytes say which), else UTF-8, else
-    Shift_JIS/CP932 when the text reads as Japanese (kana, no private-use characters). Anything else is refused
-    with one line naming the likely encoding and the `--encoding` that reads it."""
+    Read: a byte order mark's encoding (UTF-8, UTF-16, UTF-32; a mark always wins), else valid UTF-8 with
+    non-ASCII text (it wins over an `encoding` that is not a UTF: legacy text is never valid UTF-8), else
+    `encoding` when given, else UTF-16/32 without a mark when the header line is plain ASCII (its NUL bytes say
+    which), else UTF-8, else Shift_JIS/CP932 or CP949 (_japanese_or_korean). Anything else is refused with one
+    line naming the likely encoding and the `--encoding` that reads it."""
     return sniff_encoding(data, name, encoding)[0]
 
 
@@ -89,6 +91,11 @@ def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple
                                             f"{_LABELS[enc]}"), bom, writer
     if encoding:
         utf8 = codecs.lookup(encoding).name == "utf-8"
+        if not utf8 and not codecs.lookup(encoding).name.startswith("utf-") and not data.isascii():
+            try:  # a default for a colleague's files (RAG_CSV_ENCODING=cp949) does not spoil a UTF-8 one
+                return data.decode("utf-8"), b"", "utf-8"
+            except UnicodeDecodeError:
+                pass
         text = _strict(data, "utf-8-sig" if utf8 else encoding, name, f"is not valid {encoding} (encoding=)")
         return text.lstrip("\ufeff"), b"", "utf-8" if utf8 else encoding
     wide = _bomless_unicode(data)
@@ -99,12 +106,9 @@ def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple
         return data.decode("utf-8"), b"", "utf-8"
     except UnicodeDecodeError:
         pass
-    try:
-        text = data.decode("cp932")
-        if _reads_as_japanese(text):
-            return text, b"", "cp932"
-    except UnicodeDecodeError:
-        pass
+    legacy = _japanese_or_korean(data)
+    if legacy:
+        return legacy[0], b"", legacy[1]
     why, codec = _refusal(data)
     raise RagError(f"{name}: {why}", flags={f"encoding={codec!r}": f"--encoding {codec}", **ENCODING_FLAG})
 
@@ -112,6 +116,42 @@ def sniff_encoding(data: bytes, name: str, encoding: str | None = None) -> tuple
 # A non-ASCII character or two inside a Latin word ("R鬆nion"), or a half-width katakana against a letter
 # ("Straﾟe"): what Latin-1 or CP1252 text looks like when it is decoded as CP932.
 _GLUED = re.compile(r"[A-Za-z][^\x00-\x7f]{1,2}[A-Za-z]|[A-Za-z][\uff61-\uff9f]|[\uff61-\uff9f][A-Za-z]")
+
+
+def _decoded(data: bytes, codec: str) -> str | None:
+    try:
+        return data.decode(codec)
+    except UnicodeDecodeError:
+        return None
+
+
+def _japanese_or_korean(data: bytes) -> tuple[str, str] | None:
+    """(text, codec) for a file in Shift_JIS/CP932 (Excel on Japanese Windows) or CP949/EUC-KR (on Korean
+    Windows), or None. Many files decode as both: Korean bytes read as CP932 are half-width katakana and kanji,
+    never kana; Japanese bytes read as CP949 are the rare syllables of its extended area. So: kana in the CP932
+    reading is Japanese; else common Korean syllables in the CP949 reading (_reads_as_korean) are Korean, unless
+    the EUC-JP reading has kana (refused then, naming EUC-JP, as before); else
+    a CP932 reading with nothing glued into a Latin word (kanji only) is Japanese."""
+    japanese = _decoded(data, "cp932")
+    if japanese is not None and _reads_as_japanese(japanese) and _KANA.search(japanese):
+        return japanese, "cp932"
+    korean = _decoded(data, "cp949")
+    euc_jp = _decoded(data, "euc-jp")  # Japanese in EUC-JP reads as CP949 too; its kana are Korean's jamo rows
+    if korean is not None and _reads_as_korean(korean) and not (euc_jp and _KANA.search(euc_jp)):
+        return korean, "cp949"
+    if japanese is not None and _reads_as_japanese(japanese):
+        return japanese, "cp932"
+    return None
+
+
+def _reads_as_korean(text: str) -> bool:
+    """Whether text decoded as CP949 is Korean: no private-use characters, nothing glued into a Latin word,
+    and at least KOREAN_COMMON of its syllables among the most frequent ones (other double-byte text decodes
+    into CP949's extended syllables, which are rare)."""
+    if _PRIVATE.search(text) or _GLUED.search(text) or "\x00" in text:
+        return False
+    syllables = _HANGUL.findall(text)
+    return bool(syllables) and sum(ch in _KOREAN for ch in syllables) >= KOREAN_COMMON * len(syllables)
 
 
 def _reads_as_japanese(text: str) -> bool:
@@ -156,7 +196,7 @@ def _refusal(data: bytes) -> tuple[str, str]:
     encoding's codec ("" when none is likely)."""
     likely = _likely(data)
     if likely is None:
-        return ("cannot decode the text; it is not UTF-8, UTF-16/32 or Shift_JIS/CP932; save it as CSV UTF-8, or "
+        return ("cannot decode the text; it is not UTF-8, UTF-16/32, Shift_JIS/CP932 or CP949; save it as CSV UTF-8, or "
                 "name its encoding with encoding="), ""
     label, codec = likely
     if codec == "utf-8":  # UTF-8 with a few damaged bytes: no other encoding reads it better
@@ -168,7 +208,7 @@ def _refusal(data: bytes) -> tuple[str, str]:
     line_no, line = next(((i, ln) for i, ln in enumerate(text.split("\n"), 1) if not ln.isascii()), (1, ""))
     where = next((i for i, ch in enumerate(line) if not ch.isascii()), 0)
     sample = line[max(0, where - 12): where + 20].strip()
-    return (f"not UTF-8 or Shift_JIS/CP932; it looks like {label} (line {line_no}: {sample!r}); save it as CSV "
+    return (f"not UTF-8, Shift_JIS/CP932 or CP949; it looks like {label} (line {line_no}: {sample!r}); save it as CSV "
             f"UTF-8, or read it with encoding={codec!r}"), codec
 
 
@@ -197,8 +237,7 @@ def _likely(data: bytes) -> tuple[str, str] | None:
         if _PRIVATE.search(text) or _GLUED.search(text):  # Latin text decodes as these too, into its words
             continue
         if marker is _KOREAN:  # other double-byte text decodes as CP949's extended syllables too: common ones?
-            syllables = _HANGUL.findall(text)
-            if syllables and sum(ch in _KOREAN for ch in syllables) >= 0.15 * len(syllables):
+            if _reads_as_korean(text):
                 return label, codec
         elif marker is _SJIS_COMMON:  # most characters from the common rows (kana, level-1 kanji), not Latin-1's
             leads = re.findall(rb"[\x81-\x9f\xe0-\xfc][\x40-\x7e\x80-\xfc]", data)

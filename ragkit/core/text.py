@@ -213,6 +213,31 @@ def _search_word(word: str) -> str:
     return _SHORT_FORMS.get(w, w)
 
 
+# A Korean word (eojeol) is a stem with particles and endings written onto it: "연차는", "이내에", "가능한가요".
+# Longest first. The endings are those of questions (and "X은요?", a topic asked about).
+KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "이어야", "인지요", "은요",
+              "는요", "도요", "나요", "까요", "가요", "세요", "니까", "해도", "해야")
+KO_PARTICLES = ("에서는", "에게서", "으로는", "으로서", "으로써", "에서", "에게", "께서", "부터", "까지", "처럼", "보다",
+                "으로", "이나", "이고", "이며", "에는", "과는", "와는", "은", "는", "을", "를", "의", "에", "로", "와", "과",
+                "가", "이", "도", "만")
+
+
+def korean_stem(word: str) -> str:
+    """`word` without its question ending and then its particle: "가능한가요" -> "가능", "연차는" -> "연차",
+    "이내에" -> "이내". A one-syllable particle comes off a stem of two syllables or more only ("차는", "나이" stay
+    as they are); a word that is all ending or particle ("는요", "을") comes back empty."""
+    if word in KO_ENDINGS or word in KO_PARTICLES:
+        return ""
+    for end in KO_ENDINGS:
+        if word.endswith(end) and len(word) > len(end):
+            word = word[: -len(end)]
+            break
+    for p in KO_PARTICLES:
+        if word.endswith(p) and len(word) - len(p) >= (2 if len(p) == 1 else 1):
+            return word[: -len(p)]
+    return word
+
+
 _HIRAGANA = re.compile("[\u3041-\u309f]")
 _LATIN_WORD = re.compile("[A-Za-z]{2,}")
 _FRAME_CHARS = 400  # one line up to a question's length; longer texts (pages, answers) go by script counts alone

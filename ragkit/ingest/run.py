@@ -101,10 +101,32 @@ def _collect(sources: list[Path], category: str | None, report: IngestReport) ->
                 report.failed.append((shown, "no PDF, DOCX or PPTX files in this folder"))
             continue
         if src.suffix.lower() not in SUPPORTED:
-            report.failed.append((shown, f"unsupported file type {src.suffix or '(none)'!r}; use PDF, DOCX or PPTX"))
+            report.failed.append((shown, unsupported_type(src.suffix)))
             continue
         add(src, src.absolute().parent)
     return out
+
+
+# Formats ragkit does not read that users are sent all the same: most Korean public and corporate regulations
+# come as HWP/HWPX (Hancom's word processor), which Hancom Office and its free viewer save as PDF or DOCX.
+CONVERT_FIRST = {".hwp": "HWP (Hangul word processor)", ".hwpx": "HWPX (Hangul word processor)"}
+
+
+def unsupported_type(suffix: str) -> str:
+    """Why a file of this type is not ingested, and what to do with it."""
+    known = CONVERT_FIRST.get(suffix.lower())
+    if known:
+        return (f"unsupported file type {suffix!r}: {known} is not read; save it as PDF or DOCX first (Hancom "
+                "Office or the Hangul viewer: Save As / Print to PDF), then ingest that file")
+    return f"unsupported file type {suffix or '(none)'!r}; use PDF, DOCX or PPTX"
+
+
+def convert_first(ignored: list[str]) -> str | None:
+    """A hint for the ignored files that a conversion would make readable (HWP/HWPX), or None."""
+    kinds = sorted({Path(p).suffix.lower() for p in ignored} & set(CONVERT_FIRST))
+    if not kinds:
+        return None
+    return f"{'/'.join(k[1:].upper() for k in kinds)} files are not read: save them as PDF or DOCX first, then ingest those"
 
 
 # -------------------------------------------------------------------------------------------------- main

@@ -17,7 +17,7 @@ from urllib.parse import quote
 from ragkit.core.csvio import split_checklist
 from ragkit.core.errors import RagError
 from ragkit.core.paths import atomic_write_text, path_list
-from ragkit.core.text import strip_controls
+from ragkit.core.text import detect_lang, strip_controls
 from ragkit.evaluate.runinfo import differing_fields
 from ragkit.evaluate.runs import HEADLINE, RULE_METRICS, Row, Run, bootstrap_ci, load_runs, percentile
 from ragkit.evaluate.summarization import task_of
@@ -443,8 +443,12 @@ def _questions(runs: Sequence[Run], verdicts: dict[str, dict[str, str]], out_dir
             f'see the answers, the checklist and the pages.</p><div id="qlist">{"".join(entries)}</div></section>')
 
 
+# The CJK fonts, the data's language's first: Hangul drawn with a JP font, or kanji with a KR one, takes the other
+# language's glyph shapes (html lang alone lets the browser choose only among fonts that are listed).
+_FONTS = {"ja": '"Hiragino Sans","Noto Sans CJK JP","Noto Sans JP","Meiryo"',
+          "ko": '"Apple SD Gothic Neo","Noto Sans CJK KR","Noto Sans KR","Malgun Gothic"'}
 _CSS = """
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI","Hiragino Sans","Noto Sans CJK JP",sans-serif;margin:0;
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",%FONTS%,sans-serif;margin:0;
 color:#1d2330;background:#f6f7f9}
 main{max-width:1200px;margin:0 auto;padding:16px 24px 48px}
 h1{font-size:22px;margin:8px 0}h2{font-size:18px;margin:28px 0 8px;border-bottom:1px solid #d5d9e0}
@@ -502,6 +506,18 @@ _JS = """
 """
 
 
+def data_lang(runs: Sequence[Run]) -> str:
+    """The language most of the runs' questions are written in (text.detect_lang: "en", "ja", "ko", "zh"): the
+    report is mostly its data, so its `<html lang>` (and which CJK font comes first) follows it."""
+    counts: dict[str, int] = {}
+    for run in runs:
+        for row in run.rows:
+            if row.question.strip():
+                lang = detect_lang(row.question)
+                counts[lang] = counts.get(lang, 0) + 1
+    return max(counts, key=lambda k: (counts[k], k == "en")) if counts else "en"
+
+
 def build_report(runs: Sequence[Run], out_dir: Path) -> str:
     """The report's HTML for these runs; links to page files are relative to `out_dir`."""
     if not runs:
@@ -514,11 +530,14 @@ def build_report(runs: Sequence[Run], out_dir: Path) -> str:
             f'{_calibration(runs)}{wins}{_breakdown(runs)}{_cost(runs)}{_questions(runs, verdicts, out_dir)}'
             f'{_glossary(runs)}</main>')
     csp = "default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:"
-    return (f'<!doctype html><html lang="en"><head><meta charset="utf-8">'
+    lang = data_lang(runs)
+    fonts = ",".join(_FONTS[k] for k in sorted(_FONTS, key=lambda k: k != lang))
+    css = _CSS.replace("%FONTS%", fonts)
+    return (f'<!doctype html><html lang="{lang}"><head><meta charset="utf-8">'
             f'<meta http-equiv="Content-Security-Policy" content="{csp}">'
             f'<meta name="viewport" content="width=device-width, initial-scale=1">'
             f'<meta name="generator" content="{_e(meta)}">'
-            f'<title>ragkit report: {_e(", ".join(r.name for r in runs))}</title><style>{_CSS}</style></head>'
+            f'<title>ragkit report: {_e(", ".join(r.name for r in runs))}</title><style>{css}</style></head>'
             f'<body>{body}<script>{_JS}</script></body></html>')
 
 

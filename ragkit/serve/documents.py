@@ -179,6 +179,10 @@ def safe_upload_name(filename: str) -> tuple[str, str]:
     base = re.split(r"[\\/]", filename or "")[-1]
     ext = PurePosixPath(base).suffix.lower()
     if ext not in KINDS:
+        from ragkit.ingest.run import CONVERT_FIRST, unsupported_type
+
+        if ext in CONVERT_FIRST:  # HWP: what to do with it
+            raise ClientError(415, unsupported_type(ext))
         raise ClientError(415, f"unsupported file type {ext or '(none)'!r}: upload a PDF, DOCX or PPTX")
     stem = sanitize_name(base[: -len(ext)], fallback="document").lstrip(". ") or "document"
     return stem, ext

@@ -18,7 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ragkit.core.text import CJK_CLASS, HAN_KANA, HANGUL, STOPWORDS, normalize
+from ragkit.core.text import (
+    CJK_CLASS,
+    HAN_KANA,
+    HANGUL,
+    KO_PARTICLES,
+    STOPWORDS,
+    korean_stem,
+    normalize,
+    search_terms,
+)
 
 SESSIONS_FILE = "sessions.sqlite3"
 MAX_TURNS = 20  # turns kept per session (older ones are dropped)
@@ -26,6 +35,9 @@ MAX_SESSIONS = 1000  # sessions kept per database (the least recently used are d
 HISTORY_FOR_REWRITE = 3  # turns shown to the rewriter / answerer
 MAX_CARRIED_TERMS = 8
 CHECK_PAGES = 3  # pages of each search that the offline rewrite's check reads (own_words_lead_elsewhere)
+# ... and the share of the carried words that a page holding the question's own words must hold too (chosen on
+# both halves of the written-down follow-ups: docs/serve.md)
+SUBJECT_SHARE = 0.5
 _ID_RE = re.compile(r"^[A-Za-z0-9_-]{8,64}$")
 
 
@@ -178,17 +190,26 @@ MIN_CONTENT_WORDS = 2  # English and Korean: words that are not function, questi
 
 
 def key_terms(text: str) -> list[str]:
-    """Content words of `text` in order: Latin words that are not function words, and CJK runs split at
-    hiragana (particles, endings), at least two characters long."""
+    """Content words of `text` in order: Latin words that are not function words, Japanese runs split at
+    hiragana (particles, endings) and Korean words' stems (particles and endings off, question words out), at
+    least two characters long (but a Korean counter after 몇)."""
     out: list[str] = []
+    before = ""
     for tok in _WORDS.findall(normalize(text)):
-        if re.match(f"[{CJK_CLASS}]", tok):
+        if _HANGUL_RE.match(tok):  # a Korean word's stem ("연차는" -> "연차"); a particle after "USB" is none
+            stem = korean_stem(tok)
+            # the counter after 몇 names what is counted ("몇 면": parking spaces), as 何文字 stays in Japanese
+            counter = before == "몇" and stem not in KO_PARTICLES
+            parts = [stem] if (len(stem) >= 2 or (counter and stem)) and not stem.startswith(_KO_ASKING) \
+                and stem not in _BACK_CJK else []
+        elif re.match(f"[{CJK_CLASS}]", tok):
             parts = [p for p in _KANA_RUN.split(tok) if len(p) >= 2]
         else:
             parts = [tok] if tok not in STOPWORDS and tok not in _BACK_WORDS and len(tok) > 2 else []
         for p in parts:
             if p not in out:
                 out.append(p)
+        before = tok
     return out
 
 
@@ -202,16 +223,31 @@ def language(text: str) -> str:
 
 def content_size(question: str) -> int:
     """How much `question` says about its subject: in Japanese, its content characters (kanji, katakana, Latin
-    letters and digits, less what it asks: 何日, 場合); in English and Korean, its words that are not function
-    words, question words or words that point back."""
+    letters and digits, less what it asks: 何日, 場合); in English, its words that are not function words,
+    question words or words that point back; in Korean, its words (eojeol) likewise (_korean_content_word)."""
     norm = normalize(question)
     if language(norm) == "ja":
         text = _JA_ASKING.sub("", _KANA_RUN.sub(" ", norm))
         return sum(1 for ch in text if ch.isalnum())
-    words = [w for w in _WORDS.findall(norm) if w not in _BACK_KO_WORDS]
     if language(norm) == "ko":
-        return sum(1 for w in words if not w.startswith(_KO_ASKING))
+        return sum(1 for w in norm.split() if _korean_content_word(w))
+    words = [w for w in _WORDS.findall(norm) if w not in _BACK_KO_WORDS]
     return sum(1 for w in words if w not in STOPWORDS and w not in _BACK_WORDS and len(w) > 2)
+
+
+def _korean_content_word(word: str) -> bool:
+    """A Korean word (as spaced: "USB를" is one, its particle no word of its own) that says something of the
+    subject: not a word that points back (그, 이), nor a question word (얼마인가요, 어떻게), but a question word
+    fused with its counter counts as the counter written apart does: 며칠 (몇 일), 몇명 (몇 명) as in 몇 자."""
+    word = word.strip(".,!?。？！、\"'()[]「」")
+    if not _WORDS.search(word) or word in _BACK_KO_WORDS:
+        return False
+    if word.startswith("며칠"):
+        return True  # the fused spelling of 몇 일 ("how many days"), not a bare 몇
+    if word.startswith("몇"):
+        counter = korean_stem(word[1:])
+        return bool(counter) and counter not in KO_PARTICLES
+    return not word.startswith(_KO_ASKING)
 
 
 def is_follow_up(question: str) -> bool:
@@ -232,9 +268,16 @@ def topic_terms(turn: Turn) -> list[str]:
     """What a turn was about: a question that stood alone, its own key terms; a follow-up, the terms it carried
     (not its own words), so that a chain of follow-ups carries its first question's subject and nothing piles up."""
     own = key_terms(turn.query)
-    searched = key_terms(turn.search_query)
-    carried = [t for t in searched if t not in own]
-    return carried or own
+    return _carried_words(turn.query, turn.search_query) or own
+
+
+def _carried_words(question: str, searched: str) -> list[str]:
+    """The terms rewrite_offline appended to `question`, one by one: read as text again, Japanese ones would be
+    joined ("出張 日当" is "出張日当" once normalized)."""
+    if not searched.startswith(question):  # an older store's turn, or a model's rewrite
+        own = key_terms(question)
+        return [t for t in key_terms(searched) if t not in own]
+    return searched[len(question):].split()
 
 
 def rewrite_offline(question: str, history: list[Turn]) -> str:
@@ -252,20 +295,29 @@ def rewrite_offline(question: str, history: list[Turn]) -> str:
 
 
 def own_words_lead_elsewhere(question: str, searched: str, pages: Callable[[str], list[str]]) -> bool:
-    """The offline rewrite checked against the index: True when the carried search's best pages hold none of the
-    question's own key terms while the question's own search finds pages that do: the carried words led away from
-    what was asked (「製氷は？」 after a question on travel allowances: the travel rules do not hold 製氷, the
-    refrigerator's manual does). `pages(query)` gives the normalized text of the best pages for `query`."""
+    """The offline rewrite checked against the index: True when no page among the carried search's best holds
+    the question's own key terms together with at least SUBJECT_SHARE of the carried ones, while the question's
+    own search finds pages that hold its words: the carried words led away from what was asked. 「製氷は？」 after
+    a question on travel allowances: the travel rules do not hold 製氷, the refrigerator's manual does. "USB는요?"
+    after a question on refunds: the refund page comes first, and the security notice that holds USB holds one
+    carried word of three (이내), by chance; searched with them, the refund rule was quoted as the answer.
+    `pages(query)` gives the normalized text of the best pages for `query`."""
     if searched == question:
         return False
     own = [t for t in (_JA_ASKING.sub("", w) for w in key_terms(question)) if len(t) >= 2]
     if not own:
         return False
+    carried = [set(search_terms(t)) for t in _carried_words(question, searched)]
 
-    def hold(texts: list[str]) -> bool:
-        return any(t in text for text in texts for t in own)
+    def about_both(text: str) -> bool:
+        if not any(t in text for t in own):
+            return False
+        words = set(search_terms(text))  # the carried terms as the index reads them: "reported" holds "report"
+        return sum(1 for t in carried if t <= words) >= SUBJECT_SHARE * len(carried)
 
-    return not hold(pages(searched)) and hold(pages(question))
+    if any(about_both(text) for text in pages(searched)):
+        return False
+    return any(t in text for text in pages(question) for t in own)
 
 
 REWRITE_SYSTEM = """You rewrite the user's latest question into ONE standalone question that can be understood

@@ -5,7 +5,8 @@
 
 const $ = (id) => document.getElementById(id);
 const MAX_QUESTION = 4000;  // the server's limit (app.py MAX_QUERY_CHARS); the question box has it as maxlength
-const LANG = (navigator.language || "").toLowerCase().startsWith("ja") ? "ja" : "en";
+// the browser's language when the page speaks it (Japanese, Korean), else English
+const LANG = ["ja", "ko"].find((l) => (navigator.language || "").toLowerCase().startsWith(l)) || "en";
 
 // The page's own words, in the browser's language. Texts that come from the server (answers, refusals,
 // upload errors) are shown as they come.
@@ -105,6 +106,54 @@ const TEXT = {
     tokenNeeded: "このサーバーにはトークンが必要です。右上のトークン欄に入力してください",
     degraded: "異常", serverDown: "サーバーが応答しません", searchDown: "検索とチャットが使えません",
     error: "エラー：",
+  },
+  ko: {
+    apiDocs: "API 문서", token: "토큰", tokenPlaceholder: "서버에 설정된 경우",
+    tokenTitle: "서버의 토큰(rag serve --token 또는 RAG_API_TOKEN). 이 탭에만 저장됩니다",
+    chat: "채팅", ask: "질문하기", newChat: "새 채팅", newChatTitle: "새 대화 시작",
+    questionPlaceholder: "문서에 대해 질문하세요…", questionLabel: "질문",
+    strategyTitle: "답변 방식(엔지니어용)", options: "설정", close: "닫기", closePage: "페이지 닫기",
+    search: "검색", searchPlaceholder: "키워드", searchLabel: "문서 검색",
+    documents: "문서", upload: "추가", fileLabel: "추가할 파일(PDF, DOCX, PPTX)",
+    categoryPlaceholder: "분류(선택)", categoryLabel: "추가할 문서의 분류(선택)",
+    intro: (n) => `'문서'에 있는 ${n}개 문서에 대해 질문할 수 있습니다. 답변은 문서의 페이지를 인용하고 링크로 열 수 있습니다.`,
+    introNone: "'문서'에서 문서를 추가하면 여기에서 질문할 수 있습니다.",
+    emptyQuestion: "질문을 입력하세요.",
+    tooLong: (n) => `질문이 너무 깁니다(최대 ${n}자).`,
+    counter: (n, max) => `${n} / ${max}자`,
+    queued: "대기 중: 이전 질문에 답변하고 있습니다. 끝나는 대로 이 질문을 합니다.",
+    starting: "시작하는 중…", stepSearchAny: "문서를 검색하는 중…", stepSearch: (q) => `“${q}” 검색 중…`, stepRead: (what) => `${what} 읽는 중…`,
+    stepModel: (n) => `모델에 문의하는 중(${n}번째)…`, stepTool: (name) => `${name} 실행 중…`,
+    elapsed: (s) => `${s}초`, stop: "중지", stopped: "중지했습니다. 이 질문에는 답변하지 않았습니다. 다음 질문부터 새 대화가 됩니다.",
+    retry: "다시 시도", copy: "복사", copied: "복사했습니다", copyFailed: "복사하지 못했습니다",
+    sources: "출처", details: (n) => `답변을 찾은 과정(${n}단계)`,
+    unreachable: "서버에 연결할 수 없습니다. 서버가 중지되었거나 네트워크 문제입니다. 잠시 후 다시 시도하거나 관리자에게 알려 주세요.",
+    serverFailed: "서버가 이 질문에 답변하지 못했습니다. 다시 시도해 주세요.",
+    unavailable: "지금은 서버에서 검색을 사용할 수 없습니다(색인이 응답하지 않음). 잠시 후 다시 시도해 주세요.",
+    sessionGone: "이 대화는 서버에 더 이상 없습니다. 다음 질문부터 새 대화가 됩니다.",
+    incomplete: "답변이 도중에 멈췄습니다. 다시 시도해 주세요.",
+    generalKnowledge: "일반 지식에 의한 답변: 문서에서 관련 내용을 찾지 못했습니다",
+    meant: (n, names) => `질문이 문서를 특정하지 않습니다. 해당할 수 있는 문서가 ${n}개 있습니다: ${names}`,
+    closest: "질문의 단어로 답하는 문장이 없습니다. 의미가 가까운 페이지(답인지는 확인하지 않음):",
+    noAnswer: "문서에 답이 없습니다",
+    confirmNewChat: "새 채팅을 시작할까요? 화면의 대화가 지워집니다.",
+    loading: "불러오는 중…", printed: (p) => ` (인쇄 페이지 ${p})`, pageWord: "페이지", pageGone: "삭제된 페이지",
+    pageDeleted: "이 페이지는 더 이상 없습니다. 문서가 삭제(또는 교체)되었습니다.",
+    noHits: "일치하는 페이지가 없습니다", noDocuments: "문서가 없습니다. 추가해 주세요",
+    pages: (n) => `${n}페이지`, del: "삭제", delLabel: (name) => `${name} 삭제`,
+    confirmDelete: (name, n) => `${name}(${n}페이지)을(를) 삭제할까요?`,
+    uploading: (name) => `${name} 추가하는 중…`,
+    uploaded: (name, n) => `✓ ${name}을(를) 추가했습니다(${n}페이지). 이제 질문할 수 있습니다.`,
+    replaced: (name, n) => `✓ ${name}을(를) 교체했습니다(${n}페이지). 이제 질문할 수 있습니다.`,
+    confirmReplace: (name, n, file) => `${name}(${n}페이지)을(를) ${file}(으)로 교체할까요?`,
+    notReplaced: (name, file) => `${file}은(는) 추가하지 않았습니다. ${name}은(는) 그대로입니다.`,
+    unchanged: (name) => `✓ ${name}은(는) 이미 추가되어 있습니다(변경 없음).`,
+    notSearchable: (what, why) => `${what}: 아직 검색할 수 없습니다: ${why}`,
+    notIndexed: "페이지가 색인에 들어 있지 않습니다",
+    tokenWrong: "오른쪽 위의 토큰이 이 서버의 토큰이 아닙니다. 올바른 토큰을 입력하세요",
+    tokenNeeded: "이 서버에는 토큰이 필요합니다. 오른쪽 위의 토큰 칸에 입력하세요",
+    degraded: "이상", serverDown: "서버가 응답하지 않습니다", searchDown: "검색과 채팅을 사용할 수 없습니다",
+    error: "오류: ",
   },
 };
 
