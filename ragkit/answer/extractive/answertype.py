@@ -3,6 +3,7 @@ a quoted sentence holds one: "How long does it take to charge the watch?" is not
 charging that names no time, nor by one that says how often to charge ("once every 6 months").
 
     answer_kind(question) -> "percentage" | "frequency" | "soon" | "duration" | "date" | "number" | None
+    asked_at(question) -> (kind, start, end) of the words that ask it, or None
     holds_kind(text, kind) -> bool"""
 
 from __future__ import annotations
@@ -33,11 +34,11 @@ _KINDS = (
                               r"何パーセント|何%|何割|몇 ?퍼센트|몇 ?%", re.IGNORECASE)),
     ("frequency", re.compile(r"\bhow (?:often|frequently)\b|\bhow many times (?:a|an|per|every|each)\b|"
                              r"どれ(?:く|ぐ)らいの頻度|どのくらいの頻度|何(?:日|週間|か月|ヶ月|年)(?:ごと|おき)|얼마나 자주|"
-                             r"몇 ?(?:일|주|개월|년)마다", re.IGNORECASE)),
+                             r"(?:몇 ?(?:일|주|개월|년)|며칠)마다", re.IGNORECASE)),
     ("soon", re.compile(r"\bhow (?:soon|quickly|fast)\b", re.IGNORECASE)),
     ("duration", re.compile(r"\bhow long\b|\bhow many (?:seconds|minutes|hours|days|"
                             r"weeks|months|years)\b|何(?:秒|分|時間|日間?|週間|か月|ヶ月|年間?)|どのくらい(?:の時間|"
-                            r"かかり|待)|몇 ?(?:초|분|시간|일|주|개월|년)|얼마나 (?:걸|오래)", re.IGNORECASE)),
+                            r"かかり|待)|몇 ?(?:초|분|시간|일|주|개월|년)|며칠|얼마나 (?:걸|오래)", re.IGNORECASE)),
     # "when was/did/will" asks for a date; "when is an account locked?" asks for a condition
     ("date", re.compile(r"\b(?:what|which) (?:year|date|month|day)\b|\bwhen (?:was|were|did|will)\b|"
                         r"いつ|何年に|언제", re.IGNORECASE)),
@@ -49,9 +50,16 @@ _KINDS = (
 
 def answer_kind(question: str) -> str | None:
     """"percentage", "frequency", "soon" (how soon, how quickly), "duration", "date", "number", or None."""
+    m = asked_at(question)
+    return m[0] if m else None
+
+
+def asked_at(question: str) -> tuple[str, int, int] | None:
+    """The kind of answer asked for and where the question asks it (the span of "며칠", "何日", "how many days"),
+    or None."""
     for kind, pattern in _KINDS:
-        if pattern.search(question):
-            return kind
+        if m := pattern.search(question):
+            return kind, m.start(), m.end()
     return None
 
 

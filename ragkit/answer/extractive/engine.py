@@ -107,13 +107,16 @@ NAMED = {"en": "Read in the document the question names: {docs}.", "ja": "質問
 # Search finds a page by meaning alone when it holds none of the question's words and is much closer to it than
 # the pages that do (a question in another language than the documents'). The engine quotes only sentences that
 # hold the question's words, so it refuses, naming those pages.
-BY_MEANING = {"en": "No sentence answers in the question's words (another language than the documents'?). Closest in "
-                    "meaning, not checked to answer it (read them, or ask with a model): {pages}.",
-              "ja": "質問の語で答える文はありません（資料と別の言語の質問？）。意味の近いページ（答えを含むかは未確認。開いて読むか、"
+BY_MEANING = {"en": "No sentence answers in the question's words{hint}. Closest in meaning, not checked to answer it "
+                    "(read them, or ask with a model): {pages}.",
+              "ja": "質問の語で答える文はありません{hint}。意味の近いページ（答えを含むかは未確認。開いて読むか、"
                     "モデルを使って質問してください）: {pages}。",
-              "ko": "질문의 단어로 답하는 문장이 없습니다(문서와 다른 언어의 질문?). 의미가 가까운 페이지(답을 담았는지는 "
+              "ko": "질문의 단어로 답하는 문장이 없습니다{hint}. 의미가 가까운 페이지(답을 담았는지는 "
                     "확인하지 않음. 직접 읽거나 모델로 질문하세요): {pages}.",
-              "zh": "没有用问题的词语作答的句子（与文件语言不同的问题？）。意思最接近的页面（未核实是否含有答案；请阅读，或用模型提问）：{pages}。"}
+              "zh": "没有用问题的词语作答的句子{hint}。意思最接近的页面（未核实是否含有答案；请阅读，或用模型提问）：{pages}。"}
+# ... said only when those pages are in another language than the question
+OTHER_LANGUAGE = {"en": " (another language than the documents'?)", "ja": "（資料と別の言語の質問？）",
+                  "ko": "(문서와 다른 언어의 질문?)", "zh": "（与文件语言不同的问题？）"}
 CLOSEST_SHOWN = 3
 YEARS_MISSING = {"en": "Neither its first pages nor the pages read mention {years}.",
                  "ja": "その資料の最初のページにも読んだページにも {years} はありません。",
@@ -294,6 +297,7 @@ class _Analysis:
     named_only: bool = False  # the quote holds the question's common words only inside names (names_only)
     ambiguous: list[str] = field(default_factory=list)  # documents it could mean, when it names none (which_documents)
     by_meaning: list[str] = field(default_factory=list)  # the pages read that search found by meaning alone
+    page_lang: dict[str, str] = field(default_factory=dict)  # their language (text.detect_lang of the page)
     page_info: dict[str, tuple[int, str]] = field(default_factory=dict)
 
 
@@ -368,6 +372,8 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
         found = page_units(body, rel, rank, context_title)
         if not found:
             continue
+        if rel in out.by_meaning:
+            out.page_lang[rel] = _lang(body)
         page_terms[rel] = held_terms(folders + "\n" + context_title + "\n" + body)
         out.page_info[rel] = (meta.page or page_no, title or doc_title)
         prior = 1.0 / (1.0 + RANK_DECAY * rank)
@@ -386,6 +392,10 @@ def _analyse(question: str, index, db: Path, k: int, named: list[str] | None = N
             u.score = score
         units.extend(found)
     (trace or _NoTrace()).write("read", pages=read)
+    # a page of headings only (a document's title page) is close in meaning to anything about the document, and
+    # has nothing to read
+    out.by_meaning = [rel for rel in out.by_meaning if any(u.rel == rel and not (u.is_heading or u.title)
+                                                           for u in units)]
     if not units:
         return out
     out.chosen = _select(units, chosen_by, page_terms, page_doc)
@@ -584,15 +594,23 @@ def answer_offline(question: str, index, db: Path, *, k: int = 5, trace: Any = N
             answer.answer += "\n" + NAMED[lang].format(docs=", ".join(document_name(d) for d in an.named))
             if an.years_missing:
                 answer.answer += " " + YEARS_MISSING[lang].format(years=", ".join(an.years_missing))
-        elif an.by_meaning:
+        elif an.by_meaning and (not an.chosen or an.coverage < RULE.refuse_below):
+            # only when the question's words answer nothing: a quote that holds them, refused on meaning or on a
+            # missing year, is no question asked in other words
+            closest = [rel for rel in an.by_meaning if rel in an.page_info]
             answer.closest = [Source(path=reference_path(db, rel), page=an.page_info[rel][0], title=an.page_info[rel][1])
-                              for rel in an.by_meaning if rel in an.page_info][:CLOSEST_SHOWN]
+                              for rel in closest][:CLOSEST_SHOWN]
             shown = ", ".join(f"{s.path} p.{s.page}" for s in answer.closest)
+            other = any(an.page_lang.get(rel, lang) != lang for rel in closest[:CLOSEST_SHOWN])
             if shown:
-                answer.answer += "\n" + BY_MEANING[lang].format(pages=shown)
+                answer.answer += "\n" + BY_MEANING[lang].format(pages=shown, hint=OTHER_LANGUAGE[lang] if other else "")
         return answer
 
-    chosen = an.chosen
+    # A (markdown) heading chosen for the words it holds is quoted by the text under it, chosen with it (_select):
+    # it counted as evidence, and quoted as a line of its own it reads as the answer ("2. 새 사무실 위치"). The
+    # sources' titles and paths still name the section. A title line (units._titles) stays: it is a line of the
+    # text, and may be what is asked (the position "Core Assurance" under "### Ibrahim").
+    chosen = [u for u in an.chosen if not u.is_heading] or an.chosen
     # Cite pages in order of first use; number citations [1], [2] by page.
     cite: dict[str, int] = {}
     for u in chosen:

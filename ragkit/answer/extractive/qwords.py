@@ -13,6 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ragkit.answer.extractive.corpus import idf
+from ragkit.answer.extractive.terms import verb_noun
 from ragkit.core import text as T
 
 HIRAGANA_ONLY = re.compile("^[\u3040-\u309f]+$")
@@ -88,13 +89,20 @@ def weigh(words: list[tuple[str, list[str]]], n: int, df: Counter, *, respell: b
             out += weigh([(x, [x]) for x in parts if len(x) > 1 or x.isdigit()], n, df, respell=True, alts=alts,
                          alt_found=alt_found)
             continue
+        # a Korean 하다/되다 verb the question writes ("사용해도") is its noun ("사용") when pages hold the noun; when
+        # none does it stays as written, its bigrams a paraphrase's partial match ("재임하며" over "임기는 5년으로 하며")
+        # (a word still: read by its characters as the verb was, so a quote holding it holds the question's word
+        # whole, checks.holds_whole)
+        was_cjk = False
+        if respell and (noun := verb_noun(word)) and noun[1] and all(df.get(t, 0) for t in noun[1]):
+            word, terms, was_cjk = *noun, True
         instead = tuple(dict.fromkeys(a for t in terms for a in (alts or {}).get(t, ())))
         fixed = [respell_term(t, df) for t in terms] if respell and not instead else terms  # a known term
         if fixed != terms:
             word, terms = " ".join(fixed), fixed
         w = [idf(n, df.get(t, 0)) * (HIRAGANA_WEIGHT if HIRAGANA_ONLY.match(t) else 1.0) for t in terms]
         cjk = bool(T.CJK_RE.match(word)) and "".join(terms) != word  # bigrams (not one Latin/digit word)
-        out.append(QWord(word, terms, sum(w) / len(w), cjk or (len(word) == 1 and bool(T.CJK_RE.match(word))),
+        out.append(QWord(word, terms, sum(w) / len(w), cjk or was_cjk or (len(word) == 1 and bool(T.CJK_RE.match(word))),
                          instead, alt_found))
     return out
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from ragkit.answer.extractive.answertype import asked_at
 from ragkit.core import text as T
 
 # Words that say what kind of answer is wanted, not what it is about (beyond text.STOPWORDS).
@@ -26,11 +27,14 @@ _EN_QUESTION = re.compile(r"\bhow (long|many|much|often|far|old|soon|quickly|fas
 _EN_DURATION_END = re.compile(r"\blast(s|ing)?\b(?=\W*$)", re.IGNORECASE)
 _KO_QUESTION_WORDS = frozenset(
     "무엇 무엇인가요 무엇입니까 뭐 뭔가요 언제 어디 어디에 어디서 얼마 얼마나 어떻게 어떤 몇 며칠 누구 누가 무슨 어느 왜 "
-    "있 있는 있나요 있습니까 있다 있었 수 것".split()  # and the auxiliaries around them ("쓸 수 있는")
+    "있 있는 있나요 있습니까 있다 있었 수 것 가능".split()  # and the auxiliaries around them ("쓸 수 있는"), and
+    # 가능 ("주차는 가능한가요?", "is parking possible?"): it asks whether, as "can" does
 )
 # Nouns that work as English's "during", "when", "after", "about" do ("몇 년 동안", "재판 도중에", "~에 대한"):
 # they frame the question and say nothing about what a page must hold.
 _KO_FUNCTION_WORDS = frozenset("동안 도중 때 이후 이전 사이 경우 대해 대한 관해 관한".split())
+_KO_INTERROGATIVES = frozenset("무엇 뭐 언제 어디 얼마 얼마나 어떻게 어떤 몇 며칠 누구 누가 무슨 어느 왜".split())
+_KO_COPULA_ENDINGS = ("입니까", "인가요")  # "몇 명인가요": the noun before the copula is what is asked (명)
 # The past of the copula after a noun ("몇 척이었나요", "얼마였나요"): "척", "얼마" is what is asked about
 _KO_COPULA_PAST = ("이었", "였")
 _KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "나요", "까요", "가요",
@@ -40,6 +44,11 @@ _KO_PARTICLES = ("에서는", "에게서", "으로는", "으로서", "으로써"
                  "보다", "으로", "이나", "이고", "이며", "과는", "와는", "은", "는", "을", "를", "의", "에", "로", "와", "과",
                  "가", "이")
 _HANGUL_WORD = re.compile("[\uac00-\ud7af]+")
+# A verb or adjective made of a noun and 하다/되다 ("사용하다" "to use", "가능하다" "to be possible") is read as the
+# noun (verb_noun): "사용해도", "사용한", "사용됩니다" all mean "사용", as "使って"/"使用" and "use"/"used" meet. The
+# noun keeps two syllables or more; 합/됩/했/됐 must be followed by an ending ("필요합니다"), so "노동조합", "부적합" stay nouns;
+# the other forms may end the word ("출근한", "사용할", "포함됨", and "해당하" once the 는 of "해당하는" is cut).
+_KO_HADA = re.compile("^([\uac00-\ud7af]{2,}?)(?:[합됩했됐][\uac00-\ud7af]+|[하해한할함되된될됨돼][\uac00-\ud7af]*)$")
 _CJK_CHAR = re.compile("[\u3005\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]")
 _WORD = re.compile(r"[^\W_]+")
 _INTERROGATIVE_CJK = re.compile("[何誰幾哪谁]")
@@ -68,6 +77,14 @@ def _strip_korean(text: str) -> str:
         return w
 
     return _HANGUL_WORD.sub(one, text)
+
+
+def verb_noun(word: str) -> tuple[str, list[str]] | None:
+    """The noun of a question's Korean 하다/되다 verb or adjective and its terms ("사용해도" -> "사용"; _KO_HADA), or
+    None. A page's "사용한다" holds the noun among its bigrams; the question's "사용해도" holds "용해" and "해도"
+    beside it, which no page about using holds."""
+    m = _KO_HADA.match(word)
+    return (m.group(1), _word_terms(m.group(1))) if m else None
 
 
 def _prepare(text: str) -> str:
@@ -148,19 +165,31 @@ def question_words(question: str) -> list[tuple[str, list[str]]]:
     q = _INTERROGATIVE_CJK.sub("|", q)
     if _HANGUL_WORD.search(q):
         words = []
-        for w in q.split():
+        split = q.split()
+        asked = False  # an interrogative was seen: the verb after it only says how it is asked
+        for i, w in enumerate(split):
             core = w.rstrip("?？.!,、")
             if core in _KO_ENDINGS:  # the ending written apart ("몇 자 이상이어야 합니까?"): it only asks
                 continue
+            verb = False
             for end in _KO_ENDINGS:
                 if core.endswith(end) and len(core) > len(end):
                     core = core[: -len(end)]
+                    verb = end not in _KO_COPULA_ENDINGS and not end.startswith(("하", "합", "한", "되", "됩"))
                     for cop in _KO_COPULA_PAST:
                         if core.endswith(cop) and len(core) > len(cop):
-                            core = core[: -len(cop)]
+                            core, verb = core[: -len(cop)], False  # a noun and the copula ("몇 척이었나요")
                             break
                     break
             bare = _strip_korean(core)
+            if {core, bare} & _KO_INTERROGATIVES:
+                asked = True
+            # the question's own verb after its interrogative ("며칠 받나요?", "며칠 받을 수 있나요?"): it says how
+            # the figure asked for is had, which a page says in its own verb ("부여한다"), as Japanese's hiragana
+            # inflection (もらえますか) weighs next to nothing; a noun's 하다 verb says what is asked ("누가
+            # 임명하나요?": 임명) and stays
+            if asked and (verb or (i + 1 < len(split) and split[i + 1] == "수")) and verb_noun(bare) is None:
+                continue
             if not ({core, bare} & (_KO_QUESTION_WORDS | _KO_FUNCTION_WORDS)):
                 words.append(core)
         q = " ".join(words)
@@ -217,10 +246,23 @@ def also_said(question: str, rules: list[tuple[list[str], list[str]]]) -> list[s
 def says_in_order(question: str, text: str) -> bool:
     """Whether a text holds the question's content words as the question writes them: every one of its terms,
     in its order, with nothing between them ("3분기 매출은 얼마였습니까?" in "3분기 매출은 45억 원으로 ..."), and at
-    least two that are not figures (one word alone is held by any sentence that names it)."""
+    least two that are not figures (one word alone is held by any sentence that names it). A question that asks
+    for a figure after all its words ("연차는 며칠인가요?", "年休は何日ですか？": the blank last, as Korean and
+    Japanese put it) is said by a text that fills the blank in place: its words, a figure, and the counter the
+    question asks in ("연차 15일", "年休15日"); then one word is enough, the figure stands where it is asked."""
     asked = [t for _word, terms in question_words(question) for t in terms]
-    if sum(not t.isdigit() for t in asked) < 2:
-        return False
+    words = sum(not t.isdigit() for t in asked)
     said = _terms(text)
     n = len(asked)
-    return any(said[i : i + n] == asked for i in range(len(said) - n + 1))
+    if words >= 2 and any(said[i : i + n] == asked for i in range(len(said) - n + 1)):
+        return True
+    blank = asked_at(question)
+    if blank is None or blank[0] == "date":
+        return False
+    before = [t for _word, terms in question_words(question[: blank[1]]) for t in terms]
+    counter = [t for _word, terms in question_words(question[blank[1] : blank[2]]) for t in terms]
+    if before + counter != asked or not any(not t.isdigit() for t in before):
+        return False  # words after the blank ("How many days of annual leave?"), or none before it
+    m = len(before)
+    return any(said[i : i + m] == before and said[i + m].isdigit() and said[i + m + 1 : i + m + 1 + len(counter)] == counter
+               for i in range(len(said) - m - len(counter)))

@@ -95,6 +95,8 @@ def page_units(body: str, rel: str, rank: int, title: str) -> list[Unit]:
     header: list[str] | None = None
     paras = itertools.count()  # a new number per paragraph, list item, heading and table row
     lone: set[int] = set()  # paragraphs of one line (a title line stands on its own)
+    bullets: set[int] = set()  # bulleted list items: an item of a list is never a title ("- 이사 날짜: 3월 14일")
+    bullet = [False]  # the paragraph being read opened with a bullet
 
     def ctx() -> str:
         return " / ".join([title] + [h for _, h in headings])
@@ -110,6 +112,9 @@ def page_units(body: str, rel: str, rank: int, title: str) -> list[Unit]:
         number = next(paras)
         if len(para) == 1:
             lone.add(number)
+        if bullet[0]:
+            bullets.add(number)
+            bullet[0] = False
         para.clear()
         for sent in T.split_sentences(joined):
             for piece in _windows(_clean(sent)):
@@ -150,9 +155,10 @@ def page_units(body: str, rel: str, rank: int, title: str) -> list[Unit]:
         header = None
         if _LIST_ITEM.match(line):
             flush()
+            bullet[0] = bool(_BULLET.match(line))
         para.append(_BULLET.sub("", line).strip())
     flush()
-    _titles(units, lone)
+    _titles(units, lone - bullets)
     return units
 
 
