@@ -989,7 +989,8 @@ def test_a_refusal_that_the_reading_answers_from_pages_holding_the_question_is_r
     console = Console(record=True, width=200)
     print_answer(a, console=console)
     text = console.export_text()
-    assert "one focused reading of its start pages" in text and "read no page itself" not in text
+    assert "the agent first replied that the documents do not answer this" in text
+    assert "found this answer on them" in text and "read no page itself" not in text
 
 
 def test_an_answer_the_reading_does_not_confirm_becomes_a_refusal(server, db, tmp_path):
@@ -1083,3 +1084,14 @@ def test_start_pages_zero_starts_from_the_bare_tree_and_the_setting_comes_from_t
     assert a.pages_read == [RESET_REF]
     assert [m["role"] for m in server.requests[0]["messages"]] == ["system", "user"]
     assert server.requests[0]["tool_choice"] == "required"
+
+
+def test_a_reading_that_cites_nothing_lists_only_the_start_pages_holding_its_answer(server, db):
+    """s57 L1: the focused reading answered "14 characters long" citing nothing, and Sources listed all five start
+    pages, four of them on other topics. Pages holding none of the answer's words are not its evidence."""
+    server.enqueue(content=REFUSAL)
+    server.enqueue(content=json.dumps({"answer": "Hold RESET for 10 seconds.", "sources": [], "refused": False}))
+    a = start(server, db, question="How do I reset the router?")
+    assert a.fallback == "reread" and not a.refused and len(a.pages_read) > 1
+    assert a.sources and all(s.score > 0 for s in a.sources), [(s.path, s.score) for s in a.sources]
+    assert len(a.sources) < len(a.pages_read)

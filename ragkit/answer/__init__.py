@@ -134,6 +134,7 @@ def ask(
     finally:
         answer.usage = run.usage
         answer.index = label
+        answer.served_model = getattr(provider, "served_model", None)
         answer.latency_ms = (time.perf_counter() - t0) * 1000
         if not provider.is_offline:
             answer.pages_read = [reference_path(db, p) for p in toolbox.pages_read]

@@ -13,6 +13,7 @@ from typing import Any
 
 from ragkit.answer.prompts import FINAL_FORMAT, LANG_NAMES, RULES, SUMMARY_RULE
 from ragkit.answer.replies import FinalReply
+from ragkit.core import waiting
 from ragkit.core.errors import PathEscapeError, RagError
 from ragkit.core.models import Answer, Completion, Source, Usage
 from ragkit.core.pagefile import first_heading, parse_page
@@ -102,7 +103,8 @@ class QuestionRun:
         t0 = time.perf_counter()
         try:
             kw.setdefault("max_tokens", REPLY_MAX_TOKENS)
-            c = self.provider.chat(messages, temperature=0.0, **kw)
+            with waiting.doing(purpose):  # what the waiting line on stderr names
+                c = self.provider.chat(messages, temperature=0.0, **kw)
         except Exception as e:
             self.trace.write("llm_error", purpose=purpose, ms=elapsed_ms(t0), error=error_line(e))
             raise
@@ -111,7 +113,7 @@ class QuestionRun:
             self.calls += 1
         self.trace.write("llm", purpose=purpose, ms=elapsed_ms(t0), input_tokens=c.usage.input_tokens,
                          output_tokens=c.usage.output_tokens, cost_usd=c.usage.cost_usd, cached=c.cached,
-                         finish_reason=c.finish_reason, tool_calls=[t.name for t in c.tool_calls],
+                         finish_reason=c.finish_reason, model=c.model, tool_calls=[t.name for t in c.tool_calls],
                          content_chars=len(c.content or ""))
         return c
 
@@ -232,6 +234,10 @@ def finish(run: QuestionRun, answer: Answer, final: FinalReply, *, candidates: l
     answer.answer = text
     answer.refused = refused
     answer.sources = make_sources(run, cited, text) if not refused else []
+    if fell_back and any(src.score > 0 for src in answer.sources):
+        # the model cited nothing, so every page it was given stood as a source: a page holding none of the
+        # answer's words is not its evidence (s57: "14 characters long" listed 4 start pages on other topics)
+        answer.sources = [src for src in answer.sources if src.score > 0]
     answer.confidence = _confidence(refused=refused, sources=answer.sources, parsed=final.parsed,
                                     fell_back=fell_back, forced=forced)
     return answer

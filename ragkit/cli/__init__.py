@@ -19,7 +19,7 @@ from ragkit.cli.options import DbOpt, EncodingOpt
 from ragkit.cli.refs import refs_update
 from ragkit.core.config import LIMIT_BY_FIELD, Limits, load_settings
 from ragkit.core.console import make_console
-from ragkit.core.errors import RagError, UsageError
+from ragkit.core.errors import Interrupted, RagError, UsageError
 from ragkit.core.text import one_line
 from ragkit.evaluate import BATCH_STRATEGIES
 
@@ -191,8 +191,11 @@ def handle_errors(fn: Callable | None = None, *, interrupted: str = RESUMABLE) -
             _fail(e.cli_message(), 2, json_out)
         except RagError as e:
             _fail(e.cli_message(), 1, json_out)
-        except KeyboardInterrupt:
-            err.print(interrupted, markup=False, highlight=False)
+        except KeyboardInterrupt as e:
+            if json_out:  # a script reading the JSON gets a document saying so, as for every other failure
+                console.out(json.dumps({"error": "interrupted"}), highlight=False)
+            elif not isinstance(e, Interrupted):  # else the command has said what it stopped and kept
+                err.print(interrupted, markup=False, highlight=False)
             raise typer.Exit(130) from None
 
     return wrapper
@@ -355,6 +358,7 @@ def ask(
     """Answer a question from the database and cite the pages used."""
     from ragkit.answer import ask as ask_question
     from ragkit.cli.render import print_answer
+    from ragkit.core.waiting import Heartbeat, waiting_text
 
     if fmt not in ("text", "json"):
         raise UsageError(f"--format must be text or json, got {fmt!r}")
@@ -362,7 +366,8 @@ def ask(
                              max_tokens=max_tokens, context_tokens=context_tokens)
     if fmt == "text":
         _say_provider(settings)
-    result = ask_question(question, settings, strategy=strategy, trace_path=trace, task=task, progress=True)
+    with Heartbeat(lambda w: f"ask: {waiting_text(w)}", file=sys.stderr):
+        result = ask_question(question, settings, strategy=strategy, trace_path=trace, task=task, progress=True)
     print_answer(result, fmt=fmt, console=console, err_console=err)
     if result.error:
         raise typer.Exit(1)
@@ -460,7 +465,7 @@ def eval_(
 
 
 @app.command()
-@handle_errors
+@handle_errors(interrupted="interrupted; no question file was written")
 def genqa(
     source: Annotated[Path, typer.Argument(
         metavar="SOURCE", help="A database folder, or a PDF/DOCX/PPTX to ingest first.", show_default=False)],
@@ -480,7 +485,7 @@ def genqa(
     print_path: PrintPathOpt = False,
 ) -> None:
     """Generate anticipated questions with ground truth, page references and checklists."""
-    from ragkit.cli.render import print_genqa_report
+    from ragkit.cli.render import genqa_interrupted, print_genqa_report
     from ragkit.genqa import generate_questions
 
     settings = load_settings(db=db, results=results, provider=provider, model=model, cache=not no_cache)
@@ -489,6 +494,9 @@ def genqa(
                                 task=task, progress=True)
     print_genqa_report(report, err if print_path else console)
     write_path(report.path, print_path)
+    if report.interrupted:  # Ctrl-C: what was kept, in one line
+        err.print(genqa_interrupted(report), markup=False, highlight=False)
+        raise typer.Exit(130)
     _item_errors(report.errors)
 
 

@@ -48,8 +48,10 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None, err_
         console.print("[yellow]offline:[/yellow] deterministic extractive answer, no model; agent, naive and "
                       "synth are one engine offline; set OPENAI_API_KEY for model answers", highlight=False)
     if answer.fallback == "reread":
-        console.print("[yellow]note:[/yellow] the agent refused after reading; one focused reading of its start "
-                      "pages (as naive reads its pages) gave this answer", highlight=False)
+        # what happened, in the order it happened: the agent's own reply was a refusal; a second call answered
+        console.print("[yellow]note:[/yellow] the agent first replied that the documents do not answer this; a "
+                      "second call, given only the question and the pages it had read, found this answer on them "
+                      "(so its confidence is capped: the two calls disagree); check the cited page", highlight=False)
     elif answer.fallback == "unconfirmed":
         console.print("[yellow]note:[/yellow] the agent answered, but one focused reading of its start and cited "
                       "pages found no answer there, so it refuses", highlight=False)
@@ -75,7 +77,9 @@ def print_answer(answer: Answer, *, fmt: str = "text", console: Any = None, err_
         _print_pages(answer.sources, console)
     u = answer.usage
     cost = "cost unknown" if u.cost_usd is None else f"${u.cost_usd:.4f}"
-    console.print(f"\n[dim]{answer.provider} · {answer.model} · {answer.strategy} · {answer.steps} step{'s' if answer.steps != 1 else ''} · "
+    # the model the server says answered, when it is not the one asked for (a typo llama-server ignores)
+    model = f"{answer.model} (served: {answer.served_model})" if answer.served_model else answer.model
+    console.print(f"\n[dim]{answer.provider} · {escape(model)} · {answer.strategy} · {answer.steps} step{'s' if answer.steps != 1 else ''} · "
                   f"{u.input_tokens:,} in / {u.output_tokens:,} out tokens · {cost} · "
                   f"confidence {answer.confidence:.2f} · {answer.latency_ms / 1000:.1f} s[/dim]", highlight=False)
 
@@ -435,7 +439,16 @@ def _drop_reasons() -> dict[str, str]:
     }
 
 
+def genqa_interrupted(report: GenqaReport) -> str:
+    """The line `rag genqa` stopped by Ctrl-C ends with: what it kept."""
+    if report.questions:
+        return f"interrupted; the {len(report.questions)} question(s) confirmed until then are in {report.path}"
+    return "interrupted; no question was confirmed yet, so no question file was written"
+
+
 def print_genqa_report(report: GenqaReport, console) -> None:
+    if report.interrupted and not report.questions:
+        return  # nothing was generated: the interrupted line says so
     from rich.table import Table
 
     from ragkit.genqa.common import KINDS

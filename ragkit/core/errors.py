@@ -39,3 +39,8 @@ class BackendError(RagError):
 
 class PathEscapeError(RagError):
     """A path tried to leave the database root (``..``, absolute, symlink, NUL, backslash)."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C after the command already said, in one line, what it stopped and what it kept: the CLI adds no
+    second line of its own."""

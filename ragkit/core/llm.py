@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ragkit.core import waiting
 from ragkit.core.config import Settings
 from ragkit.core.errors import RagError
 from ragkit.core.models import Completion, ToolCall, Usage
@@ -168,6 +169,8 @@ class Provider:
         self.settings = settings if settings is not None else Settings()
         self.model = model or self.settings.model
         self._cache = ResponseCache(self.settings.cache_dir, self.secrets) if self.settings.cache else None
+        # the model the replies say answered when it is not `model` (see Completion.model, waiting.same_model)
+        self.served_model: str | None = None
 
     def __repr__(self) -> str:  # never shows settings (and so never the key)
         return f"{type(self).__name__}(name={self.name!r}, model={self.model!r})"
@@ -202,7 +205,12 @@ class Provider:
         if key is not None and (hit := self._cache.get(key)) is not None:
             hit.usage.cost_usd = self.cost(0, 0)
             return hit
-        completion = self._complete(request)
+        with waiting.calling() as sent:  # the waiting lines (core.waiting) count it in flight until it returns
+            completion = self._complete(request)
+            sent.append(completion.usage.input_tokens)
+        if not waiting.same_model(self.model, completion.model):
+            self.served_model = completion.model
+            waiting.served(self.model, completion.model)
         if key is not None:
             self._cache.put(key, completion, model=self.model)
         return completion
@@ -494,6 +502,7 @@ class OpenAIProvider(Provider):
             tool_calls=calls,
             usage=Usage(input_tokens=tin, output_tokens=tout, cost_usd=self.cost(tin, tout), calls=1),
             finish_reason=choice.finish_reason,
+            model=served if isinstance(served := getattr(resp, "model", None), str) and served.strip() else None,
         )
 
 

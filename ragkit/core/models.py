@@ -54,6 +54,7 @@ class Completion:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     cached: bool = False
+    model: str | None = None  # the model the server says answered (its reply's `model`); None: not said, or cached
 
 
 @dataclass
@@ -99,6 +100,9 @@ class Answer:
     # offline: refused because no page holds the question's words; these pages were found by meaning alone
     closest: list[Source] = field(default_factory=list)
     index: str = ""  # the backend that searched (ragkit.search.backend.index_label)
+    # the model the server says answered, when it is not `model` (llama-server serves its one model whatever
+    # name is asked): a typo in RAG_MODEL shows instead of labelling the answer
+    served_model: str | None = None
 
     def closest_json(self) -> list[dict]:
         """`closest` as `metadata.closest_by_meaning` gives it (in `rag ask --format json` and in `/chat`)."""
@@ -128,6 +132,7 @@ class Answer:
                 "engine": self.engine or self.strategy,
                 "fallback": self.fallback,
                 "index": self.index,
+                **({"served_model": self.served_model} if self.served_model else {}),
             },
         }
         if self.max_loops_reached is not None:

@@ -21,8 +21,9 @@ from ragkit.core.config import Settings
 from ragkit.core.csvio import (
     split_multi,
 )
-from ragkit.core.errors import RagError, UsageError
+from ragkit.core.errors import Interrupted, RagError, UsageError
 from ragkit.core.models import Answer, Usage
+from ragkit.core.waiting import Heartbeat, waiting_text
 from ragkit.core.workers import uninterrupted
 from ragkit.evaluate.checkpoint import (
     _CK_VERSION,
@@ -329,10 +330,12 @@ def run_batch(
                        + (f"; {unfinished_note(label, material, others, starting=False)}" if others else ""))
     if others and not ck.path.is_file() and progress:
         print(unfinished_note(label, material, others), file=sys.stderr)
+    ck.existed = ck.path.is_file()  # an earlier run of this command was stopped: say what it left (even 0 rows)
     ck.open()  # lock first, then read: a second process cannot interleave
     write_material(ck.path, material)
     try:
-        report = _run(report, ck, jobs, input_cols, scorer, asker, settings, strategy, opts, progress, t0)
+        report = _run(report, ck, jobs, input_cols, scorer, asker, settings, strategy, opts, progress, t0,
+                      provider=provider)
     finally:
         ck.close()
     record_gates(report, gate_list)
@@ -358,7 +361,7 @@ def _options(optimize: bool, enable_rl: bool, holdout: float | None, validate: P
 
 def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list[str], scorer: Scorer,
          asker: Callable[[str], Answer], settings: Settings, strategy: str, opts: OptimizeOptions,
-         progress: bool, t0: float) -> BatchReport:
+         progress: bool, t0: float, provider: Any = None) -> BatchReport:
     from ragkit.core.progress import progress_bar
 
     # Finished rows live in the checkpoint, not in memory (a long run stays flat); they are read back at the end.
@@ -381,15 +384,20 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
 
     bar = progress_bar(total=len(jobs), initial=len(done), desc="batch", unit="q", file=sys.stderr,
                        disable=not progress)
-    if done and progress:
-        bar.write(f"resuming: {len(done)} finished rows from {ck.path}", file=sys.stderr)
+    if (done or ck.existed) and progress:
+        bar.write(f"resuming: {len(done)} finished rows of {len(jobs)} from {ck.path}; {len(todo)} to answer",
+                  file=sys.stderr)
     bar.set_postfix_str(running.text(), refresh=False)
 
     workers = max(1, settings.workers)
     pool = _DaemonPool(min(workers, max(1, len(todo))))
     pending = deque(todo)
     inflight: dict[Future, _Job] = {}
+    heartbeat = Heartbeat(lambda w: f"batch: {len(done)}/{len(jobs)} rows, {waiting_text(w)}", file=sys.stderr,
+                          enabled=progress,
+                          live=lambda text: bar.set_postfix_str(" · ".join(t for t in (running.text(), text) if t)))
     try:
+        heartbeat.start()
         while pending or inflight:
             while pending and len(inflight) < 2 * workers:  # a short queue: memory stays flat, Ctrl-C is quick
                 job = pending.popleft()
@@ -406,13 +414,20 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
                 job.prior = None
                 bar.update(1)
                 bar.set_postfix_str(running.text(), refresh=False)
-    except BaseException:
+    except BaseException as e:
+        heartbeat.stop()
         pool.shutdown(cancel_futures=True)
         bar.close()
         if progress:
-            print(f"stopped: {len(done)} of {len(jobs)} rows are saved in {ck.path}; run the same command "
-                  "again to continue", file=sys.stderr)
+            # the one line Ctrl-C prints: true to what the checkpoint holds (no "finished work is on disk" for 0 rows)
+            kept = (f"{len(done)} of {len(jobs)} rows are saved in {ck.path}; run the same command again to continue"
+                    if done else f"none of the {len(jobs)} rows was finished, so none is saved; run the same command "
+                    "again to start over")
+            print(f"stopped: {kept}", file=sys.stderr)
+            if isinstance(e, KeyboardInterrupt):
+                raise Interrupted from None
         raise
+    heartbeat.stop()
     pool.shutdown()
     bar.close()
 
@@ -468,6 +483,7 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     report.usage.add(report.answer_usage)
     report.usage.add(report.judge_usage)
     report.wall_s = time.monotonic() - t0
+    report.run.served_model = getattr(provider, "served_model", None)  # a typo'd RAG_MODEL a server ignored
     stem = report.input_path.stem if report.input_path is not None else IN_MEMORY_STEM
     write_outputs(report, columns, stem=stem, kind="results", results_dir=settings.results)
     if report.errors:

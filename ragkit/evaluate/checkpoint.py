@@ -79,6 +79,7 @@ class Checkpoint:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._fh = None
+        self.existed = False  # the file was there before this run opened it (set by run_batch)
 
     def load(self) -> dict[int, dict]:
         """The last readable record per input position. A torn last line is cut off."""

@@ -20,6 +20,7 @@ from ragkit.core.csvio import (
 from ragkit.core.errors import RagError
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.paths import page_number
+from ragkit.core.waiting import Heartbeat, waiting_text
 from ragkit.evaluate.checkpoint import (
     _DaemonPool,
 )
@@ -166,7 +167,10 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = False, i
     out: dict[int, dict] = {}
     bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
     pool = _DaemonPool(min(max(1, settings.workers), len(jobs)))
+    heartbeat = Heartbeat(lambda w: f"eval: {len(out)}/{len(jobs)} rows, {waiting_text(w)}", file=sys.stderr,
+                          enabled=progress, live=bar.set_postfix_str)
     try:
+        heartbeat.start()
         futs = {pool.submit(_eval_job, {c: r[c] for c in input_cols} | _kept(r), scorer, recorded): (pos, r)
                 for pos, r in jobs}
         for fut in _as_completed(futs):
@@ -178,9 +182,11 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = False, i
                         "_pos": pos}
             bar.update(1)
     except BaseException:
+        heartbeat.stop()
         pool.shutdown(cancel_futures=True)
         bar.close()
         raise
+    heartbeat.stop()
     pool.shutdown()
     bar.close()
 

@@ -41,6 +41,9 @@ class RunInfo:
     strategy: str | None = None
     provider: str | None = None  # who answered
     model: str | None = None
+    # the model the server said answered when it is not `model` (llama-server serves its one model whatever name
+    # is asked): None when they agree or it was not said
+    served_model: str | None = None
     judge_model: str | None = None  # None: no judge model (offline: the lexical judge)
     k: int | None = None  # pages the strategy retrieves (agent: its start pages)
     context_tokens: int | None = None

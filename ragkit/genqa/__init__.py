@@ -109,13 +109,17 @@ def generate_questions(
     if lang and provider.is_offline and other:
         report.notes.append(f"{len(other)} page(s) in other languages left out: --lang {lang} offline keeps "
                             "only pages written in it")
-    if 0 < len(questions) < max_questions and not provider.is_offline:  # (the offline generator says why itself)
+    if 0 < len(questions) < max_questions and not provider.is_offline and not report.interrupted:  # (the offline generator says why itself)
         report.notes.append(f"{len(questions)} of the {max_questions} questions asked for: the rest were dropped "
                             "or not written (see above)")
+    if report.interrupted and questions:
+        report.notes.append(f"interrupted (Ctrl-C): the {len(questions)} question(s) confirmed until then are "
+                            "kept")
     report.questions = questions
     report.pages_used = len({r for q in questions for r in q.refs})
     if not questions:
-        report.errors.append(f"{source}: no question could be generated")
+        if not report.interrupted:
+            report.errors.append(f"{source}: no question could be generated")
         return report
     df = pd.DataFrame([{**q.row(db), GENERATED_BY: generated_by(provider)} for q in questions], columns=COLUMNS)
     report.path = csvio.write_csv(df, csvio.timestamped_path(settings.results, stem, "questions"))
@@ -143,6 +147,7 @@ def _write_record(report: GenqaReport, ctx: Context, df: pd.DataFrame, provider,
                   input_path=str(source.resolve()), questions=len(df),
                   questions_sha256=questions_sha256(df.to_dict("records")),
                   cached_calls=report.usage.cached, notes=list(report.notes),
+                  served_model=getattr(provider, "served_model", None),
                   options={"task": task, "per_page": ctx.per_page, "max": max_questions, "lang": ctx.lang,
                            "seed": ctx.seed})
     return write_run_info(Path(report.path), run)

@@ -97,6 +97,7 @@ class GenqaReport:
     pages_total: int = 0  # usable pages in the source
     pages_used: int = 0  # pages some question refers to
     run_path: Path | None = None  # the run record beside the CSV (<csv stem>.run.json)
+    interrupted: bool = False  # Ctrl-C stopped the model's writing: `questions` are those kept until then
 
     def counts(self) -> dict[str, int]:
         c = Counter(q.kind for q in self.questions)

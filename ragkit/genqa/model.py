@@ -7,7 +7,6 @@ from __future__ import annotations
 import math
 import re
 import sys
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ragkit.core import csvio
@@ -192,15 +191,29 @@ class _Caller:
 
 
 def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider) -> list[GeneratedQuestion]:
+    """The questions the model wrote and a second call confirmed. Ctrl-C stops it within a moment, even with
+    requests in flight (daemon threads: nothing waits for them), and returns what was kept so far with
+    `report.interrupted` set: the caller writes those."""
     from ragkit.core.progress import progress_bar
+    from ragkit.core.waiting import Heartbeat, waiting_text
+    from ragkit.evaluate.checkpoint import _DaemonPool
 
     caller = _Caller(provider, report)
     report.usage = Usage(cost_usd=0.0)
     kept: list[GeneratedQuestion] = []
-    bar = progress_bar(total=plan.singles + plan.multi + plan.unanswerable, desc=f"genqa ({provider.model})",
-               unit="q", file=sys.stderr, disable=not ctx.progress)
+    total = plan.singles + plan.multi + plan.unanswerable
+    bar = progress_bar(total=total, desc=f"genqa ({provider.model})", unit="q", file=sys.stderr,
+                       disable=not ctx.progress)
     workers = max(1, min(ctx.settings.workers, 8))
-    with ThreadPoolExecutor(max_workers=workers) as pool:
+    pool = _DaemonPool(workers)
+
+    def run_all(fn, items: list) -> list:  # pool.map, waiting so that Ctrl-C is seen
+        return [_result(f) for f in [pool.submit(fn, item) for item in items]]
+
+    heartbeat = Heartbeat(lambda w: f"genqa: {len(kept)}/{total} questions, {waiting_text(w)}", file=sys.stderr,
+                          enabled=ctx.progress, live=bar.set_postfix_str)
+    try:
+        heartbeat.start()
         for groups, quota, per in (([[p] for p in plan.order], plan.singles, ctx.per_page),
                                    (plan.groups, plan.multi, ctx.per_page)):
             if groups is plan.groups:  # pages short of single questions: more multi-page ones
@@ -210,13 +223,13 @@ def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider)
             while got < quota and pos < len(groups) and not caller.stopped:
                 wave = groups[pos: pos + max(1, math.ceil((quota - got) / per))]
                 pos += len(wave)
-                for group, items in zip(wave, pool.map(lambda g, n=per: _ask_group(caller, ctx, g, n), wave),
+                for group, items in zip(wave, run_all(lambda g, n=per: _ask_group(caller, ctx, g, n), wave),
                                         strict=True):
                     fresh = []
                     for q in items:
                         if add_unique(q, kept + fresh, report):
                             fresh.append(q)
-                    verdicts = list(pool.map(lambda q, g=group: _verify(caller, ctx, q, g), fresh))
+                    verdicts = run_all(lambda q, g=group: _verify(caller, ctx, q, g), fresh)
                     for q, ok in zip(fresh, verdicts, strict=True):
                         if ok and got < quota:
                             kept.append(q)
@@ -227,10 +240,25 @@ def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider)
                 if add_unique(q, kept, report):
                     kept.append(q)
                     bar.update(1)
-    bar.close()
+    except KeyboardInterrupt:
+        report.interrupted = True
+    finally:
+        heartbeat.stop()
+        pool.shutdown(cancel_futures=True)
+        bar.close()
     if caller.stopped:
         report.errors.append(f"stopped after {MAX_CONSECUTIVE_FAILURES} provider failures in a row")
     return kept
+
+
+def _result(fut):
+    """A future's result, waited for in short slices: the kernel may hand SIGINT to a worker thread, and then a
+    main thread blocked in one long lock wait never runs Python's handler (s57: still waiting 20 s later)."""
+    while True:
+        try:
+            return fut.result(timeout=0.25)
+        except TimeoutError:
+            continue
 
 
 def _ask_group(caller: _Caller, ctx: Context, group: list[PageInfo], n: int) -> list[GeneratedQuestion]:
