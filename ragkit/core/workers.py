@@ -1,4 +1,4 @@
-"""Worker processes that follow the command that started them.
+"""Worker processes that follow the command that started them, and a thread pool that never holds it up.
 
 Ctrl-C reaches the whole process group; the parent decides what it means and stops its workers itself, so
 a worker never prints a KeyboardInterrupt traceback of its own. A parent killed outright (kill -9, a closed
@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import signal
 import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
 
 
 def alive(pid: int) -> bool:
@@ -137,3 +141,50 @@ def uninterrupted():
         signal.signal(signal.SIGINT, previous)
     if caught:
         raise KeyboardInterrupt
+
+
+class DaemonPool:
+    """A minimal thread pool of daemon threads.
+
+    Why not ThreadPoolExecutor: its threads are joined at interpreter exit, so after Ctrl-C the process
+    would wait for every in-flight question (HTTP timeouts and retries included) before exiting. What a caller
+    finished is already on disk (a batch's checkpoint, genqa's confirmed questions); in-flight work is simply
+    done again on resume.
+    """
+
+    def __init__(self, workers: int) -> None:
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._work, name=f"rag-batch-{i}", daemon=True)
+                         for i in range(max(1, workers))]
+        for t in self._threads:
+            t.start()
+
+    def _work(self) -> None:
+        while True:
+            item = self._q.get()
+            if item is None:
+                return
+            fut, fn, args = item
+            if not fut.set_running_or_notify_cancel():
+                continue
+            try:
+                fut.set_result(fn(*args))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
+                fut.set_exception(e)
+
+    def submit(self, fn: Callable, *args: Any) -> Future:
+        fut: Future = Future()
+        self._q.put((fut, fn, args))
+        return fut
+
+    def shutdown(self, *, cancel_futures: bool = False) -> None:
+        if cancel_futures:
+            while True:
+                try:
+                    item = self._q.get_nowait()
+                except queue.Empty:
+                    break
+                if item is not None:
+                    item[0].cancel()
+        for _ in self._threads:
+            self._q.put(None)

@@ -24,11 +24,10 @@ from ragkit.core.csvio import (
 from ragkit.core.errors import Interrupted, RagError, UsageError
 from ragkit.core.models import Answer, Usage
 from ragkit.core.waiting import Heartbeat, waiting_text
-from ragkit.core.workers import uninterrupted
+from ragkit.core.workers import DaemonPool, uninterrupted
 from ragkit.evaluate.checkpoint import (
     _CK_VERSION,
     Checkpoint,
-    _DaemonPool,
     checkpoint_material,
     checkpoint_path,
     unfinished_note,
@@ -390,7 +389,7 @@ def _run(report: BatchReport, ck: Checkpoint, jobs: list[_Job], input_cols: list
     bar.set_postfix_str(running.text(), refresh=False)
 
     workers = max(1, settings.workers)
-    pool = _DaemonPool(min(workers, max(1, len(todo))))
+    pool = DaemonPool(min(workers, max(1, len(todo))))
     pending = deque(todo)
     inflight: dict[Future, _Job] = {}
     heartbeat = Heartbeat(lambda w: f"batch: {len(done)}/{len(jobs)} rows, {waiting_text(w)}", file=sys.stderr,

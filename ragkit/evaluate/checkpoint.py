@@ -1,18 +1,13 @@
-"""What makes a batch run interruptible and resumable: a pool of daemon threads (Ctrl-C never waits for
-in-flight questions) and the checkpoint, one fsync'ed JSON line per finished row (rules: ragkit.evaluate.batch's
-module docstring)."""
+"""What makes a batch run resumable: the checkpoint, one fsync'ed JSON line per finished row (rules:
+ragkit.evaluate.batch's module docstring); its questions run in ragkit.core.workers.DaemonPool, whose threads
+Ctrl-C never waits for."""
 
 from __future__ import annotations
 
 import hashlib
 import json
 import os
-import queue
-import threading
-from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -23,53 +18,6 @@ from ragkit.evaluate.scoring import OPTIMIZED
 
 CHECKPOINT_DIR = ".checkpoints"
 _CK_VERSION = 1
-
-
-# -- a pool whose threads never hold the process up ----------------------------------------------------
-class _DaemonPool:
-    """A minimal thread pool of daemon threads.
-
-    Why not ThreadPoolExecutor: its threads are joined at interpreter exit, so after Ctrl-C the process
-    would wait for every in-flight question (HTTP timeouts and retries included) before exiting. Finished
-    rows are already in the checkpoint; in-flight ones are simply asked again on resume.
-    """
-
-    def __init__(self, workers: int) -> None:
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._work, name=f"rag-batch-{i}", daemon=True)
-                         for i in range(max(1, workers))]
-        for t in self._threads:
-            t.start()
-
-    def _work(self) -> None:
-        while True:
-            item = self._q.get()
-            if item is None:
-                return
-            fut, fn, args = item
-            if not fut.set_running_or_notify_cancel():
-                continue
-            try:
-                fut.set_result(fn(*args))
-            except BaseException as e:  # noqa: BLE001 - handed to the caller through the future
-                fut.set_exception(e)
-
-    def submit(self, fn: Callable, *args: Any) -> Future:
-        fut: Future = Future()
-        self._q.put((fut, fn, args))
-        return fut
-
-    def shutdown(self, *, cancel_futures: bool = False) -> None:
-        if cancel_futures:
-            while True:
-                try:
-                    item = self._q.get_nowait()
-                except queue.Empty:
-                    break
-                if item is not None:
-                    item[0].cancel()
-        for _ in self._threads:
-            self._q.put(None)
 
 
 # -- the checkpoint -----------------------------------------------------------------------------------

@@ -21,9 +21,7 @@ from ragkit.core.errors import RagError
 from ragkit.core.models import Answer, Source, Usage
 from ragkit.core.paths import page_number
 from ragkit.core.waiting import Heartbeat, waiting_text
-from ragkit.evaluate.checkpoint import (
-    _DaemonPool,
-)
+from ragkit.core.workers import DaemonPool
 from ragkit.evaluate.heldout import SPLIT_COLUMN
 from ragkit.evaluate.results import UNKNOWN, BatchReport, result_columns, run_record, write_outputs
 from ragkit.evaluate.runinfo import RunInfo, answer_fingerprint, read_run_info
@@ -166,7 +164,7 @@ def run_eval(results_csv: Path, settings: Settings, *, progress: bool = False, i
 
     out: dict[int, dict] = {}
     bar = progress_bar(total=len(jobs), desc="eval", unit="row", file=sys.stderr, disable=not progress)
-    pool = _DaemonPool(min(max(1, settings.workers), len(jobs)))
+    pool = DaemonPool(min(max(1, settings.workers), len(jobs)))
     heartbeat = Heartbeat(lambda w: f"eval: {len(out)}/{len(jobs)} rows, {waiting_text(w)}", file=sys.stderr,
                           enabled=progress, live=bar.set_postfix_str)
     try:

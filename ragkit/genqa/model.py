@@ -196,7 +196,7 @@ def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider)
     `report.interrupted` set: the caller writes those."""
     from ragkit.core.progress import progress_bar
     from ragkit.core.waiting import Heartbeat, waiting_text
-    from ragkit.evaluate.checkpoint import _DaemonPool
+    from ragkit.core.workers import DaemonPool
 
     caller = _Caller(provider, report)
     report.usage = Usage(cost_usd=0.0)
@@ -205,7 +205,7 @@ def generate_with_model(ctx: Context, plan: Plan, report: GenqaReport, provider)
     bar = progress_bar(total=total, desc=f"genqa ({provider.model})", unit="q", file=sys.stderr,
                        disable=not ctx.progress)
     workers = max(1, min(ctx.settings.workers, 8))
-    pool = _DaemonPool(workers)
+    pool = DaemonPool(workers)
 
     def run_all(fn, items: list) -> list:  # pool.map, waiting so that Ctrl-C is seen
         return [_result(f) for f in [pool.submit(fn, item) for item in items]]
