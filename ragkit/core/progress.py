@@ -14,7 +14,8 @@ from typing import IO, Any
 from ragkit.core.text import strip_controls
 
 
-def _is_tty(stream: IO[str]) -> bool:
+def is_tty(stream: IO[str]) -> bool:
+    """Whether `stream` is a terminal (False for a pipe, a file, or a stream without a descriptor)."""
     try:
         return stream.isatty()
     except (AttributeError, ValueError):
@@ -96,7 +97,7 @@ def progress_bar(*, total: int, desc: str = "", unit: str = "it", initial: int =
                  disable: bool = False, leave: bool = True, **tqdm_kwargs: Any) -> Any:
     """A tqdm bar when `file` (stderr by default) is a terminal, else a `PlainProgress`."""
     stream = file if file is not None else sys.stderr
-    if _is_tty(stream):
+    if is_tty(stream):
         from tqdm import tqdm
 
         return tqdm(total=total, desc=desc, unit=unit, initial=initial, file=stream, disable=disable, leave=leave,

@@ -24,6 +24,8 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import IO
 
+from ragkit.core.progress import is_tty
+
 PLAIN_EVERY = 30.0  # seconds between two lines in a pipe (and the wait before the first)
 LIVE_AFTER = 2.0  # seconds a request waits before a terminal's live line appears
 TICK = 1.0  # how often the heartbeat looks
@@ -115,13 +117,6 @@ def seconds_text(s: float) -> str:
     return f"{s // 3600} h {s % 3600 // 60} min"
 
 
-def _is_tty(stream: IO[str]) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
-
-
 class Heartbeat:
     """While a model request is in flight, show `describe(waiting)` on `file` (stderr): live on a terminal,
     a line at most every PLAIN_EVERY seconds elsewhere. `live`: on a terminal, show the text this way instead
@@ -133,7 +128,7 @@ class Heartbeat:
         self.describe = describe
         self.file = file if file is not None else sys.stderr
         self.enabled = enabled
-        self.tty = _is_tty(self.file)
+        self.tty = is_tty(self.file)
         self.live = live
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
