@@ -17,11 +17,17 @@ otherwise the server answers HTTP 500 "ScriptedServer: no scripted reply ..." so
 from __future__ import annotations
 
 import json
+import os
+import signal
+import socket
+import subprocess
+import sys
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from ragkit.core.config import Secret, Settings
@@ -293,3 +299,29 @@ def openai_settings(server: ScriptedServer, **kw) -> Settings:
     )
     values.update(kw)
     return Settings(**values)
+
+
+def interrupted_while_waiting(args: list[str], cache_dir: Path, *, wait: float = 60
+                              ) -> subprocess.CompletedProcess:
+    """Run `python -m ragkit.cli ARGS` (in the current folder) against a model that accepts the first request
+    and never answers; once that request is with the model, SIGINT reaches the command's process group, as
+    Ctrl-C in a terminal does. Returns the finished process (returncode, stdout, stderr as text); a command
+    still running `wait` s after the signal is killed (subprocess.TimeoutExpired)."""
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(8)
+        server.settimeout(120)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAG_"))}
+        env.update(OPENAI_API_KEY="sk-test", OPENAI_API_BASE=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
+                   RAG_TIMEOUT="120", RAG_EMBED="0", RAG_CACHE_DIR=str(cache_dir))
+        proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", *args], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, start_new_session=True, text=True)
+        try:
+            conn, _ = server.accept()  # the request is with the model: the command is waiting
+            with conn:
+                os.killpg(proc.pid, signal.SIGINT)
+                out, err = proc.communicate(timeout=wait)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)

@@ -17,6 +17,7 @@ from pathlib import Path
 import pymupdf
 import pytest
 import typer
+from fakeserver import interrupted_while_waiting
 from pagetree import write_pages
 from test_ingest import body_pages, make_pdf
 
@@ -212,27 +213,10 @@ def test_ctrl_c_on_ask_says_interrupted_and_nothing_about_continuing(isolated_en
     """Ctrl-C on `rag ask` printed the batch's "interrupted; finished work is on disk, run the same command again to
     continue": one question has no finished work to continue. The command waits on a model that never answers
     when the signal reaches its process group, as Ctrl-C in a terminal does."""
-    import socket
 
     write_pages(isolated_env / "database", {"d/doc/s/page_001.md": ("doc", "s", 1, "VPN sessions last 8 hours.")})
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(4)
-        server.settimeout(120)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAG_"))}
-        env.update(OPENAI_API_KEY="sk-test", OPENAI_API_BASE=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
-                   RAG_TIMEOUT="120", RAG_EMBED="0", RAG_CACHE_DIR=str(isolated_env / "cache"))
-        proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "ask", "How long is a VPN session?"], env=env,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True, text=True)
-        try:
-            conn, _ = server.accept()  # the question is with the model: the command is waiting
-            with conn:
-                os.killpg(proc.pid, signal.SIGINT)
-                out, err = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+    done = interrupted_while_waiting(["ask", "How long is a VPN session?"], isolated_env / "cache")
+    proc, out, err = done, done.stdout, done.stderr
     assert proc.returncode == 130, (out, err)
     assert err.strip().splitlines()[-1] == "interrupted", err
     assert "run the same command" not in err and "Traceback" not in err and out == "", (out, err)

@@ -5,14 +5,9 @@ scripted server (tests/fakeserver.py)."""
 from __future__ import annotations
 
 import json
-import os
-import signal
-import socket
-import subprocess
-import sys
 
 import pytest
-from fakeserver import TEST_KEY, openai_settings
+from fakeserver import TEST_KEY, interrupted_while_waiting, openai_settings
 from pagetree import write_pages
 from test_batch import ROUTER, make_db, write_input
 from test_tools import index_for
@@ -156,24 +151,8 @@ def test_ctrl_c_stops_genqa_while_a_request_is_in_flight(isolated_env):
             "for 13 months and reviewed every quarter by the security team. ") * 2
     write_pages(isolated_env / "database", {"d/doc/s/page_001.md": ("doc", "s", 1, vpn),
                                             "d/doc/s/page_002.md": ("doc", "s", 2, logs)})
-    with socket.socket() as server:
-        server.bind(("127.0.0.1", 0))
-        server.listen(8)
-        server.settimeout(120)
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("OPENAI_", "RAG_"))}
-        env.update(OPENAI_API_KEY="sk-test", OPENAI_API_BASE=f"http://127.0.0.1:{server.getsockname()[1]}/v1",
-                   RAG_TIMEOUT="120", RAG_EMBED="0", RAG_CACHE_DIR=str(isolated_env / "cache"))
-        proc = subprocess.Popen([sys.executable, "-m", "ragkit.cli", "genqa", "database/d/doc", "--max", "2"],
-                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True, text=True)
-        try:
-            conn, _ = server.accept()  # a question is with the model
-            with conn:
-                os.killpg(proc.pid, signal.SIGINT)
-                out, err = proc.communicate(timeout=30)
-        finally:
-            if proc.poll() is None:
-                os.killpg(proc.pid, signal.SIGKILL)
+    done = interrupted_while_waiting(["genqa", "database/d/doc", "--max", "2"], isolated_env / "cache", wait=30)
+    proc, out, err = done, done.stdout, done.stderr
     assert proc.returncode == 130, (out, err)
     assert err.strip().splitlines()[-1] == ("interrupted; no question was confirmed yet, so no question file was "
                                             "written"), err
