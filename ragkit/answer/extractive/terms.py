@@ -37,12 +37,12 @@ _KO_INTERROGATIVES = frozenset("무엇 뭐 언제 어디 얼마 얼마나 어떻
 _KO_COPULA_ENDINGS = ("입니까", "인가요")  # "몇 명인가요": the noun before the copula is what is asked (명)
 # The past of the copula after a noun ("몇 척이었나요", "얼마였나요"): "척", "얼마" is what is asked about
 _KO_COPULA_PAST = ("이었", "였")
-_KO_ENDINGS = ("됩니까", "합니까", "입니까", "습니까", "인가요", "한가요", "되나요", "하나요", "나요", "까요", "가요",
-               "세요", "니까")
-# Longest first; single-syllable particles only come off words of 3+ syllables (applied to both sides).
-_KO_PARTICLES = ("에서는", "에게서", "으로는", "으로서", "으로써", "에서", "에게", "께서", "부터", "까지", "처럼",
-                 "보다", "으로", "이나", "이고", "이며", "과는", "와는", "은", "는", "을", "를", "의", "에", "로", "와", "과",
-                 "가", "이")
+# The question endings and particles of core.text (longest first) that this engine cuts: not the endings of a
+# topic asked about ("USB는요") or of 해도/해야 (verb_noun reads those), nor 에는/도/만; the offline gates
+# (docs/benchmarks.md) were measured without them. Single-syllable particles only come off words of 3+
+# syllables (applied to both sides).
+_KO_ENDINGS = tuple(e for e in T.KO_ENDINGS if e not in ("이어야", "인지요", "은요", "는요", "도요", "해도", "해야"))
+_KO_PARTICLES = tuple(p for p in T.KO_PARTICLES if p not in ("에는", "도", "만"))
 _HANGUL_WORD = re.compile("[\uac00-\ud7af]+")
 # A verb or adjective made of a noun and 하다/되다 ("사용하다" "to use", "가능하다" "to be possible") is read as the
 # noun (verb_noun): "사용해도", "사용한", "사용됩니다" all mean "사용", as "使って"/"使用" and "use"/"used" meet. The
