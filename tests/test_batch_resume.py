@@ -60,6 +60,27 @@ def wait_for(cond, what: str, proc: subprocess.Popen, timeout: float = 120.0) ->
     raise AssertionError(f"timed out waiting for {what}")
 
 
+def ctrl_c_after_rows(monkeypatch, n: int, *, by_signal: bool = False):
+    """Ctrl-C a batch the moment its n-th row is in the checkpoint: SIGINT to this process (`by_signal`, as a
+    terminal sends it), else KeyboardInterrupt raised where the row was saved. Returns what undoes it (the
+    next run of the test goes on uninterrupted)."""
+    from ragkit.evaluate.checkpoint import Checkpoint
+
+    append, calls = Checkpoint.append, []
+
+    def append_then_ctrl_c(self, record):
+        append(self, record)
+        calls.append(record)
+        if len(calls) == n:
+            if by_signal:
+                os.kill(os.getpid(), signal.SIGINT)
+            else:
+                raise KeyboardInterrupt
+
+    monkeypatch.setattr(Checkpoint, "append", append_then_ctrl_c)
+    return lambda: monkeypatch.setattr(Checkpoint, "append", append)
+
+
 def test_ctrl_c_then_kill_9_then_rerun_answers_every_question_once(isolated_env, scripted_server):
     db = make_db(isolated_env)
     questions = [f"Question {i}: how do I reset the router?" for i in range(8)]
@@ -204,26 +225,16 @@ def test_rerun_after_ctrl_c_that_kept_copies_measures_them(isolated_env, monkeyp
 def test_ctrl_c_message_counts_the_rows_the_checkpoint_holds(isolated_env, monkeypatch, capsys):
     """A Ctrl-C right after a row was written to the checkpoint said "stopped: 1 of 3 rows are saved" and the rerun
     "resuming: 2 finished rows": the row was saved but not yet counted. Saving and counting are one step now."""
-    import signal
 
     from test_batch import offline
 
     from ragkit.evaluate import batch as B
-    from ragkit.evaluate.checkpoint import Checkpoint
 
     monkeypatch.setenv("RAG_EMBED", "0")
     db = make_db(isolated_env)
     inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"]] +
                       [[f"Question {i}: how do I reset the router?", ROUTER] for i in range(3)])
-    append, calls = Checkpoint.append, []
-
-    def append_then_ctrl_c(self, record):
-        append(self, record)
-        calls.append(record)
-        if len(calls) == 2:
-            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C the moment the second row is on disk
-
-    monkeypatch.setattr(Checkpoint, "append", append_then_ctrl_c)
+    ctrl_c_after_rows(monkeypatch, 2, by_signal=True)
     try:
         B.run_batch(inp, offline(db, isolated_env, workers=1), progress=True)
         raise AssertionError("the run was meant to be interrupted")
@@ -243,28 +254,19 @@ def test_ctrl_c_then_other_settings_starts_afresh_and_says_why(isolated_env, mon
     from test_batch import offline
 
     from ragkit.evaluate import batch as B
-    from ragkit.evaluate.checkpoint import Checkpoint
 
     monkeypatch.setenv("RAG_EMBED", "0")
     db = make_db(isolated_env)
     inp = write_input(isolated_env / "q.csv", [["Question", "Reference Document"]] +
                       [[f"Question {i}: how do I reset the router?", ROUTER] for i in range(4)])
     small = replace(offline(db, isolated_env, workers=1), context_tokens=3000)
-    append, calls = Checkpoint.append, []
-
-    def append_then_ctrl_c(self, record):
-        append(self, record)
-        calls.append(record)
-        if len(calls) == 2:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(Checkpoint, "append", append_then_ctrl_c)
+    uninterrupted = ctrl_c_after_rows(monkeypatch, 2)
     try:
         B.run_batch(inp, small, strategy="longctx", progress=False)
         raise AssertionError("the run was meant to be interrupted")
     except KeyboardInterrupt:
         pass
-    monkeypatch.setattr(Checkpoint, "append", append)
+    uninterrupted()
     capsys.readouterr()
 
     big = replace(small, context_tokens=32000)

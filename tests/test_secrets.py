@@ -122,9 +122,9 @@ def test_a_base_url_password_is_not_stored_with_a_checkpoint_nor_shown_by_the_ne
     """s56-sec H3(a): `http://alice:PASSWD@host/v1` was stored in results/.checkpoints/*.settings.json and
     printed in the next run's "not resuming" note."""
     from test_batch import ROUTER, make_db, offline, write_input
+    from test_batch_resume import ctrl_c_after_rows
 
     from ragkit.evaluate import batch as B
-    from ragkit.evaluate.checkpoint import Checkpoint
 
     monkeypatch.setenv("RAG_EMBED", "0")
     db = make_db(isolated_env)
@@ -132,18 +132,10 @@ def test_a_base_url_password_is_not_stored_with_a_checkpoint_nor_shown_by_the_ne
                       [[f"Question {i}: how do I reset the router?", ROUTER] for i in range(3)])
     secret_url = "http://alice:PASSWD-canary@127.0.0.1:9/v1?api_key=QUERY-canary"
     first = replace(offline(db, isolated_env, workers=1), api_base=secret_url)
-    append, calls = Checkpoint.append, []
-
-    def append_then_ctrl_c(self, record):
-        append(self, record)
-        calls.append(record)
-        if len(calls) == 1:
-            raise KeyboardInterrupt
-
-    monkeypatch.setattr(Checkpoint, "append", append_then_ctrl_c)
+    uninterrupted = ctrl_c_after_rows(monkeypatch, 1)
     with pytest.raises(KeyboardInterrupt):
         B.run_batch(inp, first, progress=False)
-    monkeypatch.setattr(Checkpoint, "append", append)
+    uninterrupted()
     results = isolated_env / "results"
     (record,) = results.rglob("*.settings.json")
     stored = "".join(p.read_text(encoding="utf-8", errors="replace") for p in results.rglob("*") if p.is_file())
