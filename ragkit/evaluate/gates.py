@@ -145,10 +145,6 @@ def as_gates(gates: Sequence[Gate | str] | None) -> list[Gate]:
     return out
 
 
-def known_metric(name: str, columns: Sequence[str]) -> bool:
-    return any(metric_key(c) == metric_key(name) for c in columns)
-
-
 def check_results_file(path, gates: Sequence[Gate]) -> list[GateResult]:
     """Gates on a results CSV written by `rag batch` / `rag eval`."""
     from ragkit.evaluate.runs import load_run
